@@ -1,0 +1,48 @@
+// swift-tools-version:6.0
+import PackageDescription
+
+let package = Package(
+    name: "camrec",
+    platforms: [.macOS(.v13)],
+    products: [
+        .executable(name: "camrec", targets: ["camrec"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
+        .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+    ],
+    targets: [
+        // C shims: only what Swift cannot import by itself.
+        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec"),
+
+        // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
+        .target(name: "Bitstream"),
+
+        .target(name: "Capture", dependencies: [
+            "CV4L2",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "Capture"]),
+        .target(name: "Outputs", dependencies: [
+            "Bitstream",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        .target(name: "Recorder", dependencies: [
+            "Capture", "Encoder", "Outputs", "Bitstream",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+        .executableTarget(name: "camrec", dependencies: [
+            "Recorder", "Bitstream", "Capture", "Encoder", "Outputs",
+            .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "Logging", package: "swift-log"),
+        ]),
+
+        .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Capture", "Bitstream"]),
+        .testTarget(name: "CamrecTests", dependencies: ["Bitstream"]),
+    ],
+    swiftLanguageModes: [.v6]
+)
