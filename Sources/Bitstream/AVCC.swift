@@ -1,0 +1,72 @@
+/// Conversion between Annex B (start codes) and AVCC / "length-prefixed" framing, where
+/// each NAL unit is preceded by its size as a big-endian integer (as in MP4 samples).
+public enum AVCC {
+    public enum FormatError: Error, Sendable, Hashable {
+        /// The length field size must be 1, 2 or 4 bytes (ISO/IEC 14496-15).
+        case invalidLengthSize(Int)
+        /// Fewer bytes remain than a length field needs.
+        case truncatedLength(offset: Int)
+        /// A length field announces more bytes than remain.
+        case lengthExceedsData(offset: Int, length: Int, available: Int)
+    }
+
+    /// Rewrites length-prefixed units as Annex B with a 4-byte start code on every unit.
+    /// Zero-length units carry nothing and are dropped.
+    public static func annexB(fromAVCC bytes: some Collection<UInt8>, lengthSize: Int = 4) throws -> [UInt8] {
+        var output: [UInt8] = []
+        try forEachUnit(inAVCC: Array(bytes), lengthSize: lengthSize) { _, unit in
+            output.append(contentsOf: [0, 0, 0, 1])
+            output.append(contentsOf: unit)
+        }
+        return output
+    }
+
+    /// The units of a length-prefixed buffer, with `startCodeLength` 0 and `offset` at
+    /// their length field.
+    public static func units(inAVCC bytes: some Collection<UInt8>, lengthSize: Int = 4) throws -> [NALUnit] {
+        var units: [NALUnit] = []
+        try forEachUnit(inAVCC: Array(bytes), lengthSize: lengthSize) { offset, unit in
+            units.append(NALUnit(bytes: Array(unit), startCodeLength: 0, offset: offset))
+        }
+        return units
+    }
+
+    /// Rewrites an Annex B stream as 4-byte length-prefixed units.
+    public static func avcc(fromAnnexB bytes: some Collection<UInt8>) -> [UInt8] {
+        var output: [UInt8] = []
+        output.reserveCapacity(bytes.count + 16)
+        for unit in AnnexBScanner.units(in: bytes) {
+            let length = UInt32(truncatingIfNeeded: unit.bytes.count)
+            output.append(UInt8(length >> 24))
+            output.append(UInt8((length >> 16) & 0xFF))
+            output.append(UInt8((length >> 8) & 0xFF))
+            output.append(UInt8(length & 0xFF))
+            output.append(contentsOf: unit.bytes)
+        }
+        return output
+    }
+
+    /// Calls `body` with the offset of each unit's length field and the unit's bytes.
+    private static func forEachUnit(inAVCC bytes: [UInt8], lengthSize: Int,
+                                    _ body: (Int, ArraySlice<UInt8>) -> Void) throws {
+        guard lengthSize == 1 || lengthSize == 2 || lengthSize == 4 else {
+            throw FormatError.invalidLengthSize(lengthSize)
+        }
+        var index = 0
+        while index < bytes.count {
+            guard bytes.count - index >= lengthSize else { throw FormatError.truncatedLength(offset: index) }
+            var length = 0
+            for byte in bytes[index..<(index + lengthSize)] {
+                length = length << 8 | Int(byte)
+            }
+            let start = index + lengthSize
+            guard length <= bytes.count - start else {
+                throw FormatError.lengthExceedsData(offset: index, length: length, available: bytes.count - start)
+            }
+            if length > 0 {
+                body(index, bytes[start..<(start + length)])
+            }
+            index = start + length
+        }
+    }
+}
