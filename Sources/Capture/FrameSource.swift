@@ -1,0 +1,42 @@
+/// Why a source stopped delivering frames.
+public enum SourceEnd: Sendable, Equatable {
+    /// A file or pipe reached its end, or `stop()` was called.
+    case finished
+    /// The device went away while recording (unplugged camera, ENODEV).
+    case deviceLost(String)
+    /// No frame arrived within the watchdog's time.
+    case stalled(String)
+}
+
+/// Counters a source keeps while it runs.
+public struct SourceStatistics: Sendable, Equatable {
+    /// Frames handed on to the encoder.
+    public var delivered: UInt64 = 0
+    /// Frames lost before reaching the encoder: sequence gaps at the device,
+    /// errored buffers, or an empty pool.
+    public var dropped: UInt64 = 0
+    /// Of `dropped`, how many were buffers the device flagged as errored.
+    public var errored: UInt64 = 0
+
+    public init() {}
+}
+
+/// Something that fills pool buffers with frames: a camera, the test pattern, a raw file.
+///
+/// A source is driven from one capture thread: `start`, then `nextFrame()` until
+/// it returns nil, then `end` says why. `stop()` may be called from any thread and
+/// makes `nextFrame()` return nil promptly.
+public protocol FrameSource: AnyObject, Sendable {
+    /// What the source is, for logs ("test pattern 1280x720 @ 30 fps").
+    var summary: String { get }
+    var frameSize: FrameSize { get }
+    /// Nominal frame rate; raw files and pipes use it for timestamps.
+    var framesPerSecond: Double { get }
+    var statistics: SourceStatistics { get }
+    var end: SourceEnd? { get }
+
+    func start(pool: PixelBufferPool) throws
+    /// The next filled buffer, owned by the caller until recycled to the pool.
+    func nextFrame() throws -> PixelBuffer?
+    func stop()
+}

@@ -1,0 +1,17 @@
+import Glibc
+
+/// CLOCK_MONOTONIC in nanoseconds: the clock V4L2 stamps buffers with, so every
+/// source and the status line agree on time.
+public enum MonotonicClock {
+    public static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// Sleeps until the given monotonic time; returns at once if it has passed.
+    public static func sleep(until deadline: UInt64) {
+        var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+    }
+}

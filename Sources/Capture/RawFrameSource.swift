@@ -1,0 +1,129 @@
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// Raw frames from a file or a pipe (`-` is stdin), read as fast as the pipeline
+/// takes them, so `ffmpeg … -f rawvideo - | camrec --input - …` works.
+public final class RawFrameSource: FrameSource, @unchecked Sendable {
+    public let frameSize: FrameSize
+    public let framesPerSecond: Double
+    public let pixelFormat: PixelFormat
+    public let path: String
+    public var summary: String {
+        "raw \(pixelFormat) \(frameSize) @ \(formatRate(framesPerSecond)) fps from \(path == "-" ? "stdin" : path)"
+    }
+
+    private let descriptor: FileDescriptor
+    private let ownsDescriptor: Bool
+    private let frameBytes: Int
+    private var staging: UnsafeMutableRawBufferPointer
+    private var pool: PixelBufferPool?
+    private var sequence: UInt64 = 0
+    private let frameInterval: UInt64
+    private let state = Mutex(State())
+    private struct State {
+        var statistics = SourceStatistics()
+        var end: SourceEnd?
+        var stopped = false
+        var trailingBytes = 0
+    }
+
+    public var statistics: SourceStatistics { state.withLock { $0.statistics } }
+    public var end: SourceEnd? { state.withLock { $0.end } }
+    /// Bytes at the end of the input that did not make a whole frame.
+    public var trailingBytes: Int { state.withLock { $0.trailingBytes } }
+
+    public init(path: String, format: PixelFormat, size: FrameSize, fps: Double) throws {
+        self.path = path
+        pixelFormat = format
+        frameSize = size
+        framesPerSecond = fps
+        frameInterval = UInt64(1_000_000_000 / fps)
+        frameBytes = format.packedFrameSize(width: size.width, height: size.height)
+        if path == "-" {
+            descriptor = .standardInput
+            ownsDescriptor = false
+        } else {
+            do {
+                descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
+            } catch let error as Errno {
+                switch error {
+                case .noSuchFileOrDirectory:
+                    throw CaptureError(.sourceMissing, "input file \(path) does not exist; check the path given to --input")
+                case .permissionDenied:
+                    throw CaptureError(.permissionDenied, "cannot read input file \(path): permission denied")
+                default:
+                    throw CaptureError(.sourceMissing, "cannot open input file \(path): \(error)")
+                }
+            }
+            ownsDescriptor = true
+            var st = stat()
+            if fstat(descriptor.rawValue, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
+                try? descriptor.close()
+                throw CaptureError(.invalidInput, "input \(path) is a directory, not a raw-frame file")
+            }
+        }
+        staging = .allocate(byteCount: frameBytes, alignment: 64)
+    }
+
+    deinit {
+        staging.deallocate()
+        if ownsDescriptor { try? descriptor.close() }
+    }
+
+    public func start(pool: PixelBufferPool) throws {
+        self.pool = pool
+    }
+
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        pool?.close()
+    }
+
+    public func nextFrame() throws -> PixelBuffer? {
+        guard let pool else { preconditionFailure("start(pool:) first") }
+        if state.withLock({ $0.stopped }) { return finish(.finished) }
+        let got = try readFully(staging)
+        if got < frameBytes {
+            if got == 0 && sequence > 0 { return finish(.finished) }
+            if sequence == 0 {
+                throw CaptureError(.invalidInput, "input \(path == "-" ? "stdin" : path) holds \(got) bytes, less than one "
+                    + "\(pixelFormat) \(frameSize) frame (\(frameBytes) bytes); check --size and --input-format")
+            }
+            state.withLock { $0.trailingBytes = got }
+            return finish(.finished)
+        }
+        // A file source waits for the encoder rather than dropping: nothing is lost.
+        guard let buffer = pool.take() else { return finish(.finished) }
+        let image = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width,
+                                                      height: frameSize.height, base: UnsafeRawPointer(staging.baseAddress!))
+        FrameConverter.convert(image, into: buffer)
+        buffer.sequence = sequence
+        buffer.presentationTimeNanoseconds = sequence * frameInterval
+        buffer.captureTimeNanoseconds = MonotonicClock.now()
+        sequence += 1
+        state.withLock { $0.statistics.delivered += 1 }
+        return buffer
+    }
+
+    private func finish(_ reason: SourceEnd) -> PixelBuffer? {
+        state.withLock { if $0.end == nil { $0.end = reason } }
+        return nil
+    }
+
+    /// Reads until the buffer is full or the input ends; pipes deliver frames in pieces.
+    private func readFully(_ buffer: UnsafeMutableRawBufferPointer) throws -> Int {
+        var total = 0
+        while total < buffer.count {
+            let n: Int
+            do {
+                n = try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[total...]), retryOnInterrupt: true)
+            } catch let error as Errno {
+                throw CaptureError(.invalidInput, "reading \(path == "-" ? "stdin" : path) failed: \(error)")
+            }
+            if n == 0 { break }
+            total += n
+        }
+        return total
+    }
+}
