@@ -1,0 +1,46 @@
+import Capture
+
+/// H.264 profiles camrec offers.
+public enum H264Profile: String, Sendable, CaseIterable {
+    case baseline, main, high
+}
+
+/// What every encoder backend is asked for.
+public struct EncoderSettings: Sendable {
+    public var size: FrameSize
+    public var framesPerSecond: Double
+    /// An IDR every this many frames; the recorder forces them, and backends also
+    /// set their own GOP length to it so they never add IDRs of their own.
+    public var keyframeInterval: Int
+    /// Target bits per second; nil lets the backend choose from size and rate.
+    public var bitrate: Int?
+    /// Constant QP instead of a bitrate, where the backend supports it.
+    public var constantQP: Int?
+    public var profile: H264Profile
+    /// libx264 speed preset (ultrafast … veryslow).
+    public var preset: String
+
+    public init(size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
+                constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast") {
+        self.size = size
+        self.framesPerSecond = framesPerSecond
+        self.keyframeInterval = keyframeInterval
+        self.bitrate = bitrate
+        self.constantQP = constantQP
+        self.profile = profile
+        self.preset = preset
+    }
+
+    /// A bitrate that looks good for live video: about 0.1 bit per pixel per frame.
+    public var effectiveBitrate: Int {
+        bitrate ?? max(200_000, Int(Double(size.width * size.height) * framesPerSecond * 0.1))
+    }
+
+    /// The frame rate as a rational, exact for integers and NTSC rates.
+    public var frameRateRational: (numerator: Int32, denominator: Int32) {
+        if framesPerSecond == framesPerSecond.rounded() { return (Int32(framesPerSecond), 1) }
+        let ntsc = (framesPerSecond * 1001).rounded()
+        if abs(ntsc / 1001 - framesPerSecond) < 0.0005 { return (Int32(ntsc), 1001) }
+        return (Int32((framesPerSecond * 1000).rounded()), 1000)
+    }
+}

@@ -1,0 +1,56 @@
+import Capture
+
+/// One encoded access unit, as the backend produced it.
+///
+/// `data` is only valid during the `onPacket` callback; the stream writer copies
+/// what it needs from it.
+public struct EncodedPacket {
+    public let data: UnsafeRawBufferPointer
+    public let isKeyframe: Bool
+    /// Sequence number of the source frame this packet encodes.
+    public let sequence: UInt64
+    public let presentationTimeNanoseconds: UInt64
+    public let captureTimeNanoseconds: UInt64
+}
+
+/// An H.264 encoder backend (software, VAAPI, …), in the shape rpicam-apps uses:
+/// one "encode this buffer" call and two callbacks, buffer done and output ready.
+///
+/// All calls come from one encoder thread. `onBufferDone` may be called from a
+/// backend's own thread; it only recycles the buffer.
+public protocol VideoEncoder: AnyObject {
+    /// For logs and `camrec encoders`: "libx264 (software)".
+    var name: String { get }
+    /// The pool format this backend reads without another conversion.
+    var inputFormat: PixelFormat { get }
+    /// Buffers the backend may hold at once (the pool must be larger).
+    var maximumBuffersInFlight: Int { get }
+    var onBufferDone: ((PixelBuffer) -> Void)? { get set }
+    var onPacket: ((EncodedPacket) -> Void)? { get set }
+
+    func start() throws
+    /// Encodes one frame; with `forceKeyframe` the frame becomes an IDR.
+    func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws
+    /// Drains every frame still inside the encoder, so the last frames are not lost.
+    func flush() throws
+}
+
+/// Failures of an encoder backend.
+public struct EncoderError: Error, Sendable, CustomStringConvertible {
+    public enum Kind: Sendable {
+        /// The backend can't run here (no libx264, no render node, no H.264 entrypoint…).
+        case unavailable
+        /// It started but failed while encoding.
+        case failed
+    }
+
+    public let kind: Kind
+    public let message: String
+
+    public init(_ kind: Kind, _ message: String) {
+        self.kind = kind
+        self.message = message
+    }
+
+    public var description: String { message }
+}

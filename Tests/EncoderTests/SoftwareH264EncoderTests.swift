@@ -1,0 +1,46 @@
+import Bitstream
+import Capture
+import Encoder
+import XCTest
+
+final class SoftwareH264EncoderTests: XCTestCase {
+    func testForcedKeyframesBecomeIDRsAndEveryBufferReturnsToThePool() throws {
+        try XCTSkipUnless(SoftwareH264Encoder.isAvailable, "libavcodec has no libx264")
+        let size = FrameSize(width: 320, height: 240)
+        let settings = EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4, profile: .high, preset: "ultrafast")
+        let encoder = try SoftwareH264Encoder(settings: settings)
+        let pool = PixelBufferPool(format: encoder.inputFormat, width: size.width, height: size.height,
+                                   capacity: encoder.maximumBuffersInFlight + 2)
+        let source = TestPatternSource(size: size, fps: 30, realTime: false)
+        try source.start(pool: pool)
+        var packets: [(sequence: UInt64, key: Bool, bytes: [UInt8])] = []
+        encoder.onBufferDone = { $0.recycle() }
+        encoder.onPacket = { packets.append(($0.sequence, $0.isKeyframe, Array($0.data))) }
+        try encoder.start()
+        for i in 0..<10 {
+            let frame = try XCTUnwrap(source.nextFrame())
+            try encoder.encode(frame, forceKeyframe: i % 4 == 0)
+        }
+        try encoder.flush()
+        XCTAssertEqual(pool.freeCount, pool.capacity, "the encoder gave every buffer back")
+        XCTAssertEqual(packets.map(\.sequence), Array(0..<10))
+        XCTAssertEqual(packets.filter(\.key).map(\.sequence), [0, 4, 8])
+        for packet in packets {
+            let types = AnnexBScanner.units(in: packet.bytes).map(\.type)
+            XCTAssertEqual(types.contains(.idrSlice), packet.key, "frame \(packet.sequence): \(types)")
+            if packet.key {
+                XCTAssertTrue(types.contains(.sps) && types.contains(.pps))
+            }
+        }
+    }
+
+    func testImpossibleSettingsAreReportedAsUnavailable() throws {
+        try XCTSkipUnless(SoftwareH264Encoder.isAvailable, "libavcodec has no libx264")
+        let settings = EncoderSettings(size: FrameSize(width: 320, height: 240), framesPerSecond: 30, keyframeInterval: 30,
+                                       preset: "no-such-preset")
+        let encoder = try SoftwareH264Encoder(settings: settings)
+        XCTAssertThrowsError(try encoder.start()) { error in
+            XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
+        }
+    }
+}
