@@ -1,0 +1,132 @@
+import Glibc
+import SystemPackage
+
+/// A recording file written under a temporary name beside its final one, then
+/// fsync'd and moved into place when recording ends, so a half-written file never
+/// carries the final name. An existing file is never replaced unless asked.
+public final class FileSink: ByteSink {
+    public let path: String
+    public let overwrite: Bool
+    public var label: String { path }
+    /// The name the file has while recording.
+    public let temporaryPath: String
+
+    private var descriptor: FileDescriptor?
+    private var written = 0
+    /// Bytes that end on an access-unit boundary: a later failed write is cut back to here.
+    private var committed = 0
+
+    public init(path: String, overwrite: Bool) {
+        self.path = path
+        self.overwrite = overwrite
+        let file = FilePath(path)
+        let name = file.lastComponent?.string ?? "recording"
+        let directory = file.removingLastComponent()
+        temporaryPath = directory.appending("\(name).camrec-\(getpid()).partial").string
+    }
+
+    public func open() throws {
+        let file = FilePath(path)
+        let directory = file.removingLastComponent().isEmpty ? "." : file.removingLastComponent().string
+        var st = stat()
+        if stat(path, &st) == 0 {
+            if (st.st_mode & S_IFMT) == S_IFDIR {
+                throw OutputError(.unwritable, "output \(path) is a directory; give a file name such as \(path)/out.h264")
+            }
+            if !overwrite {
+                throw OutputError(.exists, "output \(path) already exists; pass --overwrite to replace it, or choose another name")
+            }
+        }
+        if stat(directory, &st) != 0 || (st.st_mode & S_IFMT) != S_IFDIR {
+            throw OutputError(.unwritable, "output directory \(directory) does not exist; create it first")
+        }
+        do {
+            descriptor = try FileDescriptor.open(FilePath(temporaryPath), .writeOnly,
+                                                 options: [.create, .exclusiveCreate, .closeOnExec],
+                                                 permissions: [.ownerReadWrite, .groupRead, .otherRead],
+                                                 retryOnInterrupt: true)
+        } catch let error as Errno {
+            switch error {
+            case .permissionDenied, .readOnlyFileSystem:
+                throw OutputError(.unwritable, "cannot write in \(directory): \(error.description.lowercased()); choose a writable directory")
+            case .noSpace:
+                throw OutputError(.diskFull, "no space left in \(directory); free some space or record elsewhere")
+            default:
+                throw OutputError(.unwritable, "cannot create \(temporaryPath): \(error)")
+            }
+        }
+    }
+
+    public func write(_ bytes: UnsafeRawBufferPointer) throws {
+        guard let descriptor else { return }
+        do {
+            var offset = 0
+            while offset < bytes.count {
+                offset += try descriptor.write(UnsafeRawBufferPointer(rebasing: bytes[offset...]), retryOnInterrupt: true)
+            }
+            written += bytes.count
+        } catch let error as Errno {
+            if error == .noSpace || error == .diskQuotaExceeded {
+                throw OutputError(.diskFull, "disk full writing \(path) after \(committed) bytes; "
+                    + "the frames before are saved; free some space")
+            }
+            throw OutputError(.unwritable, "writing \(path) failed: \(error)")
+        }
+    }
+
+    public func commitBoundary() {
+        committed = written
+    }
+
+    public func close(keep: Bool) throws -> String? {
+        guard let descriptor else { return nil }
+        self.descriptor = nil
+        defer { try? descriptor.close() }
+        guard keep else {
+            unlink(temporaryPath)
+            return nil
+        }
+        // A failed write may have left part of an access unit: cut back to the last whole one.
+        if written != committed {
+            _ = ftruncate(descriptor.rawValue, off_t(committed))
+        }
+        _ = fsync(descriptor.rawValue)
+        try moveIntoPlace()
+        let directory = FilePath(path).removingLastComponent()
+        syncDirectory(directory.isEmpty ? "." : directory.string)
+        return path
+    }
+
+    private func moveIntoPlace() throws {
+        if overwrite {
+            guard rename(temporaryPath, path) == 0 else {
+                throw OutputError(.unwritable, "could not move \(temporaryPath) to \(path): \(Errno(rawValue: errno)); the recording is saved under the temporary name")
+            }
+            return
+        }
+        // link() fails if the name was taken meanwhile, so nothing is ever replaced.
+        if link(temporaryPath, path) == 0 {
+            unlink(temporaryPath)
+            return
+        }
+        let linkError = Errno(rawValue: errno)
+        if linkError == .fileExists {
+            throw OutputError(.exists, "\(path) appeared while recording; the recording is kept as \(temporaryPath)")
+        }
+        // Filesystems without hard links (vfat on SD cards): check, then rename.
+        var st = stat()
+        if stat(path, &st) == 0 {
+            throw OutputError(.exists, "\(path) appeared while recording; the recording is kept as \(temporaryPath)")
+        }
+        guard rename(temporaryPath, path) == 0 else {
+            throw OutputError(.unwritable, "could not move \(temporaryPath) to \(path): \(Errno(rawValue: errno)); the recording is saved under the temporary name")
+        }
+    }
+
+    private func syncDirectory(_ directory: String) {
+        let fd = Glibc.open(directory, O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+        guard fd >= 0 else { return }
+        _ = fsync(fd)
+        Glibc.close(fd)
+    }
+}

@@ -1,0 +1,75 @@
+import Pipeline
+import Synchronization
+
+/// An output stage with its own thread and a bounded queue in front of a `ByteSink`,
+/// so a disk hiccup delays this output only; the encoder moves on until the queue
+/// is full, and then waits (a file must not lose frames; the camera side drops and
+/// counts instead).
+public final class QueuedOutput: StreamOutput, @unchecked Sendable {
+    public var label: String { sink.label }
+    public var onFailure: (@Sendable (OutputError) -> Void)?
+
+    private let sink: ByteSink
+    private let queue: BlockingQueue<StreamChunk>
+    private var worker: WorkerThread?
+    private let state: Mutex<State>
+    private struct State {
+        var report: OutputReport
+        var failure: OutputError?
+    }
+
+    public var failure: OutputError? { state.withLock { $0.failure } }
+
+    /// - Parameter queueCapacity: access units that may wait; a few seconds of video.
+    public init(sink: ByteSink, queueCapacity: Int = 240) {
+        self.sink = sink
+        queue = BlockingQueue(capacity: queueCapacity)
+        state = Mutex(State(report: OutputReport(label: sink.label)))
+    }
+
+    public func open() throws {
+        try sink.open()
+        let worker = WorkerThread(name: "out-\(label)") { [unowned self] in self.run() }
+        self.worker = worker
+        worker.start()
+    }
+
+    public func submit(_ chunk: StreamChunk) {
+        if !queue.push(chunk) { chunk.release() }
+    }
+
+    private func run() {
+        while let chunk = queue.pop() {
+            defer { chunk.release() }
+            if state.withLock({ $0.failure != nil }) { continue }
+            do {
+                try chunk.bytes.withUnsafeBytes { try sink.write($0) }
+                sink.commitBoundary()
+                state.withLock {
+                    $0.report.bytes += chunk.bytes.count
+                    $0.report.frames += 1
+                    if chunk.isIDR { $0.report.idrFrames += 1 }
+                }
+            } catch {
+                let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
+                state.withLock { $0.failure = failure }
+                onFailure?(failure)
+            }
+        }
+    }
+
+    public func finish() -> OutputReport {
+        queue.close()
+        worker?.join()
+        worker = nil
+        var report = state.withLock { $0.report }
+        report.error = state.withLock { $0.failure }
+        do {
+            report.path = try sink.close(keep: report.frames > 0)
+        } catch {
+            let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
+            report.error = report.error ?? failure
+        }
+        return report
+    }
+}

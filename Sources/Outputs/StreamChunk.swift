@@ -1,0 +1,59 @@
+import Synchronization
+
+/// One access unit of the finished stream (4-byte start codes, parameter sets
+/// ahead of IDRs), shared by every output that sends it.
+///
+/// Chunks are reference counted by hand and go back to their pool when the last
+/// output is done, so steady-state recording reuses the same byte storage.
+public final class StreamChunk: @unchecked Sendable {
+    /// The stream bytes; capacity is kept across reuse.
+    public var bytes: [UInt8] = []
+    public var isIDR = false
+    /// Source sequence number of the frame in this chunk.
+    public var sequence: UInt64 = 0
+    public var presentationTimeNanoseconds: UInt64 = 0
+    public var captureTimeNanoseconds: UInt64 = 0
+
+    private let references = Atomic<Int>(0)
+    private unowned let pool: StreamChunkPool
+
+    init(pool: StreamChunkPool) {
+        self.pool = pool
+    }
+
+    /// Adds `count` holders; called before the chunk is handed to outputs.
+    public func retain(_ count: Int = 1) {
+        references.add(count, ordering: .relaxed)
+    }
+
+    /// Drops one holder; the last one returns the chunk to its pool.
+    public func release() {
+        if references.subtract(1, ordering: .acquiringAndReleasing).newValue == 0 {
+            pool.recycle(self)
+        }
+    }
+}
+
+/// Free chunks, grown only up to the most ever in flight at once.
+public final class StreamChunkPool: @unchecked Sendable {
+    private let free = Mutex<[StreamChunk]>([])
+    /// Chunks ever created; flat in steady state.
+    public var allocatedCount: Int { allocated.load(ordering: .relaxed) }
+    private let allocated = Atomic<Int>(0)
+
+    public init() {}
+
+    /// A chunk with no holders and empty bytes (capacity kept).
+    public func take() -> StreamChunk {
+        if let chunk = free.withLock({ $0.popLast() }) {
+            chunk.bytes.removeAll(keepingCapacity: true)
+            return chunk
+        }
+        allocated.add(1, ordering: .relaxed)
+        return StreamChunk(pool: self)
+    }
+
+    func recycle(_ chunk: StreamChunk) {
+        free.withLock { $0.append(chunk) }
+    }
+}
