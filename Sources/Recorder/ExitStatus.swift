@@ -1,0 +1,56 @@
+/// camrec's exit statuses: one per thing a script may want to react to.
+/// The table is printed by `--help` and copied into the README.
+public enum ExitStatus: Int32, Sendable, CaseIterable {
+    case success = 0
+    /// `inspect`: the file is H.264 but breaks camrec's stream contract.
+    case contractBroken = 1
+    case usage = 64
+    case invalidInput = 65
+    case sourceMissing = 66
+    case notACaptureDevice = 67
+    case unsupportedFormat = 68
+    case permissionDenied = 69
+    case deviceBusy = 70
+    case deviceLost = 71
+    case deviceStalled = 72
+    case encoderUnavailable = 73
+    case encoderFailed = 74
+    case outputError = 75
+    case outputExists = 76
+    case diskFull = 77
+    /// A second SIGINT/SIGTERM cut the clean shutdown short.
+    case interrupted = 130
+
+    public var meaning: String {
+        switch self {
+        case .success: return "success (also after a clean stop by SIGINT or SIGTERM)"
+        case .contractBroken: return "inspect: the stream breaks camrec's stream contract"
+        case .usage: return "usage error: unknown option, malformed value"
+        case .invalidInput: return "bad input: raw input shorter than one frame, not H.264, wrong format"
+        case .sourceMissing: return "input file or camera device not found"
+        case .notACaptureDevice: return "the device is not a video capture device"
+        case .unsupportedFormat: return "the camera cannot deliver the asked size, rate or pixel format"
+        case .permissionDenied: return "permission denied on the device (join the video group)"
+        case .deviceBusy: return "the camera is busy (another camrec or program has it)"
+        case .deviceLost: return "the camera went away while recording (the file is saved)"
+        case .deviceStalled: return "the camera stopped delivering frames (the file is saved)"
+        case .encoderUnavailable: return "the encoder cannot run here (no libx264, no usable VAAPI)"
+        case .encoderFailed: return "the encoder failed while recording (the file is saved)"
+        case .outputError: return "an output cannot be created or written"
+        case .outputExists: return "the output file exists and --overwrite was not given"
+        case .diskFull: return "the disk filled up while recording (the file is saved)"
+        case .interrupted: return "interrupted twice; shut down without waiting"
+        }
+    }
+
+    /// The table for `--help` and the README.
+    public static var table: String {
+        allCases.map { "  \(String($0.rawValue).leftPadded(to: 3))  \($0.meaning)" }.joined(separator: "\n")
+    }
+}
+
+extension String {
+    func leftPadded(to width: Int) -> String {
+        count >= width ? self : String(repeating: " ", count: width - count) + self
+    }
+}

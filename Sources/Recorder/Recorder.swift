@@ -1,0 +1,239 @@
+import Bitstream
+import Capture
+import Encoder
+import Glibc
+import Logging
+import Outputs
+import Pipeline
+import Synchronization
+
+/// Runs one recording: source → pool buffer → encoder → stream writer → outputs.
+///
+/// The source runs on its own capture thread and only waits for the pool (a live
+/// source drops instead); the encoder and stream writer run on the calling
+/// thread; each output has its own thread. A stop from any thread (signal,
+/// failed output) ends capture, and everything captured so far is encoded,
+/// flushed and written before `run()` returns.
+public final class Recorder: @unchecked Sendable {
+    public struct Limits: Sendable {
+        public var frames: Int?
+        public var durationSeconds: Double?
+        public init(frames: Int? = nil, durationSeconds: Double? = nil) {
+            self.frames = frames
+            self.durationSeconds = durationSeconds
+        }
+    }
+
+    /// Live counters, read by the status line.
+    public struct Progress: Sendable {
+        public var frames = 0
+        public var bytes = 0
+        public var dropped: UInt64 = 0
+        public var lastPresentationNanoseconds: UInt64 = 0
+    }
+
+    private let source: FrameSource
+    private let encoder: VideoEncoder
+    private let outputs: [StreamOutput]
+    private let keyframeInterval: Int
+    private let limits: Limits
+    private let logger: Logger
+    private let chunkPool = StreamChunkPool()
+    private var writer = AnnexBStreamWriter()
+    private let shared = Mutex(Shared())
+    private struct Shared {
+        var failure: RecordingFailure?
+        var progress = Progress()
+        var stopRequested = false
+        var keyframeRequested = false
+    }
+
+    public init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
+                limits: Limits, logger: Logger) {
+        self.source = source
+        self.encoder = encoder
+        self.outputs = outputs
+        self.keyframeInterval = max(1, keyframeInterval)
+        self.limits = limits
+        self.logger = logger
+    }
+
+    public var progress: Progress {
+        var p = shared.withLock { $0.progress }
+        p.dropped = source.statistics.dropped
+        return p
+    }
+
+    /// Ends the recording cleanly; safe from any thread, any number of times.
+    public func stop() {
+        let first = shared.withLock { s -> Bool in
+            defer { s.stopRequested = true }
+            return !s.stopRequested
+        }
+        if first { source.stop() }
+    }
+
+    /// Asks for an IDR at the next frame (late joiners on the network).
+    public func requestKeyframe() {
+        shared.withLock { $0.keyframeRequested = true }
+    }
+
+    private func fail(_ failure: RecordingFailure) {
+        shared.withLock { if $0.failure == nil { $0.failure = failure } }
+        stop()
+    }
+
+    public func run() -> RecordingResult {
+        var result = RecordingResult()
+        // Outputs first: a bad path fails before the camera is touched.
+        var opened: [StreamOutput] = []
+        for output in outputs {
+            do {
+                try output.open()
+                opened.append(output)
+                output.onFailure = { [weak self] error in self?.fail(.output(error)) }
+            } catch {
+                let failure = error as? OutputError ?? OutputError(.unwritable, "\(output.label): \(error)")
+                result.outputs = opened.map { $0.finish() }
+                result.failure = .output(failure)
+                return result
+            }
+        }
+        let pool = PixelBufferPool(format: encoder.inputFormat, width: source.frameSize.width,
+                                   height: source.frameSize.height, capacity: encoder.maximumBuffersInFlight + 4)
+        do {
+            try encoder.start()
+            try source.start(pool: pool)
+        } catch {
+            result.outputs = opened.map { $0.finish() }
+            result.failure = Self.classify(error)
+            return result
+        }
+        encoder.onBufferDone = { pool.recycle($0) }
+        encoder.onPacket = { [unowned self] packet in self.publish(packet) }
+
+        let frames = BlockingQueue<PixelBuffer>(capacity: pool.capacity)
+        let capture = WorkerThread(name: "capture") { [unowned self] in
+            self.captureLoop(into: frames)
+        }
+        capture.start()
+
+        var sinceKeyframe = 0
+        var encoderFailed = false
+        while let buffer = frames.pop() {
+            if encoderFailed {
+                pool.recycle(buffer)
+                continue
+            }
+            let requested = shared.withLock { s -> Bool in
+                defer { s.keyframeRequested = false }
+                return s.keyframeRequested
+            }
+            let force = sinceKeyframe == 0 || sinceKeyframe >= keyframeInterval || requested
+            if force { sinceKeyframe = 0 }
+            sinceKeyframe += 1
+            do {
+                try encoder.encode(buffer, forceKeyframe: force)
+            } catch {
+                encoderFailed = true
+                fail(Self.classify(error))
+            }
+        }
+        capture.join()
+        if !encoderFailed {
+            do { try encoder.flush() } catch { fail(Self.classify(error)) }
+        }
+        pool.close()
+
+        result.outputs = opened.map { $0.finish() }
+        let progress = shared.withLock { $0.progress }
+        result.framesEncoded = progress.frames
+        result.bytes = progress.bytes
+        result.idrFrames = idrCount
+        result.repairedAccessUnits = repairedCount
+        result.source = source.statistics
+        result.durationSeconds = firstPresentation.map { first in
+            Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
+        } ?? 0
+        switch source.end {
+        case .deviceLost(let m): fail(.deviceLost(m))
+        case .stalled(let m): fail(.deviceStalled(m))
+        case .finished, nil: break
+        }
+        result.failure = shared.withLock { $0.failure }
+        if result.failure == nil, let error = result.outputs.compactMap(\.error).first {
+            result.failure = .output(error)
+        }
+        return result
+    }
+
+    private var idrCount = 0
+    private var repairedCount = 0
+    private var firstPresentation: UInt64?
+
+    private func captureLoop(into frames: BlockingQueue<PixelBuffer>) {
+        defer { frames.close() }
+        var delivered = 0
+        let durationLimit = limits.durationSeconds.map { UInt64($0 * 1e9) }
+        var firstTime: UInt64?
+        while true {
+            if let max = limits.frames, delivered >= max { break }
+            let buffer: PixelBuffer?
+            do {
+                buffer = try source.nextFrame()
+            } catch {
+                fail(Self.classify(error))
+                break
+            }
+            guard let buffer else { break }
+            let start = firstTime ?? buffer.presentationTimeNanoseconds
+            firstTime = start
+            if let durationLimit, buffer.presentationTimeNanoseconds - start >= durationLimit {
+                buffer.recycle()
+                break
+            }
+            delivered += 1
+            frames.push(buffer)
+        }
+        source.stop()
+    }
+
+    /// Runs on the encoder thread for every access unit the encoder produces.
+    private func publish(_ packet: EncodedPacket) {
+        let chunk = chunkPool.take()
+        let info: AccessUnitInfo
+        do {
+            info = try writer.write(accessUnit: packet.data, into: &chunk.bytes)
+        } catch {
+            chunk.retain()
+            chunk.release()
+            fail(.encoder(EncoderError(.failed, "the encoder produced a stream camrec cannot make valid: \(error)")))
+            return
+        }
+        chunk.isIDR = info.isIDR
+        chunk.sequence = packet.sequence
+        chunk.presentationTimeNanoseconds = packet.presentationTimeNanoseconds
+        chunk.captureTimeNanoseconds = packet.captureTimeNanoseconds
+        if info.isIDR { idrCount += 1 }
+        if info.insertedParameterSets { repairedCount += 1 }
+        if firstPresentation == nil { firstPresentation = packet.presentationTimeNanoseconds }
+        shared.withLock {
+            $0.progress.frames += 1
+            $0.progress.bytes += chunk.bytes.count
+            $0.progress.lastPresentationNanoseconds = packet.presentationTimeNanoseconds
+        }
+        chunk.retain(outputs.count + 1)
+        for output in outputs { output.submit(chunk) }
+        chunk.release()
+    }
+
+    static func classify(_ error: Error) -> RecordingFailure {
+        switch error {
+        case let e as CaptureError: return .source(e)
+        case let e as EncoderError: return .encoder(e)
+        case let e as OutputError: return .output(e)
+        case let e as RecordingFailure: return e
+        default: return .encoder(EncoderError(.failed, "\(error)"))
+        }
+    }
+}

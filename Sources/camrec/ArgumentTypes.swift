@@ -1,0 +1,34 @@
+import ArgumentParser
+import Capture
+import Encoder
+
+extension FrameSize: @retroactive ExpressibleByArgument {
+    public init?(argument: String) {
+        self.init(parsing: argument)
+    }
+}
+
+extension PixelFormat: @retroactive ExpressibleByArgument {}
+extension H264Profile: @retroactive ExpressibleByArgument {}
+
+/// Which encoder backend to use.
+enum EncoderChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, software, vaapi
+}
+
+/// A bit rate such as `4000000`, `4000k`, `4M` or `2.5M`.
+struct Bitrate: ExpressibleByArgument {
+    let bitsPerSecond: Int
+
+    init?(argument: String) {
+        let text = argument.lowercased()
+        var multiplier = 1.0
+        var number = Substring(text)
+        if text.hasSuffix("k") { multiplier = 1_000; number = number.dropLast() }
+        if text.hasSuffix("m") { multiplier = 1_000_000; number = number.dropLast() }
+        guard let value = Double(number), value > 0 else { return nil }
+        let bits = value * multiplier
+        guard bits >= 10_000, bits <= 1_000_000_000 else { return nil }
+        bitsPerSecond = Int(bits)
+    }
+}

@@ -1,0 +1,60 @@
+import ArgumentParser
+import Glibc
+import Recorder
+
+/// `camrec`: records by default; `inspect` checks a stream.
+struct Camrec: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "camrec",
+        abstract: "Record H.264 from a camera, a test pattern or raw frames, with a stream any player can join at any IDR.",
+        discussion: """
+        Every stream camrec writes has 4-byte start codes on every NAL unit and SPS+PPS before every IDR.
+
+        EXIT STATUS
+        \(ExitStatus.table)
+        """,
+        version: "0.1.0",
+        subcommands: [RecordCommand.self, InspectCommand.self],
+        defaultSubcommand: RecordCommand.self
+    )
+}
+
+/// A failure already reported on stderr; only its exit status is left to give.
+struct ReportedFailure: Error {
+    let status: ExitStatus
+}
+
+@main
+enum Main {
+    static func main() {
+        // Broken pipes are errors to report, not a reason to die silently.
+        signal(SIGPIPE, SIG_IGN)
+        do {
+            var command = try Camrec.parseAsRoot()
+            try command.run()
+        } catch let failure as ReportedFailure {
+            exit(failure.status.rawValue)
+        } catch {
+            let code = Camrec.exitCode(for: error)
+            if code == .success {
+                print(Camrec.fullMessage(for: error))
+                exit(0)
+            }
+            // One line, not ArgumentParser's usage block: cron mail and scripts read it.
+            let message = Camrec.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid usage"
+            printError("\(message) (see 'camrec --help')")
+            exit(code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
+        }
+    }
+}
+
+/// One line on stderr, prefixed so it stands out in cron mail and logs.
+func printError(_ message: String) {
+    var line = "camrec: error: \(message)\n"
+    line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
+}
+
+func printLine(_ message: String) {
+    var line = message + "\n"
+    line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
+}

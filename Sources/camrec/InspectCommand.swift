@@ -1,0 +1,55 @@
+import ArgumentParser
+import Bitstream
+import Glibc
+import Recorder
+import SystemPackage
+
+/// `camrec inspect FILE`: lists NAL units, summarises GOPs and the SPS, and checks the stream contract.
+struct InspectCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "inspect",
+        abstract: "List the NAL units of an H.264 Annex-B stream and check camrec's stream contract.",
+        discussion: "Exits 0 when every NAL unit has a 4-byte start code and SPS+PPS stand before every IDR, 1 when not."
+    )
+
+    @Argument(help: "An Annex-B H.264 file, or - for stdin.")
+    var file: String
+
+    @Flag(help: "Print only the summary and the verdict, not the NAL table.")
+    var summary = false
+
+    func run() throws {
+        let descriptor: FileDescriptor
+        if file == "-" {
+            descriptor = .standardInput
+        } else {
+            do {
+                descriptor = try FileDescriptor.open(FilePath(file), .readOnly, retryOnInterrupt: true)
+            } catch let error as Errno {
+                printError(error == .noSuchFileOrDirectory ? "\(file) does not exist" : "cannot read \(file): \(error)")
+                throw ReportedFailure(status: .sourceMissing)
+            }
+        }
+        defer { if file != "-" { try? descriptor.close() } }
+        var inspector = StreamInspector()
+        var chunk = [UInt8](repeating: 0, count: 1 << 20)
+        while true {
+            let n: Int
+            do {
+                n = try chunk.withUnsafeMutableBytes { try descriptor.read(into: $0, retryOnInterrupt: true) }
+            } catch {
+                printError("reading \(file) failed: \(error)")
+                throw ReportedFailure(status: .invalidInput)
+            }
+            if n == 0 { break }
+            inspector.append(chunk[0..<n])
+        }
+        let report = inspector.finish()
+        print(report.render(verbose: !summary))
+        if report.nalCount == 0 {
+            printError("\(file) holds no H.264 NAL units (no Annex-B start codes found)")
+            throw ReportedFailure(status: .invalidInput)
+        }
+        if !report.contractHolds { throw ReportedFailure(status: .contractBroken) }
+    }
+}

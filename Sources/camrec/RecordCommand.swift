@@ -1,0 +1,177 @@
+import ArgumentParser
+import Capture
+import Encoder
+import Glibc
+import Logging
+import Outputs
+import Recorder
+
+/// The default command: record from one source to one or more outputs.
+struct RecordCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "record",
+        abstract: "Record H.264 (the default command: `camrec --test-pattern --frames 200 out.h264`)."
+    )
+
+    @Option(help: "Capture from this V4L2 device (the default source when no other is given).")
+    var device: String?
+
+    @Flag(help: "Record a built-in moving test pattern, paced in real time like a camera.")
+    var testPattern = false
+
+    @Option(help: "Read raw frames from FILE, or - for stdin, as fast as the encoder takes them.")
+    var input: String?
+
+    @Option(help: "Pixel format of --input: yuyv, uyvy, nv12 or i420.")
+    var inputFormat: PixelFormat = .yuyv
+
+    @Option(help: "Frame size WxH (default 1280x720 for the test pattern; required with --input).")
+    var size: FrameSize?
+
+    @Option(help: "Frames per second (default 30).")
+    var fps: Double?
+
+    @Option(help: "Stop after N frames.")
+    var frames: Int?
+
+    @Option(help: "Stop after this many seconds of video.")
+    var duration: Double?
+
+    @Option(help: "An IDR (with SPS+PPS before it) every N frames (default: one per second of --fps).")
+    var keyframeInterval: Int?
+
+    @Option(help: "Encoder: auto, software (libx264) or vaapi.")
+    var encoder: EncoderChoice = .auto
+
+    @Option(help: "Target bit rate in bits per second; k and M suffixes work (4M). Default: about 0.1 bit per pixel.")
+    var bitrate: Bitrate?
+
+    @Option(help: "Constant quantiser (0-51) instead of a bit rate.")
+    var qp: Int?
+
+    @Option(help: "H.264 profile: baseline, main or high.")
+    var profile: H264Profile = .high
+
+    @Option(help: "libx264 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
+    var preset: String = "veryfast"
+
+    @Flag(help: "Replace an existing output file.")
+    var overwrite = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
+    var logLevel: Logger.Level = .notice
+
+    @Argument(help: "Where the stream goes: a file path, or - for stdout.")
+    var outputs: [String] = []
+
+    func validate() throws {
+        let sources = [device != nil, testPattern, input != nil].filter { $0 }.count
+        if sources > 1 { throw ValidationError("give only one of --device, --test-pattern and --input") }
+        if input != nil && size == nil { throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)") }
+        if let fps, !(fps > 0 && fps <= 240) { throw ValidationError("--fps must be between 0 and 240, got \(fps)") }
+        if let frames, frames <= 0 { throw ValidationError("--frames must be a positive number") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+        if let keyframeInterval, keyframeInterval <= 0 { throw ValidationError("--keyframe-interval must be positive") }
+        if let qp, !(0...51).contains(qp) { throw ValidationError("--qp must be between 0 and 51") }
+        if outputs.isEmpty { throw ValidationError("give an output: a file name, or - for stdout") }
+        if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
+    }
+
+    func run() throws {
+        let signals = SignalWatcher()
+        signals.blockInAllThreads()
+        var logger = Logger(label: "camrec")
+        logger.logLevel = logLevel
+        LibavLogging.set(verbose: logLevel <= .debug)
+
+        let rate = fps ?? 30
+        let source: FrameSource
+        do {
+            source = try makeSource(fps: rate)
+        } catch {
+            throw report(Recorder.classifyForCLI(error))
+        }
+        let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
+        let settings = EncoderSettings(size: source.frameSize, framesPerSecond: source.framesPerSecond,
+                                       keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
+                                       profile: profile, preset: preset)
+        let videoEncoder: VideoEncoder
+        do {
+            videoEncoder = try makeEncoder(settings: settings, logger: logger)
+        } catch {
+            throw report(Recorder.classifyForCLI(error))
+        }
+        let streamOutputs: [StreamOutput] = outputs.map { target in
+            target == "-" ? QueuedOutput(sink: StandardOutputSink())
+                          : QueuedOutput(sink: FileSink(path: target, overwrite: overwrite))
+        }
+        logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
+        let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
+                                limits: .init(frames: frames, durationSeconds: duration), logger: logger)
+        signals.start { signal in
+            if signal == SIGHUP { return }
+            recorder.stop()
+        }
+        let status = StatusLine.stderrIsTerminal && logLevel <= .notice ? StatusLine(recorder: recorder) : nil
+        status?.start()
+        let result = recorder.run()
+        status?.stop()
+        for line in summaryLines(result) { printLine(line) }
+        if let failure = result.failure {
+            throw report(failure)
+        }
+    }
+
+    private func report(_ failure: RecordingFailure) -> ReportedFailure {
+        printError(failure.description)
+        return ReportedFailure(status: failure.exitStatus)
+    }
+
+    private func makeSource(fps: Double) throws -> FrameSource {
+        if let input {
+            return try RawFrameSource(path: input, format: inputFormat, size: size!, fps: fps)
+        }
+        if testPattern {
+            return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps)
+        }
+        let path = device ?? "/dev/video0"
+        throw CaptureError(.sourceMissing, "V4L2 capture from \(path) is not supported by this build yet; use --test-pattern or --input")
+    }
+
+    private func makeEncoder(settings: EncoderSettings, logger: Logger) throws -> VideoEncoder {
+        switch encoder {
+        case .vaapi:
+            throw EncoderError(.unavailable, "VAAPI encoding is not available in this build yet; use --encoder software")
+        case .auto, .software:
+            return try SoftwareH264Encoder(settings: settings)
+        }
+    }
+
+    /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.
+    private func summaryLines(_ result: RecordingResult) -> [String] {
+        var lines: [String] = []
+        for output in result.outputs {
+            var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
+                          "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
+                          "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
+            if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
+            if output.path == nil && output.label != "stdout" { fields.append("saved=no") }
+            lines.append("camrec: finished " + fields.joined(separator: " "))
+        }
+        return lines
+    }
+}
+
+extension Logger.Level: @retroactive ExpressibleByArgument {}
+
+extension Recorder {
+    static func classifyForCLI(_ error: Error) -> RecordingFailure {
+        switch error {
+        case let e as CaptureError: return .source(e)
+        case let e as EncoderError: return .encoder(e)
+        case let e as OutputError: return .output(e)
+        case let e as RecordingFailure: return e
+        default: return .encoder(EncoderError(.failed, "\(error)"))
+        }
+    }
+}

@@ -1,0 +1,34 @@
+import Glibc
+import Pipeline
+
+/// Turns SIGINT, SIGTERM and SIGHUP into calls on a thread of their own.
+///
+/// The signals are blocked in every thread (set before any thread starts, so
+/// all inherit the mask) and taken with sigwait, which avoids async-signal
+/// restrictions altogether.
+final class SignalWatcher: @unchecked Sendable {
+    private let signals: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+
+    /// Blocks the signals for this thread and every thread started after it.
+    func blockInAllThreads() {
+        var set = sigset_t()
+        sigemptyset(&set)
+        for s in signals { sigaddset(&set, s) }
+        pthread_sigmask(SIG_BLOCK, &set, nil)
+    }
+
+    /// Starts the watcher; `handler` gets each signal number, on the watcher's thread.
+    func start(_ handler: @escaping @Sendable (Int32) -> Void) {
+        let signals = self.signals
+        let thread = WorkerThread(name: "signals") {
+            var set = sigset_t()
+            sigemptyset(&set)
+            for s in signals { sigaddset(&set, s) }
+            while true {
+                var received: Int32 = 0
+                if sigwait(&set, &received) == 0 { handler(received) }
+            }
+        }
+        thread.start()
+    }
+}
