@@ -1,0 +1,99 @@
+import Foundation
+import XCTest
+
+/// Bad input: one clear line, a documented exit status, and no stray file.
+final class CommandLineErrorTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        dir = try makeScratchDirectory()
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    private func expectFailure(_ arguments: [String], status: Int32, mentioning text: String,
+                               file: StaticString = #filePath, line: UInt = #line) throws {
+        let r = try Tools.camrec(arguments, cwd: dir)
+        XCTAssertEqual(r.status, status, r.stderr, file: file, line: line)
+        let lines = r.stderr.split(separator: "\n")
+        XCTAssertEqual(lines.count, 1, "one line: \(r.stderr)", file: file, line: line)
+        XCTAssertTrue(r.stderr.hasPrefix("camrec: error: "), r.stderr, file: file, line: line)
+        XCTAssertTrue(r.stderr.localizedCaseInsensitiveContains(text), "\(r.stderr) should mention \(text)", file: file, line: line)
+        let left = (try FileManager.default.contentsOfDirectory(atPath: dir)).filter { !$0.hasPrefix("keep") }
+        XCTAssertEqual(left, [], "nothing created", file: file, line: line)
+    }
+
+    func testUnknownFlag() throws {
+        try expectFailure(["--test-pattern", "--no-such-flag", "out.h264"], status: 64, mentioning: "--no-such-flag")
+    }
+
+    func testMalformedSize() throws {
+        try expectFailure(["--test-pattern", "--size", "12x", "out.h264"], status: 64, mentioning: "size")
+    }
+
+    func testMissingOutput() throws {
+        try expectFailure(["--test-pattern", "--frames", "3"], status: 64, mentioning: "output")
+    }
+
+    func testMissingInputFile() throws {
+        try expectFailure(["--input", "no-such.yuv", "--size", "64x64", "out.h264"], status: 66, mentioning: "no-such.yuv")
+    }
+
+    func testInputShorterThanOneFrame() throws {
+        FileManager.default.createFile(atPath: "\(dir)/keep-short.yuv", contents: Data(count: 1000))
+        try expectFailure(["--input", "keep-short.yuv", "--size", "64x64", "out.h264"], status: 65, mentioning: "less than one")
+    }
+
+    func testUnwritableOutputDirectory() throws {
+        try expectFailure(["--test-pattern", "--frames", "3", "no-such-dir/out.h264"], status: 75, mentioning: "no-such-dir")
+    }
+
+    func testReadOnlyOutputDirectory() throws {
+        // Root ignores directory permissions, so use a place no one may write: /proc.
+        try expectFailure(["--test-pattern", "--frames", "3", "/proc/out.h264"], status: 75, mentioning: "/proc")
+    }
+
+    func testExistingOutputIsNotOverwritten() throws {
+        FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("precious".utf8))
+        try expectFailure(["--test-pattern", "--frames", "3", "keep.h264"], status: 76, mentioning: "--overwrite")
+        XCTAssertEqual(try String(contentsOfFile: "\(dir)/keep.h264", encoding: .utf8), "precious")
+    }
+
+    func testOverwriteReplacesAnExistingFile() throws {
+        try requireFFmpeg()
+        FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("old".utf8))
+        let r = try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "5", "--overwrite", "keep.h264"], cwd: dir)
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/keep.h264"), 5)
+    }
+
+    func testHelpListsExitStatuses() throws {
+        let r = try Tools.camrec(["--help"])
+        XCTAssertEqual(r.status, 0)
+        for code in ["64", "66", "70", "71", "73", "75", "77"] {
+            XCTAssertTrue(r.stdoutText.contains("  \(code)  "), "exit status \(code) is documented")
+        }
+    }
+
+    func testInspectRejectsAFileWithoutH264() throws {
+        FileManager.default.createFile(atPath: "\(dir)/keep-garbage.bin", contents: Data(repeating: 0x55, count: 4096))
+        let r = try Tools.camrec(["inspect", "keep-garbage.bin"], cwd: dir)
+        XCTAssertEqual(r.status, 65, r.stderr)
+    }
+
+    func testInspectFlagsThreeByteStartCodes() throws {
+        // SPS, PPS, IDR with 3-byte start codes: the contract is broken and inspect says so.
+        let sps: [UInt8] = [0x67, 0x42, 0xc0, 0x1e, 0xda, 0x02, 0x80, 0xbf, 0xe5, 0xc0, 0x44, 0x00, 0x00, 0x03, 0x00, 0x04,
+                            0x00, 0x00, 0x03, 0x00, 0xf0, 0x3c, 0x58, 0xba, 0x80]
+        let pps: [UInt8] = [0x68, 0xce, 0x0f, 0x2c, 0x80]
+        let idr: [UInt8] = [0x65, 0x88, 0x84, 0x00, 0x33, 0xff]
+        var stream: [UInt8] = []
+        for unit in [sps, pps, idr] { stream += [0, 0, 1] + unit }
+        FileManager.default.createFile(atPath: "\(dir)/keep-3byte.h264", contents: Data(stream))
+        let r = try Tools.camrec(["inspect", "keep-3byte.h264"], cwd: dir)
+        XCTAssertEqual(r.status, 1, r.stdoutText + r.stderr)
+        XCTAssertTrue(r.stdoutText.contains("BROKEN"), r.stdoutText)
+    }
+}

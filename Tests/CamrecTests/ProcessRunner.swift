@@ -1,0 +1,88 @@
+import Foundation
+import XCTest
+
+/// Runs the built camrec and independent tools (ffmpeg, ffprobe) for end-to-end tests.
+struct ProcessResult {
+    var status: Int32
+    var stdout: Data
+    var stderr: String
+    var stdoutText: String { String(decoding: stdout, as: UTF8.self) }
+}
+
+enum Tools {
+    /// The camrec binary SwiftPM built beside this test bundle.
+    static var camrec: String {
+        if let path = ProcessInfo.processInfo.environment["CAMREC_BINARY"] { return path }
+        let exe = (try? FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe")) ?? CommandLine.arguments[0]
+        return URL(fileURLWithPath: exe).deletingLastPathComponent().appendingPathComponent("camrec").path
+    }
+
+    static func which(_ name: String) -> String? {
+        for dir in (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":") {
+            let path = "\(dir)/\(name)"
+            if FileManager.default.isExecutableFile(atPath: path) { return path }
+        }
+        return nil
+    }
+
+    @discardableResult
+    static func run(_ executable: String, _ arguments: [String], stdin: FileHandle? = nil, cwd: String? = nil,
+                    environment: [String: String]? = nil) throws -> ProcessResult {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : (which(executable) ?? executable))
+        process.arguments = arguments
+        if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
+        if let environment { process.environment = environment }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        process.standardInput = stdin ?? FileHandle.nullDevice
+        try process.run()
+        // Read both pipes while it runs so a chatty process can't block on a full pipe.
+        var outData = Data(), errData = Data()
+        let group = DispatchGroup()
+        group.enter()
+        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        group.enter()
+        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        process.waitUntilExit()
+        group.wait()
+        return ProcessResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
+    }
+
+    static func camrec(_ arguments: [String], cwd: String? = nil) throws -> ProcessResult {
+        try run(camrec, arguments, cwd: cwd)
+    }
+
+    /// Frames ffprobe decodes from an H.264 file.
+    static func decodedFrameCount(_ path: String) throws -> Int {
+        let r = try run("ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                                    "stream=nb_read_frames", "-of", "csv=p=0", path])
+        return Int(r.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)) ?? -1
+    }
+
+    /// Indices of the frames ffprobe's decoder calls key frames.
+    static func keyFrameIndices(_ path: String) throws -> [Int] {
+        let r = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "frame=key_frame",
+                                    "-of", "csv=p=0", path])
+        return r.stdoutText.split(separator: "\n").enumerated().compactMap { $0.element.hasPrefix("1") ? $0.offset : nil }
+    }
+
+    /// Errors the decoder reports while decoding the whole file.
+    static func decodeErrors(_ path: String) throws -> String {
+        let r = try run("ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
+        return r.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+}
+
+/// A scratch directory per test, removed afterwards.
+func makeScratchDirectory() throws -> String {
+    let path = NSTemporaryDirectory() + "camrec-test-" + UUID().uuidString
+    try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+    return path
+}
+
+func requireFFmpeg() throws {
+    try XCTSkipIf(Tools.which("ffprobe") == nil || Tools.which("ffmpeg") == nil,
+                  "ffmpeg/ffprobe missing: run scripts/setup.sh --test")
+}

@@ -1,0 +1,94 @@
+import Capture
+import Foundation
+import XCTest
+
+/// The built camrec, end to end, checked by ffprobe/ffmpeg and by our own scanner.
+final class RecordingEndToEndTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        try requireFFmpeg()
+        dir = try makeScratchDirectory()
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    func testTestPatternGivesExactlyTheFramesAskedWithIDRsOnTheGrid() throws {
+        let out = "\(dir)/out.h264"
+        let r = try Tools.camrec(["--test-pattern", "--frames", "200", "--keyframe-interval", "30", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount(out), 200)
+        XCTAssertEqual(try Tools.keyFrameIndices(out), Array(stride(from: 0, to: 200, by: 30)))
+        XCTAssertEqual(try Tools.decodeErrors(out), "")
+        try assertStreamContract(out, idrEvery: 30, frames: 200)
+        let inspect = try Tools.camrec(["inspect", out])
+        XCTAssertEqual(inspect.status, 0, inspect.stdoutText + inspect.stderr)
+        XCTAssertTrue(inspect.stdoutText.contains("stream contract: OK"), inspect.stdoutText)
+        XCTAssertTrue(r.stderr.contains("frames=200"), r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["out.h264"], "no temporary file left")
+    }
+
+    func testBurnedInCounterShowsNoFrameLostOrRepeated() throws {
+        let out = "\(dir)/counter.h264"
+        let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--bitrate", "4M", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let decoded = try Tools.run("ffmpeg", ["-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        let frameBytes = 640 * 360
+        XCTAssertEqual(decoded.stdout.count, 60 * frameBytes)
+        let counters: [UInt64] = decoded.stdout.withUnsafeBytes { raw in
+            (0..<60).compactMap { i in
+                TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: 640)
+            }
+        }
+        XCTAssertEqual(counters.count, 60)
+        // A drop on a busy machine is allowed (and reported), but never a repeat or reordering.
+        XCTAssertEqual(counters, counters.sorted())
+        XCTAssertEqual(Set(counters).count, counters.count)
+        if r.stderr.contains("dropped=0") { XCTAssertEqual(counters, Array(0..<60)) }
+    }
+
+    func testRawYUYVInputDecodesToTheSamePicture() throws {
+        let raw = "\(dir)/in.yuyv", out = "\(dir)/raw.h264"
+        let gen = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30", "-frames:v", "20",
+                                           "-pix_fmt", "yuyv422", "-f", "rawvideo", raw])
+        XCTAssertEqual(gen.status, 0, gen.stderr)
+        let r = try Tools.camrec(["--input", raw, "--input-format", "yuyv", "--size", "1920x1080", "--bitrate", "40M",
+                                  "--keyframe-interval", "10", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount(out), 20)
+        try assertStreamContract(out, idrEvery: 10, frames: 20)
+        let psnr = try Tools.run("ffmpeg", ["-v", "info", "-i", out, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-s", "1920x1080",
+                                            "-i", raw, "-lavfi", "[0:v][1:v]psnr", "-f", "null", "-"])
+        let average = try XCTUnwrap(psnr.stderr.range(of: #"average:([0-9.]+|inf)"#, options: .regularExpression)
+            .map { String(psnr.stderr[$0].dropFirst("average:".count)) })
+        XCTAssertGreaterThan(Double(average) ?? .infinity, 40, psnr.stderr)
+    }
+
+    func testRawInputFromStdinToStdoutPipedIntoFFprobe() throws {
+        let raw = "\(dir)/in.nv12", out = "\(dir)/piped.h264"
+        let gen = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=642x362:rate=25", "-frames:v", "50",
+                                           "-pix_fmt", "nv12", "-f", "rawvideo", raw])
+        XCTAssertEqual(gen.status, 0, gen.stderr)
+        // camrec reads stdin and writes stdout; ffmpeg decodes what came through the pipe.
+        let shell = "'\(Tools.camrec)' --input - --input-format nv12 --size 642x362 --fps 25 --keyframe-interval 25 - < '\(raw)'"
+            + " | tee '\(out)' | ffmpeg -v error -f h264 -i - -f null - ; exit ${PIPESTATUS[0]}"
+        let r = try Tools.run("/bin/bash", ["-c", shell])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount(out), 50)
+        try assertStreamContract(out, idrEvery: 25, frames: 50)
+    }
+
+    func testI420InputAtAnOddSize() throws {
+        let raw = "\(dir)/in.i420", out = "\(dir)/odd.h264"
+        let gen = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=641x481:rate=30", "-frames:v", "12",
+                                           "-pix_fmt", "yuv420p", "-f", "rawvideo", raw])
+        XCTAssertEqual(gen.status, 0, gen.stderr)
+        let r = try Tools.camrec(["--input", raw, "--input-format", "i420", "--size", "641x481", "--keyframe-interval", "5", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let probe = try Tools.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", out])
+        XCTAssertEqual(probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines), "641,481")
+        try assertStreamContract(out, idrEvery: 5, frames: 12)
+    }
+}
