@@ -25,12 +25,13 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Capture"]),
+        .target(name: "Pipeline"),
         .target(name: "Outputs", dependencies: [
-            "Bitstream",
+            "Bitstream", "Pipeline",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Encoder", "Outputs", "Bitstream",
+            "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
@@ -40,9 +41,9 @@ let package = Package(
         ]),
 
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Pipeline"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Capture", "Bitstream"]),
-        .testTarget(name: "CamrecTests", dependencies: ["Bitstream"]),
+        .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Capture", "camrec"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Installs what camrec needs on Debian 12, as root; installs nothing already there.
+#   scripts/setup.sh          build and run dependencies
+#   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva)
+set -euo pipefail
+
+packages=(pkg-config libavcodec-dev libavutil-dev libv4l-dev libva-dev)
+if [[ "${1:-}" == "--test" ]]; then
+  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc)
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  if [[ $(id -u) -ne 0 ]]; then
+    echo "setup: these Debian packages are missing: ${missing[*]}; run this script as root (sudo $0 $*)" >&2
+    exit 1
+  fi
+  echo "setup: installing ${missing[*]}" >&2
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if ! command -v swift >/dev/null 2>&1; then
+  if [[ -x /opt/swift/usr/bin/swift ]]; then
+    echo "setup: swift is at /opt/swift/usr/bin; add it to PATH" >&2
+  else
+    echo "setup: no Swift toolchain found; install Swift 6 for Linux first (swift.org), then run this again" >&2
+  fi
+  exit 1
+fi
