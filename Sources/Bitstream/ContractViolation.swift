@@ -1,0 +1,38 @@
+/// One way in which a stream breaks camrec's stream contract. Repeated occurrences of the
+/// same kind are folded into one violation with a count and the first offset, so a long
+/// broken stream gives a short report.
+public struct ContractViolation: Sendable, Hashable {
+    public enum Kind: String, Sendable, CaseIterable {
+        /// (a) A NAL unit preceded by a 3-byte start code.
+        case threeByteStartCode
+        /// (b) An IDR picture whose access unit has no SPS and PPS before its first slice.
+        case idrWithoutParameterSets
+        /// (c) The first NAL unit (after an optional AUD) is not an SPS.
+        case doesNotBeginWithSPS
+        /// (d) forbidden_zero_bit is set.
+        case forbiddenZeroBit
+        /// (e) Bytes before the first start code.
+        case garbageBeforeFirstStartCode
+        /// (f) A slice names a PPS, or its PPS names an SPS, that has not appeared.
+        case unknownParameterSetID
+        /// (g) The stream contains no IDR picture at all.
+        case noIDR
+        /// An SPS, PPS or slice header that cannot be parsed.
+        case unparsableUnit
+    }
+
+    public var kind: Kind
+    /// Human-readable description, including the count and first offset.
+    public var message: String
+    /// Stream offset of the first occurrence, when it has one.
+    public var offset: Int?
+    /// Number of occurrences.
+    public var count: Int
+
+    public init(kind: Kind, message: String, offset: Int?, count: Int) {
+        self.kind = kind
+        self.message = message
+        self.offset = offset
+        self.count = count
+    }
+}

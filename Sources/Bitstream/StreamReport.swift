@@ -1,0 +1,142 @@
+/// What `StreamInspector` found in a stream.
+public struct StreamReport: Sendable, Equatable {
+    /// Min, max and most common length of the GOPs, in frames.
+    public struct GOPSummary: Sendable, Hashable {
+        public var minimum: Int
+        public var maximum: Int
+        /// The most common length (the larger one on a tie).
+        public var typical: Int
+        public var isRegular: Bool { minimum == maximum }
+    }
+
+    public var byteCount: Int
+    public var nalUnitCount: Int
+    /// The first `recordLimit` NAL units.
+    public var records: [NALRecord]
+    public var recordsTruncated: Bool
+    public var typeCounts: [NALUnitType: Int]
+    public var fourByteStartCodeCount: Int
+    public var skippedLeadingBytes: Int
+    /// Pictures: slices with first_mb_in_slice == 0.
+    public var frameCount: Int
+    public var idrCount: Int
+    /// Frame index of each IDR picture.
+    public var idrFrameIndices: [Int]
+    /// Frames from each IDR to the next, the last one running to the end of the stream
+    /// (so it may be cut short). Frames before the first IDR belong to no GOP.
+    public var gopLengths: [Int]
+    /// The first SPS / PPS that parsed.
+    public var sequenceParameterSet: SequenceParameterSet?
+    public var pictureParameterSet: PictureParameterSet?
+    /// How many different SPS contents appeared (more than 1 means the format changed).
+    public var distinctSPSCount: Int
+    public var violations: [ContractViolation]
+
+    public var contractHolds: Bool { violations.isEmpty }
+
+    /// GOP lengths summarized over complete GOPs (between two IDRs); when there is only
+    /// one IDR, over the single GOP that runs to the end. Nil without IDRs.
+    public var gopSummary: GOPSummary? {
+        let complete = gopLengths.count > 1 ? Array(gopLengths.dropLast()) : gopLengths
+        guard let minimum = complete.min(), let maximum = complete.max() else { return nil }
+        var counts: [Int: Int] = [:]
+        for length in complete { counts[length, default: 0] += 1 }
+        let typical = counts.max { ($0.value, $0.key) < ($1.value, $1.key) }?.key ?? maximum
+        return GOPSummary(minimum: minimum, maximum: maximum, typical: typical)
+    }
+
+    /// Text for `camrec inspect`: header, GOP line, contract verdict, and with `verbose`
+    /// the NAL table.
+    public func render(verbose: Bool) -> String {
+        var lines: [String] = []
+        lines.append("size: \(byteCount) bytes (\(Self.humanSize(byteCount))), \(nalUnitCount) NAL units, \(frameCount) frames")
+        if let sps = sequenceParameterSet {
+            var video = "video: H.264 \(sps.profileName) profile, level \(sps.levelName), \(sps.width)x\(sps.height)"
+            if let rate = sps.frameRate {
+                video += ", \(Self.decimal(rate, places: 3)) fps"
+            } else {
+                video += ", frame rate not signalled"
+            }
+            if let pps = pictureParameterSet { video += ", \(pps.entropyCodingName)" }
+            if !sps.frameMbsOnlyFlag { video += ", interlaced" }
+            lines.append(video)
+            if distinctSPSCount > 1 { lines.append("note: \(distinctSPSCount) different SPS in the stream") }
+        } else {
+            lines.append("video: no parsable SPS")
+        }
+        lines.append("GOP: " + gopDescription())
+
+        if contractHolds {
+            lines.append("stream contract: OK — 4-byte start codes on all \(nalUnitCount) NAL units, "
+                         + "SPS+PPS before all \(idrCount) IDRs")
+        } else {
+            let problems = violations.count == 1 ? "1 problem" : "\(violations.count) problems"
+            lines.append("stream contract: BROKEN — \(problems):")
+            for violation in violations {
+                lines.append("  - \(violation.message)")
+            }
+        }
+
+        if verbose {
+            lines.append("")
+            lines.append(Self.pad("offset", 12) + "  sc  " + Self.pad("type", 18, left: true) + " ref " + Self.pad("size", 9))
+            for record in records {
+                let type = "\(record.type.rawValue) \(record.type.shortName)"
+                lines.append(Self.pad(String(record.offset), 12) + "   \(record.startCodeLength)  "
+                             + Self.pad(type, 18, left: true) + "   \(record.nalRefIdc) " + Self.pad(String(record.size), 9))
+            }
+            if recordsTruncated {
+                lines.append("… \(nalUnitCount - records.count) more NAL units not listed")
+            }
+        }
+        return lines.joined(separator: "\n") + "\n"
+    }
+
+    // MARK: - Private
+
+    private func gopDescription() -> String {
+        guard let summary = gopSummary, let firstIDR = idrFrameIndices.first else { return "no IDR frames" }
+        var shown = idrFrameIndices.prefix(3).map(String.init).joined(separator: ", ")
+        if idrFrameIndices.count > 3 { shown += ", …" }
+        var text: String
+        if idrFrameIndices.count == 1 {
+            text = "single IDR at frame \(firstIDR), \(gopLengths[0]) frames from there"
+        } else if summary.isRegular {
+            text = "IDR every \(summary.typical) frames (frames \(shown))"
+        } else {
+            text = "IDR every \(summary.minimum)–\(summary.maximum) frames, typically \(summary.typical) (frames \(shown))"
+        }
+        if firstIDR > 0 { text += "; \(firstIDR) frames before the first IDR" }
+        return text
+    }
+
+    /// Fixed-point formatting without Foundation: trailing zeros trimmed ("30", "29.97").
+    static func decimal(_ value: Double, places: Int) -> String {
+        guard value.isFinite else { return String(value) }
+        var scale = 1.0
+        for _ in 0..<places { scale *= 10 }
+        let scaled = Int64((abs(value) * scale).rounded())
+        let whole = scaled / Int64(scale)
+        var fraction = String(scaled % Int64(scale))
+        fraction = String(repeating: "0", count: max(0, places - fraction.count)) + fraction
+        while fraction.hasSuffix("0") { fraction.removeLast() }
+        let sign = value < 0 && scaled != 0 ? "-" : ""
+        return fraction.isEmpty ? "\(sign)\(whole)" : "\(sign)\(whole).\(fraction)"
+    }
+
+    static func humanSize(_ bytes: Int) -> String {
+        let units = ["B", "KiB", "MiB", "GiB", "TiB"]
+        var value = Double(bytes)
+        var unit = 0
+        while value >= 1024 && unit < units.count - 1 {
+            value /= 1024
+            unit += 1
+        }
+        return unit == 0 ? "\(bytes) B" : "\(decimal(value, places: 1)) \(units[unit])"
+    }
+
+    private static func pad(_ text: String, _ width: Int, left: Bool = false) -> String {
+        let padding = String(repeating: " ", count: max(0, width - text.count))
+        return left ? text + padding : padding + text
+    }
+}

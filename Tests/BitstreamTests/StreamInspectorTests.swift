@@ -1,0 +1,191 @@
+import XCTest
+@testable import Bitstream
+
+final class StreamInspectorTests: XCTestCase {
+    private let sps = Units.sps()
+    private let pps = Units.pps()
+    private let idr = Units.slice(idr: true)
+    private let p = Units.slice(idr: false)
+
+    /// `gops` GOPs of `length` frames, each IDR with SPS+PPS, 4-byte start codes.
+    private func goodStream(gops: Int, length: Int) -> [[UInt8]] {
+        var units: [[UInt8]] = []
+        for _ in 0..<gops {
+            units += [Units.aud, sps, pps, Units.sei, idr]
+            for _ in 1..<length { units += [Units.aud, p] }
+        }
+        return units
+    }
+
+    private func kinds(_ report: StreamReport) -> [ContractViolation.Kind] {
+        report.violations.map(\.kind)
+    }
+
+    func testGoodStream() {
+        let report = inspectAllWays(annexB(goodStream(gops: 4, length: 30)))
+        XCTAssertTrue(report.contractHolds, report.render(verbose: false))
+        XCTAssertEqual(report.frameCount, 120)
+        XCTAssertEqual(report.idrFrameIndices, [0, 30, 60, 90])
+        XCTAssertEqual(report.gopLengths, [30, 30, 30, 30])
+        XCTAssertEqual(report.gopSummary, StreamReport.GOPSummary(minimum: 30, maximum: 30, typical: 30))
+        XCTAssertEqual(report.sequenceParameterSet?.width, 320)
+        XCTAssertEqual(report.pictureParameterSet?.isCABAC, false)
+        XCTAssertEqual(report.nalUnitCount, 4 * 5 + 4 * 29 * 2)
+        XCTAssertEqual(report.typeCounts[.idrSlice], 4)
+        XCTAssertEqual(report.records.first, NALRecord(offset: 0, startCodeLength: 4, type: .accessUnitDelimiter, nalRefIdc: 0, size: 2))
+
+        let text = report.render(verbose: false)
+        XCTAssertTrue(text.contains("Constrained Baseline profile, level 1.3, 320x240, 30 fps, CAVLC"), text)
+        XCTAssertTrue(text.contains("GOP: IDR every 30 frames (frames 0, 30, 60, …)"), text)
+        XCTAssertTrue(text.contains("stream contract: OK — 4-byte start codes on all \(report.nalUnitCount) NAL units, SPS+PPS before all 4 IDRs"), text)
+        XCTAssertFalse(text.contains("offset  sc"))
+        let verbose = report.render(verbose: true)
+        XCTAssertTrue(verbose.contains("5 IDR"), verbose)
+        XCTAssertEqual(verbose.split(separator: "\n").count, text.split(separator: "\n").count + 1 + report.nalUnitCount)
+    }
+
+    func testIrregularGOPsAndMultiSliceFrames() {
+        var units: [[UInt8]] = []
+        for length in [10, 12, 12, 5] {
+            units += [sps, pps, idr, Units.slice(idr: true, firstMb: 150)]
+            for _ in 1..<length { units += [p, Units.slice(idr: false, firstMb: 150)] }
+        }
+        let report = inspectAllWays(annexB(units))
+        XCTAssertTrue(report.contractHolds)
+        XCTAssertEqual(report.frameCount, 39)
+        XCTAssertEqual(report.gopLengths, [10, 12, 12, 5])
+        XCTAssertEqual(report.gopSummary, StreamReport.GOPSummary(minimum: 10, maximum: 12, typical: 12))
+        XCTAssertTrue(report.render(verbose: false).contains("IDR every 10–12 frames, typically 12 (frames 0, 10, 22, …)"))
+    }
+
+    func testThreeByteStartCodesAreReported() {
+        let units = [sps, pps, Units.sei, idr, p]
+        let report = inspectAllWays(annexB(units, startCodes: [4, 4, 3, 3, 3]))
+        XCTAssertEqual(kinds(report), [.threeByteStartCode])
+        XCTAssertEqual(report.violations[0].count, 3)
+        let seiOffset = annexB([sps, pps]).count
+        XCTAssertEqual(report.violations[0].offset, seiOffset)
+        XCTAssertEqual(report.violations[0].message, "3 of 5 NAL units have a 3-byte start code (first at offset \(seiOffset))")
+        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 1 problem:"))
+    }
+
+    func testIDRWithoutParameterSetsIsReported() {
+        // Second IDR has only a PPS; third has neither.
+        let units = [sps, pps, idr, p, pps, idr, p, idr]
+        let report = inspectAllWays(annexB(units))
+        XCTAssertEqual(kinds(report), [.idrWithoutParameterSets])
+        XCTAssertEqual(report.violations[0].count, 2)
+        XCTAssertEqual(report.violations[0].offset, annexB(Array(units[0..<5])).count)
+        XCTAssertTrue(report.violations[0].message.contains("2 of 3 IDR frames"), report.violations[0].message)
+        XCTAssertTrue(report.violations[0].message.contains("frame 2 lacks SPS"), report.violations[0].message)
+    }
+
+    func testParameterSetsAfterTheSlicesBelongToTheNextAccessUnit() {
+        // SPS/PPS trailing a picture start the next access unit, so the IDR after them is fine.
+        let report = inspectAllWays(annexB([sps, pps, idr, p, Units.sei, sps, pps, idr]))
+        XCTAssertTrue(report.contractHolds, report.render(verbose: false))
+        // But SPS+PPS before the *previous* picture do not count for a second IDR picture.
+        let back = inspectAllWays(annexB([sps, pps, idr, idr]))
+        XCTAssertEqual(kinds(back), [.idrWithoutParameterSets])
+    }
+
+    func testStreamMustBeginWithSPS() {
+        XCTAssertTrue(inspectAllWays(annexB([Units.aud, sps, pps, idr])).contractHolds)
+        let seiFirst = inspectAllWays(annexB([Units.sei, sps, pps, idr]))
+        XCTAssertEqual(kinds(seiFirst), [.doesNotBeginWithSPS])
+        XCTAssertEqual(seiFirst.violations[0].message, "stream begins with SEI instead of SPS at offset 0")
+        let twoAUDs = inspectAllWays(annexB([Units.aud, Units.aud, sps, pps, idr]))
+        XCTAssertEqual(kinds(twoAUDs), [.doesNotBeginWithSPS])
+    }
+
+    func testForbiddenZeroBit() {
+        var broken = Units.sei
+        broken[0] |= 0x80
+        let report = inspectAllWays(annexB([sps, pps, broken, idr]))
+        XCTAssertEqual(kinds(report), [.forbiddenZeroBit])
+        XCTAssertEqual(report.violations[0].offset, annexB([sps, pps]).count)
+    }
+
+    func testGarbageBeforeFirstStartCode() {
+        let report = inspectAllWays([0x12, 0x34, 0x56] + annexB([sps, pps, idr]))
+        XCTAssertEqual(kinds(report), [.garbageBeforeFirstStartCode])
+        XCTAssertEqual(report.skippedLeadingBytes, 3)
+        XCTAssertEqual(report.violations[0].message, "3 bytes before the first start code")
+        XCTAssertEqual(report.records.first?.offset, 3)
+    }
+
+    func testUnknownParameterSetIDs() {
+        let report = inspectAllWays(annexB([sps, pps, idr, Units.slice(idr: false, ppsID: 4), Units.pps(id: 2, spsID: 3),
+                                            Units.slice(idr: false, ppsID: 2)]))
+        XCTAssertEqual(kinds(report), [.unknownParameterSetID])
+        XCTAssertEqual(report.violations[0].count, 2)
+        XCTAssertTrue(report.violations[0].message.contains("PPS id 4"), report.violations[0].message)
+    }
+
+    func testNoIDR() {
+        let report = inspectAllWays(annexB([sps, pps, p, p]))
+        XCTAssertEqual(kinds(report), [.noIDR])
+        XCTAssertTrue(report.render(verbose: false).contains("GOP: no IDR frames"))
+        XCTAssertNil(report.gopSummary)
+    }
+
+    func testFramesBeforeTheFirstIDR() {
+        let report = inspectAllWays(annexB([sps, pps, p, p, sps, pps, idr, p]))
+        XCTAssertTrue(report.contractHolds)
+        XCTAssertEqual(report.idrFrameIndices, [2])
+        XCTAssertEqual(report.gopLengths, [2])
+        XCTAssertTrue(report.render(verbose: false).contains("single IDR at frame 2, 2 frames from there; 2 frames before the first IDR"))
+    }
+
+    func testUnparsableUnits() {
+        let report = inspectAllWays(annexB([sps, pps, [0x67, 0x42], idr, [0x41]]))
+        XCTAssertEqual(kinds(report), [.unparsableUnit])
+        XCTAssertEqual(report.violations[0].count, 2)
+    }
+
+    func testEmptyAllZerosAndNoStartCode() {
+        let empty = inspectAllWays([])
+        XCTAssertEqual(kinds(empty), [.doesNotBeginWithSPS, .noIDR])
+        XCTAssertEqual(empty.violations[0].message, "stream holds no NAL units")
+        XCTAssertEqual(empty.frameCount, 0)
+        _ = empty.render(verbose: true)
+
+        let zeros = inspectAllWays([UInt8](repeating: 0, count: 100))
+        XCTAssertEqual(kinds(zeros), [.doesNotBeginWithSPS, .garbageBeforeFirstStartCode, .noIDR])
+        XCTAssertEqual(zeros.byteCount, 100)
+
+        let noStartCode = inspectAllWays(hex("6742c01e 68ce3c80 65888400"))
+        XCTAssertEqual(noStartCode.nalUnitCount, 0)
+        XCTAssertFalse(noStartCode.contractHolds)
+    }
+
+    func testEveryViolationAtOnce() {
+        var broken = p
+        broken[0] |= 0x80
+        let bytes = [0xEE] + annexB([Units.sei, p, Units.slice(idr: false, ppsID: 9), broken], startCodes: [3, 4, 4, 4])
+        let report = inspectAllWays(bytes)
+        XCTAssertEqual(Set(kinds(report)), [.threeByteStartCode, .doesNotBeginWithSPS, .forbiddenZeroBit,
+                                            .garbageBeforeFirstStartCode, .unknownParameterSetID, .noIDR])
+        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 6 problems:"))
+    }
+
+    func testRecordLimitKeepsCounting() {
+        var inspector = StreamInspector(recordLimit: 10)
+        inspector.append(annexB(goodStream(gops: 2, length: 10)))
+        let report = inspector.finish()
+        XCTAssertEqual(report.records.count, 10)
+        XCTAssertTrue(report.recordsTruncated)
+        XCTAssertEqual(report.frameCount, 20)
+        XCTAssertTrue(report.render(verbose: true).contains("more NAL units not listed"))
+    }
+
+    func testNumberFormatting() {
+        XCTAssertEqual(StreamReport.decimal(30, places: 3), "30")
+        XCTAssertEqual(StreamReport.decimal(30000.0 / 1001.0, places: 3), "29.97")
+        XCTAssertEqual(StreamReport.decimal(59.94, places: 3), "59.94")
+        XCTAssertEqual(StreamReport.decimal(0.5, places: 1), "0.5")
+        XCTAssertEqual(StreamReport.humanSize(512), "512 B")
+        XCTAssertEqual(StreamReport.humanSize(30494), "29.8 KiB")
+        XCTAssertEqual(StreamReport.humanSize(3 << 20), "3 MiB")
+    }
+}
