@@ -188,4 +188,28 @@ final class StreamInspectorTests: XCTestCase {
         XCTAssertEqual(StreamReport.humanSize(30494), "29.8 KiB")
         XCTAssertEqual(StreamReport.humanSize(3 << 20), "3 MiB")
     }
+
+    func testRandomGarbageNeverTraps() {
+        // Bytes biased towards start codes and small headers, so units of every type and
+        // half-formed parameter sets and slices reach the parsers.
+        var generator = SeededGenerator(seed: 2024)
+        for _ in 0..<40 {
+            var bytes: [UInt8] = []
+            for _ in 0..<Int.random(in: 0...60, using: &generator) {
+                switch Int.random(in: 0..<4, using: &generator) {
+                case 0: bytes += [0, 0, 1]
+                case 1: bytes += [0, 0, 0, 1, UInt8.random(in: 0...255, using: &generator)]
+                case 2: bytes.append(0)
+                default: bytes += (0..<Int.random(in: 1...6, using: &generator)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+                }
+            }
+            let report = inspectAllWays(bytes)
+            _ = report.render(verbose: true)
+            var writer = AnnexBStreamWriter()
+            writer.rememberParameterSets(fromAnnexB: annexB([sps, pps]))
+            var output: [UInt8] = []
+            _ = try? writer.write(accessUnit: annexB([idr]), into: &output)
+            _ = try? writer.write(accessUnit: bytes, into: &output)
+        }
+    }
 }
