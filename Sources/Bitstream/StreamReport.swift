@@ -46,7 +46,7 @@ public struct StreamReport: Sendable, Equatable {
     }
 
     /// Text for `camrec inspect`: header, GOP line, contract verdict, and with `verbose`
-    /// the NAL table.
+    /// the NAL table. No trailing newline, so it can go straight to `print`.
     public func render(verbose: Bool) -> String {
         var lines: [String] = []
         lines.append("size: \(byteCount) bytes (\(Self.humanSize(byteCount))), \(nalUnitCount) NAL units, \(frameCount) frames")
@@ -89,7 +89,7 @@ public struct StreamReport: Sendable, Equatable {
                 lines.append("… \(nalUnitCount - records.count) more NAL units not listed")
             }
         }
-        return lines.joined(separator: "\n") + "\n"
+        return lines.joined(separator: "\n")
     }
 
     // MARK: - Private
