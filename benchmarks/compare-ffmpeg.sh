@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# camrec and ffmpeg side by side on the same raw 1920x1080 YUYV input, same libx264 settings
+# (ultrafast, zerolatency, gop 30, 6 Mbit/s with a one-second VBV, NV12 into x264), alternating runs.
+# Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, then camrec's
+# heap allocations per frame in steady state (from the difference between a long and a short run).
+#   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+frames=${1:-300}
+runs=${2:-3}
+work=${CAMREC_BENCH_DIR:-/tmp/camrec-bench}
+mkdir -p "$work"
+command -v /usr/bin/time >/dev/null || { echo "needs GNU time: apt-get install time" >&2; exit 1; }
+
+swift build -c release --product camrec >/dev/null
+camrec=$(swift build -c release --show-bin-path)/camrec
+input="$work/in-1080p-yuyv-$frames.raw"
+if [[ ! -s "$input" ]]; then
+  ffmpeg -v error -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v "$frames" -pix_fmt yuyv422 -f rawvideo "$input"
+fi
+cat "$input" >/dev/null  # warm the page cache so both read from memory
+
+measure() {  # name, command...; appends "wall user sys maxrss_kib" to $work/name.times
+  local name=$1; shift
+  /usr/bin/time -f "%e %U %S %M" -o "$work/$name.last" "$@" >/dev/null 2>"$work/$name.err" || { cat "$work/$name.err" >&2; exit 1; }
+  cat "$work/$name.last" >>"$work/$name.times"
+}
+rm -f "$work"/*.times
+for ((i = 0; i < runs; i++)); do
+  measure ffmpeg ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
+    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 \
+    -b:v 6M -maxrate 6M -bufsize 6M -f h264 "$work/ffmpeg.h264"
+  measure camrec "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
+    --preset ultrafast --bitrate 6M --overwrite "$work/camrec.h264"
+done
+
+python3 - "$work" "$frames" "$runs" <<'PY'
+import statistics, sys
+work, frames, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+def load(name):
+    rows = [list(map(float, l.split())) for l in open(f"{work}/{name}.times")]
+    wall = statistics.median(r[0] for r in rows)
+    cpu = statistics.median(r[1] + r[2] for r in rows)
+    rss = statistics.median(r[3] for r in rows) / 1024
+    return wall, cpu, rss
+fw, fc, fr = load("ffmpeg"); cw, cc, cr = load("camrec")
+print(f"{frames} frames 1920x1080 YUYV, libx264 ultrafast zerolatency gop 30 6M, median of {runs}")
+print(f"{'':8} {'CPU s':>8} {'wall s':>8} {'peak RSS MiB':>13}")
+print(f"{'ffmpeg':8} {fc:8.2f} {fw:8.2f} {fr:13.1f}")
+print(f"{'camrec':8} {cc:8.2f} {cw:8.2f} {cr:13.1f}")
+print(f"{'ratio':8} {cc/fc:8.2f} {cw/fw:8.2f} {cr/fr:13.2f}   (camrec/ffmpeg; below 1 is better)")
+PY
+
+# Heap allocations per frame in steady state: run twice with different lengths and divide the difference.
+gcc -O2 -shared -fPIC -o "$work/malloc-count.so" benchmarks/malloc-count.c
+count_allocs() {
+  MALLOC_COUNT_OUT="$work/allocs.$1" LD_PRELOAD="$work/malloc-count.so" "$camrec" --input "$input" --input-format yuyv \
+    --size 1920x1080 --fps 30 --keyframe-interval 30 --preset ultrafast --bitrate 6M --frames "$1" --overwrite "$work/allocs.h264" 2>/dev/null
+  cat "$work/allocs.$1"
+}
+short=$((frames / 3)); long=$frames
+read -r sc sb slc slb < <(count_allocs "$short")
+read -r lc lb llc llb < <(count_allocs "$long")
+python3 - "$short" "$long" "$sc" "$sb" "$slc" "$slb" "$lc" "$lb" "$llc" "$llb" <<'PY'
+import sys
+s, l, sc, sb, slc, slb, lc, lb, llc, llb = map(int, sys.argv[1:])
+n = l - s
+print(f"camrec heap allocations per frame in steady state (frames {s}..{l}, whole process incl. libx264):")
+print(f"  all: {(lc-sc)/n:.1f} calls, {(lb-sb)/n/1024:.1f} KiB;  >= 64 KiB (could be frame memory): {(llc-slc)/n:.2f} calls, {(llb-slb)/n/1024:.1f} KiB")
+PY
