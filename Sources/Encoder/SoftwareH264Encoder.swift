@@ -58,6 +58,8 @@ public final class SoftwareH264Encoder: VideoEncoder {
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.keyint_min = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
+        // libavcodec defaults to one thread; ffmpeg's CLI and camrec let x264 use every core.
+        ctx.pointee.thread_count = 0
         if let qp = settings.constantQP {
             ctx.pointee.global_quality = 0
             av_opt_set_int(ctx.pointee.priv_data, "qp", Int64(qp), 0)
