@@ -2,14 +2,14 @@ import ArgumentParser
 import Capture
 import Encoder
 
-extension FrameSize: @retroactive ExpressibleByArgument {
+extension FrameSize: ExpressibleByArgument {
     public init?(argument: String) {
         self.init(parsing: argument)
     }
 }
 
-extension PixelFormat: @retroactive ExpressibleByArgument {}
-extension H264Profile: @retroactive ExpressibleByArgument {}
+extension PixelFormat: ExpressibleByArgument {}
+extension H264Profile: ExpressibleByArgument {}
 
 /// Which encoder backend to use.
 enum EncoderChoice: String, ExpressibleByArgument, CaseIterable {

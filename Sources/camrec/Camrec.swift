@@ -14,7 +14,7 @@ struct Camrec: ParsableCommand {
         \(ExitStatus.table)
         """,
         version: "0.1.0",
-        subcommands: [RecordCommand.self, InspectCommand.self],
+        subcommands: [RecordCommand.self, InspectCommand.self, DevicesCommand.self],
         defaultSubcommand: RecordCommand.self
     )
 }
@@ -50,11 +50,23 @@ enum Main {
 
 /// One line on stderr, prefixed so it stands out in cron mail and logs.
 func printError(_ message: String) {
-    var line = "camrec: error: \(message)\n"
-    line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
+    writeStandardError("camrec: error: \(message)\n")
 }
 
 func printLine(_ message: String) {
-    var line = message + "\n"
-    line.withUTF8 { _ = fwrite($0.baseAddress, 1, $0.count, stderr) }
+    writeStandardError(message + "\n")
+}
+
+/// Unbuffered, so lines from several threads never interleave mid-line.
+func writeStandardError(_ text: String) {
+    var text = text
+    text.withUTF8 { bytes in
+        var offset = 0
+        while offset < bytes.count {
+            let n = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+            if n < 0 && errno == EINTR { continue }
+            if n <= 0 { return }
+            offset += n
+        }
+    }
 }

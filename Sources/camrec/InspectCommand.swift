@@ -46,7 +46,7 @@ struct InspectCommand: ParsableCommand {
         }
         let report = inspector.finish()
         print(report.render(verbose: !summary))
-        if report.nalCount == 0 {
+        if report.nalUnitCount == 0 {
             printError("\(file) holds no H.264 NAL units (no Annex-B start codes found)")
             throw ReportedFailure(status: .invalidInput)
         }

@@ -25,6 +25,9 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Pixel format of --input: yuyv, uyvy, nv12 or i420.")
     var inputFormat: PixelFormat = .yuyv
 
+    @Option(help: "Camera pixel format for --device: a fourcc (YUYV, NV12, YU12, RGB3, …) or i420, rgb24, grey. Default: the cheapest to convert that the camera offers (see `camrec devices`).")
+    var pixelFormat: V4L2PixelFormat?
+
     @Option(help: "Frame size WxH (default 1280x720 for the test pattern; required with --input).")
     var size: FrameSize?
 
@@ -68,6 +71,11 @@ struct RecordCommand: ParsableCommand {
         let sources = [device != nil, testPattern, input != nil].filter { $0 }.count
         if sources > 1 { throw ValidationError("give only one of --device, --test-pattern and --input") }
         if input != nil && size == nil { throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)") }
+        if let size, size.width % 2 != 0 || size.height % 2 != 0 {
+            // 4:2:0 H.264 crops in steps of two pixels, so an odd size can't be represented at all.
+            throw ValidationError("--size \(size): H.264 (4:2:0) needs an even width and height; "
+                + "use \(size.width & ~1)x\(size.height & ~1) or \((size.width + 1) & ~1)x\((size.height + 1) & ~1)")
+        }
         if let fps, !(fps > 0 && fps <= 240) { throw ValidationError("--fps must be between 0 and 240, got \(fps)") }
         if let frames, frames <= 0 { throw ValidationError("--frames must be a positive number") }
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
@@ -134,8 +142,10 @@ struct RecordCommand: ParsableCommand {
         if testPattern {
             return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps)
         }
-        let path = device ?? "/dev/video0"
-        throw CaptureError(.sourceMissing, "V4L2 capture from \(path) is not supported by this build yet; use --test-pattern or --input")
+        // The camera is the default source. `self.fps` (not the 30 fps default) so the
+        // camera's own rate is chosen when none is asked for.
+        let request = V4L2FormatRequest(size: size, framesPerSecond: self.fps, pixelFormat: pixelFormat)
+        return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request)
     }
 
     private func makeEncoder(settings: EncoderSettings, logger: Logger) throws -> VideoEncoder {
@@ -151,6 +161,8 @@ struct RecordCommand: ParsableCommand {
     private func summaryLines(_ result: RecordingResult) -> [String] {
         var lines: [String] = []
         for output in result.outputs {
+            // An output that never got a frame was removed; the error line says why.
+            if output.frames == 0 && result.failure != nil { continue }
             var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]

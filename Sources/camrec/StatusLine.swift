@@ -33,11 +33,9 @@ final class StatusLine: @unchecked Sendable {
                 lastTime = now
                 let text = "\r\u{1B}[2Kframes \(p.frames)  \(format(fps)) fps  \(format(mbps)) Mbit/s  dropped \(p.dropped)  "
                     + "\(format(now - start)) s"
-                fputs(text, stderr)
-                fflush(stderr)
+                writeStandardError(text)
             }
-            fputs("\r\u{1B}[2K", stderr)
-            fflush(stderr)
+            writeStandardError("\r\u{1B}[2K")
         }
         self.worker = worker
         worker.start()
