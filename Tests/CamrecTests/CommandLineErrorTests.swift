@@ -33,6 +33,10 @@ final class CommandLineErrorTests: XCTestCase {
         try expectFailure(["--test-pattern", "--size", "12x", "out.h264"], status: 64, mentioning: "size")
     }
 
+    func testOddSizeIsRefusedWithTheNearestEvenSizes() throws {
+        try expectFailure(["--test-pattern", "--size", "641x481", "out.h264"], status: 64, mentioning: "640x480")
+    }
+
     func testMissingOutput() throws {
         try expectFailure(["--test-pattern", "--frames", "3"], status: 64, mentioning: "output")
     }
@@ -42,7 +46,7 @@ final class CommandLineErrorTests: XCTestCase {
     }
 
     func testInputShorterThanOneFrame() throws {
-        FileManager.default.createFile(atPath: "\(dir)/keep-short.yuv", contents: Data(count: 1000))
+        _ = FileManager.default.createFile(atPath: "\(dir)/keep-short.yuv", contents: Data(count: 1000))
         try expectFailure(["--input", "keep-short.yuv", "--size", "64x64", "out.h264"], status: 65, mentioning: "less than one")
     }
 
@@ -56,14 +60,14 @@ final class CommandLineErrorTests: XCTestCase {
     }
 
     func testExistingOutputIsNotOverwritten() throws {
-        FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("precious".utf8))
+        _ = FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("precious".utf8))
         try expectFailure(["--test-pattern", "--frames", "3", "keep.h264"], status: 76, mentioning: "--overwrite")
         XCTAssertEqual(try String(contentsOfFile: "\(dir)/keep.h264", encoding: .utf8), "precious")
     }
 
     func testOverwriteReplacesAnExistingFile() throws {
         try requireFFmpeg()
-        FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("old".utf8))
+        _ = FileManager.default.createFile(atPath: "\(dir)/keep.h264", contents: Data("old".utf8))
         let r = try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "5", "--overwrite", "keep.h264"], cwd: dir)
         XCTAssertEqual(r.status, 0, r.stderr)
         XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/keep.h264"), 5)
@@ -78,7 +82,7 @@ final class CommandLineErrorTests: XCTestCase {
     }
 
     func testInspectRejectsAFileWithoutH264() throws {
-        FileManager.default.createFile(atPath: "\(dir)/keep-garbage.bin", contents: Data(repeating: 0x55, count: 4096))
+        _ = FileManager.default.createFile(atPath: "\(dir)/keep-garbage.bin", contents: Data(repeating: 0x55, count: 4096))
         let r = try Tools.camrec(["inspect", "keep-garbage.bin"], cwd: dir)
         XCTAssertEqual(r.status, 65, r.stderr)
     }
@@ -91,7 +95,7 @@ final class CommandLineErrorTests: XCTestCase {
         let idr: [UInt8] = [0x65, 0x88, 0x84, 0x00, 0x33, 0xff]
         var stream: [UInt8] = []
         for unit in [sps, pps, idr] { stream += [0, 0, 1] + unit }
-        FileManager.default.createFile(atPath: "\(dir)/keep-3byte.h264", contents: Data(stream))
+        _ = FileManager.default.createFile(atPath: "\(dir)/keep-3byte.h264", contents: Data(stream))
         let r = try Tools.camrec(["inspect", "keep-3byte.h264"], cwd: dir)
         XCTAssertEqual(r.status, 1, r.stdoutText + r.stderr)
         XCTAssertTrue(r.stdoutText.contains("BROKEN"), r.stdoutText)

@@ -39,14 +39,14 @@ enum Tools {
         process.standardInput = stdin ?? FileHandle.nullDevice
         try process.run()
         // Read both pipes while it runs so a chatty process can't block on a full pipe.
-        var outData = Data(), errData = Data()
+        let errBox = DataBox()
         let group = DispatchGroup()
         group.enter()
-        DispatchQueue.global().async { outData = out.fileHandleForReading.readDataToEndOfFile(); group.leave() }
-        group.enter()
-        DispatchQueue.global().async { errData = err.fileHandleForReading.readDataToEndOfFile(); group.leave() }
+        DispatchQueue.global().async { errBox.set(err.fileHandleForReading.readDataToEndOfFile()); group.leave() }
+        let outData = out.fileHandleForReading.readDataToEndOfFile()
         process.waitUntilExit()
         group.wait()
+        let errData = errBox.get()
         return ProcessResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
     }
 
@@ -68,11 +68,29 @@ enum Tools {
         return r.stdoutText.split(separator: "\n").enumerated().compactMap { $0.element.hasPrefix("1") ? $0.offset : nil }
     }
 
+    /// Pairs decoded and source frames by number: the H.264 stream's VUI says 30 fps while
+    /// rawvideo defaults to 25, and timestamp pairing would compare different frames.
+    static let psnrFilter = "[0:v]settb=1/30,setpts=N[a];[1:v]settb=1/30,setpts=N[b];[a][b]psnr"
+
+    /// The average PSNR ffmpeg's psnr filter printed ("inf" for identical pictures).
+    static func averagePSNR(_ log: String) -> Double? {
+        guard let range = log.range(of: #"average:([0-9.]+|inf)"#, options: .regularExpression) else { return nil }
+        let value = log[range].dropFirst("average:".count)
+        return value == "inf" ? .infinity : Double(value)
+    }
+
     /// Errors the decoder reports while decoding the whole file.
     static func decodeErrors(_ path: String) throws -> String {
         let r = try run("ffmpeg", ["-v", "error", "-i", path, "-f", "null", "-"])
         return r.stderr.trimmingCharacters(in: .whitespacesAndNewlines)
     }
+}
+
+final class DataBox: @unchecked Sendable {
+    private let lock = NSLock()
+    private var data = Data()
+    func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
+    func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
 }
 
 /// A scratch directory per test, removed afterwards.
