@@ -26,16 +26,21 @@ let package = Package(
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Capture"]),
         .target(name: "Pipeline"),
+        // What travels on the wire besides H.264: the timing SEI, access-unit reassembly. Pure Swift.
+        .target(name: "NetStream", dependencies: ["Bitstream"]),
         .target(name: "Outputs", dependencies: [
-            "Bitstream", "Pipeline",
+            "Bitstream", "Pipeline", "NetStream",
             .product(name: "SystemPackage", package: "swift-system"),
+        ]),
+        .target(name: "Receiver", dependencies: [
+            "CFFmpeg", "Bitstream", "NetStream", "Outputs",
         ]),
         .target(name: "Recorder", dependencies: [
             "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Capture", "Encoder", "Outputs",
+            "Recorder", "Bitstream", "Capture", "Encoder", "Outputs", "Receiver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,0 +1,138 @@
+import Bitstream
+
+/// One access unit put back together from a byte stream.
+public struct ReceivedAccessUnit: Sendable {
+    /// The NAL units in stream order, without camrec timing notes.
+    public var units: [NALUnit]
+    /// The camrec timing note it carried, if the sender was camrec.
+    public var timestamp: TimestampSEI?
+    public var isIDR: Bool
+    public var hasSPS: Bool
+    public var hasPPS: Bool
+    /// Stream offset just past its last byte (for arrival times).
+    public var endOffset: Int
+    /// Bytes of its units with their start codes, timing note excluded.
+    public var byteCount: Int
+    /// Units with the forbidden_zero_bit set: not H.264, or misaligned garbage.
+    public var invalidUnitCount: Int
+
+    /// True when a timing note says how long the access unit is and it is shorter:
+    /// the sender went away in the middle of it.
+    public var isTruncated: Bool {
+        guard let timestamp else { return false }
+        return UInt64(byteCount) < timestamp.accessUnitByteCount
+    }
+
+    /// The access unit as Annex B, every unit behind the start code it came with.
+    public func annexB() -> [UInt8] {
+        var bytes: [UInt8] = []
+        bytes.reserveCapacity(byteCount)
+        for unit in units {
+            bytes.append(contentsOf: unit.startCodeLength == 3 ? [0, 0, 1] : [0, 0, 0, 1])
+            bytes.append(contentsOf: unit.bytes)
+        }
+        return bytes
+    }
+}
+
+/// Reassembles NAL units and access units from whatever pieces a transport delivers
+/// (one byte at a time, whole frames, or anything between), with `AnnexBScanner` doing
+/// the start-code work.
+///
+/// An access unit ends where the next one begins (H.264 7.4.1.2.3, as decoders apply it):
+/// after a picture's slices, an AUD, SPS, PPS, SEI or types 14–18 start a new one, and so
+/// does a slice whose first_mb_in_slice is 0. Since that is only known once the next unit's
+/// start code has arrived, an access unit is returned when the following one starts, or by
+/// `finish()`.
+public struct AccessUnitAssembler: Sendable {
+    private var scanner = AnnexBScanner()
+    private var current: [NALUnit] = []
+    private var currentTimestamp: TimestampSEI?
+    private var currentHasPicture = false
+    private var lastUnitEnd = 0
+    private var unitsSeen = 0
+
+    public init() {}
+
+    /// Bytes taken in that are not yet part of a returned unit: the unit being collected
+    /// (or leading garbage). A receiver bounds this so a stream without start codes can't
+    /// grow memory without limit.
+    public var pendingByteCount: Int { scanner.bytesConsumed - lastUnitEnd }
+    public var bytesConsumed: Int { scanner.bytesConsumed }
+    /// Bytes before the first start code.
+    public var skippedLeadingBytes: Int { unitsSeen == 0 ? scanner.bytesConsumed : scanner.skippedLeadingBytes }
+    /// NAL units seen so far (timing notes included).
+    public var nalUnitCount: Int { unitsSeen }
+
+    public mutating func append<C: Collection>(_ bytes: C) -> [ReceivedAccessUnit] where C.Element == UInt8 {
+        var completed: [ReceivedAccessUnit] = []
+        for unit in scanner.append(bytes) { take(unit, into: &completed) }
+        return completed
+    }
+
+    /// Ends the stream: returns what is left as a last access unit.
+    public mutating func finish() -> [ReceivedAccessUnit] {
+        var completed: [ReceivedAccessUnit] = []
+        for unit in scanner.finish() { take(unit, into: &completed) }
+        if let unit = closeCurrent() { completed.append(unit) }
+        return completed
+    }
+
+    /// NAL units only, for tests and fuzzing: the units of `units` flattened.
+    public static func nalUnits(of units: [ReceivedAccessUnit]) -> [NALUnit] { units.flatMap(\.units) }
+
+    private mutating func take(_ unit: NALUnit, into completed: inout [ReceivedAccessUnit]) {
+        unitsSeen += 1
+        lastUnitEnd = unit.offset + unit.startCodeLength + unit.bytes.count
+        let type = unit.type
+        if currentHasPicture && Self.startsAccessUnit(unit) {
+            if let done = closeCurrent() { completed.append(done) }
+        }
+        if type == .sei, let note = TimestampSEI(nalUnit: unit.bytes) {
+            // A second note before the picture would mean two access units; keep the first.
+            if currentTimestamp == nil { currentTimestamp = note }
+            currentEnd = lastUnitEnd
+            return
+        }
+        if type.isVCL { currentHasPicture = true }
+        current.append(unit)
+        currentEnd = lastUnitEnd
+    }
+
+    private var currentEnd = 0
+
+    private static func startsAccessUnit(_ unit: NALUnit) -> Bool {
+        switch unit.type.rawValue {
+        case 6, 7, 8, 9, 14, 15, 16, 17, 18:
+            return true
+        case 1, 2, 5:
+            // first_mb_in_slice is the first ue(v) of the header: a leading 1 bit means 0.
+            return unit.bytes.count > 1 && unit.bytes[1] & 0x80 != 0
+        default:
+            return false
+        }
+    }
+
+    private mutating func closeCurrent() -> ReceivedAccessUnit? {
+        defer {
+            current.removeAll(keepingCapacity: true)
+            currentTimestamp = nil
+            currentHasPicture = false
+        }
+        guard !current.isEmpty else { return nil }
+        var isIDR = false, hasSPS = false, hasPPS = false
+        var bytes = 0, invalid = 0
+        for unit in current {
+            switch unit.type {
+            case .idrSlice: isIDR = true
+            case .sps: hasSPS = true
+            case .pps: hasPPS = true
+            default: break
+            }
+            if unit.forbiddenZeroBit { invalid += 1 }
+            bytes += unit.startCodeLength + unit.bytes.count
+        }
+        return ReceivedAccessUnit(units: current, timestamp: currentTimestamp, isIDR: isIDR, hasSPS: hasSPS, hasPPS: hasPPS,
+                                  endOffset: currentEnd, byteCount: bytes, invalidUnitCount: invalid)
+    }
+}

@@ -1,0 +1,100 @@
+import Bitstream
+
+/// A camrec timing note carried in the stream sent over the network: an SEI NAL unit with
+/// one `user_data_unregistered` message (payloadType 5) under camrec's own UUID.
+///
+/// Network outputs put one in every access unit they send (before the first slice); it
+/// holds the frame's capture time and the time the sender started sending it (both
+/// CLOCK_MONOTONIC, so comparable only on one machine), the source sequence number and
+/// the byte count of the access unit without this SEI, so a receiver can tell a truncated
+/// last access unit from a whole one. `camrec receive` reads it and strips it again, so
+/// the received copy is byte for byte the sender's stream. Other decoders ignore it.
+public struct TimestampSEI: Sendable, Hashable {
+    /// c4a3e1f2-6d1b-4b8e-9a57-63616d726563 (the last six bytes spell "camrec").
+    public static let uuid: [UInt8] = [0xC4, 0xA3, 0xE1, 0xF2, 0x6D, 0x1B, 0x4B, 0x8E,
+                                       0x9A, 0x57, 0x63, 0x61, 0x6D, 0x72, 0x65, 0x63]
+    static let payloadType: UInt8 = 5
+    /// UUID + version byte + 4 fields of 8 bytes.
+    static let payloadSize = 16 + 1 + 32
+    static let version: UInt8 = 1
+
+    public var captureTimeNanoseconds: UInt64
+    public var sendTimeNanoseconds: UInt64
+    public var sequence: UInt64
+    /// Bytes of the access unit (start codes included) without this SEI.
+    public var accessUnitByteCount: UInt64
+
+    public init(captureTimeNanoseconds: UInt64, sendTimeNanoseconds: UInt64, sequence: UInt64, accessUnitByteCount: UInt64) {
+        self.captureTimeNanoseconds = captureTimeNanoseconds
+        self.sendTimeNanoseconds = sendTimeNanoseconds
+        self.sequence = sequence
+        self.accessUnitByteCount = accessUnitByteCount
+    }
+
+    /// The whole NAL unit with its 4-byte start code, appended to `output` (which keeps
+    /// its capacity, so a sender can reuse one buffer).
+    public func appendAnnexB(to output: inout [UInt8]) {
+        var rbsp: [UInt8] = []
+        rbsp.reserveCapacity(Self.payloadSize + 3)
+        rbsp.append(Self.payloadType)
+        rbsp.append(UInt8(Self.payloadSize))
+        rbsp.append(contentsOf: Self.uuid)
+        rbsp.append(Self.version)
+        for value in [captureTimeNanoseconds, sendTimeNanoseconds, sequence, accessUnitByteCount] {
+            for shift in stride(from: 56, through: 0, by: -8) { rbsp.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
+        }
+        rbsp.append(0x80)  // rbsp_trailing_bits
+        output.append(contentsOf: [0, 0, 0, 1, 0x06])
+        output.append(contentsOf: RBSP.addingEmulationPrevention(rbsp))
+    }
+
+    public var annexB: [UInt8] {
+        var bytes: [UInt8] = []
+        appendAnnexB(to: &bytes)
+        return bytes
+    }
+
+    /// Reads a camrec timing note from a NAL unit (header byte first, still escaped).
+    /// Nil for any other unit, including SEI units from encoders.
+    public init?(nalUnit bytes: [UInt8]) {
+        guard bytes.count >= 2 + 16, bytes[0] & 0x1F == 6, bytes[0] & 0x80 == 0 else { return nil }
+        // Cheap rejection before un-escaping: our message is the first and only one.
+        guard bytes[1] == Self.payloadType else { return nil }
+        let rbsp = RBSP.removingEmulationPrevention(bytes.dropFirst())
+        guard rbsp.count >= 2 + Self.payloadSize, rbsp[0] == Self.payloadType, Int(rbsp[1]) == Self.payloadSize,
+              Array(rbsp[2..<18]) == Self.uuid, rbsp[18] == Self.version else { return nil }
+        func field(_ index: Int) -> UInt64 {
+            var value: UInt64 = 0
+            for byte in rbsp[(19 + index * 8)..<(27 + index * 8)] { value = value << 8 | UInt64(byte) }
+            return value
+        }
+        captureTimeNanoseconds = field(0)
+        sendTimeNanoseconds = field(1)
+        sequence = field(2)
+        accessUnitByteCount = field(3)
+    }
+
+    /// Where a timing note goes in an access unit written by camrec's stream writer
+    /// (4-byte start codes): after a leading AUD, SPS and PPS, before everything else,
+    /// so an IDR access unit still begins with its parameter sets.
+    public static func insertionOffset(in accessUnit: UnsafeRawBufferPointer) -> Int {
+        // The parameter sets are short, so this stops within the first few dozen bytes.
+        var zeros = 0
+        var index = 0
+        let count = accessUnit.count
+        while index + 1 < count {
+            let byte = accessUnit[index]
+            if byte == 0 {
+                zeros += 1
+            } else {
+                if byte == 1 && zeros >= 2 {
+                    let type = accessUnit[index + 1] & 0x1F
+                    if type != 7 && type != 8 && type != 9 { return index - min(zeros, 3) }
+                }
+                zeros = 0
+            }
+            index += 1
+        }
+        return count
+    }
+}

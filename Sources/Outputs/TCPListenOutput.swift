@@ -1,0 +1,157 @@
+import Glibc
+import Pipeline
+import Synchronization
+
+/// `tcp://[HOST]:PORT?listen` / `--listen [HOST:]PORT`: serves the stream to any number
+/// of receivers that connect.
+///
+/// Each receiver gets its own `TCPPeerSender` (thread, bounded queue, skip-to-IDR) and
+/// starts with SPS+PPS+IDR; a join asks the encoder for an IDR (rate-limited), so a late
+/// joiner waits at most about a frame, not a GOP. A receiver leaving or failing never
+/// affects the others, the recording or its files.
+public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
+    public let endpoint: TCPEndpoint
+    public var label: String { endpoint.description }
+    public var onFailure: (@Sendable (OutputError) -> Void)?
+    public var failure: OutputError? { nil }
+    /// The port bound (after `open()`; useful with port 0).
+    public private(set) var boundPort: UInt16 = 0
+
+    private let keyframes: KeyframeRequestGate?
+    private let log: NetworkEventLog
+    private let queueCapacity: Int
+    private let stallTimeoutSeconds: Double
+    private let maximumReceivers: Int
+    private var listener: TCPListener?
+    private var acceptor: WorkerThread?
+    private let stopping = Atomic<Bool>(false)
+    private let peers = Mutex<[TCPPeerSender]>([])
+    private let totals = Mutex(Totals())
+
+    private struct Totals {
+        var receivers = 0
+        var frames = 0
+        var bytes = 0
+        var idrFrames = 0
+        var skipped = 0
+        var latency = LatencySamples()
+    }
+
+    public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+                stallTimeoutSeconds: Double = 10, maximumReceivers: Int = 64, log: @escaping NetworkEventLog) {
+        self.endpoint = endpoint
+        self.keyframes = keyframes
+        self.queueCapacity = queueCapacity
+        self.stallTimeoutSeconds = stallTimeoutSeconds
+        self.maximumReceivers = maximumReceivers
+        self.log = log
+    }
+
+    public func open() throws {
+        let listener: TCPListener
+        do {
+            listener = try TCPListener(host: endpoint.host, port: endpoint.port)
+        } catch let error as SocketError {
+            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
+                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
+            throw OutputError(.unwritable, "cannot listen on \(label): \(error)\(hint)")
+        } catch {
+            throw OutputError(.unwritable, "cannot listen on \(label): \(error)")
+        }
+        self.listener = listener
+        boundPort = listener.port
+        log("listening for receivers on " + listener.addresses.map { "tcp://\($0)" }.joined(separator: ", "))
+        let acceptor = WorkerThread(name: "tcp-accept") { [self] in self.acceptLoop(listener) }
+        self.acceptor = acceptor
+        acceptor.start()
+    }
+
+    private func acceptLoop(_ listener: TCPListener) {
+        var lastAcceptError = ""
+        while !stopping.load(ordering: .relaxed) {
+            reapDeadPeers()
+            let connection: TCPConnection?
+            do {
+                connection = try listener.accept(timeoutMilliseconds: 200)
+            } catch {
+                // EMFILE and the like: say so once, back off, keep serving the others.
+                if "\(error)" != lastAcceptError { log("\(label): \(error)") }
+                lastAcceptError = "\(error)"
+                usleep(200_000)
+                continue
+            }
+            guard let connection else { continue }
+            let count = peers.withLock { $0.count }
+            if count >= maximumReceivers {
+                log("\(label): refusing receiver \(connection.peerAddress): already serving \(count) (the most allowed)")
+                connection.close()
+                continue
+            }
+            let peer = TCPPeerSender(connection: connection, name: "receiver \(connection.peerAddress)",
+                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
+            peer.start()
+            peers.withLock { $0.append(peer) }
+            let n = totals.withLock { t -> Int in
+                t.receivers += 1
+                return t.receivers
+            }
+            let forced = keyframes?.request() ?? false
+            log("receiver \(connection.peerAddress) joined (\(count + 1) connected, #\(n)); "
+                + (forced ? "IDR requested" : "starts at the next IDR"))
+        }
+    }
+
+    private func reapDeadPeers() {
+        let dead = peers.withLock { list -> [TCPPeerSender] in
+            let dead = list.filter { !$0.isAlive }
+            list.removeAll { !$0.isAlive }
+            return dead
+        }
+        for peer in dead { account(peer, peer.reap(), ending: "left") }
+    }
+
+    private func account(_ peer: TCPPeerSender, _ s: TCPPeerSender.Summary, ending: String) {
+        totals.withLock { t in
+            t.frames += s.frames
+            t.bytes += s.bytes
+            t.idrFrames += s.idrFrames
+            t.skipped += s.skippedFrames
+            for v in s.latency.values { t.latency.add(v) }
+        }
+        var line = "\(peer.name) \(ending) after \(s.frames) frames"
+        if s.skippedFrames > 0 { line += ", \(s.skippedFrames) skipped in \(s.overflows) catch-ups" }
+        if let latency = s.latency.summary { line += "; capture to sent: \(latency)" }
+        log(line)
+    }
+
+    public func submit(_ chunk: StreamChunk) {
+        peers.withLock { list in
+            if !list.isEmpty { chunk.retain(list.count) }
+            for peer in list { peer.offer(chunk) }
+        }
+        chunk.release()
+    }
+
+    public func finish() -> OutputReport {
+        stopping.store(true, ordering: .relaxed)
+        acceptor?.join()
+        acceptor = nil
+        listener?.close()
+        let remaining = peers.withLock { list -> [TCPPeerSender] in defer { list = [] }; return list }
+        // Flush all at once: each has its own thread, so a slow one costs the others nothing.
+        let deadline = 5.0
+        for peer in remaining { peer.beginFinish(flushTimeoutSeconds: deadline) }
+        for peer in remaining { account(peer, peer.reap(), ending: peer.isAlive ? "served to the end" : "left") }
+        let t = totals.withLock { $0 }
+        var report = OutputReport(label: label)
+        report.frames = t.frames
+        report.bytes = t.bytes
+        report.idrFrames = t.idrFrames
+        report.skippedFrames = t.skipped
+        var line = "\(label): served \(t.receivers) receiver\(t.receivers == 1 ? "" : "s"), \(t.frames) frames in all"
+        if t.skipped > 0 { line += ", \(t.skipped) skipped" }
+        if let latency = t.latency.summary { line += "; capture to sent: \(latency)" }
+        log(line)
+        return report
+    }
+}

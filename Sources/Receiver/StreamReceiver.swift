@@ -1,0 +1,373 @@
+import Bitstream
+import Glibc
+import NetStream
+import Outputs
+import Synchronization
+
+/// `camrec receive`: takes a raw H.264 stream from TCP, checks it and stores it.
+///
+/// Connects to a sender (and reconnects with backoff when it goes away) or accepts one
+/// pushing sender at a time. Reassembles access units from whatever pieces TCP delivers,
+/// starts output only at an IDR with SPS+PPS (per connection), decodes every access unit
+/// with libavcodec to verify it, reports decode errors and gaps in camrec's sequence
+/// numbers, strips camrec's timing notes (so the copy is the sender's stream byte for
+/// byte) and measures latency from them.
+public final class StreamReceiver: @unchecked Sendable {
+    public enum Source: Sendable {
+        case connect(TCPEndpoint)
+        case listen(TCPEndpoint)
+    }
+
+    public struct Options: Sendable {
+        public var source: Source
+        public var maximumFrames: Int?
+        public var maximumDurationSeconds: Double?
+        /// A sender that sends this many bytes without a start code (or without an IDR to
+        /// start from) is not sending H.264: it is disconnected.
+        public var garbageLimitBytes = 8 << 20
+        /// Silence from a connected sender for this long ends the connection.
+        public var idleTimeoutSeconds = 20.0
+
+        public init(source: Source, maximumFrames: Int? = nil, maximumDurationSeconds: Double? = nil) {
+            self.source = source
+            self.maximumFrames = maximumFrames
+            self.maximumDurationSeconds = maximumDurationSeconds
+        }
+    }
+
+    /// Live figures, for the status line and the summary.
+    public struct Progress: Sendable {
+        public var frames = 0
+        public var idrFrames = 0
+        public var bytes = 0
+        public var decodedFrames = 0
+        public var decodeErrors = 0
+        /// Jumps in camrec's sequence numbers within a connection, and the frames missing.
+        public var gaps = 0
+        public var missingFrames = 0
+        /// Connections after the first.
+        public var reconnects = 0
+        public var connections = 0
+        /// Pictures before the first IDR of a connection, not written.
+        public var skippedBeforeStart = 0
+        /// Last access units cut short by a sender going away, not written.
+        public var truncated = 0
+        /// Connections dropped because what came was not H.264.
+        public var garbageConnections = 0
+        public var connected = false
+        public var senderAddress: String?
+        /// The latest sample, nanoseconds; 0 without camrec timing notes.
+        public var lastLatencyNanoseconds: UInt64 = 0
+        public var width = 0
+        public var height = 0
+    }
+
+    public struct Result: Sendable {
+        public var progress: Progress
+        /// Capture → last byte of the access unit received.
+        public var arrivalLatency: LatencySamples
+        /// Capture → decoded (includes waiting for the next access unit's start code).
+        public var decodedLatency: LatencySamples
+        /// Sender's send start → last byte received.
+        public var transferLatency: LatencySamples
+        public var outputPath: String?
+        public var outputError: OutputError?
+        public var durationSeconds: Double
+    }
+
+    private let options: Options
+    private let sink: ByteSink?
+    private let log: NetworkEventLog
+    private let shared = Mutex(Progress())
+    private let stopRequested = Atomic<Bool>(false)
+
+    public init(options: Options, sink: ByteSink?, log: @escaping NetworkEventLog) {
+        self.options = options
+        self.sink = sink
+        self.log = log
+    }
+
+    public var progress: Progress { shared.withLock { $0 } }
+
+    /// Ends `run()` soon (within about 200 ms); safe from any thread.
+    public func stop() { stopRequested.store(true, ordering: .relaxed) }
+    private var stopping: Bool { stopRequested.load(ordering: .relaxed) }
+
+    // Touched only by the thread in run().
+    private var decoder: H264Decoder?
+    private var arrivalLatency = LatencySamples()
+    private var decodedLatency = LatencySamples()
+    private var transferLatency = LatencySamples()
+    private var firstFrameTime: UInt64?
+    private var outputError: OutputError?
+    private var limitReached = false
+
+    /// Opens the output (and the listening socket) or throws; then receives until stopped
+    /// or a limit is reached.
+    public func run() throws -> Result {
+        decoder = try H264Decoder()
+        var listener: TCPListener?
+        if case .listen(let endpoint) = options.source {
+            do {
+                listener = try TCPListener(host: endpoint.host, port: endpoint.port)
+            } catch {
+                let hint = (error as? SocketError)?.errno == .addressInUse ? "; something else listens there: choose another port" : ""
+                throw OutputError(.unwritable, "cannot listen on \(endpoint): \(error)\(hint)")
+            }
+            log("waiting for a sender on " + listener!.addresses.map { "tcp://\($0)" }.joined(separator: ", "))
+        }
+        try sink?.open()
+        let started = monotonicNow()
+        var backoff: UInt64 = 250_000_000
+        var reported = false
+        while !stopping && !limitReached && outputError == nil {
+            let connection: TCPConnection?
+            switch options.source {
+            case .connect(let endpoint):
+                do {
+                    connection = try TCPConnection.connect(host: endpoint.host ?? "localhost", port: endpoint.port, timeoutMilliseconds: 2000)
+                } catch {
+                    if !reported { log("cannot reach the sender \(endpoint) (\(error)); retrying with backoff up to 5 s") }
+                    reported = true
+                    pause(nanoseconds: backoff)
+                    backoff = min(backoff * 2, 5_000_000_000)
+                    continue
+                }
+            case .listen:
+                do {
+                    connection = try listener!.accept(timeoutMilliseconds: 200)
+                } catch {
+                    log("\(error)")
+                    pause(nanoseconds: 200_000_000)
+                    continue
+                }
+            }
+            guard let connection else { continue }
+            reported = false
+            let frames = receive(from: connection, listener: listener)
+            connection.close()
+            if frames > 0 { backoff = 250_000_000 }
+            if case .connect = options.source, !stopping, !limitReached, outputError == nil {
+                pause(nanoseconds: backoff)
+                backoff = min(backoff * 2, 5_000_000_000)
+            }
+        }
+        listener?.close()
+        if let decoder {
+            let tail = decoder.flush()
+            shared.withLock { $0.decodedFrames += tail.frames }
+        }
+        let progress = self.progress
+        var path: String?
+        if let sink {
+            do {
+                path = try sink.close(keep: progress.frames > 0)
+            } catch {
+                outputError = outputError ?? (error as? OutputError ?? OutputError(.unwritable, "\(error)"))
+            }
+        }
+        return Result(progress: progress, arrivalLatency: arrivalLatency, decodedLatency: decodedLatency,
+                      transferLatency: transferLatency, outputPath: path, outputError: outputError,
+                      durationSeconds: Double(monotonicNow() - started) / 1e9)
+    }
+
+    private func pause(nanoseconds: UInt64) {
+        let deadline = monotonicNow() + nanoseconds
+        while !stopping && monotonicNow() < deadline { usleep(50_000) }
+    }
+
+    /// One connection's worth of stream. Returns the frames written from it.
+    private func receive(from connection: TCPConnection, listener: TCPListener?) -> Int {
+        let sender = connection.peerAddress
+        let n = shared.withLock { p -> Int in
+            p.connections += 1
+            p.reconnects = max(0, p.connections - 1)
+            p.connected = true
+            p.senderAddress = sender
+            return p.connections
+        }
+        log((listener == nil ? "connected to sender \(sender)" : "sender \(sender) connected") + (n > 1 ? " (connection #\(n))" : ""))
+        defer { shared.withLock { $0.connected = false } }
+
+        var session = Session()
+        var buffer = [UInt8](repeating: 0, count: 256 * 1024)
+        var lastData = monotonicNow()
+        var lastRefusalCheck = lastData
+        var ending = ""
+        loop: while !stopping && !limitReached && outputError == nil {
+            let result: TCPConnection.ReceiveResult
+            do {
+                result = try buffer.withUnsafeMutableBytes { try connection.receive(into: $0, timeoutMilliseconds: 200) }
+            } catch {
+                ending = "sender \(sender) went away (\(error))"
+                break
+            }
+            let now = monotonicNow()
+            if let listener, now - lastRefusalCheck > 200_000_000 {
+                lastRefusalCheck = now
+                // One sender at a time: a second one is told no by closing it.
+                while let extra = try? listener.accept(timeoutMilliseconds: 0) {
+                    log("refusing sender \(extra.peerAddress): already receiving from \(sender)")
+                    extra.close()
+                }
+            }
+            switch result {
+            case .timedOut:
+                if Double(now - lastData) / 1e9 > options.idleTimeoutSeconds {
+                    ending = "sender \(sender) sent nothing for \(Int(options.idleTimeoutSeconds)) s; disconnecting"
+                    break loop
+                }
+                continue
+            case .endOfStream:
+                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, final: true) }
+                ending = "sender \(sender) ended the stream"
+                break loop
+            case .bytes(let count):
+                lastData = now
+                session.arrivals.append((session.assembler.bytesConsumed + count, now))
+                for unit in session.assembler.append(buffer[0..<count]) {
+                    handle(unit, in: &session, sender: sender, final: false)
+                    if limitReached || outputError != nil { break }
+                }
+                if let reason = session.garbageReason(limit: options.garbageLimitBytes) {
+                    shared.withLock { $0.garbageConnections += 1 }
+                    ending = "sender \(sender) is not sending H.264: \(reason); disconnecting"
+                    break loop
+                }
+            }
+        }
+        if ending.isEmpty {
+            ending = stopping ? "stopped; closing the connection to \(sender)" : "closing the connection to \(sender)"
+        }
+        if session.frames > 0 || !stopping { log(ending + " after \(session.frames) frames") }
+        return session.frames
+    }
+
+    private struct Session {
+        var assembler = AccessUnitAssembler()
+        var writer = AnnexBStreamWriter()
+        var started = false
+        var frames = 0
+        var lastSequence: UInt64?
+        var output: [UInt8] = []
+        /// (stream offset just past a read, when it was read), oldest first.
+        var arrivals: [(end: Int, time: UInt64)] = []
+        var arrivalHead = 0
+        var reportedErrors = 0
+
+        func garbageReason(limit: Int) -> String? {
+            if assembler.pendingByteCount > limit {
+                return assembler.nalUnitCount == 0 ? "\(assembler.pendingByteCount) bytes without an Annex-B start code"
+                    : "a NAL unit over \(limit >> 20) MiB"
+            }
+            if !started && assembler.bytesConsumed > limit {
+                return "no IDR with SPS and PPS in the first \(assembler.bytesConsumed) bytes"
+            }
+            return nil
+        }
+
+        /// When the read holding stream offset `end - 1` arrived.
+        mutating func arrivalTime(ofEnd end: Int) -> UInt64? {
+            while arrivalHead < arrivals.count && arrivals[arrivalHead].end < end { arrivalHead += 1 }
+            let time = arrivalHead < arrivals.count ? arrivals[arrivalHead].time : nil
+            if arrivalHead > 1024 {
+                arrivals.removeFirst(arrivalHead)
+                arrivalHead = 0
+            }
+            return time
+        }
+    }
+
+    private func handle(_ unit: ReceivedAccessUnit, in session: inout Session, sender: String, final: Bool) {
+        let arrived = session.arrivalTime(ofEnd: unit.endOffset) ?? monotonicNow()
+        if unit.isTruncated {
+            shared.withLock { $0.truncated += 1 }
+            log("dropped the last access unit from \(sender): \(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
+            return
+        }
+        let hasPicture = unit.units.contains { $0.type.isVCL }
+        session.output.removeAll(keepingCapacity: true)
+        let info: AccessUnitInfo
+        do {
+            info = try session.writer.write(accessUnit: unit.annexB(), into: &session.output)
+        } catch {
+            // Before the first IDR (or an IDR without parameter sets): not written.
+            if hasPicture { shared.withLock { $0.skippedBeforeStart += 1 } }
+            return
+        }
+        if info.heldBack || session.output.isEmpty { return }
+        if !session.started {
+            session.started = true
+            if session.frames == 0 && self.progress.frames > 0 {
+                log("resumed at an IDR with SPS and PPS")
+            }
+        }
+        if let note = unit.timestamp {
+            if let last = session.lastSequence, note.sequence > last + 1 {
+                let missing = Int(note.sequence - last - 1)
+                shared.withLock { p in
+                    p.gaps += 1
+                    p.missingFrames += missing
+                }
+                log("gap: \(missing) frame\(missing == 1 ? "" : "s") missing before frame \(note.sequence) (sender skipped ahead to an IDR, or the camera dropped)")
+            }
+            session.lastSequence = note.sequence
+        }
+
+        let decoded = decoder?.decode(session.output) ?? H264Decoder.Result()
+        let decodedAt = monotonicNow()
+        if let error = decoded.error {
+            session.reportedErrors += 1
+            let count = shared.withLock { p -> Int in
+                p.decodeErrors += 1
+                return p.decodeErrors
+            }
+            if count <= 5 || count % 100 == 0 {
+                log("decode error #\(count) in frame \(self.progress.frames)\(unit.isIDR ? " (IDR)" : ""): \(error)")
+            }
+        }
+
+        if let sink {
+            do {
+                try session.output.withUnsafeBytes { try sink.write($0) }
+                sink.commitBoundary()
+            } catch {
+                outputError = error as? OutputError ?? OutputError(.unwritable, "\(error)")
+                return
+            }
+        }
+
+        var latency: UInt64 = 0
+        if let note = unit.timestamp, note.captureTimeNanoseconds > 0, arrived >= note.captureTimeNanoseconds {
+            latency = arrived - note.captureTimeNanoseconds
+            arrivalLatency.add(latency)
+            decodedLatency.add(decodedAt - note.captureTimeNanoseconds)
+            if arrived >= note.sendTimeNanoseconds { transferLatency.add(arrived - note.sendTimeNanoseconds) }
+        }
+        session.frames += 1
+        let now = decodedAt
+        if firstFrameTime == nil { firstFrameTime = now }
+        let total = shared.withLock { p -> Int in
+            p.frames += 1
+            p.bytes += session.output.count
+            if info.isIDR { p.idrFrames += 1 }
+            p.decodedFrames += decoded.frames
+            if latency > 0 { p.lastLatencyNanoseconds = latency }
+            if let d = decoder, d.width > 0 {
+                p.width = d.width
+                p.height = d.height
+            }
+            return p.frames
+        }
+        if let max = options.maximumFrames, total >= max { limitReached = true }
+        if let seconds = options.maximumDurationSeconds, let first = firstFrameTime, Double(now - first) / 1e9 >= seconds {
+            limitReached = true
+        }
+    }
+}
+
+func monotonicNow() -> UInt64 {
+    var ts = timespec()
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+}

@@ -1,0 +1,193 @@
+import ArgumentParser
+import Glibc
+import Logging
+import Outputs
+import Pipeline
+import Receiver
+import Recorder
+import Synchronization
+
+/// `camrec receive`: takes a raw H.264 stream over TCP, verifies it by decoding, stores it.
+struct ReceiveCommand: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "receive",
+        abstract: "Receive a raw H.264 stream over TCP, check every frame by decoding it, and save it.",
+        discussion: """
+        camrec receive tcp://CAMERA:PORT [OUTPUT]      connect to a sender (camrec --listen, or any raw H.264 TCP server);
+                                                      reconnects when it goes away
+        camrec receive --listen [HOST:]PORT [OUTPUT]  accept a sender that pushes (camrec ... tcp://THIS-HOST:PORT)
+
+        OUTPUT is a file (written under a temporary name, moved into place at the end) or - for stdout
+        (camrec receive tcp://cam:9982 - | ffplay -f h264 -); without OUTPUT the stream is only checked.
+        Output starts at an IDR with SPS and PPS. Ctrl-C or SIGTERM ends it cleanly.
+        """
+    )
+
+    @Option(help: ArgumentHelp("Accept a pushing sender on [HOST:]PORT instead of connecting.", valueName: "[HOST:]PORT"))
+    var listen: String?
+
+    @Option(help: "Stop after N frames.")
+    var frames: Int?
+
+    @Option(help: "Stop after this many seconds from the first frame.")
+    var duration: Double?
+
+    @Flag(help: "Replace an existing output file.")
+    var overwrite = false
+
+    @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (debug shows libavcodec's messages).")
+    var logLevel: Logger.Level = .notice
+
+    @Argument(help: ArgumentHelp("tcp://HOST:PORT of the sender (not with --listen), then OUTPUT: a file, or - for stdout.",
+                                 valueName: "source-and-output"))
+    var arguments: [String] = []
+
+    private func parsed() throws -> (StreamReceiver.Source, String?) {
+        if let listen {
+            guard arguments.count <= 1 else {
+                throw ValidationError("with --listen give at most one OUTPUT, got \(arguments.joined(separator: " "))")
+            }
+            if let first = arguments.first, TCPEndpoint.looksLikeURL(first) {
+                throw ValidationError("give either --listen or a tcp:// address to connect to, not both")
+            }
+            do {
+                return (.listen(try TCPEndpoint(listenSpec: listen)), arguments.first)
+            } catch {
+                throw ValidationError("--listen \(error.description)")
+            }
+        }
+        guard let first = arguments.first else {
+            throw ValidationError("give the sender, e.g. camrec receive tcp://camera:9982 out.h264, or --listen PORT")
+        }
+        guard arguments.count <= 2 else { throw ValidationError("give one sender and at most one OUTPUT") }
+        guard TCPEndpoint.looksLikeURL(first) else {
+            throw ValidationError("\(first): the sender is a tcp://HOST:PORT address (or use --listen PORT)")
+        }
+        do {
+            let endpoint = try TCPEndpoint(url: first)
+            if endpoint.listen { return (.listen(endpoint), arguments.count > 1 ? arguments[1] : nil) }
+            return (.connect(endpoint), arguments.count > 1 ? arguments[1] : nil)
+        } catch {
+            throw ValidationError(error.description)
+        }
+    }
+
+    func validate() throws {
+        let (_, output) = try parsed()
+        if let output, TCPEndpoint.looksLikeURL(output) {
+            throw ValidationError("OUTPUT is a file or -, not \(output)")
+        }
+        if let frames, frames <= 0 { throw ValidationError("--frames must be a positive number") }
+        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
+    }
+
+    func run() throws {
+        let signals = SignalWatcher()
+        signals.blockInAllThreads()
+        H264Decoder.setLibraryLogging(verbose: logLevel <= .debug)
+        let (source, output) = try parsed()
+        let sink: ByteSink? = output.map { $0 == "-" ? StandardOutputSink() as ByteSink : FileSink(path: $0, overwrite: overwrite) }
+        let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
+        let quiet = logLevel > .notice
+        let log: NetworkEventLog = { message in
+            guard !quiet else { return }
+            writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
+        }
+        var options = StreamReceiver.Options(source: source, maximumFrames: frames, maximumDurationSeconds: duration)
+        options.idleTimeoutSeconds = 20
+        let receiver = StreamReceiver(options: options, sink: sink, log: log)
+        let interrupts = Atomic<Int>(0)
+        signals.start { signal in
+            if signal == SIGHUP { return }
+            if interrupts.add(1, ordering: .relaxed).newValue > 1 {
+                writeStandardError("\ncamrec: interrupted twice; exiting without finishing the output\n")
+                Glibc.exit(ExitStatus.interrupted.rawValue)
+            }
+            receiver.stop()
+        }
+        let status = statusShown ? ReceiveStatusLine(receiver: receiver) : nil
+        status?.start()
+        let result: StreamReceiver.Result
+        do {
+            result = try receiver.run()
+        } catch let error as OutputError {
+            status?.stop()
+            throw report(.output(error))
+        } catch {
+            status?.stop()
+            printError("\(error)")
+            throw ReportedFailure(status: .encoderUnavailable)
+        }
+        status?.stop()
+        let p = result.progress
+        var fields = ["output=\(result.outputPath ?? output ?? "none")", "frames=\(p.frames)", "idr=\(p.idrFrames)",
+                      "bytes=\(p.bytes)", "decoded=\(p.decodedFrames)", "decode_errors=\(p.decodeErrors)",
+                      "gaps=\(p.gaps)", "reconnects=\(p.reconnects)"]
+        if p.missingFrames > 0 { fields.append("missing=\(p.missingFrames)") }
+        if p.skippedBeforeStart > 0 { fields.append("skipped_before_idr=\(p.skippedBeforeStart)") }
+        if p.truncated > 0 { fields.append("truncated=\(p.truncated)") }
+        if let median = result.arrivalLatency.percentile(50), let p99 = result.arrivalLatency.percentile(99) {
+            fields.append("latency_median=\(LatencySamples.milliseconds(median))ms")
+            fields.append("latency_p99=\(LatencySamples.milliseconds(p99))ms")
+        }
+        printLine("camrec: received " + fields.joined(separator: " "))
+        if let arrival = result.arrivalLatency.summary {
+            var line = "camrec: latency capture to received \(arrival)"
+            if let decoded = result.decodedLatency.summary { line += "; capture to decoded \(decoded)" }
+            if let transfer = result.transferLatency.summary { line += "; send to received \(transfer)" }
+            printLine(line)
+        }
+        if let error = result.outputError {
+            throw report(.output(error))
+        }
+        if p.frames == 0 && p.garbageConnections > 0 {
+            printError("nothing received was H.264; check that the sender sends a raw Annex-B H.264 stream")
+            throw ReportedFailure(status: .invalidInput)
+        }
+    }
+
+    private func report(_ failure: RecordingFailure) -> ReportedFailure {
+        printError(failure.description)
+        return ReportedFailure(status: failure.exitStatus)
+    }
+}
+
+/// One status line on a terminal: sender, frames, fps, bitrate, decode errors, gaps, reconnects, latency.
+final class ReceiveStatusLine: @unchecked Sendable {
+    private let receiver: StreamReceiver
+    private let done = Atomic<Bool>(false)
+    private var worker: WorkerThread?
+
+    init(receiver: StreamReceiver) {
+        self.receiver = receiver
+    }
+
+    func start() {
+        let worker = WorkerThread(name: "status") { [self] in
+            var lastFrames = 0, lastBytes = 0
+            var lastTime = Date.monotonicSeconds()
+            while !self.done.load(ordering: .relaxed) {
+                usleep(500_000)
+                let now = Date.monotonicSeconds()
+                let p = self.receiver.progress
+                let dt = max(0.001, now - lastTime)
+                let fps = Double(p.frames - lastFrames) / dt
+                let mbps = Double(p.bytes - lastBytes) * 8 / dt / 1e6
+                lastFrames = p.frames; lastBytes = p.bytes; lastTime = now
+                let state = p.connected ? "from \(p.senderAddress ?? "?")" : "waiting for a sender"
+                var text = "\r\u{1B}[2K\(state)  frames \(p.frames)  \(format(fps)) fps  \(format(mbps)) Mbit/s  "
+                    + "decode errors \(p.decodeErrors)  gaps \(p.gaps)  reconnects \(p.reconnects)"
+                if p.lastLatencyNanoseconds > 0 { text += "  latency \(LatencySamples.milliseconds(p.lastLatencyNanoseconds)) ms" }
+                writeStandardError(text)
+            }
+            writeStandardError("\r\u{1B}[2K")
+        }
+        self.worker = worker
+        worker.start()
+    }
+
+    func stop() {
+        done.store(true, ordering: .relaxed)
+        worker?.join()
+    }
+}
