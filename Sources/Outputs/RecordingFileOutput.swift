@@ -1,0 +1,214 @@
+import Glibc
+import Pipeline
+import Synchronization
+
+/// Recording to files: a name pattern, optional segments, a timestamps sidecar, retention, and
+/// rotation on demand (SIGHUP), on a thread of its own behind a bounded queue.
+///
+/// Every file starts with SPS+PPS+IDR (it is cut only in front of an IDR, and the stream writer puts
+/// the parameter sets there), so each plays on its own; every chunk goes to exactly one file, so no
+/// frame is lost or repeated between files. Each file is finished like a single recording: fsync'd
+/// and moved from its temporary name to its final one.
+public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var pattern: OutputNamePattern
+        /// The source's stable name, for `{device}`.
+        public var device: String
+        public var overwrite: Bool
+        /// Start a new file at the first IDR after every this many seconds.
+        public var segmentSeconds: Double?
+        public var saveTimestamps: Bool
+        public var retention: RetentionPolicy
+
+        public init(pattern: OutputNamePattern, device: String, overwrite: Bool, segmentSeconds: Double? = nil,
+                    saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy()) {
+            self.pattern = pattern
+            self.device = device
+            self.overwrite = overwrite
+            self.segmentSeconds = segmentSeconds
+            self.saveTimestamps = saveTimestamps
+            self.retention = retention
+        }
+    }
+
+    public var label: String { configuration.pattern.template }
+    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Called on the output's thread each time a file is finished.
+    public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+    /// Asks the recorder for an IDR, so a requested rotation happens promptly.
+    public var onKeyframeWanted: (@Sendable () -> Void)?
+    /// Called with each path retention deleted.
+    public var onFileDeleted: (@Sendable (String) -> Void)?
+
+    private let configuration: Configuration
+    private let queue: BlockingQueue<StreamChunk>
+    private var worker: WorkerThread?
+    private let shared = Mutex(Shared())
+    private struct Shared {
+        var failure: OutputError?
+        var rotateRequested = false
+        var finished: [FinishedFile] = []
+    }
+
+    // Owned by the output thread once open() returns.
+    private var sink: FileSink?
+    private var current: FinishedFile?
+    private var timestamps: TimestampsFile?
+    private var segmentIndex = 0
+    private var firstPresentation: UInt64?
+    private var segmentStartPresentation: UInt64 = 0
+    private var lastPresentation: UInt64 = 0
+    private var nextBoundary: UInt64 = .max
+    private var frameInterval: UInt64 = 0
+
+    public init(configuration: Configuration, queueCapacity: Int = 240) {
+        self.configuration = configuration
+        queue = BlockingQueue(capacity: queueCapacity)
+    }
+
+    public var failure: OutputError? { shared.withLock { $0.failure } }
+
+    /// Every file finished so far.
+    public var finishedFiles: [FinishedFile] { shared.withLock { $0.finished } }
+
+    /// Opens the first file now, so a bad path fails before anything is recorded.
+    public func open() throws {
+        try openNextFile()
+        let worker = WorkerThread(name: "file-out") { [unowned self] in self.run() }
+        self.worker = worker
+        worker.start()
+    }
+
+    public func submit(_ chunk: StreamChunk) {
+        if !queue.push(chunk) { chunk.release() }
+    }
+
+    /// Starts a new file at the next IDR (SIGHUP, log-rotation style).
+    public func requestNewFile() {
+        shared.withLock { $0.rotateRequested = true }
+        onKeyframeWanted?()
+    }
+
+    private func run() {
+        while let chunk = queue.pop() {
+            defer { chunk.release() }
+            if shared.withLock({ $0.failure != nil }) { continue }
+            do {
+                try write(chunk)
+            } catch {
+                let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
+                shared.withLock { $0.failure = failure }
+                current?.error = failure
+                onFailure?(failure)
+            }
+        }
+    }
+
+    private func write(_ chunk: StreamChunk) throws {
+        let pts = chunk.presentationTimeNanoseconds
+        if firstPresentation == nil {
+            firstPresentation = pts
+            if let seconds = configuration.segmentSeconds {
+                nextBoundary = pts + UInt64(seconds * 1e9)
+            }
+        }
+        if chunk.isIDR, let file = current, file.frames > 0 {
+            let rotate = shared.withLock { s -> Bool in
+                defer { s.rotateRequested = false }
+                return s.rotateRequested
+            }
+            if rotate || pts >= nextBoundary {
+                if let seconds = configuration.segmentSeconds {
+                    let step = UInt64(seconds * 1e9)
+                    while nextBoundary <= pts { nextBoundary += step }
+                }
+                try finishCurrentFile()
+                try openNextFile()
+            }
+        }
+        guard let sink, current != nil else { return }
+        if current!.frames == 0 { segmentStartPresentation = pts }
+        try chunk.bytes.withUnsafeBytes { try sink.write($0) }
+        sink.commitBoundary()
+        if current!.frames > 0, pts > lastPresentation { frameInterval = pts - lastPresentation }
+        lastPresentation = pts
+        current!.frames += 1
+        current!.bytes += chunk.bytes.count
+        if chunk.isIDR { current!.idrFrames += 1 }
+        timestamps?.append(presentationNanoseconds: pts)
+    }
+
+    private func openNextFile() throws {
+        segmentIndex += 1
+        let pattern = configuration.pattern
+        var path = pattern.render(time: time(nil), segment: segmentIndex, device: configuration.device)
+        var attempt = 1
+        while true {
+            let candidate = FileSink(path: path, overwrite: configuration.overwrite)
+            do {
+                try candidate.open()
+                sink = candidate
+                break
+            } catch let error as OutputError where error.kind == .exists && pattern.hasPlaceholders {
+                // A generated name clashes (two runs in one second): never overwrite, pick name-2, name-3…
+                attempt += 1
+                guard attempt < 1000 else { throw error }
+                path = OutputNamePattern.alternative(to: pattern.render(time: time(nil), segment: segmentIndex,
+                                                                        device: configuration.device), attempt: attempt)
+            }
+        }
+        current = FinishedFile(path: path, frames: 0, idrFrames: 0, bytes: 0, durationSeconds: 0)
+        timestamps = configuration.saveTimestamps ? TimestampsFile(forVideo: path) : nil
+        if configuration.retention.isActive {
+            for deleted in configuration.retention.apply(pattern: pattern, device: configuration.device, current: path) {
+                onFileDeleted?(deleted)
+            }
+        }
+    }
+
+    private func finishCurrentFile() throws {
+        guard let sink, var file = current else { return }
+        self.sink = nil
+        current = nil
+        let keep = file.frames > 0
+        file.durationSeconds = keep ? Double(lastPresentation - segmentStartPresentation + frameInterval) / 1e9 : 0
+        var closeError: Error?
+        do {
+            _ = try sink.close(keep: keep)
+        } catch {
+            closeError = error
+        }
+        if keep, let timestamps {
+            do {
+                try timestamps.save()
+                file.timestampsPath = timestamps.path
+            } catch {
+                closeError = closeError ?? error
+            }
+        }
+        self.timestamps = nil
+        if let closeError {
+            file.error = file.error ?? (closeError as? OutputError ?? OutputError(.unwritable, "\(closeError)"))
+        }
+        if keep {
+            shared.withLock { $0.finished.append(file) }
+            onFileFinished?(file)
+        }
+        if let closeError { throw closeError }
+    }
+
+    public func finish() -> OutputReport {
+        queue.close()
+        worker?.join()
+        worker = nil
+        var finalError: OutputError?
+        do { try finishCurrentFile() } catch { finalError = error as? OutputError ?? OutputError(.unwritable, "\(error)") }
+        let files = shared.withLock { $0.finished }
+        var report = OutputReport(label: label, path: files.last?.path)
+        report.frames = files.reduce(0) { $0 + $1.frames }
+        report.bytes = files.reduce(0) { $0 + $1.bytes }
+        report.idrFrames = files.reduce(0) { $0 + $1.idrFrames }
+        report.error = shared.withLock { $0.failure } ?? finalError
+        return report
+    }
+}

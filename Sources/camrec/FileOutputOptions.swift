@@ -1,0 +1,78 @@
+import ArgumentParser
+import Glibc
+import Outputs
+
+/// How recordings are named, cut and kept: for cron, systemd and long unattended runs.
+struct FileOutputOptions: ParsableArguments {
+    @Option(help: "Start a new file at the first IDR after every SECONDS (each file plays on its own).")
+    var segment: Double?
+
+    @Flag(help: "Write NAME.pts beside each file: frame timestamps in mkvmerge's timecode format v2.")
+    var saveTimestamps = false
+
+    @Option(help: "Keep at most N files of this output's name pattern (counting the one being written); delete the oldest.")
+    var keepFiles: Int?
+
+    @Option(help: "Delete files of this output's name pattern older than DURATION (90s, 30m, 12h, 7d).")
+    var keepFor: String?
+
+    func validate() throws {
+        if let segment, !(segment >= 0.5) { throw ValidationError("--segment must be at least 0.5 seconds") }
+        if let keepFiles, keepFiles < 1 { throw ValidationError("--keep-files must be at least 1") }
+        if let keepFor, RetentionPolicy.parseDuration(keepFor) == nil {
+            throw ValidationError("--keep-for \(keepFor): give a duration such as 3600, 90s, 30m, 12h or 7d")
+        }
+    }
+
+    var retention: RetentionPolicy {
+        RetentionPolicy(maximumFiles: keepFiles, maximumAgeSeconds: keepFor.flatMap(RetentionPolicy.parseDuration))
+    }
+
+    /// A file output for `target`, which may hold strftime fields, `{device}` and `{n}`.
+    func makeOutput(_ target: String, device: String, overwrite: Bool) throws -> RecordingFileOutput {
+        let pattern = try OutputNamePattern(target)
+        if (keepFiles != nil || keepFor != nil) && !pattern.hasPlaceholders {
+            throw OutputError(.unwritable, "--keep-files/--keep-for need a name pattern such as 'cam-%Y%m%d-%H%M%S.h264' or 'cam-{n}.h264'")
+        }
+        if segment != nil && !pattern.hasPlaceholders {
+            throw OutputError(.unwritable, "--segment needs a name that changes per file, e.g. 'cam-%H%M%S.h264' or 'cam-{n}.h264'")
+        }
+        return RecordingFileOutput(configuration: .init(pattern: pattern, device: device, overwrite: overwrite,
+                                                        segmentSeconds: segment, saveTimestamps: saveTimestamps,
+                                                        retention: retention))
+    }
+}
+
+/// The name `{device}` stands for: the camera's stable /dev/v4l/by-id name when it has one.
+func stableSourceName(device: String?, testPattern: Bool, input: String?) -> String {
+    if testPattern { return "test-pattern" }
+    if let input { return input == "-" ? "stdin" : basename(of: input) }
+    let node = device ?? "/dev/video0"
+    var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+    let target = realpath(node, &resolved) != nil ? String(cString: resolved) : node
+    if let dir = opendir("/dev/v4l/by-id") {
+        defer { closedir(dir) }
+        while let entry = readdir(dir) {
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            guard !name.hasPrefix(".") else { continue }
+            var linked = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
+            if realpath("/dev/v4l/by-id/" + name, &linked) != nil, String(cString: linked) == target { return name }
+        }
+    }
+    return basename(of: node)
+}
+
+private func basename(of path: String) -> String {
+    let name = path.split(separator: "/").last.map(String.init) ?? path
+    return name.isEmpty ? "camera" : name
+}
+
+/// `camrec: finished output=… frames=… idr=… duration=…s bytes=… dropped=…`: one line per finished
+/// file, key=value, for logs and scripts.
+func finishedFileLine(_ file: FinishedFile, dropped: UInt64) -> String {
+    var fields = ["output=\(file.path)", "frames=\(file.frames)", "idr=\(file.idrFrames)",
+                  "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
+    if let pts = file.timestampsPath { fields.append("timestamps=\(pts)") }
+    if let error = file.error { fields.append("cut-short=\(error.kind)") }
+    return "camrec: finished " + fields.joined(separator: " ")
+}
