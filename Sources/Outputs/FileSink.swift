@@ -37,9 +37,7 @@ public final class FileSink: ByteSink {
                 throw OutputError(.exists, "output \(path) already exists; pass --overwrite to replace it, or choose another name")
             }
         }
-        if stat(directory, &st) != 0 || (st.st_mode & S_IFMT) != S_IFDIR {
-            throw OutputError(.unwritable, "output directory \(directory) does not exist; create it first")
-        }
+        try Self.makeDirectories(directory)
         do {
             descriptor = try FileDescriptor.open(FilePath(temporaryPath), .writeOnly,
                                                  options: [.create, .exclusiveCreate, .closeOnExec],
@@ -54,6 +52,24 @@ public final class FileSink: ByteSink {
             default:
                 throw OutputError(.unwritable, "cannot create \(temporaryPath): \(error)")
             }
+        }
+    }
+
+    /// Creates `directory` and its missing parents, as `mkdir -p` does.
+    static func makeDirectories(_ directory: String) throws {
+        var st = stat()
+        if stat(directory, &st) == 0 {
+            guard (st.st_mode & S_IFMT) == S_IFDIR else {
+                throw OutputError(.unwritable, "output directory \(directory) is a file, not a directory; choose another path")
+            }
+            return
+        }
+        let parent = FilePath(directory).removingLastComponent()
+        if !parent.isEmpty && parent.string != directory { try makeDirectories(parent.string) }
+        if mkdir(directory, 0o755) != 0 && errno != EEXIST {
+            let error = Errno(rawValue: errno)
+            throw OutputError(error == .noSpace ? .diskFull : .unwritable,
+                              "cannot create output directory \(directory): \(error.description.lowercased()); choose a writable place")
         }
     }
 
@@ -86,10 +102,9 @@ public final class FileSink: ByteSink {
             unlink(temporaryPath)
             return nil
         }
-        // A failed write may have left part of an access unit: cut back to the last whole one.
-        if written != committed {
-            _ = ftruncate(descriptor.rawValue, off_t(committed))
-        }
+        // A failed write may have left part of an access unit (its byte count never reached
+        // `written`): cut back to the last whole one. Cheap, so done always.
+        _ = ftruncate(descriptor.rawValue, off_t(committed))
         _ = fsync(descriptor.rawValue)
         try moveIntoPlace()
         let directory = FilePath(path).removingLastComponent()
