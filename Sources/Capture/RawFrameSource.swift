@@ -99,7 +99,7 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
                                                       height: frameSize.height, base: UnsafeRawPointer(staging.baseAddress!))
         FrameConverter.convert(image, into: buffer)
         buffer.sequence = sequence
-        buffer.presentationTimeNanoseconds = sequence * frameInterval
+        buffer.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
         buffer.captureTimeNanoseconds = MonotonicClock.now()
         sequence += 1
         state.withLock { $0.statistics.delivered += 1 }

@@ -105,7 +105,7 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
             draw(frame: sequence, into: buffer)
             buffer.sequence = sequence
             buffer.captureTimeNanoseconds = pacedInRealTime ? MonotonicClock.now() : startTime + sequence * frameInterval
-            buffer.presentationTimeNanoseconds = sequence * frameInterval
+            buffer.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
             state.withLock { $0.statistics.delivered += 1 }
             return buffer
         }
