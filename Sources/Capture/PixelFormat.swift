@@ -29,3 +29,49 @@ public enum PixelFormat: String, Sendable, CaseIterable, CustomStringConvertible
     /// Whether the format is planar 4:2:0, which H.264 encoders take without conversion.
     public var isEncoderNative: Bool { self == .nv12 || self == .i420 }
 }
+
+/// The layouts a camera may deliver that camrec converts itself, in one pass, into a
+/// pool buffer. Kept apart from `PixelFormat` (the formats of `--input` files and of
+/// pool buffers) so that switches over `PixelFormat` stay exhaustive and
+/// `--input-format` keeps its short list. RGB cases are named by byte order in
+/// memory; `x` is a padding or alpha byte that is ignored.
+public enum CameraPixelLayout: String, Sendable, CaseIterable, CustomStringConvertible {
+    /// 4:2:0: Y plane, then interleaved CbCr (nv12) or CrCb (nv21).
+    case nv12, nv21
+    /// 4:2:0: Y, U, V planes (i420, also YU12) or Y, V, U (yv12).
+    case i420, yv12
+    /// 4:2:2: Y plane, then interleaved CbCr (nv16) or CrCb (nv61) at full height.
+    case nv16, nv61
+    /// 4:2:2: Y, U, V planes, chroma at half width and full height.
+    case yuv422p
+    /// Packed 4:2:2, named by byte order: Y0 U Y1 V, U Y0 V Y1, Y0 V Y1 U, V Y0 U Y1.
+    case yuyv, uyvy, yvyu, vyuy
+    /// Luma only; the chroma written is neutral grey.
+    case grey
+    /// Three bytes per pixel.
+    case rgb24, bgr24
+    /// Four bytes per pixel.
+    case bgrx, xrgb, rgbx, xbgr
+
+    public var description: String { rawValue }
+
+    /// How many separate planes of memory the layout has.
+    public var planeCount: Int {
+        switch self {
+        case .nv12, .nv21, .nv16, .nv61: return 2
+        case .i420, .yv12, .yuv422p: return 3
+        default: return 1
+        }
+    }
+
+    /// The `PixelFormat` with the same memory layout, when there is one.
+    public var pixelFormat: PixelFormat? {
+        switch self {
+        case .nv12: return .nv12
+        case .i420: return .i420
+        case .yuyv: return .yuyv
+        case .uyvy: return .uyvy
+        default: return nil
+        }
+    }
+}

@@ -1,0 +1,602 @@
+import CV4L2
+import Glibc
+import Synchronization
+import SystemPackage
+
+/// Frames from a V4L2 camera, by mmap streaming.
+///
+/// `init` opens the node and settles everything that can fail before a file is
+/// created: that it is a capture node, the exclusive lock and record priority, the
+/// format, size and rate. `start` maps a small ring of buffers and starts streaming.
+/// `nextFrame` waits in `poll` (never in a blocking DQBUF), dequeues a buffer,
+/// converts it in one pass into a pool buffer and queues it back at once, so the
+/// camera never runs short of buffers however slow the encoder is; when the pool is
+/// empty the frame is dropped and counted. There is no zero-copy path yet: even NV12
+/// is copied row by row into the pool's 64-byte-aligned strides.
+///
+/// Ends: `stop()` → `.finished`; ENODEV, POLLERR or a fatal streaming error →
+/// `.deviceLost`; no frame for max(2 s, 4 frame intervals) → `.stalled`.
+public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
+    public let path: String
+    public let frameSize: FrameSize
+    public let framesPerSecond: Double
+    public let pixelFormat: V4L2PixelFormat
+    public let identity: V4L2DeviceIdentity
+    /// `bytesperline` of each plane as the driver set it (rows are often padded).
+    public let bytesPerLine: [Int]
+    public var summary: String {
+        "\(path) (\(identity.card), \(identity.driver)) \(pixelFormat) \(frameSize) @ \(formatRate(framesPerSecond)) fps"
+    }
+
+    /// Buffers in the ring: enough to ride out a slow conversion, few enough to keep latency low.
+    static let ringSize: UInt32 = 4
+
+    private let device: V4L2Device
+    private let system: V4L2System
+    private let bufferType: v4l2_buf_type
+    private let multiplanar: Bool
+    private let layout: CameraPixelLayout
+    /// For single-buffer formats: where each plane lies in the buffer.
+    private let geometry: V4L2PlaneGeometry?
+    private let memoryPlaneCount: Int
+    private var mappings: [[(base: UnsafeMutableRawPointer, length: Int)]] = []
+    private let planeScratch = UnsafeMutablePointer<v4l2_plane>.allocate(capacity: Int(VIDEO_MAX_PLANES))
+    private var pool: PixelBufferPool?
+    private var streaming = false
+    private var tornDown = false
+    /// A pipe in the poll set: `stop()` writes to it so a waiting `nextFrame()` wakes at once.
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private var sequences = SequenceTracker()
+    private var clock: PresentationClock
+    private var lastSignOfLife: UInt64 = 0
+    private var framesSeen = 0
+    private var unqueued: [UInt32] = []
+    private var refusedQueueing = 0
+    private var spuriousWakeups = 0
+    /// No frame for this long means the camera stalled.
+    let stallTimeout: UInt64
+    /// The first frame may take longer: webcams settle exposure after STREAMON.
+    static let firstFrameGrace: UInt64 = 3_000_000_000
+
+    private let state = Mutex(State())
+    private struct State {
+        var statistics = SourceStatistics()
+        var end: SourceEnd?
+        var stopped = false
+    }
+
+    public var statistics: SourceStatistics { state.withLock { $0.statistics } }
+    public var end: SourceEnd? { state.withLock { $0.end } }
+
+    public convenience init(path: String, request: V4L2FormatRequest = V4L2FormatRequest()) throws(CaptureError) {
+        try self.init(path: path, request: request, system: LinuxV4L2System())
+    }
+
+    init(path: String, request: V4L2FormatRequest, system: V4L2System) throws(CaptureError) {
+        self.path = path
+        self.system = system
+        let device: V4L2Device
+        do {
+            device = try V4L2Device(path: path, system: system)
+        } catch {
+            throw Self.openError(error, path: path)
+        }
+        self.device = device
+
+        // 1. Is it a camera?
+        let identity: V4L2DeviceIdentity
+        do {
+            identity = try device.identity()
+        } catch {
+            if error.errno.rawValue == ENODEV {
+                throw CaptureError(.sourceMissing, "\(path) exists but its device is gone (unplugged?)")
+            }
+            throw CaptureError(.notACaptureDevice, "\(path) is not a V4L2 video device (\(error)); "
+                               + V4L2DeviceDirectory.captureNodeSummary(system: system))
+        }
+        self.identity = identity
+        guard identity.capabilities.canCaptureVideo else {
+            throw CaptureError(.notACaptureDevice,
+                               "\(path) (\(identity.card), driver \(identity.driver)) is \(identity.capabilities.kind), "
+                               + "not a video capture device; " + V4L2DeviceDirectory.captureNodeSummary(system: system, excluding: path))
+        }
+        multiplanar = !identity.capabilities.contains(.videoCapture)
+        bufferType = multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE : V4L2_BUF_TYPE_VIDEO_CAPTURE
+
+        // 2. Is it ours? The lock stops a second camrec; record priority stops other
+        //    well-behaved programs from changing the format under us.
+        if let error = device.lockExclusively() {
+            throw CaptureError(.deviceBusy, "\(path) is busy: another camrec is recording from it "
+                               + "(the device lock is held: \(error))")
+        }
+        var priority = V4L2_PRIORITY_RECORD.rawValue
+        do {
+            try device.ioctl(.setPriority, &priority)
+        } catch where error.errno.rawValue == EBUSY {
+            throw CaptureError(.deviceBusy, "\(path) is busy: another program holds record priority (\(error))")
+        } catch {
+            // Drivers without priority support answer ENOTTY; the lock still guards camrec.
+        }
+
+        // 3. Format, size, rate.
+        let offers = V4L2FormatCatalog.formats(of: device, bufferType: bufferType)
+        let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path)
+        guard let layout = choice.pixelFormat.cameraLayout else {
+            throw CaptureError(.unsupportedFormat, "camrec cannot convert \(choice.pixelFormat)")
+        }
+        self.layout = layout
+        let negotiated = try Self.setFormat(device, type: bufferType, multiplanar: multiplanar, choice: choice,
+                                            layout: layout, request: request, path: path)
+        frameSize = negotiated.size
+        pixelFormat = choice.pixelFormat
+        bytesPerLine = negotiated.bytesPerLine
+        memoryPlaneCount = negotiated.bytesPerLine.count
+        if memoryPlaneCount == 1 {
+            geometry = V4L2PlaneGeometry(layout, width: frameSize.width, height: frameSize.height,
+                                         bytesPerLine: negotiated.bytesPerLine[0])
+        } else {
+            guard memoryPlaneCount == layout.planeCount else {
+                throw CaptureError(.unsupportedFormat, "\(path): \(pixelFormat) came with \(memoryPlaneCount) planes, "
+                                   + "camrec expects \(layout.planeCount)")
+            }
+            geometry = nil
+        }
+        framesPerSecond = try Self.setRate(device, type: bufferType, choice: choice, request: request, path: path)
+        let interval = UInt64(1e9 / framesPerSecond)
+        stallTimeout = max(2_000_000_000, 4 * interval)
+        clock = PresentationClock(nominalInterval: interval)
+
+        var fds: [Int32] = [-1, -1]
+        guard pipe(&fds) == 0 else {
+            throw CaptureError(.deviceFailed, "cannot create a pipe: \(Errno(rawValue: errno))")
+        }
+        for fd in fds {
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+    }
+
+    deinit {
+        teardown()
+        Glibc.close(wakeRead)
+        Glibc.close(wakeWrite)
+        planeScratch.deallocate()
+    }
+
+    // MARK: - Negotiation
+
+    static func openError(_ error: Errno, path: String) -> CaptureError {
+        switch error.rawValue {
+        case ENOENT:
+            return CaptureError(.sourceMissing, "no such device \(path); "
+                                + V4L2DeviceDirectory.captureNodeSummary(system: LinuxV4L2System()))
+        case EACCES, EPERM:
+            return CaptureError(.permissionDenied, "cannot open \(path): permission denied "
+                                + "(add your user to the 'video' group: sudo usermod -aG video $USER, then log in again)")
+        case EBUSY:
+            return CaptureError(.deviceBusy, "\(path) is busy: another program is using it (\(error))")
+        case ENODEV, ENXIO:
+            return CaptureError(.sourceMissing, "\(path) exists but has no device behind it (unplugged?)")
+        default:
+            return CaptureError(.deviceFailed, "cannot open \(path): \(error)")
+        }
+    }
+
+    private static func busyOr(_ error: V4L2IoctlError, path: String, _ otherwise: CaptureError) -> CaptureError {
+        if error.errno.rawValue == EBUSY {
+            return CaptureError(.deviceBusy, "\(path) is busy: another program is streaming from it (\(error))")
+        }
+        if error.errno.rawValue == ENODEV {
+            return CaptureError(.sourceMissing, "\(path) went away while camrec set it up (\(error))")
+        }
+        return otherwise
+    }
+
+    /// `VIDIOC_S_FMT`, then checks what the driver made of it. Returns the size and each
+    /// memory plane's `bytesperline` (one entry unless the format is multi-planar).
+    private static func setFormat(_ device: V4L2Device, type: v4l2_buf_type, multiplanar: Bool,
+                                  choice: V4L2FormatChoice, layout: CameraPixelLayout, request: V4L2FormatRequest,
+                                  path: String) throws(CaptureError) -> (size: FrameSize, bytesPerLine: [Int]) {
+        var format = v4l2_format()
+        format.type = type.rawValue
+        if multiplanar {
+            format.fmt.pix_mp.width = UInt32(choice.size.width)
+            format.fmt.pix_mp.height = UInt32(choice.size.height)
+            format.fmt.pix_mp.pixelformat = choice.pixelFormat.rawValue
+            format.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
+        } else {
+            format.fmt.pix.width = UInt32(choice.size.width)
+            format.fmt.pix.height = UInt32(choice.size.height)
+            format.fmt.pix.pixelformat = choice.pixelFormat.rawValue
+            format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+        }
+        do {
+            try device.ioctl(.setFormat, &format)
+        } catch {
+            throw busyOr(error, path: path, CaptureError(.unsupportedFormat, "\(path) refused \(choice.pixelFormat) "
+                                                         + "\(choice.size) (\(error))"))
+        }
+        let pixelformat = multiplanar ? format.fmt.pix_mp.pixelformat : format.fmt.pix.pixelformat
+        let size = multiplanar
+            ? FrameSize(width: Int(format.fmt.pix_mp.width), height: Int(format.fmt.pix_mp.height))
+            : FrameSize(width: Int(format.fmt.pix.width), height: Int(format.fmt.pix.height))
+        let field = multiplanar ? format.fmt.pix_mp.field : format.fmt.pix.field
+        guard pixelformat == choice.pixelFormat.rawValue else {
+            throw CaptureError(.unsupportedFormat, "\(path) answered \(choice.pixelFormat) with "
+                               + "\(V4L2PixelFormat(rawValue: pixelformat)) instead")
+        }
+        if size != choice.size && request.size != nil {
+            throw CaptureError(.unsupportedFormat, "\(path) cannot deliver \(choice.size) in \(choice.pixelFormat); "
+                               + "the driver offered \(size)")
+        }
+        guard field == V4L2_FIELD_NONE.rawValue || field == V4L2_FIELD_ANY.rawValue else {
+            throw CaptureError(.unsupportedFormat, "\(path) delivers interlaced video (field order \(field)); "
+                               + "camrec records progressive frames only")
+        }
+        let minimum = V4L2PlaneGeometry.minimumBytesPerLine(layout, width: size.width)
+        if multiplanar {
+            let planes = Int(format.fmt.pix_mp.num_planes)
+            let lines: [Int] = withUnsafeBytes(of: format.fmt.pix_mp.plane_fmt) { raw in
+                let p = raw.bindMemory(to: v4l2_plane_pix_format.self)
+                return (0..<min(planes, p.count)).map { Int(p[$0].bytesperline) }
+            }
+            guard !lines.isEmpty else {
+                throw CaptureError(.unsupportedFormat, "\(path) reported a format with no planes")
+            }
+            // A driver that leaves bytesperline 0 means tightly packed rows.
+            return (size, lines.enumerated().map { $0.element > 0 ? $0.element : ($0.offset == 0 ? minimum : minimum / 2) })
+        }
+        let bpl = Int(format.fmt.pix.bytesperline)
+        guard bpl == 0 || bpl >= minimum else {
+            throw CaptureError(.unsupportedFormat, "\(path) reported \(bpl) bytes per line for \(size.width) "
+                               + "\(choice.pixelFormat) pixels, fewer than the \(minimum) they need")
+        }
+        return (size, [bpl > 0 ? bpl : minimum])
+    }
+
+    /// Sets the frame rate with `VIDIOC_S_PARM` when the driver supports it, and returns
+    /// the rate it reports back.
+    private static func setRate(_ device: V4L2Device, type: v4l2_buf_type, choice: V4L2FormatChoice,
+                                request: V4L2FormatRequest, path: String) throws(CaptureError) -> Double {
+        var parm = v4l2_streamparm()
+        parm.type = type.rawValue
+        if (try? device.ioctl(.getParameters, &parm)) == nil {
+            // Older kernels take only the single-planar type for G/S_PARM.
+            parm = v4l2_streamparm()
+            parm.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+            if (try? device.ioctl(.getParameters, &parm)) == nil {
+                return request.framesPerSecond ?? choice.interval?.framesPerSecond ?? 30
+            }
+        }
+        let settable = parm.parm.capture.capability & UInt32(V4L2_CAP_TIMEPERFRAME) != 0
+        if settable, let interval = choice.interval {
+            parm.parm.capture.timeperframe = v4l2_fract(numerator: interval.numerator, denominator: interval.denominator)
+            do {
+                try device.ioctl(.setParameters, &parm)
+            } catch {
+                throw busyOr(error, path: path, CaptureError(.unsupportedFormat,
+                                                             "\(path) refused \(interval) fps (\(error))"))
+            }
+        }
+        let actual = V4L2Fraction(numerator: parm.parm.capture.timeperframe.numerator,
+                                  denominator: parm.parm.capture.timeperframe.denominator)
+        if let fps = request.framesPerSecond {
+            if actual.framesPerSecond > 0 && !actual.matches(framesPerSecond: fps) {
+                throw CaptureError(.unsupportedFormat, "\(path) runs at \(actual) fps at \(choice.size), "
+                                   + "not the \(formatRate(fps)) fps asked for")
+            }
+            return actual.framesPerSecond > 0 ? actual.framesPerSecond : fps
+        }
+        return actual.framesPerSecond > 0 ? actual.framesPerSecond : (choice.interval?.framesPerSecond ?? 30)
+    }
+
+    // MARK: - Streaming
+
+    public func start(pool: PixelBufferPool) throws {
+        precondition(pool.width == frameSize.width && pool.height == frameSize.height, "pool size differs from the camera's")
+        self.pool = pool
+        var request = v4l2_requestbuffers()
+        request.count = Self.ringSize
+        request.type = bufferType.rawValue
+        request.memory = V4L2_MEMORY_MMAP.rawValue
+        do {
+            try device.ioctl(.requestBuffers, &request)
+        } catch {
+            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
+        }
+        guard request.count >= 2 else {
+            throw CaptureError(.deviceFailed, "\(path) gave only \(request.count) capture buffer(s); camrec needs at least 2")
+        }
+        for index in 0..<request.count {
+            var buffer = emptyBuffer(index: index)
+            do {
+                try device.ioctl(.queryBuffer, &buffer)
+            } catch {
+                throw CaptureError(.deviceFailed, "\(path): cannot query capture buffer \(index) (\(error))")
+            }
+            var planes: [(base: UnsafeMutableRawPointer, length: Int)] = []
+            let regions: [(offset: Int, length: Int)] = multiplanar
+                ? (0..<Int(buffer.length)).map { (Int(planeScratch[$0].m.mem_offset), Int(planeScratch[$0].length)) }
+                : [(Int(buffer.m.offset), Int(buffer.length))]
+            for region in regions {
+                let (base, error) = system.mmap(length: region.length, fd: device.fd, offset: region.offset)
+                guard let base else {
+                    throw CaptureError(.deviceFailed, "\(path): cannot map capture buffer \(index): \(Errno(rawValue: error))")
+                }
+                planes.append((base, region.length))
+            }
+            mappings.append(planes)
+        }
+        for index in 0..<request.count {
+            var buffer = emptyBuffer(index: index)
+            do {
+                // Once more on failure: a transient refusal (vivid's inject_vidioc_qbuf_error) is not fatal.
+                do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
+                    buffer = emptyBuffer(index: index)
+                    try device.ioctl(.queueBuffer, &buffer)
+                }
+            } catch {
+                throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
+            }
+        }
+        var type = Int32(bitPattern: bufferType.rawValue)
+        do {
+            try device.ioctl(.streamOn, &type)
+        } catch {
+            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed,
+                                                              "\(path) failed to start streaming (\(error))"))
+        }
+        streaming = true
+        lastSignOfLife = MonotonicClock.now()
+    }
+
+    public func stop() {
+        let first = state.withLock { s -> Bool in
+            defer { s.stopped = true }
+            return !s.stopped
+        }
+        if first {
+            var byte: UInt8 = 1
+            _ = write(wakeWrite, &byte, 1)
+        }
+    }
+
+    /// A `v4l2_buffer` for `index`, pointing at the plane scratch array when multi-planar.
+    private func emptyBuffer(index: UInt32 = 0) -> v4l2_buffer {
+        var buffer = v4l2_buffer()
+        buffer.index = index
+        buffer.type = bufferType.rawValue
+        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        if multiplanar {
+            planeScratch.update(repeating: v4l2_plane(), count: Int(VIDEO_MAX_PLANES))
+            buffer.m.planes = planeScratch
+            buffer.length = UInt32(VIDEO_MAX_PLANES)
+        }
+        return buffer
+    }
+
+    private enum Dequeued {
+        case frame(PixelBuffer)
+        case skipped
+        case nothing
+        case failed(V4L2IoctlError)
+    }
+
+    public func nextFrame() throws -> PixelBuffer? {
+        guard pool != nil else { preconditionFailure("start(pool:) first") }
+        if let end = state.withLock({ $0.end }) {
+            _ = end
+            return nil
+        }
+        while true {
+            if state.withLock({ $0.stopped }) { return finish(.finished) }
+            if let lost = requeueRefused() { return finish(lost) }
+
+            let now = MonotonicClock.now()
+            let deadline = lastSignOfLife + stallTimeout + (framesSeen == 0 ? Self.firstFrameGrace : 0)
+            if now >= deadline {
+                let waited = Double(now - lastSignOfLife) / 1e9
+                return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
+            }
+            var timeout = Int32(min((deadline - now + 999_999) / 1_000_000, 1000))
+            // Buffers the driver refused are retried soon rather than at the next frame.
+            if !unqueued.isEmpty { timeout = min(timeout, 20) }
+
+            var fds = [pollfd(fd: device.fd, events: Int16(POLLIN), revents: 0),
+                       pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
+            let ready = fds.withUnsafeMutableBufferPointer {
+                system.poll($0.baseAddress!, count: 2, timeoutMilliseconds: timeout)
+            }
+            if ready == -EINTR || ready == 0 { continue }
+            if ready < 0 {
+                return finish(.deviceLost("poll on \(path) failed: \(Errno(rawValue: -ready))"))
+            }
+            if fds[1].revents != 0 { continue }
+            let events = Int32(fds[0].revents)
+            if events == 0 { continue }
+            let trouble = events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0
+
+            switch dequeue() {
+            case .frame(let buffer):
+                spuriousWakeups = 0
+                return buffer
+            case .skipped:
+                spuriousWakeups = 0
+                continue
+            case .nothing:
+                if trouble {
+                    return finish(.deviceLost("\(path) reported an error (poll: \(describePoll(events))); "
+                                              + "the camera stopped streaming"))
+                }
+                // Ready but nothing to dequeue should not happen; never let it become a busy loop.
+                spuriousWakeups += 1
+                if spuriousWakeups > 3 { usleep(5_000) }
+            case .failed(let error):
+                return finish(.deviceLost(lostMessage(error)))
+            }
+        }
+    }
+
+    private func lostMessage(_ error: V4L2IoctlError) -> String {
+        switch error.errno.rawValue {
+        case ENODEV: return "\(path) was disconnected while recording (\(error))"
+        case EIO: return "\(path) reported a fatal streaming error (\(error))"
+        case EPIPE: return "\(path) stopped streaming (\(error))"
+        default: return "\(path) failed while streaming (\(error))"
+        }
+    }
+
+    private func describePoll(_ events: Int32) -> String {
+        var names: [String] = []
+        if events & Int32(POLLERR) != 0 { names.append("POLLERR") }
+        if events & Int32(POLLHUP) != 0 { names.append("POLLHUP") }
+        if events & Int32(POLLNVAL) != 0 { names.append("POLLNVAL") }
+        return names.joined(separator: "|")
+    }
+
+    private func dequeue() -> Dequeued {
+        var buffer = emptyBuffer()
+        do {
+            try device.ioctl(.dequeueBuffer, &buffer)
+        } catch {
+            if error.errno.rawValue == EAGAIN { return .nothing }
+            return .failed(error)
+        }
+        let index = buffer.index
+        let now = MonotonicClock.now()
+        lastSignOfLife = now
+        framesSeen += 1
+        // Whatever happens to the frame, the buffer goes straight back to the camera.
+        defer { requeue(index) }
+
+        let flags = V4L2BufferFlags(rawValue: buffer.flags)
+        let gap = sequences.record(buffer.sequence)
+        if gap > 0 { state.withLock { $0.statistics.dropped += gap } }
+        if flags.contains(.error) {
+            state.withLock {
+                $0.statistics.dropped += 1
+                $0.statistics.errored += 1
+            }
+            return .skipped
+        }
+        guard let image = cameraImage(buffer, index: Int(index)) else {
+            // A short buffer (bytesused below one frame) is as corrupt as a flagged one.
+            state.withLock {
+                $0.statistics.dropped += 1
+                $0.statistics.errored += 1
+            }
+            return .skipped
+        }
+        guard let out = pool?.tryTake() else {
+            state.withLock { $0.statistics.dropped += 1 }
+            return .skipped
+        }
+        FrameConverter.convert(image, into: out)
+        let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
+        let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
+        out.sequence = sequences.extended
+        out.captureTimeNanoseconds = captured
+        out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
+        state.withLock { $0.statistics.delivered += 1 }
+        return .frame(out)
+    }
+
+    /// The planes of a dequeued buffer, or nil when it holds less than one frame.
+    private func cameraImage(_ buffer: v4l2_buffer, index: Int) -> FrameConverter.CameraImage? {
+        let mapping = mappings[index]
+        var planes: [UnsafeRawPointer] = []
+        var strides: [Int] = []
+        if let geometry {
+            let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+            let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+            if used != 0 && used - offset < geometry.byteCount { return nil }
+            if mapping[0].length - offset < geometry.byteCount { return nil }
+            planes = geometry.offsets.map { UnsafeRawPointer(mapping[0].base + offset + $0) }
+            strides = geometry.strides
+        } else {
+            for p in 0..<memoryPlaneCount {
+                let offset = Int(planeScratch[p].data_offset)
+                let rows = p == 0 || layout == .nv16 || layout == .nv61 || layout == .yuv422p
+                    ? frameSize.height : (frameSize.height + 1) / 2
+                let needed = bytesPerLine[p] * rows
+                let used = Int(planeScratch[p].bytesused)
+                if used != 0 && used - offset < needed { return nil }
+                if mapping[p].length - offset < needed { return nil }
+                planes.append(UnsafeRawPointer(mapping[p].base + offset))
+                strides.append(bytesPerLine[p])
+            }
+        }
+        return FrameConverter.CameraImage(layout: layout, width: frameSize.width, height: frameSize.height,
+                                          planes: planes, strides: strides)
+    }
+
+    private func requeue(_ index: UInt32) {
+        var buffer = emptyBuffer(index: index)
+        do {
+            try device.ioctl(.queueBuffer, &buffer)
+        } catch {
+            // Kept aside and retried: vivid's inject_vidioc_qbuf_error, like a real
+            // driver's transient failure, refuses one QBUF and takes the next.
+            unqueued.append(index)
+            lastQueueError = error
+        }
+    }
+
+    private var lastQueueError: V4L2IoctlError?
+
+    /// Retries buffers the driver refused. Three refusals in a row end the recording:
+    /// the ring would run dry and the camera stall.
+    private func requeueRefused() -> SourceEnd? {
+        guard !unqueued.isEmpty else { return nil }
+        if let error = lastQueueError, error.errno.rawValue == ENODEV {
+            return .deviceLost(lostMessage(error))
+        }
+        let pending = unqueued
+        unqueued = []
+        for index in pending { requeue(index) }
+        if unqueued.isEmpty {
+            refusedQueueing = 0
+            return nil
+        }
+        refusedQueueing += 1
+        if refusedQueueing >= 3, let error = lastQueueError {
+            return .deviceLost("\(path) keeps refusing capture buffers (\(error))")
+        }
+        return nil
+    }
+
+    private func finish(_ reason: SourceEnd) -> PixelBuffer? {
+        state.withLock { if $0.end == nil { $0.end = reason } }
+        teardown()
+        return nil
+    }
+
+    /// Stops streaming and releases the buffers and the node (and with it the lock).
+    private func teardown() {
+        guard !tornDown else { return }
+        tornDown = true
+        if streaming {
+            var type = Int32(bitPattern: bufferType.rawValue)
+            try? device.ioctl(.streamOff, &type)
+            streaming = false
+        }
+        for buffer in mappings {
+            for plane in buffer { _ = system.munmap(plane.base, length: plane.length) }
+        }
+        if !mappings.isEmpty {
+            mappings = []
+            var release = v4l2_requestbuffers()
+            release.type = bufferType.rawValue
+            release.memory = V4L2_MEMORY_MMAP.rawValue
+            try? device.ioctl(.requestBuffers, &release)
+        }
+        device.close()
+    }
+}
+
+private func formatSeconds(_ s: Double) -> String {
+    String(format2: s)
+}
