@@ -17,11 +17,11 @@ public final class SoftwareH264Encoder: VideoEncoder {
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private let frame: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>
-    /// Capture times by sequence, so packets carry them out (no B-frames: a short ring is enough).
-    private var captureTimes = [UInt64](repeating: 0, count: 64)
+    private var packets: PacketDrain
 
     public init(settings: EncoderSettings) throws {
         self.settings = settings
+        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: "libx264")
         guard let frame = av_frame_alloc(), let packet = av_packet_alloc() else {
             throw EncoderError(.unavailable, "out of memory setting up the encoder")
         }
@@ -94,7 +94,7 @@ public final class SoftwareH264Encoder: VideoEncoder {
         frame.pointee.height = Int32(buffer.height)
         frame.pointee.pts = Int64(buffer.sequence)
         frame.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
-        captureTimes[Int(buffer.sequence % UInt64(captureTimes.count))] = buffer.captureTimeNanoseconds
+        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
         let planes = buffer.planes
         frame.pointee.data.0 = planes[0].base
         frame.pointee.data.1 = planes[1].base
@@ -130,21 +130,7 @@ public final class SoftwareH264Encoder: VideoEncoder {
 
     private func drain() throws {
         guard let ctx = context else { return }
-        while true {
-            let status = avcodec_receive_packet(ctx, packet)
-            if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
-            guard status >= 0 else {
-                throw EncoderError(.failed, "libx264 failed to deliver a packet: \(libavErrorDescription(status))")
-            }
-            defer { av_packet_unref(packet) }
-            let sequence = UInt64(max(0, packet.pointee.pts))
-            let rate = settings.frameRateRational
-            let pts = sequence * 1_000_000_000 * UInt64(rate.denominator) / UInt64(rate.numerator)
-            let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
-            onPacket?(EncodedPacket(data: data, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0,
-                                    sequence: sequence, presentationTimeNanoseconds: pts,
-                                    captureTimeNanoseconds: captureTimes[Int(sequence % UInt64(captureTimes.count))]))
-        }
+        try packets.drain(ctx, packet, onPacket: onPacket)
     }
 }
 

@@ -46,6 +46,9 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Encoder: auto, software (libx264) or vaapi.")
     var encoder: EncoderChoice = .auto
 
+    @Option(help: ArgumentHelp("VA-API device for --encoder vaapi/auto: a DRM render node (default: the first /dev/dri/renderD*). A value starting with ':' is an X11 display, for testing without a GPU.", valueName: "path"))
+    var vaapiDevice: String?
+
     @Option(help: "Target bit rate in bits per second; k and M suffixes work (4M). Default: about 0.1 bit per pixel.")
     var bitrate: Bitrate?
 
@@ -149,12 +152,16 @@ struct RecordCommand: ParsableCommand {
     }
 
     private func makeEncoder(settings: EncoderSettings, logger: Logger) throws -> VideoEncoder {
-        switch encoder {
-        case .vaapi:
-            throw EncoderError(.unavailable, "VAAPI encoding is not available in this build yet; use --encoder software")
-        case .auto, .software:
-            return try SoftwareH264Encoder(settings: settings)
+        let preference: EncoderPreference = switch encoder {
+        case .auto: .auto
+        case .software: .software
+        case .vaapi: .vaapi
         }
+        let choice = try EncoderSelection.make(preference, settings: settings, vaapiDevice: vaapiDevice)
+        // auto says what it chose, in one line; an explicit choice needs no comment.
+        if let note = choice.note { printLine("camrec: \(note)") }
+        logger.debug("encoder: \(choice.encoder.name)")
+        return choice.encoder
     }
 
     /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.

@@ -1,0 +1,47 @@
+/// Which backend `--encoder` asks for.
+public enum EncoderPreference: String, Sendable, CaseIterable {
+    /// VAAPI when it can encode here, libx264 otherwise.
+    case auto
+    case software
+    case vaapi
+}
+
+/// Picks and opens the encoder backend for a recording.
+public enum EncoderSelection {
+    public struct Choice {
+        public let encoder: VideoEncoder
+        /// One line for stderr saying what `auto` chose and why; nil when the user chose.
+        public let note: String?
+    }
+
+    /// `vaapi`: opens VAAPI or throws why not (`.unavailable`, exit 73).
+    /// `auto`: VAAPI when the device opens, its driver has an H.264 encode entrypoint and
+    /// h264_vaapi opens with these settings; otherwise libx264, with a note saying why.
+    /// `software`: libx264.
+    public static func make(_ preference: EncoderPreference, settings: EncoderSettings,
+                            vaapiDevice: String?) throws -> Choice {
+        switch preference {
+        case .software:
+            return Choice(encoder: try SoftwareH264Encoder(settings: settings), note: nil)
+        case .vaapi:
+            return Choice(encoder: try openVAAPI(settings: settings, device: vaapiDevice), note: nil)
+        case .auto:
+            do {
+                let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
+                return Choice(encoder: encoder, note: "encoding on the GPU: \(encoder.name)")
+            } catch let error as EncoderError {
+                let software = try SoftwareH264Encoder(settings: settings)
+                return Choice(encoder: software, note: "encoding in software (libx264): VA-API can't be used: \(error.message)")
+            }
+        }
+    }
+
+    /// Opens the device and the encoder, so every reason VAAPI can't work shows up here,
+    /// before any output file exists.
+    static func openVAAPI(settings: EncoderSettings, device: String?) throws -> VAAPIH264Encoder {
+        let opened = try VAAPIDevice.open(device)
+        let encoder = try VAAPIH264Encoder(settings: settings, device: opened)
+        try encoder.start()
+        return encoder
+    }
+}

@@ -1,0 +1,41 @@
+import CFFmpeg
+
+/// What every libavcodec backend does with its output: receive each ready packet and hand
+/// it on as an `EncodedPacket`, with the capture time of the frame it encodes.
+///
+/// Timestamps count frames (pts = source sequence number), so drops show as gaps in time.
+struct PacketDrain {
+    let frameRate: (numerator: Int32, denominator: Int32)
+    /// For error messages: "libx264", "h264_vaapi".
+    let encoderName: String
+    /// Capture times by sequence, so packets carry them out (no B-frames: a short ring is enough).
+    private var captureTimes = [UInt64](repeating: 0, count: 64)
+
+    init(frameRate: (numerator: Int32, denominator: Int32), encoderName: String) {
+        self.frameRate = frameRate
+        self.encoderName = encoderName
+    }
+
+    mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64) {
+        captureTimes[Int(sequence % UInt64(captureTimes.count))] = captureTimeNanoseconds
+    }
+
+    /// Passes every packet libavcodec has ready to `onPacket`; returns at EAGAIN or EOF.
+    func drain(_ context: UnsafeMutablePointer<AVCodecContext>, _ packet: UnsafeMutablePointer<AVPacket>,
+               onPacket: ((EncodedPacket) -> Void)?) throws {
+        while true {
+            let status = avcodec_receive_packet(context, packet)
+            if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
+            guard status >= 0 else {
+                throw EncoderError(.failed, "\(encoderName) failed to deliver a packet: \(libavErrorDescription(status))")
+            }
+            defer { av_packet_unref(packet) }
+            let sequence = UInt64(max(0, packet.pointee.pts))
+            let pts = sequence * 1_000_000_000 * UInt64(frameRate.denominator) / UInt64(frameRate.numerator)
+            let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
+            onPacket?(EncodedPacket(data: data, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0,
+                                    sequence: sequence, presentationTimeNanoseconds: pts,
+                                    captureTimeNanoseconds: captureTimes[Int(sequence % UInt64(captureTimes.count))]))
+        }
+    }
+}

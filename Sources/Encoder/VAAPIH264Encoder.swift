@@ -1,0 +1,284 @@
+import CFFmpeg
+import Capture
+
+/// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.
+///
+/// Each frame is uploaded in one CPU pass: a surface comes from the hardware frames pool,
+/// is mapped for writing (`av_hwframe_map` with WRITE|OVERWRITE: `vaDeriveImage`, so the
+/// mapping is the surface's own memory, when the driver allows it; otherwise a VA image that
+/// the driver copies into the surface at unmap with `vaPutImage`), the pool buffer's planes
+/// are copied row by row into it (honouring both strides), and the pool buffer goes back to
+/// the pool right away, before the GPU even starts on the frame.
+///
+/// No B-frames and `async_depth` 1, so every frame comes out as soon as the GPU finishes it;
+/// `pict_type = I` makes the frames the recorder asks for IDRs.
+public final class VAAPIH264Encoder: VideoEncoder {
+    public let inputFormat = PixelFormat.nv12
+    /// Only during `encode`: the buffer is recycled once it is uploaded.
+    public let maximumBuffersInFlight = 1
+    public var onBufferDone: ((PixelBuffer) -> Void)?
+    public var onPacket: ((EncodedPacket) -> Void)?
+
+    public let device: VAAPIDevice
+    private let settings: EncoderSettings
+    private var context: UnsafeMutablePointer<AVCodecContext>?
+    private var framesRef: UnsafeMutablePointer<AVBufferRef>?
+    private let hwFrame: UnsafeMutablePointer<AVFrame>
+    private let mapped: UnsafeMutablePointer<AVFrame>
+    private let packet: UnsafeMutablePointer<AVPacket>
+    private var packets: PacketDrain
+
+    /// What was chosen when the encoder opened, for logs and tests.
+    public private(set) var chosenProfile: VAAPICapabilities.Profile?
+    public private(set) var usesLowPower = false
+    public private(set) var rateControl = ""
+    /// Whether uploads write straight into the surface (vaDeriveImage) or into an image the
+    /// driver then copies with vaPutImage (one more copy, inside the driver).
+    public private(set) var uploadIsDirect = false
+    /// Counters of the upload: frames and bytes the CPU copied into VA mappings.
+    public private(set) var uploadedFrames = 0
+    public private(set) var uploadedBytes = 0
+
+    public var name: String {
+        "h264_vaapi (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
+    }
+
+    public init(settings: EncoderSettings, device: VAAPIDevice) throws {
+        self.settings = settings
+        self.device = device
+        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: "h264_vaapi")
+        guard let hwFrame = av_frame_alloc(), let mapped = av_frame_alloc(), let packet = av_packet_alloc() else {
+            throw EncoderError(.unavailable, "out of memory setting up the encoder")
+        }
+        self.hwFrame = hwFrame
+        self.mapped = mapped
+        self.packet = packet
+    }
+
+    deinit {
+        var f: UnsafeMutablePointer<AVFrame>? = hwFrame
+        av_frame_free(&f)
+        var m: UnsafeMutablePointer<AVFrame>? = mapped
+        av_frame_free(&m)
+        var p: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&p)
+        if context != nil { avcodec_free_context(&context) }
+        if framesRef != nil { av_buffer_unref(&framesRef) }
+    }
+
+    /// The profile to encode: the one asked for if the driver encodes it, otherwise the best
+    /// one below it (most VA drivers offer all three; small ones only Constrained Baseline).
+    static func chooseProfile(_ wanted: H264Profile, in caps: VAAPICapabilities) -> VAAPICapabilities.Profile? {
+        let order: [H264Profile] = [.high, .main, .baseline]
+        let candidates = order.drop { $0 != wanted }
+        for p in candidates {
+            if let found = caps.h264.first(where: { $0.camrecProfile == p && ($0.canEncode || $0.canEncodeLowPower) }) {
+                return found
+            }
+        }
+        return nil
+    }
+
+    /// Opens the encoder; safe to call again (the selection opens it early to probe).
+    public func start() throws {
+        if context != nil { return }
+        let caps = device.capabilities
+        guard let profile = Self.chooseProfile(settings.profile, in: caps) else {
+            let offered = caps.h264.filter { $0.canEncode || $0.canEncodeLowPower }.map { VAAPIDevice.shortName($0.name) }
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) can't encode H.264 profile \(settings.profile.rawValue) "
+                + "or lower (it encodes: \(offered.isEmpty ? "nothing" : offered.joined(separator: ", ")))")
+        }
+        chosenProfile = profile
+        // The low-power entrypoint (fixed-function encoder on Intel) only when that is all there is.
+        usesLowPower = !profile.canEncode
+        guard let codec = avcodec_find_encoder_by_name("h264_vaapi") else {
+            throw EncoderError(.unavailable, "this FFmpeg has no h264_vaapi encoder")
+        }
+
+        LibavLogCapture.begin()
+        // Surfaces for the input frames, NV12 in the size of the video.
+        guard let frames = av_hwframe_ctx_alloc(device.deviceRef) else {
+            throw EncoderError(.unavailable, "out of memory setting up VA-API frames")
+        }
+        framesRef = frames
+        let fc = UnsafeMutableRawPointer(frames.pointee.data)!.assumingMemoryBound(to: AVHWFramesContext.self)
+        fc.pointee.format = AV_PIX_FMT_VAAPI
+        fc.pointee.sw_format = AV_PIX_FMT_NV12
+        fc.pointee.width = Int32(settings.size.width)
+        fc.pointee.height = Int32(settings.size.height)
+        // 0: surfaces are created as needed and reused; the encoder holds at most a few.
+        fc.pointee.initial_pool_size = 0
+        var status = av_hwframe_ctx_init(frames)
+        guard status >= 0 else {
+            throw unavailable("the VA driver can't make \(settings.size) NV12 surfaces", status)
+        }
+        uploadIsDirect = probeDerive()
+
+        guard let ctx = avcodec_alloc_context3(codec) else {
+            throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
+        }
+        context = ctx
+        let rate = settings.frameRateRational
+        ctx.pointee.width = Int32(settings.size.width)
+        ctx.pointee.height = Int32(settings.size.height)
+        ctx.pointee.pix_fmt = AV_PIX_FMT_VAAPI
+        ctx.pointee.sw_pix_fmt = AV_PIX_FMT_NV12
+        ctx.pointee.time_base = AVRational(num: rate.denominator, den: rate.numerator)
+        ctx.pointee.framerate = AVRational(num: rate.numerator, den: rate.denominator)
+        ctx.pointee.gop_size = Int32(settings.keyframeInterval)
+        ctx.pointee.max_b_frames = 0
+        ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
+        ctx.pointee.hw_device_ctx = av_buffer_ref(device.deviceRef)
+        let priv = ctx.pointee.priv_data
+        av_opt_set_int(priv, "async_depth", 1, 0)
+        av_opt_set_int(priv, "low_power", usesLowPower ? 1 : 0, 0)
+        let profileOption = switch profile.camrecProfile! {
+        case .baseline: "constrained_baseline"
+        case .main: "main"
+        case .high: "high"
+        }
+        av_opt_set(priv, "profile", profileOption, 0)
+
+        let modes = device.rateControlModes(profile: profile.vaProfile, lowPower: usesLowPower)
+        if let qp = settings.constantQP {
+            guard modes & camrec_VA_RC_CQP != 0 else {
+                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no constant-QP mode; use --bitrate")
+            }
+            av_opt_set(priv, "rc_mode", "CQP", 0)
+            av_opt_set_int(priv, "qp", Int64(qp), 0)
+            rateControl = "CQP \(qp)"
+        } else {
+            let bitrate = Int64(settings.effectiveBitrate)
+            ctx.pointee.bit_rate = bitrate
+            ctx.pointee.rc_max_rate = bitrate
+            // One second of HRD buffer, as for libx264.
+            ctx.pointee.rc_buffer_size = Int32(clamping: bitrate)
+            if modes & camrec_VA_RC_CBR != 0 {
+                av_opt_set(priv, "rc_mode", "CBR", 0)
+                rateControl = "CBR \(bitrate) bit/s"
+            } else if modes & camrec_VA_RC_VBR != 0 {
+                av_opt_set(priv, "rc_mode", "VBR", 0)
+                rateControl = "VBR \(bitrate) bit/s"
+            } else {
+                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no bit-rate control (CBR or VBR); "
+                    + "use --qp")
+            }
+        }
+        var options: OpaquePointer?
+        status = avcodec_open2(ctx, codec, &options)
+        av_dict_free(&options)
+        guard status >= 0 else {
+            avcodec_free_context(&context)
+            throw unavailable("h264_vaapi refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
+                + "\(VAAPIDevice.shortName(profile.name))\(usesLowPower ? " low-power" : ""), \(rateControl))", status)
+        }
+    }
+
+    /// Whether vaDeriveImage gives an NV12 view of a surface: then av_hwframe_map writes
+    /// straight into the surface (libavutil runs the same test when the frames context starts).
+    private func probeDerive() -> Bool {
+        guard let frames = framesRef, av_hwframe_get_buffer(frames, hwFrame, 0) >= 0 else { return false }
+        defer { av_frame_unref(hwFrame) }
+        let surface = VASurfaceID(UInt(bitPattern: hwFrame.pointee.data.3))
+        var image = VAImage()
+        guard vaDeriveImage(device.display, surface, &image) == camrec_VA_STATUS_SUCCESS else {
+            _ = LibavLogCapture.takeLastError()
+            return false
+        }
+        let nv12 = image.format.fourcc == UInt32(0x3231_564E)  // 'NV12'
+        vaDestroyImage(device.display, image.image_id)
+        return nv12
+    }
+
+    private func unavailable(_ what: String, _ status: Int32) -> EncoderError {
+        let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
+        return EncoderError(.unavailable, "\(what): \(libavErrorDescription(status))\(detail)")
+    }
+
+    private func failed(_ what: String, _ status: Int32) -> EncoderError {
+        let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
+        return EncoderError(.failed, "\(what): \(libavErrorDescription(status))\(detail)")
+    }
+
+    public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
+        guard let ctx = context, let frames = framesRef else { preconditionFailure("start() first") }
+        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
+        do {
+            try upload(buffer, frames: frames)
+        } catch {
+            onBufferDone?(buffer)
+            throw error
+        }
+        // The pixels are in the surface: the pool buffer can take the next frame already.
+        onBufferDone?(buffer)
+        hwFrame.pointee.pts = Int64(buffer.sequence)
+        hwFrame.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
+        let status = avcodec_send_frame(ctx, hwFrame)
+        av_frame_unref(hwFrame)
+        guard status >= 0 else {
+            let error = failed("the VA-API encoder failed at frame \(buffer.sequence)", status)
+            // Hand on whatever the GPU finished before it failed.
+            try? drain()
+            throw error
+        }
+        try drain()
+    }
+
+    /// One CPU pass: pool buffer → VA surface mapping.
+    private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
+        var status = av_hwframe_get_buffer(frames, hwFrame, 0)
+        guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
+        mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
+        status = av_hwframe_map(mapped, hwFrame, Int32(AV_HWFRAME_MAP_WRITE | AV_HWFRAME_MAP_OVERWRITE))
+        guard status >= 0 else {
+            av_frame_unref(hwFrame)
+            throw failed("cannot map a VA surface for frame \(buffer.sequence)", status)
+        }
+        let planes = buffer.planes
+        var copied = 0
+        withUnsafeBytes(of: mapped.pointee.data) { dataRaw in
+            withUnsafeBytes(of: mapped.pointee.linesize) { lineRaw in
+                let data = dataRaw.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)
+                let lines = lineRaw.bindMemory(to: Int32.self)
+                for (index, plane) in planes.prefix(2).enumerated() {
+                    let destination = data[index]!
+                    let pitch = Int(lines[index])
+                    let rowBytes = plane.width  // NV12: chroma width counts both bytes of each pair
+                    if pitch == plane.stride && pitch == rowBytes {
+                        destination.update(from: plane.base, count: rowBytes * plane.height)
+                    } else {
+                        for row in 0..<plane.height {
+                            (destination + row * pitch).update(from: plane.base + row * plane.stride, count: rowBytes)
+                        }
+                    }
+                    copied += rowBytes * plane.height
+                }
+            }
+        }
+        // Unmapping ends the upload (and is where vaPutImage copies, when derive isn't possible).
+        av_frame_unref(mapped)
+        uploadedFrames += 1
+        uploadedBytes += copied
+    }
+
+    public func flush() throws {
+        guard let ctx = context else { return }
+        let status = avcodec_send_frame(ctx, nil)
+        if status < 0 && status != camrec_AVERROR_EOF {
+            let error = failed("the VA-API encoder failed to flush", status)
+            try? drain()
+            throw error
+        }
+        try drain()
+    }
+
+    private func drain() throws {
+        guard let ctx = context else { return }
+        do {
+            try packets.drain(ctx, packet, onPacket: onPacket)
+        } catch let error as EncoderError {
+            let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
+            throw EncoderError(error.kind, error.message + detail)
+        }
+    }
+}

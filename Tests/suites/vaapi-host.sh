@@ -1,0 +1,298 @@
+#!/bin/bash
+# Tests/suites/vaapi-host.sh — camrec's VA-API path (h264_vaapi) end to end on this machine, with the
+# test VA driver (Tests/fixtures/va-test-driver) under Xvfb: no GPU needed. The driver is lossless
+# (I_PCM), so decoded frames must equal the frames camrec was given, byte for byte.
+#
+# Checks: frame counts, IDRs at 0, N, 2N…, SPS+PPS before each, 4-byte start codes (camrec inspect and
+# FFmpeg's trace_headers); pixel identity for NV12 and I420 input at 640x480, 1280x720, 1920x1080 and
+# 650x482; --encoder auto with and without a usable driver; each failure's message, exit 73 and no
+# file; a driver failing mid-recording (exit 74, the frames before the failure saved and decodable);
+# low-power-only drivers, drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
+#
+# Environment: CAMREC=path                test this binary instead of building with `swift build`
+#              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
+#                                         none runs, and stopped at the end)
+#              KEEP=1                     keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+REPO=$(pwd)
+DISP=${CAMREC_VA_TEST_DISPLAY:-:99}
+
+PASS=0 FAIL=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+
+for tool in ffmpeg ffprobe Xvfb cmp gcc pkg-config; do
+    command -v "$tool" >/dev/null || { echo "vaapi-host: $tool not found"; FAIL=1; finish; }
+done
+
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 3
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+[[ -x $CAMREC ]] || { echo "vaapi-host: no camrec binary at $CAMREC"; FAIL=1; finish; }
+
+DRVDIR=$(Tests/fixtures/va-test-driver/build.sh | tail -n 1) || { echo "vaapi-host: driver build failed"; FAIL=1; finish; }
+[[ -f $DRVDIR/camrec_test_drv_video.so ]] || { echo "vaapi-host: no driver in $DRVDIR"; FAIL=1; finish; }
+
+# Only our driver and only the hooks a test sets.
+for v in $(env | sed -n 's/^\(CAMREC_TEST_VA_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+export LIBVA_DRIVER_NAME=camrec_test LIBVA_DRIVERS_PATH=$DRVDIR
+unset LIBVA_MESSAGING_LEVEL
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/camrec-vaapi-host.XXXXXX")
+XVFB_PID=
+cleanup() {
+    if [[ -n $XVFB_PID ]]; then kill "$XVFB_PID" 2>/dev/null; wait "$XVFB_PID" 2>/dev/null; fi
+    if [[ ${KEEP:-0} == 1 ]]; then echo "vaapi-host: work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+num=${DISP#:}; num=${num%%.*}
+x_running() {
+    [[ -S /tmp/.X11-unix/X$num ]] || return 1
+    [[ -f /tmp/.X$num-lock ]] || return 0
+    kill -0 "$(tr -d ' ' </tmp/.X$num-lock)" 2>/dev/null
+}
+if x_running; then
+    echo "vaapi-host: using the X server already running on $DISP"
+else
+    rm -f "/tmp/.X$num-lock" "/tmp/.X11-unix/X$num"
+    Xvfb "$DISP" -nolisten tcp -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
+    XVFB_PID=$!
+    for _ in $(seq 50); do x_running && break; sleep 0.1; done
+    x_running || { echo "vaapi-host: Xvfb did not start:"; cat "$WORK/xvfb.log"; FAIL=1; finish; }
+    echo "vaapi-host: started Xvfb on $DISP (pid $XVFB_PID)"
+fi
+echo "vaapi-host: camrec $CAMREC, driver $DRVDIR, display $DISP"
+cd "$WORK"
+
+# --- helpers ---------------------------------------------------------------------------------
+STRICT=(-err_detect +crccheck+bitstream+buffer+explode -xerror)
+
+# nal_types FILE: one line per NAL unit, its nal_unit_type, in stream order (FFmpeg's trace_headers).
+nal_types() {
+    ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
+        sed -n 's/.*nal_unit_type .* = \([0-9]*\)$/\1/p'
+}
+
+# idr_frames FILE: the frame numbers (0-based, decode order) that are IDRs, space-separated.
+idr_frames() {
+    nal_types "$1" | awk '$1 == 1 || $1 == 5 { if ($1 == 5) printf "%d ", n; n++ }' | sed 's/ $//'
+}
+
+# sps_pps_before_every_idr FILE: each IDR slice run is preceded (since the last slice) by SPS and PPS.
+sps_pps_before_every_idr() {
+    nal_types "$1" | awk '
+        $1 == 7 { sps = 1 } $1 == 8 { pps = 1 }
+        $1 == 5 && !inidr { if (!(sps && pps)) bad = 1; inidr = 1 }
+        $1 == 1 { inidr = 0 }
+        ($1 == 1 || $1 == 5) { sps = 0; pps = 0 }
+        END { exit bad }'
+}
+
+frame_count() {
+    ffprobe -v error -err_detect +crccheck+bitstream+buffer+explode -count_frames -select_streams v:0 -show_entries stream=nb_read_frames \
+        -of default=nw=1:nk=1 "$1" 2>/dev/null
+}
+
+profile_of() {
+    ffprobe -v error -select_streams v:0 -show_entries stream=profile -of default=nw=1:nk=1 "$1" 2>/dev/null
+}
+
+# record NAME ARGS...: runs camrec, stdout+stderr to NAME.log, exit status to $rc.
+record() {
+    local name=$1; shift
+    "$CAMREC" "$@" >"$name.log" 2>&1
+    rc=$?
+}
+
+# --- 1. pixel identity, stream shape ------------------------------------------------------------
+FRAMES=12 GOP=5
+for size in 640x480 1280x720 1920x1080 650x482; do
+    for fmt in nv12 i420; do
+        pixfmt=$([[ $fmt == nv12 ]] && echo nv12 || echo yuv420p)
+        in=in-$size.$fmt out=out-$size-$fmt.h264
+        ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i "testsrc2=s=$size:r=30" -frames:v $FRAMES \
+            -pix_fmt "$pixfmt" -f rawvideo -y "$in" || { fail "$size $fmt: ffmpeg could not make the input"; continue; }
+        record "$out" --input "$in" --input-format "$fmt" --size "$size" --keyframe-interval $GOP \
+            --encoder vaapi --vaapi-device "$DISP" "$out"
+        if [[ $rc != 0 ]]; then
+            fail "$size $fmt: camrec exits $rc: $(grep -m1 error "$out.log")"
+            continue
+        fi
+        n=$(frame_count "$out")
+        idrs=$(idr_frames "$out")
+        ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$out" -f rawvideo -pix_fmt "$pixfmt" \
+            -y "dec-$size.$fmt" 2>"dec-$size.$fmt.log"
+        if [[ $n == "$FRAMES" && $idrs == "0 5 10" ]] && sps_pps_before_every_idr "$out" &&
+            "$CAMREC" inspect --summary "$out" >"$out.inspect" 2>&1 && cmp -s "$in" "dec-$size.$fmt"; then
+            pass "$size $fmt input: $n frames, IDRs at $idrs with SPS+PPS, contract OK, decoded frames identical to the input"
+        else
+            fail "$size $fmt input: frames=$n (want $FRAMES) IDRs at '$idrs' (want '0 5 10'), sps/pps: $(sps_pps_before_every_idr "$out" && echo ok || echo missing), inspect: $(tail -n 1 "$out.inspect"), cmp: $(cmp "$in" "dec-$size.$fmt" 2>&1 | head -1)"
+        fi
+    done
+done
+
+# The test pattern (the real-time source) through VA-API, a longer GOP and more frames.
+record tp --test-pattern --size 640x480 --frames 90 --keyframe-interval 30 --encoder vaapi --vaapi-device "$DISP" tp.h264
+if [[ $rc == 0 && $(frame_count tp.h264) == 90 && $(idr_frames tp.h264) == "0 30 60" ]] && "$CAMREC" inspect --summary tp.h264 >tp.inspect; then
+    pass "test pattern: 90 frames, IDRs at 0 30 60, contract OK ($(grep -m1 '^GOP' tp.inspect))"
+else
+    fail "test pattern: exit $rc, frames $(frame_count tp.h264), IDRs $(idr_frames tp.h264): $(cat tp.log | head -3)"
+fi
+check "the Constrained Baseline stream of the test driver (h264_vaapi, not libx264)" test "$(profile_of tp.h264)" = "Constrained Baseline"
+
+# --- 2. driver variations ---------------------------------------------------------------------
+in=in-650x482.nv12
+CAMREC_TEST_VA_LOW_POWER_ONLY=1 "$CAMREC" --log-level info --input $in --input-format nv12 --size 650x482 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" lp.h264 >lp.log 2>&1
+rc=$?
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i lp.h264 -f rawvideo -pix_fmt nv12 -y lp.nv12
+if [[ $rc == 0 ]] && grep -q 'low-power' lp.log && cmp -s $in lp.nv12; then
+    pass "low-power-only driver: the EncSliceLP entrypoint is used ($(grep -o 'h264_vaapi ([^)]*)' lp.log | head -1)); output identical"
+else
+    fail "low-power-only driver: exit $rc: $(head -5 lp.log)"
+fi
+
+CAMREC_TEST_VA_NO_DERIVE=1 "$CAMREC" --input $in --input-format nv12 --size 650x482 --keyframe-interval $GOP \
+    --encoder vaapi --vaapi-device "$DISP" noderive.h264 >noderive.log 2>&1
+rc=$?
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i noderive.h264 -f rawvideo -pix_fmt nv12 -y noderive.nv12
+check "driver without vaDeriveImage (upload through vaCreateImage + vaPutImage): exit 0, output identical" \
+    eval '[[ $rc == 0 ]] && cmp -s $in noderive.nv12'
+
+for rcarg in "--qp 26" "--bitrate 2M"; do
+    # shellcheck disable=SC2086
+    "$CAMREC" --test-pattern --size 640x480 --frames 10 $rcarg --encoder vaapi --vaapi-device "$DISP" rc.h264 >rc.log 2>&1
+    rc=$?
+    check "rate control $rcarg: exit 0, 10 frames" eval '[[ $rc == 0 && $(frame_count rc.h264) == 10 ]]'
+    rm -f rc.h264
+done
+
+# --- 3. --encoder auto ---------------------------------------------------------------------------
+"$CAMREC" --test-pattern --size 640x480 --frames 10 --vaapi-device "$DISP" auto-va.h264 >auto-va.log 2>&1
+rc=$?
+if [[ $rc == 0 ]] && grep -q '^camrec: encoding on the GPU: h264_vaapi' auto-va.log &&
+    [[ $(profile_of auto-va.h264) == "Constrained Baseline" && $(frame_count auto-va.h264) == 10 ]]; then
+    pass "auto with the driver available: VA-API, and says so: $(grep -m1 'encoding on' auto-va.log)"
+else
+    fail "auto with the driver available: exit $rc, profile $(profile_of auto-va.h264): $(head -3 auto-va.log)"
+fi
+
+# auto_falls_back NAME DESCRIPTION EXPECTED-REASON-REGEX [env ...] -- [camrec args...]
+auto_falls_back() {
+    local name=$1 what=$2 reason=$3; shift 3
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
+    env "${envs[@]}" "$CAMREC" --test-pattern --size 640x480 --frames 10 "$@" "$name.h264" >"$name.log" 2>&1
+    local rc=$?
+    # (the test driver's own "[camrec_test_drv] …" debug lines are not camrec's)
+    local notes; notes=$(grep -v '^\[camrec_test_drv\]' "$name.log" | grep -vc '^camrec: finished')
+    if [[ $rc == 0 && $notes == 1 ]] && grep -qE "^camrec: encoding in software \(libx264\): VA-API can't be used: $reason" "$name.log" &&
+        [[ $(profile_of "$name.h264") == High && $(frame_count "$name.h264") == 10 ]]; then
+        pass "auto, $what: libx264, one line: $(grep -m1 'encoding in' "$name.log")"
+    else
+        fail "auto, $what: exit $rc, $notes lines besides the summary, profile $(profile_of "$name.h264"): $(head -3 "$name.log")"
+    fi
+}
+auto_falls_back auto-nodriver "no such VA driver (LIBVA_DRIVER_NAME pointing at nothing)" "the VA driver failed to load" \
+    LIBVA_DRIVER_NAME=camrec_no_such_driver -- --vaapi-device "$DISP"
+auto_falls_back auto-initfail "driver fails to initialise" "the VA driver failed to load" CAMREC_TEST_VA_INIT_FAIL=1 -- --vaapi-device "$DISP"
+auto_falls_back auto-noencode "decode-only driver" "the VA driver .* has no H.264 encode entrypoint" CAMREC_TEST_VA_NO_ENCODE=1 -- --vaapi-device "$DISP"
+if [[ -e /dev/dri ]]; then
+    echo "SKIP  auto without a render node (this machine has /dev/dri)"
+else
+    auto_falls_back auto-nonode "no render node (default device)" "no GPU render node" X=1 --
+fi
+
+# --- 4. --encoder vaapi failures: message, exit 73, no file ------------------------------------
+# vaapi_fails NAME DESCRIPTION EXPECTED-MESSAGE-REGEX [env ...] -- [camrec args...]
+vaapi_fails() {
+    local name=$1 what=$2 message=$3; shift 3
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
+    env "${envs[@]}" "$CAMREC" --test-pattern --size 640x480 --frames 10 --encoder vaapi "$@" "$name.h264" >"$name.log" 2>&1
+    local rc=$?
+    local lines; lines=$(grep -vc '^\[camrec_test_drv\]' "$name.log")
+    if [[ $rc == 73 && ! -e $name.h264 && $lines == 1 ]] && grep -qE "^camrec: error: $message" "$name.log" &&
+        ! ls -a | grep -q "^\.$name\.h264"; then
+        pass "vaapi, $what: exit 73, no file, one line: $(cat "$name.log")"
+    else
+        fail "vaapi, $what: exit $rc (want 73), file: $([[ -e $name.h264 ]] && echo yes || echo no), $lines lines: $(head -3 "$name.log")"
+    fi
+}
+vaapi_fails va-initfail "driver fails to initialise" "the VA driver failed to load or initialise on X11 display $DISP: .*operation failed" \
+    CAMREC_TEST_VA_INIT_FAIL=1 -- --vaapi-device "$DISP"
+vaapi_fails va-nodriver "no such VA driver" "the VA driver failed to load or initialise on X11 display $DISP.*LIBVA_DRIVER_NAME=camrec_no_such_driver" \
+    LIBVA_DRIVER_NAME=camrec_no_such_driver -- --vaapi-device "$DISP"
+vaapi_fails va-noencode "decode-only driver" "the VA driver on $DISP \(camrec test VA driver.*\) has no H.264 encode entrypoint \(H264ConstrainedBaseline: VLD\)" \
+    CAMREC_TEST_VA_NO_ENCODE=1 -- --vaapi-device "$DISP"
+vaapi_fails va-nonode "render node that does not exist" "no render node at /dev/dri/renderD199" X=1 -- --vaapi-device /dev/dri/renderD199
+vaapi_fails va-notnode "a file that is not a render node" "/dev/null is not a GPU render node \(not a DRM device\)" X=1 -- --vaapi-device /dev/null
+vaapi_fails va-nox "an X display with no server" "cannot use X11 display :77" X=1 -- --vaapi-device :77
+if [[ -e /dev/dri ]]; then
+    echo "SKIP  vaapi without a render node (this machine has /dev/dri)"
+else
+    vaapi_fails va-default "no render node (default device)" "no GPU render node: /dev/dri has no renderD\* device" X=1 --
+fi
+# Permission denied: a render-node-like character device only root may open, tried as nobody.
+if [[ $(id -u) == 0 ]] && command -v setpriv >/dev/null && mknod "$WORK/renderD128" c 226 128 2>/dev/null; then
+    chmod 0660 "$WORK/renderD128"; chgrp "$(getent group render >/dev/null && echo render || echo root)" "$WORK/renderD128"
+    chmod 0777 "$WORK"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+        --encoder vaapi --vaapi-device "$WORK/renderD128" "$WORK/perm.h264" >perm.log 2>&1
+    rc=$?
+    if [[ $rc == 73 && ! -e perm.h264 ]] && grep -qE "permission denied on $WORK/renderD128: join the '[a-z]+' group" perm.log; then
+        pass "vaapi, permission denied on the node: exit 73, no file, hint: $(cat perm.log)"
+    else
+        fail "vaapi, permission denied on the node: exit $rc: $(head -3 perm.log)"
+    fi
+    rm -f "$WORK/renderD128"
+else
+    echo "SKIP  permission denied on the node (needs root, setpriv and mknod here; the VM suite checks it)"
+fi
+
+# --- 5. the driver fails mid-recording -------------------------------------------------------------
+in=in-640x480.nv12
+for mode in end sync; do
+    CAMREC_TEST_VA_FAIL_AFTER=7 CAMREC_TEST_VA_FAIL_MODE=$mode "$CAMREC" --input $in --input-format nv12 --size 640x480 \
+        --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" fail-$mode.h264 >fail-$mode.log 2>&1
+    rc=$?
+    n=$(frame_count fail-$mode.h264)
+    # The frames that made it must be exactly the first n input frames.
+    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i fail-$mode.h264 -f rawvideo -pix_fmt nv12 -y fail-$mode.nv12 2>/dev/null
+    bytes=$((640 * 480 * 3 / 2))
+    if [[ $rc == 74 && -s fail-$mode.h264 && -n $n && $n -ge 6 && $n -le 7 ]] &&
+        cmp -s fail-$mode.nv12 <(head -c $((n * bytes)) $in) && "$CAMREC" inspect --summary fail-$mode.h264 >/dev/null 2>&1 &&
+        grep -q "^camrec: error: .*operation failed" fail-$mode.log; then
+        pass "driver fails after 7 pictures (FAIL_MODE=$mode): exit 74, $n frames saved, decodable and identical: $(grep -m1 error: fail-$mode.log)"
+    else
+        fail "driver fails after 7 pictures (FAIL_MODE=$mode): exit $rc (want 74), frames ${n:-none}: $(head -4 fail-$mode.log)"
+    fi
+done
+
+# --- 6. camrec encoders -----------------------------------------------------------------------------
+"$CAMREC" encoders --vaapi-device "$DISP" >enc.txt 2>&1
+rc=$?
+if [[ $rc == 0 ]] && grep -q 'driver: camrec test VA driver (I_PCM, lossless)' enc.txt &&
+    grep -q 'VAProfileH264ConstrainedBaseline (--profile baseline): VAEntrypointEncSlice' enc.txt &&
+    grep -q 'libx264 (software): available' enc.txt && grep -q 'auto uses: VA-API' enc.txt; then
+    pass "camrec encoders: vendor, profiles and entrypoints, libx264"
+else
+    fail "camrec encoders: exit $rc: $(cat enc.txt)"
+fi
+sed 's/^/      /' enc.txt
+CAMREC_TEST_VA_NO_ENCODE=1 "$CAMREC" encoders --vaapi-device "$DISP" >enc2.txt 2>&1
+check "camrec encoders, decode-only driver: VLD listed, encoding no, auto uses libx264" \
+    eval 'grep -q "VAEntrypointVLD" enc2.txt && grep -q "H.264 encoding: no" enc2.txt && grep -q "auto uses: libx264" enc2.txt'
+"$CAMREC" encoders --vaapi-device /dev/dri/renderD199 >enc3.txt 2>&1
+rc=$?
+check "camrec encoders, no render node: says so, exit 0 (libx264 is there)" \
+    eval '[[ $rc == 0 ]] && grep -q "VA-API: not usable: no render node at /dev/dri/renderD199" enc3.txt'
+
+finish
