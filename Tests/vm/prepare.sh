@@ -11,6 +11,10 @@
 set -euo pipefail
 
 CACHE=${CAMREC_VM_CACHE:-/var/cache/camrec-vm}
+# Not root and no sudo: fall back to a per-user cache.
+if [[ -z ${CAMREC_VM_CACHE:-} && $EUID -ne 0 && ! -w $CACHE ]] && ! sudo -n true 2>/dev/null; then
+    CACHE=${XDG_CACHE_HOME:-$HOME/.cache}/camrec-vm
+fi
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 FORCE=0 PRINT_ENV=0
 for a in "$@"; do
@@ -122,6 +126,7 @@ if [[ ! -s $BZIMAGE || ! -f $ROOT/.unpacked ]]; then
     rm -rf "$ROOT"
     dpkg -x "$deb" "$ROOT"
     touch "$ROOT/.unpacked"
+    rm -f "$deb"    # 70 MB; the unpacked tree is all we use
 fi
 [[ -s $BZIMAGE ]] || die "no kernel image at $BZIMAGE"
 if [[ ! -s $VMLINUX ]]; then

@@ -9,7 +9,7 @@
 #   --results DIR       host directory shared writable with the VM, at the same path inside
 #                       (default: a new mktemp -d dir, printed on stderr); env CAMREC_VM_RESULTS
 #   --timeout SECONDS   kill the VM after this long (default 600)
-#   --mem SIZE          guest memory (default 2G)      --cpus N   vCPUs (default 2)
+#   --mem SIZE          guest memory (default 2G)      --cpus N   vCPUs (default 1; see README)
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
 #   --keep              keep the control dir (console.log, init.log, cmd.sh) and print its path
 # The command's stdout/stderr come out on run.sh's stdout/stderr after the VM stops.
@@ -22,7 +22,7 @@ me=run.sh
 usage() { sed -n '5,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
-VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=2 CONSOLE=0 KEEP=0
+VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
 ENVS=()
 while (($#)); do
     case $1 in
@@ -97,11 +97,12 @@ for d in /usr/local/sbin /usr/sbin /sbin; do [[ :$path: == *:$d:* ]] || path=$pa
 
 # -accel tcg: KVM hangs on this kind of machine. -cpu max: lets the guest use AVX2 etc. (x264's
 # SIMD paths). No display, no NIC; the serial console goes to a file, never to our stdout.
+# loglevel=3: only errors and worse reach that file (a crash's backtrace, for the report below).
 qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -nodefaults -no-user-config -display none -no-reboot -monitor none
     -serial "file:$CTL/console.log"
     -kernel "$KERNEL" -initrd "$INITRD"
-    -append "console=ttyS0 quiet loglevel=0 panic=-1 rdinit=/init ${CAMREC_VM_APPEND:-}"
+    -append "console=ttyS0 quiet loglevel=3 panic=-1 rdinit=/init ${CAMREC_VM_APPEND:-}"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
@@ -132,16 +133,19 @@ if [[ -s $CTL/rc ]]; then
 fi
 
 stage=$(cat "$CTL/stage" 2>/dev/null || echo none)
+crash_re='Kernel panic|BUG:|Oops|general protection fault|sysrq: Trigger a crash'
 if [[ $qrc == 124 || $qrc == 137 ]]; then
     if [[ $stage == started ]]; then
         msg="timeout: the command did not finish within ${TIMEOUT}s (VM killed)"
     else
         msg="timeout: the VM did not get to the command within ${TIMEOUT}s (stage: $stage)"
     fi
-elif grep -q 'Kernel panic' "$CTL/console.log" 2>/dev/null; then
-    msg="kernel panic in the VM (stage: $stage)"
+elif grep -qE "$crash_re" "$CTL/console.log" 2>/dev/null; then
+    msg="kernel crash in the VM (stage: $stage)"
 elif [[ $qrc != 0 ]]; then
     msg="qemu failed (exit $qrc): $(tail -3 "$CTL/qemu.log" | tr '\n' ' ')"
+elif [[ $stage != started && -s $CTL/init.log ]]; then
+    msg="setting up the VM failed (stage: $stage)"
 else
     msg="the VM stopped without a command exit status (stage: $stage)"
 fi
@@ -149,7 +153,12 @@ fi
     echo "$me: $msg"
     [[ -s $CTL/init.log ]] && { echo "$me: init.log:"; sed 's/^/  /' "$CTL/init.log"; }
     if ((!CONSOLE)) && [[ -s $CTL/console.log ]]; then
-        echo "$me: last console lines:"; tail -20 "$CTL/console.log" | sed 's/^/  /'
+        if grep -qE "$crash_re" "$CTL/console.log"; then
+            echo "$me: console, from the crash on:"
+            grep -m1 -A30 -E "$crash_re" "$CTL/console.log" | sed 's/^/  /'
+        else
+            echo "$me: last console lines:"; tail -20 "$CTL/console.log" | sed 's/^/  /'
+        fi
     fi
 } >&2
 exit 125
