@@ -19,7 +19,7 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
 VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
