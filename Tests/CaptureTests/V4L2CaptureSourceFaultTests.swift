@@ -1,0 +1,229 @@
+@testable import Capture
+import CV4L2
+import Glibc
+import Synchronization
+import XCTest
+
+/// A pretend camera behind the `V4L2System` seam: one YUYV 4x2 format at 30 fps, a ring
+/// of mmap buffers, and a script of what each DQBUF returns.
+final class MockCamera: V4L2System, @unchecked Sendable {
+    enum Dequeue {
+        case frame(sequence: UInt32, flags: UInt32 = 0)
+        case failure(Int32)
+    }
+
+    static let fd: Int32 = 1000
+    let width = 4, height = 2, bytesPerLine = 8
+    private let lock = Mutex(State())
+    struct State {
+        var script: [Dequeue] = []
+        var dequeueCalls = 0
+        var pollCalls = 0
+        var queued: [UInt32] = []
+        var memory: [UInt] = []   // addresses, so the state stays Sendable
+        var streaming = false
+        var locked = false
+    }
+
+    init(script: [Dequeue]) { lock.withLock { $0.script = script } }
+    deinit { lock.withLock { $0.memory.forEach { free(UnsafeMutableRawPointer(bitPattern: $0)) } } }
+
+    var dequeueCalls: Int { lock.withLock { $0.dequeueCalls } }
+    var pollCalls: Int { lock.withLock { $0.pollCalls } }
+
+    func open(_ path: String, flags: Int32) -> Int32 {
+        path == "/dev/video0" ? Self.fd : -ENOENT
+    }
+
+    func close(_ fd: Int32) -> Int32 { 0 }
+
+    func lockExclusively(_ fd: Int32) -> Int32 {
+        lock.withLock { s in
+            defer { s.locked = true }
+            return s.locked ? -EWOULDBLOCK : 0
+        }
+    }
+
+    func ioctl(_ fd: Int32, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> Int32 {
+        switch request {
+        case UInt(CAMREC_VIDIOC_QUERYCAP):
+            let caps = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
+            arg.withMemoryRebound(to: v4l2_capability.self, capacity: 1) {
+                $0.pointee.capabilities = caps | UInt32(V4L2_CAP_DEVICE_CAPS)
+                $0.pointee.device_caps = caps
+            }
+        case UInt(CAMREC_VIDIOC_S_PRIORITY), UInt(CAMREC_VIDIOC_S_PARM), UInt(CAMREC_VIDIOC_STREAMOFF):
+            break
+        case UInt(CAMREC_VIDIOC_STREAMON):
+            lock.withLock { $0.streaming = true }
+        case UInt(CAMREC_VIDIOC_ENUM_FMT):
+            let p = arg.assumingMemoryBound(to: v4l2_fmtdesc.self)
+            guard p.pointee.index == 0 else { return -EINVAL }
+            p.pointee.pixelformat = V4L2PixelFormat.yuyv.rawValue
+        case UInt(CAMREC_VIDIOC_ENUM_FRAMESIZES):
+            let p = arg.assumingMemoryBound(to: v4l2_frmsizeenum.self)
+            guard p.pointee.index == 0 else { return -EINVAL }
+            p.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
+            p.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(width), height: UInt32(height))
+        case UInt(CAMREC_VIDIOC_ENUM_FRAMEINTERVALS):
+            let p = arg.assumingMemoryBound(to: v4l2_frmivalenum.self)
+            guard p.pointee.index == 0 else { return -EINVAL }
+            p.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
+            p.pointee.discrete = v4l2_fract(numerator: 1, denominator: 30)
+        case UInt(CAMREC_VIDIOC_S_FMT):
+            let p = arg.assumingMemoryBound(to: v4l2_format.self)
+            p.pointee.fmt.pix.bytesperline = UInt32(bytesPerLine)
+            p.pointee.fmt.pix.sizeimage = UInt32(bytesPerLine * height)
+        case UInt(CAMREC_VIDIOC_G_PARM):
+            let p = arg.assumingMemoryBound(to: v4l2_streamparm.self)
+            p.pointee.parm.capture.capability = UInt32(V4L2_CAP_TIMEPERFRAME)
+            p.pointee.parm.capture.timeperframe = v4l2_fract(numerator: 1, denominator: 30)
+        case UInt(CAMREC_VIDIOC_REQBUFS):
+            break
+        case UInt(CAMREC_VIDIOC_QUERYBUF):
+            let p = arg.assumingMemoryBound(to: v4l2_buffer.self)
+            p.pointee.m.offset = p.pointee.index * 4096
+            p.pointee.length = UInt32(bytesPerLine * height)
+        case UInt(CAMREC_VIDIOC_QBUF):
+            let index = arg.assumingMemoryBound(to: v4l2_buffer.self).pointee.index
+            lock.withLock { $0.queued.append(index) }
+        case UInt(CAMREC_VIDIOC_DQBUF):
+            let p = arg.assumingMemoryBound(to: v4l2_buffer.self)
+            return lock.withLock { s -> Int32 in
+                s.dequeueCalls += 1
+                guard !s.script.isEmpty, !s.queued.isEmpty else { return -EAGAIN }
+                switch s.script.removeFirst() {
+                case .failure(let errno):
+                    return -errno
+                case .frame(let sequence, let flags):
+                    p.pointee.index = s.queued.removeFirst()
+                    p.pointee.sequence = sequence
+                    p.pointee.flags = flags | UInt32(V4L2_BUF_FLAG_TIMESTAMP_MONOTONIC)
+                    p.pointee.bytesused = UInt32(bytesPerLine * height)
+                    p.pointee.timestamp = timeval(tv_sec: 100, tv_usec: Int(sequence) * 33_333)
+                    return 0
+                }
+            }
+        default:
+            return -ENOTTY
+        }
+        return 0
+    }
+
+    func poll(_ fds: UnsafeMutablePointer<pollfd>, count: Int, timeoutMilliseconds: Int32) -> Int32 {
+        let ready = lock.withLock { s -> Bool in
+            s.pollCalls += 1
+            return !s.script.isEmpty
+        }
+        if ready {
+            fds[0].revents = Int16(POLLIN)
+            return 1
+        }
+        // Nothing scripted: wait on the source's wake-up pipe only, as a quiet camera would.
+        fds[0].revents = 0
+        return Glibc.poll(fds + 1, 1, timeoutMilliseconds)
+    }
+
+    func mmap(length: Int, fd: Int32, offset: Int) -> (UnsafeMutableRawPointer?, Int32) {
+        let p = malloc(length)!
+        memset(p, 0x80, length)
+        let address = UInt(bitPattern: p)
+        lock.withLock { $0.memory.append(address) }
+        return (p, 0)
+    }
+
+    func munmap(_ address: UnsafeMutableRawPointer, length: Int) -> Int32 { 0 }
+}
+
+final class V4L2CaptureSourceFaultTests: XCTestCase {
+    private func started(_ camera: MockCamera) throws -> (V4L2CaptureSource, PixelBufferPool) {
+        let source = try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)
+        let pool = PixelBufferPool(format: .nv12, width: source.frameSize.width, height: source.frameSize.height, capacity: 4)
+        try source.start(pool: pool)
+        return (source, pool)
+    }
+
+    func testDQBUFInterruptedThenENODEVEndsAsDeviceLostWithoutSpinning() throws {
+        let camera = MockCamera(script: [.failure(EINTR), .failure(ENODEV)])
+        let (source, _) = try started(camera)
+        XCTAssertNil(try source.nextFrame())
+        guard case .deviceLost(let message) = source.end else { return XCTFail("end is \(String(describing: source.end))") }
+        XCTAssertEqual(message, "/dev/video0 was disconnected while recording (VIDIOC_DQBUF: No such device)")
+        XCTAssertEqual(camera.dequeueCalls, 2, "EINTR retried once, ENODEV not retried")
+        XCTAssertEqual(camera.pollCalls, 1)
+        XCTAssertNil(try source.nextFrame(), "stays ended")
+        XCTAssertEqual(camera.dequeueCalls, 2, "no ioctl on a lost device")
+    }
+
+    func testGapsAndErroredBuffersAreCountedAndFramesCarryDeviceTimes() throws {
+        let error = UInt32(V4L2_BUF_FLAG_ERROR)
+        let camera = MockCamera(script: [.frame(sequence: 7), .frame(sequence: 8), .frame(sequence: 12),
+                                         .frame(sequence: 13, flags: error), .frame(sequence: 14), .failure(EIO)])
+        let (source, _) = try started(camera)
+        // Values are copied out: a recycled buffer is refilled by the next frame.
+        var frames: [(sequence: UInt64, presentation: UInt64, capture: UInt64)] = []
+        while let frame = try source.nextFrame() {
+            frames.append((frame.sequence, frame.presentationTimeNanoseconds, frame.captureTimeNanoseconds))
+            frame.recycle()
+        }
+        XCTAssertEqual(frames.map(\.sequence), [0, 1, 5, 7])
+        XCTAssertEqual(frames.map(\.presentation), [0, 33_333_000, 166_665_000, 233_331_000])
+        XCTAssertEqual(frames.first?.capture, 100_000_000_000 + 7 * 33_333_000)
+        XCTAssertEqual(source.statistics.delivered, 4)
+        XCTAssertEqual(source.statistics.dropped, 4, "3 missing sequence numbers + 1 errored buffer")
+        XCTAssertEqual(source.statistics.errored, 1)
+        guard case .deviceLost(let message) = source.end else { return XCTFail() }
+        XCTAssertTrue(message.contains("fatal streaming error (VIDIOC_DQBUF: Input/output error)"), message)
+    }
+
+    func testAnEmptyPoolDropsTheFrameButRequeuesTheBuffer() throws {
+        let camera = MockCamera(script: (0..<6).map { .frame(sequence: $0) } + [.failure(ENODEV)])
+        let (source, pool) = try started(camera)
+        var held: [PixelBuffer] = []
+        while let frame = try source.nextFrame() { held.append(frame) }   // never recycled
+        XCTAssertEqual(held.count, pool.capacity)
+        XCTAssertEqual(source.statistics.dropped, 2)
+        XCTAssertEqual(camera.dequeueCalls, 7, "the camera was never starved of buffers")
+    }
+
+    func testStopFromAnotherThreadWakesAWaitingNextFrameQuickly() throws {
+        let camera = MockCamera(script: [])
+        let (source, _) = try started(camera)
+        let stopper = Thread { usleep(50_000); source.stop() }
+        let t0 = MonotonicClock.now()
+        stopper.start()
+        XCTAssertNil(try source.nextFrame())
+        let waited = MonotonicClock.now() - t0
+        XCTAssertEqual(source.end, .finished)
+        XCTAssertLessThan(waited, 150_000_000, "returned \(waited / 1_000_000) ms after start, stop came at 50 ms")
+    }
+
+    func testNoFrameForTwoSecondsIsAStall() throws {
+        let camera = MockCamera(script: [.frame(sequence: 0)])
+        let (source, _) = try started(camera)
+        XCTAssertNotNil(try source.nextFrame())
+        let t0 = MonotonicClock.now()
+        XCTAssertNil(try source.nextFrame())
+        let waited = Double(MonotonicClock.now() - t0) / 1e9
+        guard case .stalled(let message) = source.end else { return XCTFail("end is \(String(describing: source.end))") }
+        XCTAssertTrue(message.contains("delivered no frame for 2."), message)
+        XCTAssertEqual(waited, 2, accuracy: 0.3)
+        XCTAssertLessThan(camera.pollCalls, 10, "waited in poll, not in a loop")
+    }
+
+    func testSecondOpenOfALockedDeviceIsBusy() throws {
+        let camera = MockCamera(script: [])
+        let first = try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)
+        XCTAssertThrowsError(try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)) { error in
+            XCTAssertEqual((error as? CaptureError)?.kind, .deviceBusy)
+        }
+        XCTAssertEqual(first.frameSize, FrameSize(width: 4, height: 2))
+        XCTAssertEqual(first.framesPerSecond, 30)
+    }
+
+    func testMissingNodeIsSourceMissing() {
+        XCTAssertThrowsError(try V4L2CaptureSource(path: "/dev/video7", request: .init(), system: MockCamera(script: []))) {
+            XCTAssertEqual(($0 as? CaptureError)?.kind, .sourceMissing)
+        }
+    }
+}
