@@ -1,0 +1,34 @@
+#!/bin/bash
+# Tests/suites/vm-unattended.sh — cron, systemd's ExecStart, udev rules, --wait and a full disk,
+# with camrec recording from vivid in the test VM (Tests/vm-cases/unattended-cases.sh, one boot).
+# Ends with the cases' "N passed, N failed" line; a VM that fails to run counts as one failure.
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 1
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+results=${CAMREC_VM_RESULTS:-$(mktemp -d /tmp/camrec-vm-unattended.XXXXXX)}
+mkdir -p "$results"
+# The unit files are checked by systemd itself first (on the host; nothing is installed).
+units=$(mktemp -d)
+cp systemd/camrec@.service "$units/camrec@video0.service"
+cp systemd/camrec-morning.service systemd/camrec-morning.timer "$units/"
+verify_ok=1
+for u in "$units"/*; do
+    if ! out=$(systemd-analyze verify "$u" 2>&1 | grep -v -e 'not executable' -e 'No such file' -e 'dev-video0.device' -e '^$'); then :; fi
+    if [[ -n $out ]]; then echo "systemd-analyze verify $(basename "$u"): $out"; verify_ok=0; fi
+done
+rm -rf "$units"
+Tests/vm/run.sh --timeout 900 --results "$results" \
+    --env "CAMREC=$(cd "$(dirname "$CAMREC")" && pwd)/$(basename "$CAMREC")" \
+    -- Tests/vm-cases/unattended-cases.sh 2>&1 | tee "$results/vm-unattended.log"
+rc=${PIPESTATUS[0]}
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$results/vm-unattended.log" | tail -1)
+if [[ -z $line ]]; then echo "vm-unattended: the VM run ended without a result (exit $rc)"; line="0 passed, 1 failed"; fi
+p=$(cut -d' ' -f1 <<<"$line"); f=$(cut -d' ' -f3 <<<"$line")
+if [[ $verify_ok == 1 ]]; then p=$((p + 1)); echo "PASS: systemd-analyze verify accepts the unit files"
+else f=$((f + 1)); echo "FAIL: systemd-analyze verify"; fi
+echo "$p passed, $f failed"
+[[ $f == 0 ]]

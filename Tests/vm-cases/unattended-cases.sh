@@ -1,0 +1,112 @@
+#!/bin/bash
+# Tests/vm-cases/unattended-cases.sh — camrec as cron, systemd and udev run it, against vivid inside
+# the test VM (run by Tests/suites/vm-unattended.sh with vivid's defaults: /dev/video0 captures,
+# /dev/video1 is an output node). The crontab line is taken from the README and the service's
+# ExecStart from systemd/camrec@.service, so what the README shows is what runs here.
+# Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
+set -uo pipefail
+[[ ${CAMREC_VM:-} == 1 ]] || { echo "unattended-cases.sh: run me inside the VM" >&2; exit 2; }
+CAMREC=${CAMREC:?set CAMREC to the camrec binary}
+R=${CAMREC_VM_RESULTS:?}/unattended
+rm -rf "$R" && mkdir -p "$R"
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+decoded_frames() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
+decodes_clean() { [[ -z $(ffmpeg -v error -i "$1" -f null - 2>&1) ]]; }
+first_is_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -v '^$' | head -1 | grep -q '^1'; }
+# Waits until a file matching the pattern exists. camrec opens the camera (and takes its lock)
+# before it creates its .partial file, so the .partial's presence means "recording". x264 under
+# TCG emulation is slow, so don't wait for bytes.
+wait_for_file() {  # pattern seconds
+    local i f
+    for ((i = 0; i < $2 * 10; i++)); do
+        for f in $1; do [[ -f $f ]] && return 0; done
+        sleep 0.1
+    done
+    return 1
+}
+DEV=/dev/video0
+v4l2-ctl -d "$DEV" -D | grep -q 'Video Capture' || { echo "no vivid capture node at $DEV"; echo "0 passed, 1 failed"; exit 1; }
+
+echo "== udev rules: the capture node gets the link and mode, the output node doesn't"
+mkdir -p /run/udev/rules.d && cp udev/70-camrec.rules /run/udev/rules.d/
+udevadm test /sys/class/video4linux/video0 >"$R/udev-video0.txt" 2>&1
+udevadm test /sys/class/video4linux/video1 >"$R/udev-video1.txt" 2>&1
+grep -E 'DEVLINKS|camrec|MODE|GROUP|ID_V4L_CAPABILITIES' "$R/udev-video0.txt" | head -8
+check "udev: video0 (capture) gets a /dev/camrec/ link" grep -qE 'DEVLINKS=.*camrec/by-(id|path)/.*-index0' "$R/udev-video0.txt"
+video_gid=$(getent group video | cut -d: -f3)
+check "udev: video0 gets group video ($video_gid) and mode 0660 from 70-camrec.rules" \
+    sh -c "grep -qE '70-camrec.rules:[0-9]+ GROUP $video_gid\$' '$R/udev-video0.txt' && grep -qE '70-camrec.rules:[0-9]+ MODE 0660\$' '$R/udev-video0.txt'"
+check "udev: video1 (output) gets no camrec link" sh -c "! grep -q 'camrec/' '$R/udev-video1.txt'"
+rm -f /run/udev/rules.d/70-camrec.rules
+
+echo "== the README's crontab line, run as cron runs it, twice overlapping"
+line=$(grep -E '^[0-9*].* camrec --device' README.md | head -1)
+echo "   crontab: $line"
+# Fields 6… are the command; cron turns \% into % and runs it with /bin/sh, a minimal
+# environment, no terminal, in the home directory. Only the binary, the output root and the
+# length change here.
+cmd=$(echo "$line" | cut -d' ' -f6- | sed -e 's/\\%/%/g' -e "s#/usr/local/bin/camrec#$CAMREC#" \
+      -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 8/')
+cron() { (cd / && setsid env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
+cron "$R/cron-1.log" & first=$!
+wait_for_file "$R/var/clips/*/*.partial" 60 || echo "   (first run did not start writing in 60 s)"
+start=$(date +%s)
+cron "$R/cron-2.log"; rc2=$?
+took=$(( $(date +%s) - start ))
+wait $first; rc1=$?
+cat "$R/cron-1.log" "$R/cron-2.log"
+check "cron: the first run records and exits 0 (got $rc1)" test "$rc1" = 0
+check "cron: the overlapping run exits at once (${took}s) with 70 (got $rc2)" test "$rc2" = 70 -a "$took" -le 5
+files=( "$R"/var/clips/*/morning-*.h264 )
+check "cron: exactly one recording, under the dated directory (${#files[@]})" test "${#files[@]}" = 1 -a -f "${files[0]}"
+check "cron: it decodes cleanly ($(decoded_frames "${files[0]}") frames)" decodes_clean "${files[0]}"
+check "cron: the busy run says so in one line" grep -q "camrec: error: .*busy" "$R/cron-2.log"
+check "cron: off a terminal the first run prints only its summary" test "$(grep -vc '^camrec: \(finished\|encoding in\)' "$R/cron-1.log")" = 0
+
+echo "== --wait: an overlapping run waits for the camera instead"
+"$CAMREC" --device "$DEV" --size 640x480 --duration 8 "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
+wait_for_file "$R/wait-1.h264.camrec-*.partial" 60
+"$CAMREC" --device "$DEV" --size 640x480 --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log"; rc2=$?
+wait $first; rc1=$?
+check "--wait: both runs exit 0 ($rc1, $rc2)" test "$rc1" = 0 -a "$rc2" = 0
+check "--wait: the second said it was waiting" grep -q "waiting up to" "$R/wait-2.log"
+check "--wait: both files decode" sh -c "[ -n \"\$(ls $R/wait-1.h264 $R/wait-2.h264 2>/dev/null | wc -l | grep 2)\" ]"
+
+echo "== systemd/camrec@.service's ExecStart with SIGHUP (systemctl reload) and SIGTERM (systemctl stop)"
+exec_start=$(sed -n '/^ExecStart=/,/[^\\]$/p' systemd/camrec@.service | sed -e 's/^ExecStart=//' -e 's/\\$//' | tr -d '\n' | tr -s ' ')
+svc=$(echo "$exec_start" | sed -e 's/%I/video0/g' -e 's/%i/video0/g' -e 's/%%/%/g' \
+      -e "s#/usr/local/bin/camrec#$CAMREC#" -e "s#/var/lib/camrec#$R/var#")
+echo "   ExecStart: $svc"
+# No subshell: $! must be camrec itself (env and sh exec into it), as systemd's MAINPID is.
+env -i PATH=/usr/bin:/bin sh -c "cd / && exec $svc" </dev/null >"$R/svc.log" 2>&1 & pid=$!
+wait_for_file "$R/var/video0/*/*.partial" 60
+sleep 3
+kill -HUP $pid
+sleep 4
+kill -TERM $pid
+wait $pid; rc=$?
+cat "$R/svc.log"
+check "service: SIGTERM ends it with 0 (got $rc)" test "$rc" = 0
+segs=( "$R"/var/video0/*/video0-*.h264 )
+check "service: SIGHUP started a second file (${#segs[@]} files)" test "${#segs[@]}" = 2
+for f in "${segs[@]}"; do
+    check "service: $(basename "$f") decodes, starts with an IDR, has its .pts" \
+        sh -c "[ -z \"\$(ffmpeg -v error -i '$f' -f null - 2>&1)\" ] && [ -f '${f%.h264}.pts' ]"
+    check "service: $(basename "$f") starts with an IDR" first_is_key "$f"
+done
+check "service: no .partial file left" sh -c "! ls $R/var/video0/*/*.partial 2>/dev/null | grep -q ."
+
+echo "== a disk that fills up while recording from the camera"
+mkdir -p "$R/small" && mount -t tmpfs -o size=300k tmpfs "$R/small"
+"$CAMREC" --device "$DEV" --size 640x480 --keyframe-interval 10 "$R/small/cam-{n}.h264" 2>"$R/full.log"; rc=$?
+cat "$R/full.log"
+check "full disk: exit 77 (got $rc)" test "$rc" = 77
+check "full disk: the file is under its final name and decodes cleanly ($(decoded_frames "$R/small/cam-1.h264") frames)" \
+    sh -c "[ -f '$R/small/cam-1.h264' ] && [ -z \"\$(ffmpeg -v error -i '$R/small/cam-1.h264' -f null - 2>&1)\" ]"
+umount "$R/small"
+
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]
