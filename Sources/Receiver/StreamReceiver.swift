@@ -27,6 +27,9 @@ public final class StreamReceiver: @unchecked Sendable {
         public var garbageLimitBytes = 8 << 20
         /// Silence from a connected sender for this long ends the connection.
         public var idleTimeoutSeconds = 20.0
+        /// Per-frame latency lines (sequence, capture→received, capture→decoded, send→received,
+        /// in microseconds) written here, for plots and docs/PERFORMANCE.md.
+        public var latencyLogPath: String?
 
         public init(source: Source, maximumFrames: Int? = nil, maximumDurationSeconds: Double? = nil) {
             self.source = source
@@ -101,6 +104,7 @@ public final class StreamReceiver: @unchecked Sendable {
     private var firstFrameTime: UInt64?
     private var outputError: OutputError?
     private var limitReached = false
+    private var latencyLog: UnsafeMutablePointer<FILE>?
 
     /// Opens the output (and the listening socket) or throws; then receives until stopped
     /// or a limit is reached.
@@ -117,6 +121,12 @@ public final class StreamReceiver: @unchecked Sendable {
             log("waiting for a sender on " + listener!.addresses.map { "tcp://\($0)" }.joined(separator: ", "))
         }
         try sink?.open()
+        if let path = options.latencyLogPath {
+            latencyLog = fopen(path, "w")
+            if latencyLog == nil { throw OutputError(.unwritable, "cannot write the latency log \(path): \(lastErrnoText())") }
+            fputs("# sequence capture_to_received_us capture_to_decoded_us send_to_received_us\n", latencyLog)
+        }
+        defer { if let latencyLog { fclose(latencyLog) } }
         let started = monotonicNow()
         var backoff: UInt64 = 250_000_000
         var reported = false
@@ -343,6 +353,10 @@ public final class StreamReceiver: @unchecked Sendable {
             arrivalLatency.add(latency)
             decodedLatency.add(decodedAt - note.captureTimeNanoseconds)
             if arrived >= note.sendTimeNanoseconds { transferLatency.add(arrived - note.sendTimeNanoseconds) }
+            if let latencyLog {
+                let transfer = arrived >= note.sendTimeNanoseconds ? (arrived - note.sendTimeNanoseconds) / 1000 : 0
+                fputs("\(note.sequence) \(latency / 1000) \((decodedAt - note.captureTimeNanoseconds) / 1000) \(transfer)\n", latencyLog)
+            }
         }
         session.frames += 1
         let now = decodedAt
@@ -365,6 +379,8 @@ public final class StreamReceiver: @unchecked Sendable {
         }
     }
 }
+
+func lastErrnoText() -> String { String(cString: strerror(errno)) }
 
 func monotonicNow() -> UInt64 {
     var ts = timespec()

@@ -35,6 +35,9 @@ struct ReceiveCommand: ParsableCommand {
     @Flag(help: "Replace an existing output file.")
     var overwrite = false
 
+    @Option(help: ArgumentHelp("Write one line per frame with its latencies in microseconds (camrec senders only).", valueName: "file"))
+    var latencyLog: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical (debug shows libavcodec's messages).")
     var logLevel: Logger.Level = .notice
 
@@ -95,6 +98,7 @@ struct ReceiveCommand: ParsableCommand {
         }
         var options = StreamReceiver.Options(source: source, maximumFrames: frames, maximumDurationSeconds: duration)
         options.idleTimeoutSeconds = 20
+        options.latencyLogPath = latencyLog
         let receiver = StreamReceiver(options: options, sink: sink, log: log)
         let interrupts = Atomic<Int>(0)
         signals.start { signal in

@@ -1,0 +1,17 @@
+// swift-tools-version:6.0
+// libFuzzer target for camrec's stream reassembly (AnnexBScanner + AccessUnitAssembler + the timing SEI).
+// A package of its own because `swift build --sanitize=fuzzer` breaks ordinary executables in the same
+// package; its sources are the main package's, through the symlinks in Sources/.
+//   swift build -c release --sanitize=fuzzer && .build/release/FuzzReassembler -max_total_time=60
+import PackageDescription
+
+let package = Package(
+    name: "camrec-fuzz",
+    targets: [
+        .target(name: "Bitstream", path: "Sources/Bitstream"),
+        .target(name: "NetStream", dependencies: ["Bitstream"], path: "Sources/NetStream"),
+        .target(name: "FuzzChecks", dependencies: ["Bitstream", "NetStream"]),
+        .executableTarget(name: "FuzzReassembler", dependencies: ["FuzzChecks"]),
+    ],
+    swiftLanguageModes: [.v6]
+)

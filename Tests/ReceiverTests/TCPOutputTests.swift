@@ -1,0 +1,186 @@
+import Foundation
+import Glibc
+import NetStream
+import Outputs
+import Synchronization
+import XCTest
+
+/// Real sockets on loopback, synthetic access units.
+final class EventBox: @unchecked Sendable {
+    private let lines = Mutex<[String]>([])
+    func append(_ line: String) { lines.withLock { $0.append(line) } }
+    func withLock<R>(_ body: ([String]) -> R) -> R { lines.withLock { body($0) } }
+}
+
+/// Bytes read by a helper thread.
+final class BytesBox: @unchecked Sendable {
+    private let bytes = Mutex<[UInt8]>([])
+    func set(_ b: [UInt8]) { bytes.withLock { $0 = b } }
+    func withLock<R>(_ body: ([UInt8]) -> R) -> R { bytes.withLock { body($0) } }
+}
+
+final class TCPOutputTests: XCTestCase {
+    let pool = StreamChunkPool()
+    let events = EventBox()
+
+    func chunk(_ sequence: Int, idrEvery: Int = 30, size: Int = 2000) -> StreamChunk {
+        let c = pool.take()
+        let idr = sequence % idrEvery == 0
+        if idr { c.bytes += [0, 0, 0, 1, 0x67, 0x42, 0, 0x1E, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80] }
+        c.bytes += [0, 0, 0, 1, idr ? 0x65 : 0x41, 0x88]
+        c.bytes += [UInt8](repeating: 0xAA, count: size)
+        c.isIDR = idr
+        c.sequence = UInt64(sequence)
+        c.captureTimeNanoseconds = 1
+        c.retain()
+        return c
+    }
+
+    func makeListener(queueCapacity: Int = 30) throws -> TCPListenOutput {
+        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
+                                     queueCapacity: queueCapacity, stallTimeoutSeconds: 3) { [events] line in events.append(line) }
+        try output.open()
+        return output
+    }
+
+    func connect(_ port: UInt16) throws -> TCPConnection {
+        try TCPConnection.connect(host: "127.0.0.1", port: port, timeoutMilliseconds: 1000)
+    }
+
+    func waitFor(_ what: String, _ condition: () -> Bool) {
+        for _ in 0..<500 where !condition() { usleep(20_000) }
+        XCTAssertTrue(condition(), what)
+    }
+
+    /// Everything a connection delivers until end of stream (or 3 s of silence).
+    static func readAll(_ c: TCPConnection) -> [UInt8] {
+        var all: [UInt8] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while true {
+            let r = try? buffer.withUnsafeMutableBytes { try c.receive(into: $0, timeoutMilliseconds: 3000) }
+            guard case .bytes(let n)? = r else { return all }
+            all += buffer[0..<n]
+        }
+    }
+
+    func testAJoinerStartsAtAnIDRAndGetsEveryAccessUnitWhole() throws {
+        let output = try makeListener()
+        let client = try connect(output.boundPort)
+        waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
+        for i in 5..<70 {
+            output.submit(chunk(i))
+            usleep(1000)  // a fast camera, but not a burst no queue could take
+        }
+        let report = output.finish()
+        let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(client)) + a.finish() }()
+        // Frames 5...29 come before the first IDR: not sent. 30...69 are.
+        XCTAssertEqual(units.map { $0.timestamp?.sequence }, (30..<70).map { UInt64($0) })
+        XCTAssertTrue(units[0].isIDR && units[0].hasSPS && units[0].hasPPS)
+        XCTAssertTrue(units.allSatisfy { !$0.isTruncated })
+        XCTAssertEqual(report.frames, 40)
+        XCTAssertEqual(report.skippedFrames, 0)
+    }
+
+    func testAReceiverThatNeverReadsNeitherBlocksSubmitNorHurtsAnother() throws {
+        let output = try makeListener(queueCapacity: 60)
+        let stalled = try connect(output.boundPort)
+        let reader = try connect(output.boundPort)
+        waitFor("both joined") { events.withLock { $0.filter { $0.contains("joined") }.count == 2 } }
+        let received = BytesBox()
+        let thread = Thread { received.set(Self.readAll(reader)) }
+        thread.start()
+        // 400 access units of 20 kB every 3 ms (6.7 MB/s): the stalled receiver's kernel buffers
+        // fill within a few dozen, then its queue, and from then on it skips to IDRs.
+        var slowest: UInt64 = 0
+        for i in 0..<400 {
+            let c = chunk(i, size: 20_000)
+            let t0 = DispatchTime.now().uptimeNanoseconds
+            output.submit(c)
+            slowest = max(slowest, DispatchTime.now().uptimeNanoseconds - t0)
+            usleep(3000)
+        }
+        XCTAssertLessThan(slowest, 50_000_000, "submit must never wait for a receiver")
+        _ = output.finish()
+        waitFor("reader done") { received.withLock { !$0.isEmpty } }
+        let units = received.withLock { bytes -> [ReceivedAccessUnit] in var a = AccessUnitAssembler(); return a.append(bytes) + a.finish() }
+        let log = events.withLock { $0 }
+        XCTAssertTrue(log.contains { $0.contains("too slow, skipped") }, log.joined(separator: "\n"))
+        // Only the stalled one skipped: the reader got a gap-free run from frame 0.
+        let sequences = units.compactMap { $0.timestamp?.sequence }
+        XCTAssertEqual(sequences.first, 0)
+        XCTAssertEqual(sequences, (0..<UInt64(sequences.count)).map { $0 }, "the reading receiver lost nothing")
+        XCTAssertEqual(sequences.count, 400)
+        _ = stalled
+    }
+
+    func testSkippingResumesOnlyAtAnIDR() throws {
+        let output = try makeListener(queueCapacity: 8)
+        let client = try connect(output.boundPort)
+        waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
+        // Don't read until everything is submitted, so the kernel buffers fill and the queue overflows.
+        for i in 0..<400 {
+            output.submit(chunk(i, idrEvery: 25, size: 20_000))
+            usleep(1000)
+        }
+        let done = BytesBox()
+        let thread = Thread { done.set(Self.readAll(client)) }
+        thread.start()
+        let report = output.finish()
+        waitFor("read") { done.withLock { !$0.isEmpty } }
+        let units = done.withLock { bytes -> [ReceivedAccessUnit] in var a = AccessUnitAssembler(); return a.append(bytes) + a.finish() }
+        XCTAssertGreaterThan(report.skippedFrames, 0)
+        XCTAssertGreaterThan(report.frames, 25)
+        XCTAssertEqual(units.count, report.frames)
+        // Every jump in sequence numbers lands on an IDR, and no access unit is cut.
+        var last: UInt64?
+        for unit in units {
+            let s = unit.timestamp!.sequence
+            if let last, s != last + 1 { XCTAssertTrue(unit.isIDR, "jump \(last) → \(s) lands on an IDR") }
+            last = s
+            XCTAssertFalse(unit.isTruncated)
+        }
+    }
+
+    func testPushReconnectsAndResumesAtAnIDR() throws {
+        // Reserve a port, close it: the push output starts with nobody there.
+        let probe = try TCPListener(host: "127.0.0.1", port: 0)
+        let port = probe.port
+        probe.close()
+        let requests = Atomic<Int>(0)
+        let gate = KeyframeRequestGate(minimumIntervalSeconds: 0)
+        gate.connect { requests.add(1, ordering: .relaxed) }
+        let output = TCPPushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate) { [events] line in events.append(line) }
+        try output.open()
+        XCTAssertTrue(events.withLock { $0.contains { $0.contains("not reachable yet") } })
+        for i in 0..<10 { output.submit(chunk(i)) }  // dropped: nobody listens
+        let listener = try TCPListener(host: "127.0.0.1", port: port)
+        var connection: TCPConnection?
+        for _ in 0..<60 where connection == nil { connection = try listener.accept(timeoutMilliseconds: 100) }
+        let c = try XCTUnwrap(connection, "the push output reconnects within its backoff")
+        waitFor("connected") { requests.load(ordering: .relaxed) >= 1 }
+        for i in 10..<75 { output.submit(chunk(i)) }
+        let report = output.finish()
+        let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(c)) + a.finish() }()
+        XCTAssertEqual(units.first?.timestamp?.sequence, 30, "resumes at the first IDR after connecting")
+        XCTAssertEqual(units.count, 45)
+        XCTAssertEqual(report.frames, 45)
+    }
+
+    func testKeyframeGateIsRateLimited() {
+        let count = Atomic<Int>(0)
+        let gate = KeyframeRequestGate(minimumIntervalSeconds: 10)
+        gate.connect { count.add(1, ordering: .relaxed) }
+        XCTAssertTrue(gate.request())
+        for _ in 0..<20 { XCTAssertFalse(gate.request()) }
+        XCTAssertEqual(count.load(ordering: .relaxed), 1)
+        XCTAssertEqual(gate.counts.refused, 20)
+    }
+
+    func testLatencyPercentiles() {
+        var s = LatencySamples()
+        for v in 1...100 { s.add(UInt64(v) * 1_000_000) }
+        XCTAssertEqual(s.percentile(50), 50_000_000)
+        XCTAssertEqual(s.percentile(99), 99_000_000)
+        XCTAssertEqual(LatencySamples.milliseconds(1_234_567), "1.23")
+    }
+}

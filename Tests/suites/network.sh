@@ -1,0 +1,323 @@
+#!/bin/bash
+# Tests/suites/network.sh — camrec over TCP on loopback, with real sockets and independent peers
+# (ffmpeg/ffprobe as receivers and senders, bash /dev/tcp clients as slow or garbage peers).
+#
+# Checks: push to `camrec receive --listen` gives the same bytes as the file (and both pass
+# `camrec inspect`); ffmpeg receiving camrec's push and joining camrec's listener mid-recording
+# decode from their first frame without errors; `camrec receive` from an ffmpeg server (3-byte start
+# codes, B-frames); two receivers joining at different times plus a slow reader: the file and the
+# fast ones unaffected, the slow one skipped to IDRs and still decodes; receivers and senders killed
+# mid-stream, reconnects both ways; peers that send garbage; usage and bind errors.
+#
+# Environment: CAMREC=path   test this binary instead of building with `swift build`
+#              KEEP=1        keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+PASS=0 FAIL=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+
+for tool in ffmpeg ffprobe timeout; do
+    command -v "$tool" >/dev/null || { echo "network: $tool not found"; FAIL=1; finish; }
+done
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 3
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+[[ -x $CAMREC ]] || { echo "network: no camrec binary at $CAMREC"; FAIL=1; finish; }
+
+W=$(mktemp -d /tmp/camrec-network.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    [[ -n ${KEEP:-} ]] && echo "network: kept $W" || rm -rf "$W"
+}
+trap cleanup EXIT
+echo "network: camrec $CAMREC, work directory $W"
+
+# Ports below the kernel's ephemeral range, different on every run.
+NEXT_PORT=$((21000 + RANDOM % 8000))
+port() { NEXT_PORT=$((NEXT_PORT + 1)); echo $NEXT_PORT; }
+
+# Waits until something listens on 127.0.0.1/[::] PORT (read from /proc, so nothing connects to it).
+wait_listen() {
+    local hex; hex=$(printf '%04X' "$1")
+    for _ in $(seq 1 100); do
+        if awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing listens on port $1"; return 1
+}
+
+# Waits up to $2 seconds for process $1 to end; kills it if it does not. Returns its status.
+wait_for() {
+    local pid=$1 limit=${2:-30} i
+    for ((i = 0; i < limit * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid"; return $?; }
+        sleep 0.1
+    done
+    echo "process $pid still running after ${limit}s; killing it"
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    return 124
+}
+
+frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
+first_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -m 1 -o '^[01]'; }
+decode_errors() { ffmpeg -v error -i "$1" -f null - 2>&1; }
+no_decode_errors() { local e; e=$(decode_errors "$1"); [[ -z $e ]] || { echo "$1: $e" | head -n 5; return 1; }; }
+inspect_ok() { "$CAMREC" inspect --summary "$1" >/dev/null 2>&1; }
+field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
+nonempty() { [[ -s $1 ]]; }
+
+# --- 1. push to camrec receive --listen: the copy is the file, byte for byte ----------------------
+P=$(port)
+"$CAMREC" receive --listen "$P" "$W/copy.h264" 2>"$W/recv1.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 90 "$W/out.h264" "tcp://127.0.0.1:$P" 2>"$W/send1.log"
+check "push: recording exits 0" [ $? -eq 0 ]
+sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+check "push: receive exits 0 after SIGINT (status $rc)" [ $rc -eq 0 ]
+check "push: copy is byte-identical to the file" cmp -s "$W/out.h264" "$W/copy.h264"
+check "push: file passes camrec inspect" inspect_ok "$W/out.h264"
+check "push: copy passes camrec inspect" inspect_ok "$W/copy.h264"
+check "push: receive decoded 90 frames, no decode errors" \
+    [ "$(field "$W/recv1.log" decoded)" = 90 -a "$(field "$W/recv1.log" decode_errors)" = 0 ]
+check "push: receive reports latency" grep -q "latency_median=" "$W/recv1.log"
+check "push: no temporary file left" [ -z "$(ls "$W" | grep partial)" ]
+
+# --- 2. ffmpeg receives camrec's push -------------------------------------------------------------
+P=$(port)
+timeout 40 ffmpeg -v error -f h264 -i "tcp://127.0.0.1:$P?listen" -c copy -f h264 "$W/ff-got.h264" 2>"$W/ff2.log" & F=$!; PIDS+=($F)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 60 "$W/out2.h264" "tcp://127.0.0.1:$P" 2>"$W/send2.log"
+wait_for $F 20
+check "ffmpeg receiver: got all 60 frames" [ "$(frames_of "$W/ff-got.h264")" = 60 ]
+check "ffmpeg receiver: first frame is a key frame" [ "$(first_key "$W/ff-got.h264")" = 1 ]
+check "ffmpeg receiver: decodes without errors" no_decode_errors "$W/ff-got.h264"
+check "ffmpeg receiver: ffmpeg itself printed no error" [ ! -s "$W/ff2.log" ]
+
+# --- 3. ffmpeg joins camrec's listener mid-recording ----------------------------------------------
+P=$(port)
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --keyframe-interval 150 --duration 6 "$W/out3.h264" --listen "127.0.0.1:$P" \
+    2>"$W/send3.log" & S=$!; PIDS+=($S)
+wait_listen "$P"; sleep 2
+timeout 30 ffmpeg -v error -i "tcp://127.0.0.1:$P" -c copy -f h264 "$W/ff-mid.h264" 2>"$W/ff3.log" & F=$!; PIDS+=($F)
+wait_for $S 30; rc=$?
+wait_for $F 10
+check "late ffmpeg: recording exits 0 (status $rc)" [ $rc -eq 0 ]
+n=$(frames_of "$W/ff-mid.h264")
+check "late ffmpeg: got frames ($n)" [ "${n:-0}" -gt 60 ]
+check "late ffmpeg: first frame is a key frame" [ "$(first_key "$W/ff-mid.h264")" = 1 ]
+check "late ffmpeg: decodes without errors" no_decode_errors "$W/ff-mid.h264"
+check "late ffmpeg: the join asked for an IDR (GOP of 150 would mean waiting up to 5 s)" grep -q "IDR requested" "$W/send3.log"
+check "late ffmpeg: file passes inspect" inspect_ok "$W/out3.h264"
+
+# --- 4. camrec receive from an ffmpeg server (3-byte start codes, B-frames) -----------------------
+ffmpeg -v error -f lavfi -i testsrc2=size=640x360:rate=30 -frames:v 90 -c:v libx264 -g 30 -bf 2 -f h264 "$W/src4.h264"
+P=$(port)
+timeout 30 ffmpeg -v error -re -i "$W/src4.h264" -c copy -f h264 "tcp://127.0.0.1:$P?listen" 2>"$W/ff4.log" & F=$!; PIDS+=($F)
+wait_listen "$P"
+timeout 30 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/from-ff.h264" --frames 90 2>"$W/recv4.log"; rc=$?
+wait_for $F 10
+check "from ffmpeg: receive exits 0 (status $rc)" [ $rc -eq 0 ]
+check "from ffmpeg: 90 frames written" [ "$(field "$W/recv4.log" frames)" = 90 ]
+check "from ffmpeg: no decode errors" [ "$(field "$W/recv4.log" decode_errors)" = 0 ]
+check "from ffmpeg: copy decodes to 90 frames without errors" [ "$(frames_of "$W/from-ff.h264")" = 90 ]
+check "from ffmpeg: copy decodes cleanly" no_decode_errors "$W/from-ff.h264"
+check "from ffmpeg: copy keeps camrec's contract (4-byte start codes)" inspect_ok "$W/from-ff.h264"
+
+# --- 5. two receivers joining at different times, and a slow reader -------------------------------
+P=$(port)
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --bitrate 3M --duration 10 "$W/out5.h264" "tcp://127.0.0.1:$P?listen" \
+    2>"$W/send5.log" & S=$!; PIDS+=($S)
+wait_listen "$P"
+"$CAMREC" receive "tcp://127.0.0.1:$P" "$W/r1.h264" --latency-log "$W/r1.lat" 2>"$W/r1.log" & R1=$!; PIDS+=($R1)
+sleep 1
+# The slow reader: 4 KiB every 100 ms (40 KiB/s, well under the 3 Mbit/s stream).
+( exec 3<"/dev/tcp/127.0.0.1/$P"; while :; do dd bs=4096 count=1 <&3 >>"$W/slow.h264" 2>/dev/null; sleep 0.1; done ) & SLOW=$!; PIDS+=($SLOW)
+sleep 2
+"$CAMREC" receive "tcp://127.0.0.1:$P" "$W/r2.h264" 2>"$W/r2.log" & R2=$!; PIDS+=($R2)
+wait_for $S 40; rc=$?
+sleep 0.5
+kill $SLOW 2>/dev/null; wait $SLOW 2>/dev/null
+kill -TERM $R1 $R2; wait_for $R1 10; wait_for $R2 10
+check "many receivers: recording exits 0 (status $rc)" [ $rc -eq 0 ]
+frames5=$(grep -o 'output=[^ ]*out5.h264 frames=[0-9]*' "$W/send5.log" | grep -o '[0-9]*$')
+check "many receivers: file complete (${frames5:-?} frames, 300 expected minus camera drops)" [ "${frames5:-0}" -ge 290 ]
+check "many receivers: file decodes to the frames it holds" [ "$(frames_of "$W/out5.h264")" = "$frames5" ]
+check "many receivers: file passes inspect" inspect_ok "$W/out5.h264"
+for r in r1 r2; do
+    check "many receivers: $r first frame is a key frame" [ "$(first_key "$W/$r.h264")" = 1 ]
+    check "many receivers: $r decodes without errors" no_decode_errors "$W/$r.h264"
+    check "many receivers: $r has no decode errors in receive's own check" [ "$(field "$W/$r.log" decode_errors)" = 0 ]
+done
+r1f=$(field "$W/r1.log" frames); r2f=$(field "$W/r2.log" frames)
+check "many receivers: r1 (joined first) got nearly the whole recording ($r1f)" [ "${r1f:-0}" -ge $((frames5 - 45)) ]
+check "many receivers: r2 (joined 3 s later) got the rest ($r2f)" [ "${r2f:-0}" -ge $((frames5 - 150)) -a "${r2f:-0}" -lt "$r1f" ]
+# r1's latency while the slow reader was connected (from 2 s after r1 joined) against before it joined.
+lat_p() { grep -v '^#' "$1" | awk -v a="$2" -v b="$3" 'NR > a && NR <= b { print $2 }' | sort -n | awk -v p="$4" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); print (i ? v[i] : 0) / 1000 }'; }
+before=$(lat_p "$W/r1.lat" 3 30 50); during=$(lat_p "$W/r1.lat" 60 1000 50); during99=$(lat_p "$W/r1.lat" 60 1000 99)
+echo "r1 capture-to-received latency: median ${before} ms before the slow reader, ${during} ms (p99 ${during99} ms) with it"
+check "many receivers: r1's median latency with the slow reader stays within 20 ms of before (${before} → ${during} ms)" \
+    awk -v a="$before" -v b="$during" 'BEGIN { exit !(b < a + 20) }'
+check "many receivers: r1's p99 latency with the slow reader under 500 ms (${during99} ms; seconds would mean it was held back)" \
+    awk -v v="$during99" 'BEGIN { exit !(v < 500) }'
+check "many receivers: the slow reader was skipped ahead (logged)" grep -q "too slow, skipped" "$W/send5.log"
+slow_skips=$(grep "too slow" "$W/send5.log" | grep -o 'receiver [^ ]*' | sort -u | wc -l)
+check "many receivers: only one receiver (the slow one) was ever skipped" [ "$slow_skips" = 1 ]
+check "many receivers: what the slow reader got starts at a key frame" [ "$(first_key "$W/slow.h264")" = 1 ]
+n=$(frames_of "$W/slow.h264")
+check "many receivers: the slow reader's stream decodes ($n frames)" [ "${n:-0}" -gt 5 ]
+# Every access unit but the last (cut off when the reader stopped) decodes cleanly: compare with a copy
+# cut at its last complete access unit, found with camrec receive's own reassembly.
+P2=$(port)
+"$CAMREC" receive --listen "$P2" "$W/slow-cut.h264" 2>"$W/slow-cut.log" & R=$!; PIDS+=($R)
+wait_listen "$P2"
+cat "$W/slow.h264" >"/dev/tcp/127.0.0.1/$P2"
+sleep 0.5; kill -INT $R; wait_for $R 10
+check "many receivers: slow reader's stream, last (partial) frame aside, has no decode errors" \
+    [ "$(field "$W/slow-cut.log" decode_errors)" = 0 ]
+check "many receivers: and no decode errors in ffmpeg either" no_decode_errors "$W/slow-cut.h264"
+
+# --- 6. receivers killed mid-stream; push reconnects to a restarted receiver ----------------------
+P=$(port)
+"$CAMREC" receive --listen "$P" "$W/k1.h264" 2>"$W/k1.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 8 "$W/out6.h264" "tcp://127.0.0.1:$P" 2>"$W/send6.log" & S=$!; PIDS+=($S)
+sleep 2; kill -9 $R; wait $R 2>/dev/null
+sleep 1.5
+"$CAMREC" receive --listen "$P" "$W/k2.h264" 2>"$W/k2.log" & R=$!; PIDS+=($R)
+wait_for $S 30; rc=$?
+sleep 0.5; kill -INT $R; wait_for $R 10
+check "killed receiver: recording exits 0 (status $rc)" [ $rc -eq 0 ]
+check "killed receiver: file complete (240 frames minus drops)" [ "$(frames_of "$W/out6.h264")" -ge 230 ]
+check "killed receiver: file passes inspect" inspect_ok "$W/out6.h264"
+check "killed receiver: sender said the receiver went away" grep -q "went away" "$W/send6.log"
+check "killed receiver: sender reconnected" grep -q "reconnected" "$W/send6.log"
+check "killed receiver: the second receiver got frames from a key frame" [ "$(first_key "$W/k2.h264")" = 1 ]
+check "killed receiver: second receiver's copy decodes without errors" no_decode_errors "$W/k2.h264"
+check "killed receiver: second receiver saw no decode errors" [ "$(field "$W/k2.log" decode_errors)" = 0 ]
+check "killed receiver: the killed one left only its .partial file" [ ! -e "$W/k1.h264" ]
+partial=$(ls "$W"/k1.h264.camrec-*.partial 2>/dev/null | head -n 1)
+check "killed receiver: its .partial file decodes" no_decode_errors "$partial"
+
+# A receiver that connects and resets at once, and ffmpeg killed mid-stream: the listener shrugs.
+P=$(port)
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 5 "$W/out6b.h264" --listen "$P" 2>"$W/send6b.log" & S=$!; PIDS+=($S)
+wait_listen "$P"
+( exec 3<>"/dev/tcp/127.0.0.1/$P"; exec 3>&- ) 2>/dev/null
+ffmpeg -v error -i "tcp://127.0.0.1:$P" -f null - 2>/dev/null & F=$!; PIDS+=($F)
+"$CAMREC" receive "tcp://127.0.0.1:$P" "$W/k3.h264" 2>"$W/k3.log" & R=$!; PIDS+=($R)
+sleep 1.5; kill -9 $F; wait $F 2>/dev/null
+wait_for $S 30; rc=$?
+sleep 0.5; kill -TERM $R; wait_for $R 10
+check "killed ffmpeg receiver: recording exits 0 (status $rc)" [ $rc -eq 0 ]
+check "killed ffmpeg receiver: the other receiver decodes cleanly" no_decode_errors "$W/k3.h264"
+check "killed ffmpeg receiver: file passes inspect" inspect_ok "$W/out6b.h264"
+
+# --- 7. senders killed mid-stream; receive reconnects ---------------------------------------------
+P=$(port)
+"$CAMREC" --test-pattern --fps 30 --size 640x360 "$W/s1.h264" --listen "127.0.0.1:$P" 2>"$W/s1.log" & S=$!; PIDS+=($S)
+wait_listen "$P"
+"$CAMREC" receive "tcp://127.0.0.1:$P" "$W/rs.h264" 2>"$W/rs.log" & R=$!; PIDS+=($R)
+sleep 2; kill -9 $S; wait $S 2>/dev/null
+sleep 1
+check "killed sender: receive is still running" kill -0 $R
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 3 "$W/s2.h264" --listen "127.0.0.1:$P" 2>"$W/s2.log" & S=$!; PIDS+=($S)
+wait_for $S 30
+sleep 0.5; kill -TERM $R; wait_for $R 10; rc=$?
+check "killed sender: receive exits 0 after SIGTERM (status $rc)" [ $rc -eq 0 ]
+check "killed sender: receive reconnected" [ "$(field "$W/rs.log" reconnects)" -ge 1 ]
+check "killed sender: receive said the sender went away or ended" grep -q -E "went away|ended the stream" "$W/rs.log"
+check "killed sender: the copy spans both senders and decodes cleanly" no_decode_errors "$W/rs.h264"
+check "killed sender: the copy passes inspect" inspect_ok "$W/rs.h264"
+check "killed sender: receive's own decode check agrees" [ "$(field "$W/rs.log" decode_errors)" = 0 ]
+
+# A pushing sender killed mid-stream: receive --listen keeps its file and waits for the next one.
+P=$(port)
+"$CAMREC" receive --listen "$P" "$W/rl.h264" 2>"$W/rl.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 "$W/s3.h264" "tcp://127.0.0.1:$P" 2>/dev/null & S=$!; PIDS+=($S)
+sleep 2; kill -9 $S; wait $S 2>/dev/null
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 30 "$W/s4.h264" "tcp://127.0.0.1:$P" 2>/dev/null
+sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+check "killed pusher: receive --listen exits 0 (status $rc)" [ $rc -eq 0 ]
+check "killed pusher: receive took the second sender (reconnects=1)" [ "$(field "$W/rl.log" reconnects)" = 1 ]
+check "killed pusher: the copy decodes cleanly" no_decode_errors "$W/rl.h264"
+
+# --- 8. garbage ----------------------------------------------------------------------------------
+# A receiver that sends garbage to camrec's listener.
+P=$(port)
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 3 "$W/g1.h264" --listen "$P" 2>"$W/g1.log" & S=$!; PIDS+=($S)
+wait_listen "$P"
+( exec 3<>"/dev/tcp/127.0.0.1/$P"; head -c 200000 /dev/urandom >&3; sleep 1; head -c 20000 <&3 >/dev/null ) 2>/dev/null & G=$!; PIDS+=($G)
+printf 'GET / HTTP/1.1\r\nHost: x\r\n\r\n' | timeout 2 bash -c "exec 3<>/dev/tcp/127.0.0.1/$P; cat >&3; head -c 1000 <&3 >/dev/null" 2>/dev/null
+wait_for $S 20; rc=$?
+wait $G 2>/dev/null
+check "garbage receiver: recording exits 0 (status $rc)" [ $rc -eq 0 ]
+check "garbage receiver: logged that it ignores what receivers send" grep -q "ignoring bytes the receiver sends" "$W/g1.log"
+check "garbage receiver: file complete and valid" inspect_ok "$W/g1.h264"
+
+# A sender that sends garbage to camrec receive --listen, then a real one.
+P=$(port)
+"$CAMREC" receive --listen "$P" "$W/g2.h264" 2>"$W/g2.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+head -c 12000000 /dev/urandom >"/dev/tcp/127.0.0.1/$P" 2>/dev/null
+sleep 0.5
+check "garbage sender: receive still running" kill -0 $R
+check "garbage sender: receive said it is not H.264" grep -q "is not sending H.264" "$W/g2.log"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 30 "$W/g2src.h264" "tcp://127.0.0.1:$P" 2>/dev/null
+sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+check "garbage sender: receive exits 0 after the real sender (status $rc)" [ $rc -eq 0 ]
+check "garbage sender: the real sender's stream is received intact" cmp -s "$W/g2src.h264" "$W/g2.h264"
+
+# An ffmpeg server that sends noise (not H.264): receive --frames never completes, SIGTERM ends it.
+P=$(port)
+timeout 20 ffmpeg -v error -f lavfi -i "anoisesrc=r=48000:a=1" -f s16le "tcp://127.0.0.1:$P?listen" 2>/dev/null & F=$!; PIDS+=($F)
+wait_listen "$P"
+"$CAMREC" receive "tcp://127.0.0.1:$P" "$W/g3.h264" --frames 10 2>"$W/g3.log" & R=$!; PIDS+=($R)
+sleep 4; kill -TERM $R; wait_for $R 10; rc=$?
+kill $F 2>/dev/null; wait $F 2>/dev/null
+check "noise sender: receive exits 65 (nothing was H.264) (status $rc)" [ $rc -eq 65 ]
+check "noise sender: clear message" grep -q "not sending H.264" "$W/g3.log"
+check "noise sender: no output file" [ ! -e "$W/g3.h264" ]
+
+# --- 9. usage and socket errors -----------------------------------------------------------------
+"$CAMREC" --test-pattern --frames 5 "tcp://127.0.0.1" 2>"$W/u1.log"; rc=$?
+check "usage: tcp:// without a port is a usage error (status $rc)" [ $rc -eq 64 ]
+"$CAMREC" --test-pattern --frames 5 "tcp://::1:9000" 2>"$W/u2.log"; rc=$?
+check "usage: an IPv6 address without brackets is refused with a hint (status $rc)" [ $rc -eq 64 ] && grep -q "brackets" "$W/u2.log"
+"$CAMREC" receive 2>"$W/u3.log"; rc=$?
+check "usage: receive without a sender (status $rc)" [ $rc -eq 64 ]
+P=$(port)
+"$CAMREC" receive --listen "127.0.0.1:$P" 2>/dev/null & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --frames 5 "$W/u4.h264" --listen "127.0.0.1:$P" 2>"$W/u4.log"; rc=$?
+kill -INT $R; wait_for $R 10
+check "bind: a port in use fails with status 75 (status $rc)" [ $rc -eq 75 ]
+check "bind: the message names bind() and the errno" grep -q "bind() on 127.0.0.1:$P: Address already in use" "$W/u4.log"
+check "bind: nothing recorded" [ ! -e "$W/u4.h264" ]
+"$CAMREC" --test-pattern --fps 30 --frames 30 "$W/u5.h264" "tcp://[::1]:$(port)" 2>"$W/u5.log"; rc=$?
+check "unreachable receiver: the file is still recorded (status $rc)" [ $rc -eq 0 ] && inspect_ok "$W/u5.h264"
+check "unreachable receiver: the message says so" grep -q "not reachable yet" "$W/u5.log"
+# IPv6 end to end, and a host name reaching a dual-stack listener.
+P=$(port)
+"$CAMREC" receive --listen "[::1]:$P" "$W/v6.h264" 2>"$W/v6r.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/v6src.h264" "tcp://[::1]:$P" 2>"$W/v6s.log"
+sleep 0.5; kill -INT $R; wait_for $R 10
+check "IPv6: push to [::1], copy identical" cmp -s "$W/v6src.h264" "$W/v6.h264"
+P=$(port)
+"$CAMREC" receive --listen "$P" "$W/name.h264" 2>"$W/namer.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/namesrc.h264" "tcp://localhost:$P" 2>"$W/names.log"
+sleep 0.5; kill -INT $R; wait_for $R 10
+check "host name: localhost reaches the dual-stack listener, copy identical" cmp -s "$W/namesrc.h264" "$W/name.h264"
+
+finish
