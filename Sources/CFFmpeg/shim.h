@@ -93,6 +93,11 @@ static inline void camrec_log_capture(int quiet) {
     av_log_set_callback(camrec_log_callback);
 }
 
+/// Back to libavutil's own callback: every error line printed as it comes.
+static inline void camrec_log_release(void) {
+    av_log_set_callback(av_log_default_callback);
+}
+
 /// Copies the error lines kept since the last call into buf ("" if none) and forgets them.
 static inline void camrec_log_take_last_error(char *buf, size_t size) {
     camrec_log_state *s = camrec_log_state_get();

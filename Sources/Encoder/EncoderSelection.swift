@@ -30,6 +30,7 @@ public enum EncoderSelection {
                 let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
                 return Choice(encoder: encoder, note: "encoding on the GPU: \(encoder.name)")
             } catch let error as EncoderError {
+                LibavLogCapture.end()
                 let software = try SoftwareH264Encoder(settings: settings)
                 return Choice(encoder: software, note: "encoding in software (libx264): VA-API can't be used: \(error.message)")
             }

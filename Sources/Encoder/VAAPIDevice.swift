@@ -210,6 +210,12 @@ enum LibavLogCapture {
         _ = takeLastError()
     }
 
+    /// libavutil prints its error lines itself again (for a backend that reports them that way).
+    static func end() {
+        _ = takeLastError()
+        camrec_log_release()
+    }
+
     static func takeLastError() -> String? {
         var buffer = [CChar](repeating: 0, count: 2048)
         camrec_log_take_last_error(&buffer, buffer.count)

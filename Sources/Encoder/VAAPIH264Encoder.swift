@@ -38,6 +38,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// Counters of the upload: frames and bytes the CPU copied into VA mappings.
     public private(set) var uploadedFrames = 0
     public private(set) var uploadedBytes = 0
+    /// Time spent uploading (get surface, map, copy, unmap), for measurements.
+    public private(set) var uploadNanoseconds: UInt64 = 0
 
     public var name: String {
         "h264_vaapi (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
@@ -226,6 +228,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
 
     /// One CPU pass: pool buffer → VA surface mapping.
     private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
+        let started = MonotonicClock.now()
+        defer { uploadNanoseconds += MonotonicClock.now() - started }
         var status = av_hwframe_get_buffer(frames, hwFrame, 0)
         guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
         mapped.pointee.format = AV_PIX_FMT_NV12.rawValue

@@ -1,0 +1,169 @@
+#!/bin/bash
+# Tests/vm-cases/vaapi-vm.sh — camrec's VA-API path inside the test VM, on vgem's real DRM render node
+# (/dev/dri/renderD128) with the test VA driver: the path users take (libva's DRM backend), not X11.
+# Run by Tests/suites/vaapi-vm.sh through Tests/vm/run.sh.
+# Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir), LIBVA_DRIVER_NAME=camrec_test and
+# LIBVA_DRIVERS_PATH (the built test driver). Ends with "N passed, N failed".
+set -uo pipefail
+
+if [[ ${CAMREC_VM:-} != 1 ]]; then
+    echo "vaapi-vm.sh: run me inside the VM (Tests/suites/vaapi-vm.sh does)" >&2
+    exit 2
+fi
+CAMREC=${CAMREC:?set CAMREC to the camrec binary}
+: "${LIBVA_DRIVER_NAME:?}" "${LIBVA_DRIVERS_PATH:?}"
+R=${CAMREC_VM_RESULTS:?}/vaapi
+rm -rf "$R" && mkdir -p "$R"
+# Big I_PCM streams stay in the VM's RAM (/tmp); only logs go to the results share.
+W=$(mktemp -d /tmp/vaapi-vm.XXXXXX)
+chmod 1777 "$W"   # the permission cases run as nobody and write here
+NODE=/dev/dri/renderD128
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+T0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+
+STRICT=(-err_detect +crccheck+bitstream+buffer+explode)
+decoded_frames() {
+    ffprobe -v error "${STRICT[@]}" -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
+}
+profile_of() {
+    ffprobe -v error -select_streams v:0 -show_entries stream=profile,width,height -of csv=p=0 "$1" 2>/dev/null
+}
+idr_frames() {
+    ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
+        sed -n 's/.*nal_unit_type .* = \([0-9]*\)$/\1/p' |
+        awk '$1 == 1 || $1 == 5 { if ($1 == 5) printf "%d ", n; n++ }' | sed 's/ $//'
+}
+expected_idrs() {  # frames interval
+    seq 0 "$2" $(($1 - 1)) | tr '\n' ' ' | sed 's/ $//'
+}
+field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9.]*" | cut -d= -f2; }
+
+echo "== kernel $(uname -r); $(ls -l $NODE)"
+echo "== $(readlink -f /sys/class/drm/renderD128/device)"
+check "$NODE exists (vgem)" test -c $NODE
+
+echo "== camrec encoders, default device ($(elapsed))"
+"$CAMREC" encoders >"$R/encoders.txt" 2>&1
+rc=$?
+cat "$R/encoders.txt"
+check "encoders: exit 0, the default device is $NODE, the test driver's vendor and EncSlice, auto uses VA-API" \
+    eval "[[ $rc == 0 ]] && grep -q 'VA-API device: $NODE' '$R/encoders.txt' &&
+        grep -q 'driver: camrec test VA driver' '$R/encoders.txt' &&
+        grep -q 'VAProfileH264ConstrainedBaseline (--profile baseline): VAEntrypointEncSlice' '$R/encoders.txt' &&
+        grep -q 'auto uses: VA-API' '$R/encoders.txt'"
+
+# 1. The exact command a user types, with the test pattern.
+echo "== camrec --test-pattern --encoder vaapi --vaapi-device $NODE --frames 200 out.h264 ($(elapsed))"
+(cd "$W" && "$CAMREC" --test-pattern --encoder vaapi --vaapi-device $NODE --frames 200 out.h264) >"$R/tp.log" 2>&1
+rc=$?
+cat "$R/tp.log"
+n=$(decoded_frames "$W/out.h264")
+idrs=$(idr_frames "$W/out.h264")
+"$CAMREC" inspect --summary "$W/out.h264" >"$R/tp.inspect" 2>&1
+irc=$?
+cat "$R/tp.inspect"
+check "test pattern via $NODE: exit 0" test $rc = 0
+check "test pattern: ffprobe decodes 200 frames (got ${n:-none}), $(profile_of "$W/out.h264")" test "${n:-0}" = 200
+check "test pattern: IDRs at 0, 30, …, 180 (got: $idrs)" test "$idrs" = "$(expected_idrs 200 30)"
+check "test pattern: camrec inspect finds the contract kept (4-byte start codes, SPS+PPS before each IDR)" test $irc = 0
+rm -f "$W/out.h264"
+
+# 2. Pixel identity through the DRM path (the host suite covers more sizes under X11).
+echo "== pixel identity, 650x482 NV12 through $NODE ($(elapsed))"
+ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=s=650x482:r=30 -frames:v 10 -pix_fmt nv12 -f rawvideo -y "$W/in.nv12"
+"$CAMREC" --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
+    --vaapi-device $NODE "$W/px.h264" >"$R/px.log" 2>&1
+rc=$?
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/px.h264" -f rawvideo -pix_fmt nv12 -y "$W/px.nv12"
+check "650x482 via $NODE: exit $rc, IDRs $(idr_frames "$W/px.h264"), decoded frames identical to the input" \
+    eval "[[ $rc == 0 && '$(idr_frames "$W/px.h264")' == '0 4 8' ]] && cmp -s '$W/in.nv12' '$W/px.nv12'"
+
+# 3. auto on a machine with a working VA driver, default device.
+echo "== --encoder auto, default device ($(elapsed))"
+"$CAMREC" --test-pattern --size 640x480 --frames 10 "$W/auto.h264" >"$R/auto.log" 2>&1
+rc=$?
+cat "$R/auto.log"
+check "auto picks VA-API on $NODE and says so" \
+    eval "[[ $rc == 0 ]] && grep -q '^camrec: encoding on the GPU: h264_vaapi (VA-API on $NODE' '$R/auto.log' &&
+        [[ \$(profile_of '$W/auto.h264') == 'Constrained Baseline,640,480' ]]"
+
+# 4. Failures on the real node: exit 73, one line, no file.
+fails() {  # name description message-regex env... -- args...
+    local name=$1 what=$2 message=$3; shift 3
+    local envs=()
+    while [[ $1 != -- ]]; do envs+=("$1"); shift; done; shift
+    (cd "$W" && env "${envs[@]}" "$CAMREC" --test-pattern --size 640x480 --frames 10 "$@" "$name.h264") >"$R/$name.log" 2>&1
+    local rc=$?
+    local lines; lines=$(grep -vc '^\[camrec_test_drv\]' "$R/$name.log")
+    if [[ $rc == 73 && ! -e $W/$name.h264 && $lines == 1 ]] && grep -qE "^camrec: error: $message" "$R/$name.log"; then
+        ok "$what: exit 73, no file: $(grep -v '^\[camrec_test_drv\]' "$R/$name.log")"
+    else
+        bad "$what: exit $rc (want 73), $lines lines, file $([[ -e $W/$name.h264 ]] && echo yes || echo no): $(head -3 "$R/$name.log")"
+    fi
+}
+echo "== failures ($(elapsed))"
+fails initfail "vaapi, driver fails to initialise" "the VA driver failed to load or initialise on $NODE: .*operation failed" \
+    CAMREC_TEST_VA_INIT_FAIL=1 -- --encoder vaapi --vaapi-device $NODE
+fails noencode "vaapi, decode-only driver" "the VA driver on $NODE \(camrec test VA driver.*\) has no H.264 encode entrypoint" \
+    CAMREC_TEST_VA_NO_ENCODE=1 -- --encoder vaapi --vaapi-device $NODE
+# No LIBVA_DRIVER_NAME: libva asks the kernel driver's name ("vgem") and finds no vgem_drv_video.so.
+fails nodriver "vaapi, no VA driver for the GPU (vgem has none)" "the VA driver failed to load or initialise on $NODE" \
+    -u LIBVA_DRIVER_NAME -- --encoder vaapi --vaapi-device $NODE
+
+# Permission denied on the node: as a user outside the node's group.
+echo "== permission denied ($(elapsed))"
+chgrp render $NODE 2>/dev/null || true
+chmod 0660 $NODE
+ls -l $NODE
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+    --encoder vaapi --vaapi-device $NODE "$W/perm.h264" >"$R/perm.log" 2>&1
+rc=$?
+cat "$R/perm.log"
+check "vaapi as a user outside the 'render' group: exit 73, no file, the hint to join the group" \
+    eval "[[ $rc == 73 && ! -e '$W/perm.h264' ]] && grep -q \"permission denied on $NODE: join the 'render' group\" '$R/perm.log'"
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+    "$W/perm-auto.h264" >"$R/perm-auto.log" 2>&1
+rc=$?
+cat "$R/perm-auto.log"
+check "auto as that user: libx264, with the reason in one line" \
+    eval "[[ $rc == 0 ]] && grep -q \"^camrec: encoding in software (libx264): VA-API can't be used: permission denied on $NODE\" '$R/perm-auto.log' &&
+        [[ \$(profile_of '$W/perm-auto.h264') == High,640,480 ]]"
+setpriv --reuid=nobody --regid=render --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+    --encoder vaapi --vaapi-device $NODE "$W/perm-ok.h264" >"$R/perm-ok.log" 2>&1
+rc=$?
+check "vaapi as a member of the 'render' group: exit 0" test $rc = 0
+chmod 0666 $NODE
+
+# 5. The camera: vivid → camrec → h264_vaapi → libva → driver → stream, the exact user command.
+if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.txt" 2>&1; then
+    echo "== camrec --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 200 out.h264 ($(elapsed))"
+    head -3 "$R/devices.txt"
+    (cd "$W" && "$CAMREC" --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 200 out.h264) >"$R/cam.log" 2>&1
+    rc=$?
+    cat "$R/cam.log"
+    n=$(decoded_frames "$W/out.h264")
+    "$CAMREC" inspect --summary "$W/out.h264" >"$R/cam.inspect" 2>&1
+    irc=$?
+    cat "$R/cam.inspect"
+    check "camera via $NODE: exit 0" test $rc = 0
+    check "camera: ffprobe decodes 200 frames (got ${n:-none}; $(profile_of "$W/out.h264"))" test "${n:-0}" = 200
+    check "camera: camrec inspect finds the contract kept" test $irc = 0
+    # The IDR interval is one second of the camera's rate.
+    rate=$(grep -o '[0-9.]* fps' "$R/cam.inspect" | head -1 | cut -d' ' -f1)
+    # camrec rounds half up (12.5 fps → 13); printf would round half to even.
+    gop=$(awk -v r="${rate:-0}" 'BEGIN { printf "%d", int(r + 0.5) }')
+    check "camera: IDRs every $gop frames from frame 0 (got: $(idr_frames "$W/out.h264"))" \
+        test "$(idr_frames "$W/out.h264")" = "$(expected_idrs 200 "${gop:-1}")"
+    rm -f "$W/out.h264"
+else
+    bad "camrec --device /dev/video0 does not work in this VM: $(head -3 "$R/devices.txt" 2>/dev/null)"
+fi
+
+rm -rf "$W"
+echo "== done ($(elapsed))"
+echo "$pass passed, $fail failed"
+[[ $fail -eq 0 ]]
