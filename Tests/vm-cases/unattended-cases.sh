@@ -43,7 +43,7 @@ check "udev: video1 (output) gets no camrec link" sh -c "! grep -q 'camrec/' '$R
 rm -f /run/udev/rules.d/70-camrec.rules
 
 echo "== the README's crontab line, run as cron runs it, twice overlapping"
-line=$(grep -E '^[0-9*].* camrec --device' README.md | head -1)
+line=$(grep -E '^[0-9*][0-9* ]* /.*camrec --device' README.md | head -1)
 echo "   crontab: $line"
 # Fields 6… are the command; cron turns \% into % and runs it with /bin/sh, a minimal
 # environment, no terminal, in the home directory. Only the binary, the output root and the
