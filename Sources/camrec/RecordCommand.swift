@@ -67,7 +67,10 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
-    @Argument(help: "Where the stream goes: a file path, or - for stdout.")
+    @Option(help: ArgumentHelp("Serve the stream to any number of receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
+    var listen: [String] = []
+
+    @Argument(help: "Where the stream goes, any number of: a file path, - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers).")
     var outputs: [String] = []
 
     func validate() throws {
@@ -84,7 +87,8 @@ struct RecordCommand: ParsableCommand {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         if let keyframeInterval, keyframeInterval <= 0 { throw ValidationError("--keyframe-interval must be positive") }
         if let qp, !(0...51).contains(qp) { throw ValidationError("--qp must be between 0 and 51") }
-        if outputs.isEmpty { throw ValidationError("give an output: a file name, or - for stdout") }
+        if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, or tcp://HOST:PORT") }
+        _ = try networkEndpoints()
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
     }
 
@@ -112,13 +116,22 @@ struct RecordCommand: ParsableCommand {
         } catch {
             throw report(Recorder.classifyForCLI(error))
         }
-        let streamOutputs: [StreamOutput] = outputs.map { target in
-            target == "-" ? QueuedOutput(sink: StandardOutputSink())
-                          : QueuedOutput(sink: FileSink(path: target, overwrite: overwrite))
+        let keyframes = KeyframeRequestGate(minimumIntervalSeconds: 1)
+        var streamOutputs: [StreamOutput]
+        do {
+            streamOutputs = try outputs.map { target -> StreamOutput in
+                if target == "-" { return QueuedOutput(sink: StandardOutputSink()) }
+                if TCPEndpoint.looksLikeURL(target) { return try makeNetworkOutput(TCPEndpoint(url: target), keyframes: keyframes) }
+                return QueuedOutput(sink: FileSink(path: target, overwrite: overwrite))
+            }
+            for spec in listen { streamOutputs.append(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), keyframes: keyframes)) }
+        } catch {
+            throw report(Recorder.classifyForCLI(error))
         }
         logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
+        keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         signals.start { signal in
             if signal == SIGHUP { return }
             recorder.stop()
@@ -164,6 +177,29 @@ struct RecordCommand: ParsableCommand {
         return choice.encoder
     }
 
+    /// The tcp:// outputs and --listen values, parsed (a usage error names the bad one).
+    private func networkEndpoints() throws -> [TCPEndpoint] {
+        do {
+            return try outputs.filter(TCPEndpoint.looksLikeURL).map { try TCPEndpoint(url: $0) }
+                + listen.map { try TCPEndpoint(listenSpec: $0) }
+        } catch let error as TCPEndpointError {
+            throw ValidationError(error.description)
+        }
+    }
+
+    /// A push (tcp://HOST:PORT) or listening (?listen, --listen) output. Its messages (joins,
+    /// leaves, skips, reconnects) go to stderr as they happen.
+    private func makeNetworkOutput(_ endpoint: TCPEndpoint, keyframes: KeyframeRequestGate) -> StreamOutput {
+        let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
+        let quiet = logLevel > .notice
+        let log: NetworkEventLog = { message in
+            guard !quiet else { return }
+            writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
+        }
+        if endpoint.listen { return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, log: log) }
+        return TCPPushOutput(endpoint: endpoint, keyframes: keyframes, log: log)
+    }
+
     /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.
     private func summaryLines(_ result: RecordingResult) -> [String] {
         var lines: [String] = []
@@ -174,7 +210,7 @@ struct RecordCommand: ParsableCommand {
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
-            if output.path == nil && output.label != "stdout" { fields.append("saved=no") }
+            if output.path == nil && output.label != "stdout" && !TCPEndpoint.looksLikeURL(output.label) { fields.append("saved=no") }
             lines.append("camrec: finished " + fields.joined(separator: " "))
         }
         return lines
