@@ -41,6 +41,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// Time spent uploading (get surface, map, copy, unmap), for measurements.
     public private(set) var uploadNanoseconds: UInt64 = 0
 
+    /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload direct (vaDeriveImage)".
+    public var configuration: String {
+        let profile = chosenProfile.map { VAAPIDevice.shortName($0.name) } ?? "no profile yet"
+        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload "
+            + (uploadIsDirect ? "straight into the surface (vaDeriveImage)" : "through a VA image (vaPutImage: one more copy in the driver)")
+    }
+
     public var name: String {
         "h264_vaapi (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
     }
@@ -99,6 +106,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
 
         LibavLogCapture.begin()
         // Surfaces for the input frames, NV12 in the size of the video.
+        if framesRef != nil { av_buffer_unref(&framesRef) }
         guard let frames = av_hwframe_ctx_alloc(device.deviceRef) else {
             throw EncoderError(.unavailable, "out of memory setting up VA-API frames")
         }
@@ -119,7 +127,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
         }
-        context = ctx
+        // `context` is set only once the encoder is open; on any error the half-made one goes.
+        defer {
+            if context == nil {
+                var unopened: UnsafeMutablePointer<AVCodecContext>? = ctx
+                avcodec_free_context(&unopened)
+            }
+        }
         let rate = settings.frameRateRational
         ctx.pointee.width = Int32(settings.size.width)
         ctx.pointee.height = Int32(settings.size.height)
@@ -132,22 +146,22 @@ public final class VAAPIH264Encoder: VideoEncoder {
         ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
         ctx.pointee.hw_device_ctx = av_buffer_ref(device.deviceRef)
         let priv = ctx.pointee.priv_data
-        av_opt_set_int(priv, "async_depth", 1, 0)
-        av_opt_set_int(priv, "low_power", usesLowPower ? 1 : 0, 0)
+        try option(priv, "async_depth", 1)
+        try option(priv, "low_power", usesLowPower ? 1 : 0)
         let profileOption = switch profile.camrecProfile! {
         case .baseline: "constrained_baseline"
         case .main: "main"
         case .high: "high"
         }
-        av_opt_set(priv, "profile", profileOption, 0)
+        try option(priv, "profile", profileOption)
 
         let modes = device.rateControlModes(profile: profile.vaProfile, lowPower: usesLowPower)
         if let qp = settings.constantQP {
             guard modes & camrec_VA_RC_CQP != 0 else {
                 throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no constant-QP mode; use --bitrate")
             }
-            av_opt_set(priv, "rc_mode", "CQP", 0)
-            av_opt_set_int(priv, "qp", Int64(qp), 0)
+            try option(priv, "rc_mode", "CQP")
+            try option(priv, "qp", Int64(qp))
             rateControl = "CQP \(qp)"
         } else {
             let bitrate = Int64(settings.effectiveBitrate)
@@ -156,10 +170,10 @@ public final class VAAPIH264Encoder: VideoEncoder {
             // One second of HRD buffer, as for libx264.
             ctx.pointee.rc_buffer_size = Int32(clamping: bitrate)
             if modes & camrec_VA_RC_CBR != 0 {
-                av_opt_set(priv, "rc_mode", "CBR", 0)
+                try option(priv, "rc_mode", "CBR")
                 rateControl = "CBR \(bitrate) bit/s"
             } else if modes & camrec_VA_RC_VBR != 0 {
-                av_opt_set(priv, "rc_mode", "VBR", 0)
+                try option(priv, "rc_mode", "VBR")
                 rateControl = "VBR \(bitrate) bit/s"
             } else {
                 throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no bit-rate control (CBR or VBR); "
@@ -170,10 +184,21 @@ public final class VAAPIH264Encoder: VideoEncoder {
         status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)
         guard status >= 0 else {
-            avcodec_free_context(&context)
             throw unavailable("h264_vaapi refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
                 + "\(VAAPIDevice.shortName(profile.name))\(usesLowPower ? " low-power" : ""), \(rateControl))", status)
         }
+        context = ctx
+    }
+
+    /// Sets a private option of h264_vaapi; an FFmpeg without it can't do what camrec needs.
+    private func option(_ priv: UnsafeMutableRawPointer?, _ name: String, _ value: String) throws {
+        let status = av_opt_set(priv, name, value, 0)
+        guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
+    }
+
+    private func option(_ priv: UnsafeMutableRawPointer?, _ name: String, _ value: Int64) throws {
+        let status = av_opt_set_int(priv, name, value, 0)
+        guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
     }
 
     /// Whether vaDeriveImage gives an NV12 view of a surface: then av_hwframe_map writes

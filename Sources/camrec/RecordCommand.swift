@@ -174,6 +174,7 @@ struct RecordCommand: ParsableCommand {
         // auto says what it chose, in one line; an explicit choice needs no comment.
         if let note = choice.note { printLine("camrec: \(note)") }
         logger.debug("encoder: \(choice.encoder.name)")
+        if let vaapi = choice.encoder as? VAAPIH264Encoder { logger.info("VA-API: \(vaapi.configuration)") }
         return choice.encoder
     }
 
