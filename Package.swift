@@ -48,6 +48,7 @@ let package = Package(
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
         .testTarget(name: "CaptureTests", dependencies: ["Capture", "Pipeline"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Capture", "Bitstream"]),
+        .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
         .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Capture", "camrec"]),
     ],

@@ -61,8 +61,14 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "libx264 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
     var preset: String = "veryfast"
 
-    @Flag(help: "Replace an existing output file.")
+    @Flag(help: "Replace an existing output file. Without it camrec never replaces a file: a fixed name that exists fails with status 76; a name from a pattern that clashes gets -2, -3, … before its extension.")
     var overwrite = false
+
+    @OptionGroup(title: "Files, segments and retention")
+    var files: FileOutputOptions
+
+    @Option(help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
+    var wait: Double?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
@@ -102,7 +108,7 @@ struct RecordCommand: ParsableCommand {
         let rate = fps ?? 30
         let source: FrameSource
         do {
-            source = try makeSource(fps: rate)
+            source = try waitingWhileBusy(seconds: wait) { try makeSource(fps: rate) }
         } catch {
             throw report(Recorder.classifyForCLI(error))
         }
@@ -116,13 +122,17 @@ struct RecordCommand: ParsableCommand {
         } catch {
             throw report(Recorder.classifyForCLI(error))
         }
+        let sourceName = stableSourceName(device: device, testPattern: testPattern, input: input)
+        var fileOutputs: [RecordingFileOutput] = []
         let keyframes = KeyframeRequestGate(minimumIntervalSeconds: 1)
         var streamOutputs: [StreamOutput]
         do {
             streamOutputs = try outputs.map { target -> StreamOutput in
                 if target == "-" { return QueuedOutput(sink: StandardOutputSink()) }
                 if TCPEndpoint.looksLikeURL(target) { return try makeNetworkOutput(TCPEndpoint(url: target), keyframes: keyframes) }
-                return QueuedOutput(sink: FileSink(path: target, overwrite: overwrite))
+                let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite)
+                fileOutputs.append(output)
+                return output
             }
             for spec in listen { streamOutputs.append(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), keyframes: keyframes)) }
         } catch {
@@ -132,8 +142,19 @@ struct RecordCommand: ParsableCommand {
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
-        signals.start { signal in
-            if signal == SIGHUP { return }
+        for output in fileOutputs {
+            output.onKeyframeWanted = { [weak recorder] in recorder?.requestKeyframe() }
+            output.onFileFinished = { [weak recorder] file in
+                printLine(finishedFileLine(file, dropped: recorder?.progress.dropped ?? 0))
+            }
+            output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
+        }
+        signals.start { [fileOutputs] signal in
+            // SIGHUP starts new files, log-rotation style; SIGINT and SIGTERM end cleanly.
+            if signal == SIGHUP {
+                fileOutputs.forEach { $0.requestNewFile() }
+                return
+            }
             recorder.stop()
         }
         let status = StatusLine.stderrIsTerminal && logLevel <= .notice ? StatusLine(recorder: recorder) : nil
@@ -161,7 +182,10 @@ struct RecordCommand: ParsableCommand {
         // The camera is the default source. `self.fps` (not the 30 fps default) so the
         // camera's own rate is chosen when none is asked for.
         let request = V4L2FormatRequest(size: size, framesPerSecond: self.fps, pixelFormat: pixelFormat)
-        return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request)
+        // CAMREC_V4L2_PRIORITY=interactive leaves camera controls adjustable by other programs
+        // while recording (record priority, the default, locks them: EBUSY).
+        let shared = getenv("CAMREC_V4L2_PRIORITY").map { String(cString: $0) == "interactive" } ?? false
+        return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request, recordPriority: !shared)
     }
 
     private func makeEncoder(settings: EncoderSettings, logger: Logger) throws -> VideoEncoder {
@@ -207,6 +231,8 @@ struct RecordCommand: ParsableCommand {
         for output in result.outputs {
             // An output that never got a frame was removed; the error line says why.
             if output.frames == 0 && result.failure != nil { continue }
+            // File outputs print one line per file as each is finished.
+            if output.label != "stdout" && !output.label.hasPrefix("tcp") { continue }
             var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
