@@ -109,7 +109,17 @@ struct ReceiveCommand: ParsableCommand {
             }
             receiver.stop()
         }
-        let status = statusShown ? ReceiveStatusLine(receiver: receiver) : nil
+        // Sender, frames, fps, bitrate, decode errors, gaps, reconnects, latency.
+        let status = statusShown
+            ? StatusLine(sample: { [receiver] in (receiver.progress.frames, receiver.progress.bytes) }) { [receiver] rates in
+                let p = receiver.progress
+                let state = p.connected ? "from \(p.senderAddress ?? "?")" : "waiting for a sender"
+                var text = "\(state)  frames \(p.frames)  \(format(rates.framesPerSecond)) fps  \(format(rates.megabitsPerSecond)) Mbit/s  "
+                    + "decode errors \(p.decodeErrors)  gaps \(p.gaps)  reconnects \(p.reconnects)"
+                if p.lastLatencyNanoseconds > 0 { text += "  latency \(LatencySamples.milliseconds(p.lastLatencyNanoseconds)) ms" }
+                return text
+            }
+            : nil
         status?.start()
         let result: StreamReceiver.Result
         do {
@@ -153,45 +163,5 @@ struct ReceiveCommand: ParsableCommand {
     private func report(_ failure: RecordingFailure) -> ReportedFailure {
         printError(failure.description)
         return ReportedFailure(status: failure.exitStatus)
-    }
-}
-
-/// One status line on a terminal: sender, frames, fps, bitrate, decode errors, gaps, reconnects, latency.
-final class ReceiveStatusLine: @unchecked Sendable {
-    private let receiver: StreamReceiver
-    private let done = Atomic<Bool>(false)
-    private var worker: WorkerThread?
-
-    init(receiver: StreamReceiver) {
-        self.receiver = receiver
-    }
-
-    func start() {
-        let worker = WorkerThread(name: "status") { [self] in
-            var lastFrames = 0, lastBytes = 0
-            var lastTime = Date.monotonicSeconds()
-            while !self.done.load(ordering: .relaxed) {
-                usleep(500_000)
-                let now = Date.monotonicSeconds()
-                let p = self.receiver.progress
-                let dt = max(0.001, now - lastTime)
-                let fps = Double(p.frames - lastFrames) / dt
-                let mbps = Double(p.bytes - lastBytes) * 8 / dt / 1e6
-                lastFrames = p.frames; lastBytes = p.bytes; lastTime = now
-                let state = p.connected ? "from \(p.senderAddress ?? "?")" : "waiting for a sender"
-                var text = "\r\u{1B}[2K\(state)  frames \(p.frames)  \(format(fps)) fps  \(format(mbps)) Mbit/s  "
-                    + "decode errors \(p.decodeErrors)  gaps \(p.gaps)  reconnects \(p.reconnects)"
-                if p.lastLatencyNanoseconds > 0 { text += "  latency \(LatencySamples.milliseconds(p.lastLatencyNanoseconds)) ms" }
-                writeStandardError(text)
-            }
-            writeStandardError("\r\u{1B}[2K")
-        }
-        self.worker = worker
-        worker.start()
-    }
-
-    func stop() {
-        done.store(true, ordering: .relaxed)
-        worker?.join()
     }
 }

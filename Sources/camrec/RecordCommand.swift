@@ -142,10 +142,12 @@ struct RecordCommand: ParsableCommand {
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
+        // On a terminal the status line is being redrawn: clear it before a line of its own.
+        let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         for output in fileOutputs {
             output.onKeyframeWanted = { [weak recorder] in recorder?.requestKeyframe() }
             output.onFileFinished = { [weak recorder] file in
-                printLine(finishedFileLine(file, dropped: recorder?.progress.dropped ?? 0))
+                printLine(clearStatus + finishedFileLine(file, dropped: recorder?.progress.dropped ?? 0))
             }
             output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
         }
@@ -157,7 +159,12 @@ struct RecordCommand: ParsableCommand {
             }
             recorder.stop()
         }
-        let status = StatusLine.stderrIsTerminal && logLevel <= .notice ? StatusLine(recorder: recorder) : nil
+        let status = StatusLine.stderrIsTerminal && logLevel <= .notice
+            ? StatusLine(sample: { [recorder] in (recorder.progress.frames, recorder.progress.bytes) }) { [recorder] rates in
+                "frames \(recorder.progress.frames)  \(format(rates.framesPerSecond)) fps  \(format(rates.megabitsPerSecond)) Mbit/s  "
+                    + "dropped \(recorder.progress.dropped)  \(format(rates.elapsedSeconds)) s"
+            }
+            : nil
         status?.start()
         let result = recorder.run()
         status?.stop()

@@ -1,16 +1,25 @@
 import Glibc
 import Pipeline
-import Recorder
 import Synchronization
 
-/// One line on a terminal, redrawn in place twice a second: frames, fps, bitrate, drops.
+/// One line on a terminal, redrawn in place twice a second. It measures frame and bit rates from
+/// the counters `sample` returns; `describe` turns them into the line (the recorder shows drops,
+/// `receive` shows decode errors and reconnects).
 final class StatusLine: @unchecked Sendable {
-    private let recorder: Recorder
+    struct Rates {
+        var framesPerSecond: Double
+        var megabitsPerSecond: Double
+        var elapsedSeconds: Double
+    }
+
+    private let sample: @Sendable () -> (frames: Int, bytes: Int)
+    private let describe: @Sendable (Rates) -> String
     private let done = Atomic<Bool>(false)
     private var worker: WorkerThread?
 
-    init(recorder: Recorder) {
-        self.recorder = recorder
+    init(sample: @escaping @Sendable () -> (frames: Int, bytes: Int), describe: @escaping @Sendable (Rates) -> String) {
+        self.sample = sample
+        self.describe = describe
     }
 
     static var stderrIsTerminal: Bool { isatty(STDERR_FILENO) == 1 }
@@ -18,22 +27,19 @@ final class StatusLine: @unchecked Sendable {
     func start() {
         let worker = WorkerThread(name: "status") { [unowned self] in
             let start = Date.monotonicSeconds()
-            var lastFrames = 0
-            var lastBytes = 0
+            var last = (frames: 0, bytes: 0)
             var lastTime = start
             while !self.done.load(ordering: .relaxed) {
                 usleep(500_000)
                 let now = Date.monotonicSeconds()
-                let p = self.recorder.progress
+                let current = self.sample()
                 let dt = max(0.001, now - lastTime)
-                let fps = Double(p.frames - lastFrames) / dt
-                let mbps = Double(p.bytes - lastBytes) * 8 / dt / 1e6
-                lastFrames = p.frames
-                lastBytes = p.bytes
+                let rates = Rates(framesPerSecond: Double(current.frames - last.frames) / dt,
+                                  megabitsPerSecond: Double(current.bytes - last.bytes) * 8 / dt / 1e6,
+                                  elapsedSeconds: now - start)
+                last = current
                 lastTime = now
-                let text = "\r\u{1B}[2Kframes \(p.frames)  \(format(fps)) fps  \(format(mbps)) Mbit/s  dropped \(p.dropped)  "
-                    + "\(format(now - start)) s"
-                writeStandardError(text)
+                writeStandardError("\r\u{1B}[2K" + self.describe(rates))
             }
             writeStandardError("\r\u{1B}[2K")
         }
