@@ -69,11 +69,17 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public var statistics: SourceStatistics { state.withLock { $0.statistics } }
     public var end: SourceEnd? { state.withLock { $0.end } }
 
-    public convenience init(path: String, request: V4L2FormatRequest = V4L2FormatRequest()) throws(CaptureError) {
-        try self.init(path: path, request: request, system: LinuxV4L2System())
+    /// - Parameter recordPriority: take `V4L2_PRIORITY_RECORD`, so no other program can change
+    ///   the camera's settings or controls while camrec records. V4L2 shares priority across
+    ///   all nodes of a device, so with it even `v4l2-ctl -c` on a sibling node gets EBUSY;
+    ///   pass false to let a user adjust focus or exposure (or inject test faults) meanwhile.
+    ///   The exclusive lock that keeps a second camrec out is taken either way.
+    public convenience init(path: String, request: V4L2FormatRequest = V4L2FormatRequest(),
+                            recordPriority: Bool = true) throws(CaptureError) {
+        try self.init(path: path, request: request, recordPriority: recordPriority, system: LinuxV4L2System())
     }
 
-    init(path: String, request: V4L2FormatRequest, system: V4L2System) throws(CaptureError) {
+    init(path: String, request: V4L2FormatRequest, recordPriority: Bool = true, system: V4L2System) throws(CaptureError) {
         self.path = path
         self.system = system
         let device: V4L2Device
@@ -110,9 +116,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.deviceBusy, "\(path) is busy: another camrec is recording from it "
                                + "(the device lock is held: \(error))")
         }
-        var priority = V4L2_PRIORITY_RECORD.rawValue
+        var priority = recordPriority ? V4L2_PRIORITY_RECORD.rawValue : V4L2_PRIORITY_INTERACTIVE.rawValue
         do {
-            try device.ioctl(.setPriority, &priority)
+            if recordPriority { try device.ioctl(.setPriority, &priority) }
         } catch where error.errno.rawValue == EBUSY {
             throw CaptureError(.deviceBusy, "\(path) is busy: another program holds record priority (\(error))")
         } catch {
@@ -397,11 +403,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
             let now = MonotonicClock.now()
             let deadline = lastSignOfLife + stallTimeout + (framesSeen == 0 ? Self.firstFrameGrace : 0)
-            if now >= deadline {
-                let waited = Double(now - lastSignOfLife) / 1e9
-                return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
-            }
-            var timeout = Int32(min((deadline - now + 999_999) / 1_000_000, 1000))
+            // Past the deadline, poll once more without waiting: the time may have gone on our
+            // own slow conversion while frames queued up, and that is not a stalled camera.
+            var timeout = now >= deadline ? 0 : Int32(min((deadline - now + 999_999) / 1_000_000, 1000))
             // Buffers the driver refused are retried soon rather than at the next frame.
             if !unqueued.isEmpty { timeout = min(timeout, 20) }
 
@@ -409,6 +413,10 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                        pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ready = fds.withUnsafeMutableBufferPointer {
                 system.poll($0.baseAddress!, count: 2, timeoutMilliseconds: timeout)
+            }
+            if ready == 0 && now >= deadline {
+                let waited = Double(now - lastSignOfLife) / 1e9
+                return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
             }
             if ready == -EINTR || ready == 0 { continue }
             if ready < 0 {

@@ -1,0 +1,338 @@
+#!/bin/bash
+# Tests/vm-cases/capture-cases.sh — camrec against vivid, inside the test VM. Run by
+# Tests/suites/vm-capture.sh through Tests/vm/run.sh with vivid's parameters
+# 'n_devs=2 multiplanar=1,2': instance 0 is a single-planar webcam, instance 1 a
+# multi-planar one (and the one unplugged by the last case, so nothing runs after it).
+# Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
+set -uo pipefail
+
+if [[ ${CAMREC_VM:-} != 1 ]]; then
+    echo "capture-cases.sh: run me inside the VM (Tests/suites/vm-capture.sh does)" >&2
+    exit 2
+fi
+CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
+# vivid draws frames in a kernel thread that competes for the VM's two emulated CPUs with
+# x264; a USB webcam delivers from interrupts and is never starved like that. Running
+# camrec niced keeps vivid on time, so the watchdog (2 s) sees a camera, not a CPU shortage.
+CAMREC=(nice -n 10 "$CAMREC_BIN")
+# camrec holds V4L2_PRIORITY_RECORD by default, and V4L2 shares priority across a device's
+# nodes: no other program can set a control (EBUSY), vivid's fault injectors included. The
+# fault cases therefore record with CAMREC_V4L2_PRIORITY=interactive (same capture code).
+SHARED=(env CAMREC_V4L2_PRIORITY=interactive nice -n 10 "$CAMREC_BIN")
+RUN=("${CAMREC[@]}")
+R=${CAMREC_VM_RESULTS:?}/capture
+rm -rf "$R" && mkdir -p "$R"
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+T0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+
+# The capture node of vivid instance N (by bus info, so node numbering does not matter).
+capture_node() {
+    local n
+    for n in /dev/video*; do
+        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
+        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && { echo "$n"; return; }
+    done
+}
+output_node() {
+    local n
+    for n in /dev/video*; do
+        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
+        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Output' && { echo "$n"; return; }
+    done
+}
+DEV=$(capture_node 0)
+MDEV=$(capture_node 1)
+OUTDEV=$(output_node 0)
+echo "== capture nodes: single-planar $DEV, multi-planar $MDEV; output node $OUTDEV"
+[[ -n $DEV && -n $MDEV && -n $OUTDEV ]] || { echo "vivid nodes not found"; v4l2-ctl --list-devices; echo "0 passed, 1 failed"; exit 1; }
+
+# Field of camrec's summary line ("camrec: finished … dropped=N") in a stderr log.
+field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
+decoded_frames() {
+    ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
+}
+# Waits until camrec has written at least N bytes to FILE (it is recording), up to S seconds.
+wait_for_bytes() {
+    local file=$1 bytes=$2 limit=$3 i
+    for ((i = 0; i < limit * 10; i++)); do
+        [[ -f $file && $(stat -c %s "$file") -ge $bytes ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+# A file written up to a fault must decode, and hold every frame camrec reported.
+check_saved() {
+    local name=$1 file=$2 log=$3 frames decoded
+    frames=$(field "$log" frames)
+    decoded=$(decoded_frames "$file")
+    echo "   $name: summary frames=${frames:-none} dropped=$(field "$log" dropped), ffprobe decodes ${decoded:-none}"
+    check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
+        test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
+}
+
+# Sets a vivid control while camrec records.
+inject() {
+    v4l2-ctl -d "$1" -c "$2" || echo "   (could not set $2 on $1)"
+}
+
+# Still pictures make decoded frames comparable with raw ones: no text, no motion.
+still() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=3,vertical_movement=3; }
+still "$DEV"; still "$MDEV"
+
+echo "== camrec devices ($(elapsed))"
+"${CAMREC[@]}" devices >"$R/devices.txt" 2>&1
+rc=$?
+head -8 "$R/devices.txt"
+check "devices exits 0" test $rc = 0
+check "devices lists $DEV with NV12 and YUYV" \
+    sh -c "grep -q '^$DEV: ' '$R/devices.txt' && grep -q ' NV12 ' '$R/devices.txt' && grep -q ' YUYV ' '$R/devices.txt'"
+check "devices names $OUTDEV as not a capture device" grep -q "not capture devices:.*$OUTDEV (video output device)" "$R/devices.txt"
+"${CAMREC[@]}" devices --device "$DEV" >"$R/devices-one.txt" 2>&1
+check "devices --device $DEV lists sizes with rates" grep -qE '^ +1280x720 +1, 2, 4, 5, 10, 12.5' "$R/devices-one.txt"
+
+if [[ -z ${SKIP_DEFAULT:-} ]]; then
+echo "== default recording: camrec --device $DEV --frames 200 out.h264 ($(elapsed))"
+t0=$(date +%s)
+timeout 400 "${CAMREC[@]}" --device "$DEV" --frames 200 "$R/default.h264" 2>"$R/default.err"
+rc=$?
+cat "$R/default.err"
+echo "   took $(( $(date +%s) - t0 )) s"
+check "default recording exits 0" test $rc = 0
+check "ffprobe decodes 200 frames" test "$(decoded_frames "$R/default.h264")" = 200
+# IDR every N frames, N = one second of the device's rate (12.5 fps at 1280x720 → 13).
+fps=$(v4l2-ctl -d "$DEV" -P | awk '/Frames per second/ {print $4}')
+gop=$(awk -v f="$fps" 'BEGIN { printf "%d", f + 0.5 }')
+keys=$(ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$R/default.h264" \
+    | awk '$1 == 1 {print NR - 1}' | tr '\n' ' ')
+expected=$(seq 0 "$gop" 199 | tr '\n' ' ')
+echo "   device rate $fps fps → IDR every $gop; key frames at: $keys"
+check "an IDR every $gop frames" test "$keys" = "$expected"
+"${CAMREC[@]}" inspect --summary "$R/default.h264" >"$R/default.inspect" 2>&1
+check "camrec inspect: 4-byte start codes, SPS+PPS before each IDR (exit 0)" test $? = 0
+check "default recording is 1280x720" \
+    test "$(ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$R/default.h264")" = "1280,720"
+fi
+
+# Records FORMAT at SIZE and compares the last decoded frame with a raw frame vivid sends
+# (captured by v4l2-ctl, converted to yuv420p by ffmpeg). PSNR must be well above 35 dB.
+psnr_case() {
+    local dev=$1 fourcc=$2 ffpix=$3 size=$4 frames=$5
+    local w=${size%x*} h=${size#*x} name="$fourcc-$size${6:-}"
+    local yuv=$((w * h * 3 / 2))
+    v4l2-ctl -d "$dev" -v "width=$w,height=$h,pixelformat=$fourcc" || { bad "$name: v4l2-ctl cannot set the format"; return; }
+    rm -f "$R/$name.raw"
+    timeout 60 v4l2-ctl -d "$dev" --stream-mmap=3 --stream-count=2 --stream-to="$R/$name.raw" 2>/dev/null
+    timeout 120 "${CAMREC[@]}" --device "$dev" --pixel-format "$fourcc" --size "$size" --frames "$frames" \
+        --encoder software --preset ultrafast --qp 12 "$R/$name.h264" 2>"$R/$name.err"
+    local rc=$?
+    if [[ $rc != 0 ]]; then bad "$name: camrec exited $rc: $(tail -1 "$R/$name.err")"; return; fi
+    local raw_size frame_bytes
+    raw_size=$(stat -c %s "$R/$name.raw" 2>/dev/null || echo 0)
+    frame_bytes=$((raw_size / 2))
+    ffmpeg -v error -y -i "$R/$name.h264" -f rawvideo -pix_fmt yuv420p "$R/$name.dec.yuv"
+    tail -c "$yuv" "$R/$name.dec.yuv" >"$R/$name.last.yuv"
+    tail -c "$frame_bytes" "$R/$name.raw" >"$R/$name.one.raw"
+    if [[ $ffpix == yv12 ]]; then
+        # FFmpeg has no YV12 (Y, V, U): reorder the planes into I420 by hand.
+        local q=$((w * h / 4))
+        { head -c $((w * h)) "$R/$name.one.raw"; tail -c "$q" "$R/$name.one.raw"
+          head -c $((w * h + q)) "$R/$name.one.raw" | tail -c "$q"; } >"$R/$name.ref.yuv"
+    else
+        ffmpeg -v error -y -f rawvideo -pix_fmt "$ffpix" -s "$size" -i "$R/$name.one.raw" \
+            -f rawvideo -pix_fmt yuv420p "$R/$name.ref.yuv"
+    fi
+    local psnr
+    psnr=$(ffmpeg -hide_banner -f rawvideo -pix_fmt yuv420p -s "$size" -i "$R/$name.last.yuv" \
+        -f rawvideo -pix_fmt yuv420p -s "$size" -i "$R/$name.ref.yuv" -lavfi psnr -f null - 2>&1 \
+        | grep -o 'average:[0-9.inf]*' | cut -d: -f2)
+    local decoded
+    decoded=$(decoded_frames "$R/$name.h264")
+    echo "   $name: $decoded frames decoded, PSNR vs vivid's raw frame ${psnr:-none} dB, dropped=$(field "$R/$name.err" dropped)"
+    check "$name: $frames frames and PSNR ${psnr:-none} dB > 40" \
+        awk -v p="${psnr:-0}" -v d="${decoded:-0}" -v f="$frames" 'BEGIN { exit !((p == "inf" || p > 40) && d == f) }'
+}
+
+if [[ -z ${SKIP_MATRIX:-} ]]; then
+echo "== formats × sizes vs vivid's raw frames ($(elapsed))"
+for size in 640x480 1280x720 1920x1080; do
+    n=6; [[ $size == 1920x1080 ]] && n=3
+    psnr_case "$DEV" YUYV yuyv422 "$size" $n
+    psnr_case "$DEV" UYVY uyvy422 "$size" $n
+    psnr_case "$DEV" NV12 nv12 "$size" $n
+    psnr_case "$DEV" YU12 yuv420p "$size" $n
+    psnr_case "$DEV" RGB3 rgb24 "$size" $n
+done
+echo "== other layouts at 640x480 ($(elapsed))"
+psnr_case "$DEV" NV21 nv21 640x480 4
+psnr_case "$DEV" 422P yuv422p 640x480 4
+psnr_case "$DEV" BGR4 bgr0 640x480 4
+echo "== multi-planar API ($MDEV) ($(elapsed))"
+psnr_case "$MDEV" NM12 nv12 640x480 4
+fi
+
+echo "== errors before recording ($(elapsed))"
+rm -f "$R/o1.h264"
+"${CAMREC[@]}" --device "$OUTDEV" --frames 10 "$R/o1.h264" 2>"$R/o1.err"
+rc=$?
+cat "$R/o1.err"
+check "output node $OUTDEV: exit 67" test $rc = 67
+check "output node: says it is an output device and names the capture nodes" \
+    grep -q "is a video output device, not a video capture device; capture devices here: .*$DEV" "$R/o1.err"
+check "output node: no output file" test ! -e "$R/o1.h264"
+rm -f "$R/o2.h264"
+"${CAMREC[@]}" --device /dev/video99 --frames 10 "$R/o2.h264" 2>"$R/o2.err"
+rc=$?
+cat "$R/o2.err"
+check "missing node: exit 66" test $rc = 66
+check "missing node: clear message" grep -q "no such device /dev/video99" "$R/o2.err"
+check "missing node: no output file" test ! -e "$R/o2.h264"
+"${CAMREC[@]}" --device "$DEV" --size 1000x500 --frames 10 "$R/o3.h264" 2>"$R/o3.err"
+rc=$?
+cat "$R/o3.err"
+check "unsupported size: exit 68 with the sizes offered" \
+    sh -c "test $rc = 68 && grep -q 'sizes offered: .*1280x720' '$R/o3.err'"
+"${CAMREC[@]}" --device "$DEV" --size 1920x1080 --fps 30 --frames 10 "$R/o4.h264" 2>"$R/o4.err"
+rc=$?
+cat "$R/o4.err"
+check "unsupported rate: exit 68 with the rates offered" \
+    sh -c "test $rc = 68 && grep -q 'rates offered at 1920x1080' '$R/o4.err'"
+
+# Faults while recording run at 640x480 (vivid's fastest size here) in the background.
+# start_recording NAME DEV [ARGS...]: starts camrec and returns once it is writing frames.
+start_recording() {
+    local name=$1 dev=$2; shift 2
+    rm -f "$R/$name.h264"
+    timeout 120 "${RUN[@]}" --device "$dev" --size 640x480 --encoder software --preset ultrafast "$@" \
+        "$R/$name.h264" 2>"$R/$name.err" &
+    REC=$!
+    # The file says little (static frames are tiny and written in blocks), so give camrec
+    # time to start and record a few seconds; check_saved proves frames came before the fault.
+    sleep 8
+    kill -0 "$REC" 2>/dev/null || echo "   ($name: camrec already ended)"
+}
+# finish_recording NAME: waits for camrec, measuring how long it took to end.
+finish_recording() {
+    local name=$1 t0 rc
+    t0=$(date +%s.%N)
+    wait "$REC"
+    rc=$?
+    END_SECONDS=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+    echo "   $name: exit $rc after ${END_SECONDS}s; $(grep -v '^camrec: finished' "$R/$name.err" | tail -2 | tr '\n' ' ')"
+    grep '^camrec: finished' "$R/$name.err" | sed 's/^/   /'
+    return $rc
+}
+
+echo "== two camrec on one device ($(elapsed))"
+start_recording first "$DEV" --duration 60
+# Baseline under the same load (the first camrec encoding on the one emulated CPU).
+t0=$(date +%s.%N)
+"${CAMREC[@]}" --version >/dev/null
+startup=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+t0=$(date +%s.%N)
+"${CAMREC[@]}" --device "$DEV" --frames 10 "$R/second.h264" 2>"$R/second.err"
+rc=$?
+took=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
+cat "$R/second.err"
+# "At once": no longer than starting the binary (slow under emulation) plus two seconds.
+check "second camrec exits 70 at once (${took}s; starting camrec takes ${startup}s here)" \
+    sh -c "test $rc = 70 && awk 'BEGIN { exit !($took < $startup + 2) }'"
+check "second camrec says the device is busy" grep -q "is busy" "$R/second.err"
+check "record priority: another program cannot change a control meanwhile (EBUSY)" \
+    sh -c "v4l2-ctl -d '$DEV' -c brightness=100 2>&1 | grep -q 'Device or resource busy'"
+check "second camrec creates no file" test ! -e "$R/second.h264"
+sleep 1
+kill -INT "$REC"
+finish_recording first
+check "first camrec unharmed: exit 0 after SIGINT" test $? = 0
+check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err"
+
+echo "== fault: percentage_of_dropped_buffers=30 ($(elapsed))"
+v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=30
+timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast \
+    "$R/drop.h264" 2>"$R/drop.err"
+rc=$?
+v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
+cat "$R/drop.err"
+check "dropped buffers: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/drop.h264")\" = 30"
+# At 10 fps vivid keeps up, so the drops counted are the injected ones: about 30% of all.
+check "dropped buffers: about 30% reported as dropped (dropped=$(field "$R/drop.err" dropped))" \
+    awk -v d="$(field "$R/drop.err" dropped)" 'BEGIN { exit !(d >= 4 && d <= 40) }'
+
+RUN=("${SHARED[@]}")
+echo "== fault: inject_v4l2_buf_flag_error ($(elapsed))"
+start_recording flagerr "$DEV" --duration 60
+inject "$DEV" inject_v4l2_buf_flag_error=1
+sleep 2
+kill -INT "$REC"
+finish_recording flagerr
+rc=$?
+check "errored buffer: dropped, recording goes on (exit 0 after SIGINT)" test $rc = 0
+check_saved "errored buffer" "$R/flagerr.h264" "$R/flagerr.err"
+check "errored buffer: counted as dropped" awk -v d="$(field "$R/flagerr.err" dropped)" 'BEGIN { exit !(d >= 1) }'
+
+echo "== fault: inject_vidioc_qbuf_error ($(elapsed))"
+start_recording qbuferr "$DEV" --duration 60
+inject "$DEV" inject_vidioc_qbuf_error=1
+sleep 2
+kill -INT "$REC"
+finish_recording qbuferr
+rc=$?
+check "refused QBUF: retried, recording goes on (exit 0 after SIGINT)" test $rc = 0
+check_saved "refused QBUF" "$R/qbuferr.h264" "$R/qbuferr.err"
+
+echo "== fault: wrap_sequence_number ($(elapsed))"
+v4l2-ctl -d "$DEV" -c wrap_sequence_number=1
+timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast \
+    "$R/wrap.h264" 2>"$R/wrap.err"
+rc=$?
+v4l2-ctl -d "$DEV" -c wrap_sequence_number=0
+cat "$R/wrap.err"
+check "sequence wrap: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/wrap.h264")\" = 30"
+check "sequence wrap: not counted as billions of drops (dropped=$(field "$R/wrap.err" dropped))" \
+    awk -v d="$(field "$R/wrap.err" dropped)" 'BEGIN { exit !(d != "" && d < 100) }'
+
+echo "== fault: inject_vidioc_streamon_error ($(elapsed))"
+v4l2-ctl -d "$DEV" -c inject_vidioc_streamon_error=1
+t0=$(date +%s.%N)
+timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 10 "$R/streamon.h264" 2>"$R/streamon.err"
+rc=$?
+cat "$R/streamon.err"
+check "STREAMON refused: exit 71 at once" test $rc = 71
+check "STREAMON refused: the message names VIDIOC_STREAMON" grep -q "failed to start streaming (VIDIOC_STREAMON: " "$R/streamon.err"
+check "STREAMON refused: no output file with nothing in it" sh -c "test ! -s '$R/streamon.h264'"
+timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 5 "$R/after-streamon.h264" 2>/dev/null
+check "the device works again after the refused STREAMON" test $? = 0
+
+echo "== fault: inject_fatal_streaming_error ($(elapsed))"
+start_recording fatal "$DEV" --duration 60
+inject "$DEV" inject_fatal_streaming_error=1
+finish_recording fatal
+rc=$?
+check "fatal streaming error: exit 71 within 10 s (${END_SECONDS}s)" \
+    sh -c "test $rc = 71 && awk 'BEGIN { exit !($END_SECONDS < 10) }'"
+check "fatal streaming error: says so" grep -q "fatal streaming error\|reported an error" "$R/fatal.err"
+check_saved "fatal streaming error" "$R/fatal.h264" "$R/fatal.err"
+
+echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
+start_recording unplug "$MDEV" --duration 60
+inject "$MDEV" disconnect=1
+finish_recording unplug
+rc=$?
+check "disconnect: exit 71 within 10 s (${END_SECONDS}s)" \
+    sh -c "test $rc = 71 && awk 'BEGIN { exit !($END_SECONDS < 10) }'"
+check "disconnect: says the device was disconnected" grep -q "disconnected\|reported an error" "$R/unplug.err"
+check_saved "disconnect" "$R/unplug.h264" "$R/unplug.err"
+# vivid plugs the device back in when its last user closes it: a new recording must work.
+sleep 1
+timeout 60 "${CAMREC[@]}" --device "$MDEV" --size 640x480 --frames 5 "$R/replugged.h264" 2>"$R/replugged.err"
+rc=$?
+cat "$R/replugged.err"
+check "recording again after vivid reconnects works (exit $rc)" test $rc = 0
+
+echo "== done in $(elapsed)"
+echo "$pass passed, $fail failed"
+((fail == 0))
