@@ -116,7 +116,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.deviceBusy, "\(path) is busy: another camrec is recording from it "
                                + "(the device lock is held: \(error))")
         }
-        var priority = recordPriority ? V4L2_PRIORITY_RECORD.rawValue : V4L2_PRIORITY_INTERACTIVE.rawValue
+        var priority = V4L2_PRIORITY_RECORD.rawValue
         do {
             if recordPriority { try device.ioctl(.setPriority, &priority) }
         } catch where error.errno.rawValue == EBUSY {
@@ -393,10 +393,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
     public func nextFrame() throws -> PixelBuffer? {
         guard pool != nil else { preconditionFailure("start(pool:) first") }
-        if let end = state.withLock({ $0.end }) {
-            _ = end
-            return nil
-        }
+        // Once ended (lost, stalled, stopped) the device is closed: never touch it again.
+        if state.withLock({ $0.end }) != nil { return nil }
         while true {
             if state.withLock({ $0.stopped }) { return finish(.finished) }
             if let lost = requeueRefused() { return finish(lost) }
