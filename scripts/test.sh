@@ -9,20 +9,24 @@ passed=0
 failed=0
 logdir=$(mktemp -d /tmp/camrec-test.XXXXXX)
 
-# Adds a suite's counts from its last "N passed, N failed" or XCTest summary line.
+# Adds a suite's counts from its last summary line: "N passed, N failed" (our scripts) or
+# XCTest's "Executed N tests, with N failures", whichever comes last in its output.
 count() {
-  local log=$1 name=$2 p f line
-  line=$(grep -E '^(.*: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
-  if [[ -n "$line" ]]; then
+  local log=$1 name=$2 p f plain xc line
+  plain=$(grep -nE '^(.*: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
+  xc=$(grep -nE 'Executed [0-9]+ tests?, with' "$log" | tail -n 1)
+  if [[ -n "$plain" && ( -z "$xc" || ${plain%%:*} -gt ${xc%%:*} ) ]]; then
+    line=${plain#*:}
     p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
+  elif [[ -n "$xc" ]]; then
+    line=${xc#*:}
+    local total skipped
+    total=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$line")
+    skipped=$(grep -oE '[0-9]+ tests? skipped' <<<"$line" | grep -oE '^[0-9]+' || echo 0)
+    f=$(sed -E 's/.*and ([0-9]+) failures?.*|.*with ([0-9]+) failures?.*/\1\2/' <<<"$line")
+    p=$((total - f - ${skipped:-0}))
   else
-    line=$(grep -E 'Executed [0-9]+ tests?, with [0-9]+ failures?' "$log" | tail -n 1)
-    if [[ -n "$line" ]]; then
-      local total; total=$(sed -E 's/.*Executed ([0-9]+) tests?.*/\1/' <<<"$line")
-      f=$(sed -E 's/.*with ([0-9]+) failures?.*/\1/' <<<"$line"); p=$((total - f))
-    else
-      p=0; f=1; echo "test.sh: suite '$name' printed no summary; counted as one failure" >&2
-    fi
+    p=0; f=1; echo "test.sh: suite '$name' printed no summary; counted as one failure" >&2
   fi
   passed=$((passed + p)); failed=$((failed + f))
   echo "== $name: $p passed, $f failed"
