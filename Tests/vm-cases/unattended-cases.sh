@@ -49,7 +49,7 @@ echo "   crontab: $line"
 # environment, no terminal, in the home directory. Only the binary, the output root and the
 # length change here.
 cmd=$(echo "$line" | cut -d' ' -f6- | sed -e 's/\\%/%/g' -e "s#/usr/local/bin/camrec#$CAMREC#" \
-      -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 8/')
+      -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 20/')
 cron() { (cd / && setsid env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
 cron "$R/cron-1.log" & first=$!
 wait_for_file "$R/var/clips/*/*.partial" 60 || echo "   (first run did not start writing in 60 s)"
