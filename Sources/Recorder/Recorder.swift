@@ -29,6 +29,8 @@ public final class Recorder: @unchecked Sendable {
         public var frames = 0
         public var bytes = 0
         public var dropped: UInt64 = 0
+        /// Of `dropped`, frames the camera delivered corrupt (flagged or short buffers).
+        public var errored: UInt64 = 0
         public var lastPresentationNanoseconds: UInt64 = 0
     }
 
@@ -60,7 +62,9 @@ public final class Recorder: @unchecked Sendable {
 
     public var progress: Progress {
         var p = shared.withLock { $0.progress }
-        p.dropped = source.statistics.dropped
+        let statistics = source.statistics
+        p.dropped = statistics.dropped
+        p.errored = statistics.errored
         return p
     }
 

@@ -68,10 +68,12 @@ private func basename(of path: String) -> String {
 }
 
 /// `camrec: finished output=… frames=… idr=… duration=…s bytes=… dropped=…`: one line per finished
-/// file, key=value, for logs and scripts.
-func finishedFileLine(_ file: FinishedFile, dropped: UInt64) -> String {
+/// file, key=value, for logs and scripts. `errored=` (of the dropped, how many the camera delivered
+/// corrupt) appears only when there were some.
+func finishedFileLine(_ file: FinishedFile, dropped: UInt64, errored: UInt64 = 0) -> String {
     var fields = ["output=\(file.path)", "frames=\(file.frames)", "idr=\(file.idrFrames)",
                   "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
+    if errored > 0 { fields.append("errored=\(errored)") }
     if let pts = file.timestampsPath { fields.append("timestamps=\(pts)") }
     if let error = file.error { fields.append("cut-short=\(error.kind)") }
     return "camrec: finished " + fields.joined(separator: " ")

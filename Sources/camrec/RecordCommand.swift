@@ -147,7 +147,8 @@ struct RecordCommand: ParsableCommand {
         for output in fileOutputs {
             output.onKeyframeWanted = { [weak recorder] in recorder?.requestKeyframe() }
             output.onFileFinished = { [weak recorder] file in
-                printLine(clearStatus + finishedFileLine(file, dropped: recorder?.progress.dropped ?? 0))
+                let progress = recorder?.progress
+                printLine(clearStatus + finishedFileLine(file, dropped: progress?.dropped ?? 0, errored: progress?.errored ?? 0))
             }
             output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
         }
@@ -243,6 +244,7 @@ struct RecordCommand: ParsableCommand {
             var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
+            if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
             if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
             if output.path == nil && output.label != "stdout" && !TCPEndpoint.looksLikeURL(output.label) { fields.append("saved=no") }
             lines.append("camrec: finished " + fields.joined(separator: " "))

@@ -274,6 +274,8 @@ rc=$?
 check "errored buffer: dropped, recording goes on (exit 0 after SIGINT)" test $rc = 0
 check_saved "errored buffer" "$R/flagerr.h264" "$R/flagerr.err"
 check "errored buffer: counted as dropped" awk -v d="$(field "$R/flagerr.err" dropped)" 'BEGIN { exit !(d >= 1) }'
+check "errored buffer: reported apart as errored=$(field "$R/flagerr.err" errored)" \
+    awk -v e="$(field "$R/flagerr.err" errored)" -v d="$(field "$R/flagerr.err" dropped)" 'BEGIN { exit !(e >= 1 && e <= d) }'
 
 echo "== fault: inject_vidioc_qbuf_error ($(elapsed))"
 start_recording qbuferr "$DEV" --duration 60
