@@ -35,8 +35,16 @@ public protocol FrameSource: AnyObject, Sendable {
     var statistics: SourceStatistics { get }
     var end: SourceEnd? { get }
 
+    /// Pool buffers the source keeps for itself while it runs (a camera capturing straight
+    /// into pool memory keeps its ring there); the pool must be that much larger.
+    var poolBuffersHeld: Int { get }
+
     func start(pool: PixelBufferPool) throws
     /// The next filled buffer, owned by the caller until recycled to the pool.
     func nextFrame() throws -> PixelBuffer?
     func stop()
+}
+
+extension FrameSource {
+    public var poolBuffersHeld: Int { 0 }
 }

@@ -33,6 +33,9 @@ public final class PixelBuffer: @unchecked Sendable {
 
     static let alignment = 64
 
+    /// The stride of a row of `width` bytes: padded to the alignment.
+    static func paddedStride(_ width: Int) -> Int { (width + alignment - 1) / alignment * alignment }
+
     init(format: PixelFormat, width: Int, height: Int, index: Int) {
         precondition(format.isEncoderNative, "pool buffers hold encoder formats only")
         self.format = format

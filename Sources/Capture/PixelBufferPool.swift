@@ -80,6 +80,10 @@ public final class PixelBufferPool: @unchecked Sendable {
         pthread_mutex_unlock(mutex)
     }
 
+    /// Buffers keep the same memory for the pool's whole life, so a device may write into
+    /// them directly (V4L2 USERPTR).
+    public var hasStableMemory: Bool { true }
+
     public var freeCount: Int {
         pthread_mutex_lock(mutex)
         defer { pthread_mutex_unlock(mutex) }

@@ -104,10 +104,12 @@ public final class Recorder: @unchecked Sendable {
             }
         }
         let pool = PixelBufferPool(format: encoder.inputFormat, width: source.frameSize.width,
-                                   height: source.frameSize.height, capacity: encoder.maximumBuffersInFlight + 4)
+                                   height: source.frameSize.height,
+                                   capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
         do {
             try encoder.start()
             try source.start(pool: pool)
+            logger.info("capture: \(source.summary)")
         } catch {
             result.outputs = opened.map { $0.finish() }
             result.failure = Self.classify(error)

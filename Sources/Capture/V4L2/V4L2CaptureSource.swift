@@ -11,8 +11,14 @@ import SystemPackage
 /// `nextFrame` waits in `poll` (never in a blocking DQBUF), dequeues a buffer,
 /// converts it in one pass into a pool buffer and queues it back at once, so the
 /// camera never runs short of buffers however slow the encoder is; when the pool is
-/// empty the frame is dropped and counted. There is no zero-copy path yet: even NV12
-/// is copied row by row into the pool's 64-byte-aligned strides.
+/// empty the frame is dropped and counted.
+///
+/// Zero-copy: when the camera delivers NV12 (the pool's format) with rows laid out as the
+/// pool's (camrec asks for the pool's 64-byte stride in `VIDIOC_S_FMT`), the camera writes
+/// straight into pool buffers (`V4L2_MEMORY_USERPTR`) and a dequeued buffer goes to the
+/// encoder as it is: no CPU pass at all. Each dequeue puts a free pool buffer in its place,
+/// so the camera's ring stays full; with the pool empty the frame is dropped and its buffer
+/// queued again. Drivers without USERPTR (or that refuse the pool's memory) get the mmap path.
 ///
 /// Ends: `stop()` → `.finished`; ENODEV, POLLERR or a fatal streaming error →
 /// `.deviceLost`; no frame for max(2 s, 4 frame intervals) → `.stalled`.
@@ -26,7 +32,29 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public let bytesPerLine: [Int]
     public var summary: String {
         "\(path) (\(identity.card), \(identity.driver)) \(pixelFormat) \(frameSize) @ \(formatRate(framesPerSecond)) fps"
+            + (memoryMode.map { ", \($0)" } ?? "")
     }
+
+    /// How frames get from the camera into pool buffers.
+    public enum MemoryMode: Sendable, Equatable, CustomStringConvertible {
+        /// mmap'd driver buffers, converted (or copied) in one CPU pass into a pool buffer.
+        case converted
+        /// The camera writes into pool buffers itself (USERPTR): no CPU pass.
+        case zeroCopy
+
+        public var description: String {
+            switch self {
+            case .converted: return "mmap, one conversion pass into the pool"
+            case .zeroCopy: return "zero-copy (the camera writes into pool buffers, USERPTR)"
+            }
+        }
+    }
+
+    /// Known once `start` has run.
+    public private(set) var memoryMode: MemoryMode?
+
+    /// The ring lives in the pool when capture may be zero-copy.
+    public var poolBuffersHeld: Int { zeroCopyCandidate ? Int(Self.ringSize) : 0 }
 
     /// Buffers in the ring: enough to ride out a slow conversion, few enough to keep latency low.
     static let ringSize: UInt32 = 4
@@ -39,7 +67,13 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     /// For single-buffer formats: where each plane lies in the buffer.
     private let geometry: V4L2PlaneGeometry?
     private let memoryPlaneCount: Int
+    /// NV12 from the camera: the pool's own format, so capture may go straight into it.
+    private let zeroCopyCandidate: Bool
+    private var memory = V4L2_MEMORY_MMAP
+    private var buffersRequested = false
     private var mappings: [[(base: UnsafeMutableRawPointer, length: Int)]] = []
+    /// USERPTR: the pool buffer each ring slot holds while the camera owns it.
+    private var slots: [PixelBuffer?] = []
     private let planeScratch = UnsafeMutablePointer<v4l2_plane>.allocate(capacity: Int(VIDEO_MAX_PLANES))
     private var pool: PixelBufferPool?
     private var streaming = false
@@ -132,8 +166,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.unsupportedFormat, "camrec cannot convert \(choice.pixelFormat)")
         }
         self.layout = layout
+        zeroCopyCandidate = layout == .nv12
+        // Rows as long as the pool's, so the camera can write into pool buffers as they are.
+        let poolStride = zeroCopyCandidate ? PixelBuffer.paddedStride(choice.size.width) : nil
         let negotiated = try Self.setFormat(device, type: bufferType, multiplanar: multiplanar, choice: choice,
-                                            layout: layout, request: request, path: path)
+                                            layout: layout, request: request, path: path, bytesPerLine: poolStride)
         frameSize = negotiated.size
         pixelFormat = choice.pixelFormat
         bytesPerLine = negotiated.bytesPerLine
@@ -205,7 +242,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     /// memory plane's `bytesperline` (one entry unless the format is multi-planar).
     private static func setFormat(_ device: V4L2Device, type: v4l2_buf_type, multiplanar: Bool,
                                   choice: V4L2FormatChoice, layout: CameraPixelLayout, request: V4L2FormatRequest,
-                                  path: String) throws(CaptureError) -> (size: FrameSize, bytesPerLine: [Int]) {
+                                  path: String, bytesPerLine wanted: Int?) throws(CaptureError) -> (size: FrameSize, bytesPerLine: [Int]) {
         var format = v4l2_format()
         format.type = type.rawValue
         if multiplanar {
@@ -213,11 +250,19 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             format.fmt.pix_mp.height = UInt32(choice.size.height)
             format.fmt.pix_mp.pixelformat = choice.pixelFormat.rawValue
             format.fmt.pix_mp.field = V4L2_FIELD_NONE.rawValue
+            if let wanted {
+                withUnsafeMutableBytes(of: &format.fmt.pix_mp.plane_fmt) { raw in
+                    let planes = raw.bindMemory(to: v4l2_plane_pix_format.self)
+                    for p in 0..<2 { planes[p].bytesperline = UInt32(wanted) }
+                }
+            }
         } else {
             format.fmt.pix.width = UInt32(choice.size.width)
             format.fmt.pix.height = UInt32(choice.size.height)
             format.fmt.pix.pixelformat = choice.pixelFormat.rawValue
             format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+            // A wish only: drivers may keep their own (UVC does); then capture copies.
+            format.fmt.pix.bytesperline = UInt32(wanted ?? 0)
         }
         do {
             try device.ioctl(.setFormat, &format)
@@ -304,6 +349,87 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public func start(pool: PixelBufferPool) throws {
         precondition(pool.width == frameSize.width && pool.height == frameSize.height, "pool size differs from the camera's")
         self.pool = pool
+        if zeroCopyCandidate && pool.format == .nv12 && pool.hasStableMemory, try startZeroCopy(pool) {
+            memoryMode = .zeroCopy
+        } else {
+            try startMapped()
+            memoryMode = .converted
+        }
+        var type = Int32(bitPattern: bufferType.rawValue)
+        do {
+            try device.ioctl(.streamOn, &type)
+        } catch {
+            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed,
+                                                              "\(path) failed to start streaming (\(error))"))
+        }
+        streaming = true
+        lastSignOfLife = MonotonicClock.now()
+    }
+
+    /// Lends the camera a ring of pool buffers to write into. False (and nothing held)
+    /// when the pool's layout differs from the camera's or the driver refuses USERPTR.
+    private func startZeroCopy(_ pool: PixelBufferPool) throws(CaptureError) -> Bool {
+        var ring: [PixelBuffer] = []
+        while ring.count < Int(Self.ringSize), let buffer = pool.tryTake() { ring.append(buffer) }
+        func giveUp() -> Bool {
+            ring.forEach { $0.recycle() }
+            slots = []
+            memory = V4L2_MEMORY_MMAP
+            return false
+        }
+        guard ring.count == Int(Self.ringSize), let sample = ring.first, fitsCameraLayout(sample) else { return giveUp() }
+
+        var request = v4l2_requestbuffers()
+        request.count = Self.ringSize
+        request.type = bufferType.rawValue
+        request.memory = V4L2_MEMORY_USERPTR.rawValue
+        do {
+            try device.ioctl(.requestBuffers, &request)
+        } catch where error.errno.rawValue == EBUSY || error.errno.rawValue == ENODEV {
+            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
+        } catch {
+            return giveUp()   // no USERPTR here: the mmap path it is
+        }
+        memory = V4L2_MEMORY_USERPTR
+        buffersRequested = true
+        guard request.count >= 2 else {
+            releaseBuffers()
+            return giveUp()
+        }
+        while ring.count > Int(request.count) { ring.removeLast().recycle() }
+        slots = ring
+        for index in 0..<request.count {
+            var buffer = queueableBuffer(index: index)
+            do {
+                do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
+                    buffer = queueableBuffer(index: index)
+                    try device.ioctl(.queueBuffer, &buffer)
+                }
+            } catch where error.errno.rawValue == ENODEV {
+                throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
+            } catch {
+                // EFAULT/EINVAL: a driver that needs contiguous memory can't use pool buffers.
+                releaseBuffers()
+                return giveUp()
+            }
+        }
+        return true
+    }
+
+    /// Whether a pool buffer has the very layout the camera writes: same strides and, for
+    /// a single-buffer format, the chroma plane where V4L2 puts it.
+    private func fitsCameraLayout(_ buffer: PixelBuffer) -> Bool {
+        guard buffer.planes.count == 2 else { return false }
+        if let geometry {
+            let chromaOffset = buffer.planes[1].base - buffer.planes[0].base
+            return geometry.strides == [buffer.planes[0].stride, buffer.planes[1].stride]
+                && geometry.offsets == [0, chromaOffset] && geometry.byteCount <= buffer.byteCount
+        }
+        return bytesPerLine == [buffer.planes[0].stride, buffer.planes[1].stride]
+    }
+
+    /// mmap streaming: the driver's own buffers, converted into pool buffers as they come.
+    private func startMapped() throws {
         var request = v4l2_requestbuffers()
         request.count = Self.ringSize
         request.type = bufferType.rawValue
@@ -313,6 +439,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         } catch {
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
         }
+        buffersRequested = true
         guard request.count >= 2 else {
             throw CaptureError(.deviceFailed, "\(path) gave only \(request.count) capture buffer(s); camrec needs at least 2")
         }
@@ -348,15 +475,6 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                 throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
             }
         }
-        var type = Int32(bitPattern: bufferType.rawValue)
-        do {
-            try device.ioctl(.streamOn, &type)
-        } catch {
-            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed,
-                                                              "\(path) failed to start streaming (\(error))"))
-        }
-        streaming = true
-        lastSignOfLife = MonotonicClock.now()
     }
 
     public func stop() {
@@ -375,11 +493,29 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         var buffer = v4l2_buffer()
         buffer.index = index
         buffer.type = bufferType.rawValue
-        buffer.memory = V4L2_MEMORY_MMAP.rawValue
+        buffer.memory = memory.rawValue
         if multiplanar {
             planeScratch.update(repeating: v4l2_plane(), count: Int(VIDEO_MAX_PLANES))
             buffer.m.planes = planeScratch
             buffer.length = UInt32(VIDEO_MAX_PLANES)
+        }
+        return buffer
+    }
+
+    /// The buffer to hand the driver for ring slot `index`: with USERPTR, the memory of the
+    /// pool buffer in that slot.
+    private func queueableBuffer(index: UInt32) -> v4l2_buffer {
+        var buffer = emptyBuffer(index: index)
+        guard memory == V4L2_MEMORY_USERPTR, let pixels = slots[Int(index)] else { return buffer }
+        if multiplanar {
+            for (p, plane) in pixels.planes.prefix(2).enumerated() {
+                planeScratch[p].m.userptr = UInt(bitPattern: plane.base)
+                planeScratch[p].length = UInt32(plane.stride * plane.height)
+            }
+            buffer.length = 2
+        } else {
+            buffer.m.userptr = UInt(bitPattern: pixels.planes[0].base)
+            buffer.length = UInt32(pixels.byteCount)
         }
         return buffer
     }
@@ -488,19 +624,33 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
             return .skipped
         }
-        guard let image = cameraImage(buffer, index: Int(index)) else {
-            // A short buffer (bytesused below one frame) is as corrupt as a flagged one.
+        // A short buffer (bytesused below one frame) is as corrupt as a flagged one.
+        func corrupt() -> Dequeued {
             state.withLock {
                 $0.statistics.dropped += 1
                 $0.statistics.errored += 1
             }
             return .skipped
         }
-        guard let out = pool?.tryTake() else {
-            state.withLock { $0.statistics.dropped += 1 }
-            return .skipped
+        let out: PixelBuffer
+        if memory == V4L2_MEMORY_USERPTR {
+            guard holdsWholeFrame(buffer) else { return corrupt() }
+            // The filled buffer goes on as it is; a free one takes its place in the ring.
+            guard let replacement = pool?.tryTake() else {
+                state.withLock { $0.statistics.dropped += 1 }
+                return .skipped
+            }
+            out = slots[Int(index)]!
+            slots[Int(index)] = replacement
+        } else {
+            guard let image = cameraImage(buffer, index: Int(index)) else { return corrupt() }
+            guard let converted = pool?.tryTake() else {
+                state.withLock { $0.statistics.dropped += 1 }
+                return .skipped
+            }
+            FrameConverter.convert(image, into: converted)
+            out = converted
         }
-        FrameConverter.convert(image, into: out)
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
         let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
         out.sequence = sequences.extended
@@ -508,6 +658,22 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
         state.withLock { $0.statistics.delivered += 1 }
         return .frame(out)
+    }
+
+    /// Whether a dequeued USERPTR buffer holds a whole frame where the pool buffer expects it.
+    private func holdsWholeFrame(_ buffer: v4l2_buffer) -> Bool {
+        if let geometry {
+            let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+            let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+            return offset == 0 && (used == 0 || used >= geometry.byteCount)
+        }
+        for p in 0..<memoryPlaneCount {
+            let rows = p == 0 ? frameSize.height : (frameSize.height + 1) / 2
+            let used = Int(planeScratch[p].bytesused)
+            // Data further into the plane than its start would be a shifted picture.
+            if planeScratch[p].data_offset != 0 || (used != 0 && used < bytesPerLine[p] * rows) { return false }
+        }
+        return true
     }
 
     /// The planes of a dequeued buffer, or nil when it holds less than one frame.
@@ -540,7 +706,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     }
 
     private func requeue(_ index: UInt32) {
-        var buffer = emptyBuffer(index: index)
+        var buffer = queueableBuffer(index: index)
         do {
             try device.ioctl(.queueBuffer, &buffer)
         } catch {
@@ -592,14 +758,22 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         for buffer in mappings {
             for plane in buffer { _ = system.munmap(plane.base, length: plane.length) }
         }
-        if !mappings.isEmpty {
-            mappings = []
-            var release = v4l2_requestbuffers()
-            release.type = bufferType.rawValue
-            release.memory = V4L2_MEMORY_MMAP.rawValue
-            try? device.ioctl(.requestBuffers, &release)
-        }
+        mappings = []
+        releaseBuffers()
+        // After STREAMOFF the camera holds none of them: the ring goes back to the pool.
+        for case let buffer? in slots { buffer.recycle() }
+        slots = []
         device.close()
+    }
+
+    /// `VIDIOC_REQBUFS` with a count of 0: the driver lets go of the ring.
+    private func releaseBuffers() {
+        guard buffersRequested else { return }
+        buffersRequested = false
+        var release = v4l2_requestbuffers()
+        release.type = bufferType.rawValue
+        release.memory = memory.rawValue
+        try? device.ioctl(.requestBuffers, &release)
     }
 }
 
