@@ -128,9 +128,18 @@ psnr_case() {
     rm -f "$R/$name.raw"
     timeout 60 v4l2-ctl -d "$dev" --stream-mmap=3 --stream-count=2 --stream-to="$R/$name.raw" 2>/dev/null
     timeout 120 "${CAMREC[@]}" --device "$dev" --pixel-format "$fourcc" --size "$size" --frames "$frames" \
-        --encoder software --preset ultrafast --qp 12 "$R/$name.h264" 2>"$R/$name.err"
+        --encoder software --preset ultrafast --qp 12 --log-level info "$R/$name.h264" 2>"$R/$name.err"
     local rc=$?
     if [[ $rc != 0 ]]; then bad "$name: camrec exited $rc: $(tail -1 "$R/$name.err")"; return; fi
+    # NV12 is the pool's own format: vivid (which takes USERPTR and honours a longer bytesperline)
+    # writes straight into pool buffers; every other format takes one conversion pass.
+    local mode=converted
+    [[ $fourcc == NV12 || $fourcc == NM12 ]] && mode=zero-copy
+    if [[ $mode == zero-copy ]]; then
+        check "$name: captured zero-copy into pool buffers" grep -q "capture: .*zero-copy" "$R/$name.err"
+    else
+        check "$name: captured through mmap and one conversion pass" grep -q "capture: .*mmap, one conversion pass" "$R/$name.err"
+    fi
     local raw_size frame_bytes
     raw_size=$(stat -c %s "$R/$name.raw" 2>/dev/null || echo 0)
     frame_bytes=$((raw_size / 2))
