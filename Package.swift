@@ -14,7 +14,7 @@ let package = Package(
     ],
     targets: [
         // C shims: only what Swift cannot import by itself.
-        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4l2")]),
+        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec"),
 
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.

@@ -4,6 +4,7 @@
 #include <linux/videodev2.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <stdint.h>
 
 // VIDIOC_* are function-like _IOWR macros and V4L2_PIX_FMT_* use v4l2_fourcc():
 // neither imports into Swift, so each value Swift needs is a constant here.
@@ -55,12 +56,10 @@ static const unsigned int CAMREC_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
 static const unsigned int CAMREC_V4L2_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
 static const unsigned int CAMREC_V4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
 
-// libv4l2's v4l2_open/v4l2_ioctl are variadic; these trampolines are not.
-// They are used only for formats that need libv4l2's conversion.
-int camrec_v4l2_open(const char *path, int flags);
-int camrec_v4l2_close(int fd);
-int camrec_v4l2_ioctl(int fd, unsigned long request, void *arg);
-void *camrec_v4l2_mmap(void *start, size_t length, int prot, int flags, int fd, long long offset);
-int camrec_v4l2_munmap(void *start, size_t length);
+// libv4lconvert converts the formats camrec has no converter of its own for (Bayer, old
+// webcams' vendor formats). libv4l2's variadic v4l2_ioctl wrapper is not used: it converts
+// inside DQBUF, hiding the buffer flags and bytesused that camrec's error counting needs.
+#include <libv4l-plugin.h>
+#include <libv4lconvert.h>
 
 #endif

@@ -41,11 +41,14 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         case converted
         /// The camera writes into pool buffers itself (USERPTR): no CPU pass.
         case zeroCopy
+        /// A format only libv4lconvert understands: its pass into a scratch buffer, then ours.
+        case libraryConverted
 
         public var description: String {
             switch self {
             case .converted: return "mmap, one conversion pass into the pool"
             case .zeroCopy: return "zero-copy (the camera writes into pool buffers, USERPTR)"
+            case .libraryConverted: return "mmap, libv4lconvert to YUV 4:2:0, then one pass into the pool"
             }
         }
     }
@@ -64,6 +67,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     private let bufferType: v4l2_buf_type
     private let multiplanar: Bool
     private let layout: CameraPixelLayout
+    /// For formats only libv4lconvert understands: it turns each frame into YUV 4:2:0 first.
+    private let libraryConverter: LibV4LConverter?
     /// For single-buffer formats: where each plane lies in the buffer.
     private let geometry: V4L2PlaneGeometry?
     private let memoryPlaneCount: Int
@@ -161,24 +166,40 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
         // 3. Format, size, rate.
         let offers = V4L2FormatCatalog.formats(of: device, bufferType: bufferType)
-        let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path)
-        guard let layout = choice.pixelFormat.cameraLayout else {
-            throw CaptureError(.unsupportedFormat, "camrec cannot convert \(choice.pixelFormat)")
-        }
+        let libraryConverted = multiplanar ? [] : Self.libraryConvertible(offers, device: device, type: bufferType,
+                                                                          request: request)
+        let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path,
+                                                  libraryConverted: libraryConverted)
+        let ownLayout = choice.pixelFormat.cameraLayout
+        // libv4lconvert's frames are planar 4:2:0 in a scratch buffer; the camera's are opaque.
+        let layout = ownLayout ?? .i420
         self.layout = layout
-        zeroCopyCandidate = layout == .nv12
+        zeroCopyCandidate = layout == .nv12 && ownLayout != nil
         // Rows as long as the pool's, so the camera can write into pool buffers as they are.
         let poolStride = zeroCopyCandidate ? PixelBuffer.paddedStride(choice.size.width) : nil
         let negotiated = try Self.setFormat(device, type: bufferType, multiplanar: multiplanar, choice: choice,
-                                            layout: layout, request: request, path: path, bytesPerLine: poolStride)
+                                            layout: ownLayout, request: request, path: path, bytesPerLine: poolStride)
         frameSize = negotiated.size
         pixelFormat = choice.pixelFormat
         bytesPerLine = negotiated.bytesPerLine
         memoryPlaneCount = negotiated.bytesPerLine.count
-        if memoryPlaneCount == 1 {
+        if ownLayout == nil {
+            var format = v4l2_format()
+            format.type = bufferType.rawValue
+            try? device.ioctl(.getFormat, &format)
+            guard format.fmt.pix.pixelformat == choice.pixelFormat.rawValue,
+                  let converter = LibV4LConverter(fd: device.fd, source: format) else {
+                throw CaptureError(.unsupportedFormat, "camrec cannot convert \(choice.pixelFormat) from \(path), "
+                                   + "not even with libv4lconvert; ask for another --pixel-format (camrec devices lists them)")
+            }
+            libraryConverter = converter
+            geometry = nil
+        } else if memoryPlaneCount == 1 {
+            libraryConverter = nil
             geometry = V4L2PlaneGeometry(layout, width: frameSize.width, height: frameSize.height,
                                          bytesPerLine: negotiated.bytesPerLine[0])
         } else {
+            libraryConverter = nil
             guard memoryPlaneCount == layout.planeCount else {
                 throw CaptureError(.unsupportedFormat, "\(path): \(pixelFormat) came with \(memoryPlaneCount) planes, "
                                    + "camrec expects \(layout.planeCount)")
@@ -211,6 +232,33 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
     // MARK: - Negotiation
 
+    /// The offered formats camrec can't convert itself but libv4lconvert can (it converts a
+    /// blank frame of the format's geometry from `VIDIOC_TRY_FMT`). Compressed formats are
+    /// left out: a blank frame proves nothing about them. Single-planar API only, as libv4lconvert.
+    static func libraryConvertible(_ offers: [V4L2FormatOffer], device: V4L2Device, type: v4l2_buf_type,
+                                   request: V4L2FormatRequest) -> Set<V4L2PixelFormat> {
+        let compressed: Set<V4L2PixelFormat> = [.mjpeg, .jpeg, .h264]
+        var convertible: Set<V4L2PixelFormat> = []
+        for offer in offers where offer.pixelFormat.cameraLayout == nil && !compressed.contains(offer.pixelFormat) {
+            // Only worth the probe when it may be chosen: asked for, or nothing else is offered.
+            let asked = request.pixelFormat == offer.pixelFormat
+            let othersUsable = offers.contains { $0.pixelFormat.cameraLayout != nil }
+            guard asked || (request.pixelFormat == nil && !othersUsable) else { continue }
+            var format = v4l2_format()
+            format.type = type.rawValue
+            let size = request.size ?? V4L2FormatChooser.defaultSize([offer])
+            format.fmt.pix.width = UInt32(size.width)
+            format.fmt.pix.height = UInt32(size.height)
+            format.fmt.pix.pixelformat = offer.pixelFormat.rawValue
+            format.fmt.pix.field = V4L2_FIELD_NONE.rawValue
+            guard (try? device.ioctl(.tryFormat, &format)) != nil,
+                  format.fmt.pix.pixelformat == offer.pixelFormat.rawValue,
+                  LibV4LConverter(fd: device.fd, source: format) != nil else { continue }
+            convertible.insert(offer.pixelFormat)
+        }
+        return convertible
+    }
+
     static func openError(_ error: Errno, path: String) -> CaptureError {
         switch error.rawValue {
         case ENOENT:
@@ -241,7 +289,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     /// `VIDIOC_S_FMT`, then checks what the driver made of it. Returns the size and each
     /// memory plane's `bytesperline` (one entry unless the format is multi-planar).
     private static func setFormat(_ device: V4L2Device, type: v4l2_buf_type, multiplanar: Bool,
-                                  choice: V4L2FormatChoice, layout: CameraPixelLayout, request: V4L2FormatRequest,
+                                  choice: V4L2FormatChoice, layout: CameraPixelLayout?, request: V4L2FormatRequest,
                                   path: String, bytesPerLine wanted: Int?) throws(CaptureError) -> (size: FrameSize, bytesPerLine: [Int]) {
         var format = v4l2_format()
         format.type = type.rawValue
@@ -287,6 +335,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.unsupportedFormat, "\(path) delivers interlaced video (field order \(field)); "
                                + "camrec records progressive frames only")
         }
+        // Formats only libv4lconvert knows: their rows are its business.
+        guard let layout else { return (size, [Int(format.fmt.pix.bytesperline)]) }
         let minimum = V4L2PlaneGeometry.minimumBytesPerLine(layout, width: size.width)
         if multiplanar {
             let planes = Int(format.fmt.pix_mp.num_planes)
@@ -353,7 +403,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             memoryMode = .zeroCopy
         } else {
             try startMapped()
-            memoryMode = .converted
+            memoryMode = libraryConverter == nil ? .converted : .libraryConverted
         }
         var type = Int32(bitPattern: bufferType.rawValue)
         do {
@@ -642,6 +692,15 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
             out = slots[Int(index)]!
             slots[Int(index)] = replacement
+        } else if let libraryConverter {
+            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mappings[Int(index)][0].length
+            guard let image = libraryConverter.convert(mappings[Int(index)][0].base, byteCount: used) else { return corrupt() }
+            guard let converted = pool?.tryTake() else {
+                state.withLock { $0.statistics.dropped += 1 }
+                return .skipped
+            }
+            FrameConverter.convert(image, into: converted)
+            out = converted
         } else {
             guard let image = cameraImage(buffer, index: Int(index)) else { return corrupt() }
             guard let converted = pool?.tryTake() else {

@@ -26,9 +26,11 @@ public struct V4L2FormatChoice: Sendable, Equatable {
 ///  2. packed 4:2:2 (YUYV, UYVY, YVYU, VYUY): what nearly every UVC webcam sends uncompressed;
 ///  3. the other YUV layouts camrec converts (NV21, YV12, NV16, NV61, 422P);
 ///  4. RGB (RGB24, BGR24, the 32-bit orders), converted with BT.601;
-///  5. GREY (luma only).
-/// MJPEG and other compressed or exotic formats are not decoded yet: they are listed but
-/// never chosen, and asking for one with `--pixel-format` explains that.
+///  5. GREY (luma only);
+///  6. formats only libv4lconvert converts (`libraryConverted`: Bayer, old webcams' vendor
+///     formats), taken only when nothing above is offered at the size, or when asked for.
+/// MJPEG and other compressed formats are not decoded yet: they are listed but never
+/// chosen, and asking for one with `--pixel-format` explains that.
 ///
 /// Size: `--size` if given; else 1280x720 if any usable format offers it, else the
 /// largest size within 1920x1080, else the smallest (with `--fps`, among sizes offering
@@ -48,11 +50,14 @@ public enum V4L2FormatChooser {
     static let largestDefault = FrameSize(width: 1920, height: 1080)
 
     public static func choose(from offers: [V4L2FormatOffer], request: V4L2FormatRequest,
-                              device: String = "the camera") throws(CaptureError) -> V4L2FormatChoice {
+                              device: String = "the camera",
+                              libraryConverted: Set<V4L2PixelFormat> = []) throws(CaptureError) -> V4L2FormatChoice {
         let offeredList = offers.map(\.pixelFormat.description).joined(separator: ", ")
+        func rank(_ format: V4L2PixelFormat) -> Int { preference.firstIndex(of: format) ?? preference.count }
         let usable = offers
-            .filter { $0.pixelFormat.cameraLayout != nil && preference.contains($0.pixelFormat) }
-            .sorted { preference.firstIndex(of: $0.pixelFormat)! < preference.firstIndex(of: $1.pixelFormat)! }
+            .filter { ($0.pixelFormat.cameraLayout != nil && preference.contains($0.pixelFormat))
+                || libraryConverted.contains($0.pixelFormat) }
+            .sorted { rank($0.pixelFormat) < rank($1.pixelFormat) }
         var candidates = usable
         if let wanted = request.pixelFormat {
             guard offers.contains(where: { $0.pixelFormat == wanted }) else {
@@ -62,7 +67,7 @@ public enum V4L2FormatChooser {
             candidates = usable.filter { $0.pixelFormat == wanted }
             guard !candidates.isEmpty else {
                 throw CaptureError(.unsupportedFormat,
-                                   "camrec cannot convert \(wanted) (compressed or unknown layout) yet; "
+                                   "camrec cannot convert \(wanted) from \(device), not even with libv4lconvert; "
                                    + "use one of: \(usable.map(\.pixelFormat.description).joined(separator: ", "))")
             }
         }
