@@ -43,11 +43,11 @@ final class LibV4LConversionTests: XCTestCase {
     }
 
     func testAFormatNobodyConvertsIsRefusedWithWhatIsOffered() {
-        let hsv = V4L2PixelFormat(fourcc: "HSV3")!
+        let hsv = V4L2PixelFormat(fourcc: "NV24")!
         XCTAssertThrowsError(try V4L2FormatChooser.choose(from: [offer(hsv, 640, 480), offer(.yuyv, 640, 480)],
                                                           request: .init(pixelFormat: hsv), device: "/dev/video0")) {
             XCTAssertEqual(($0 as? CaptureError)?.message,
-                           "camrec cannot convert HSV3 from /dev/video0, not even with libv4lconvert; use one of: YUYV")
+                           "camrec cannot convert NV24 from /dev/video0, not even with libv4lconvert; use one of: YUYV")
         }
     }
 
@@ -73,6 +73,17 @@ final class LibV4LConversionTests: XCTestCase {
         // BT.601 limited range: red 200 → Y ≈ 16 + 0.257·200 ≈ 67, V ≈ 128 + 0.439·200 ≈ 216.
         XCTAssertEqual(Int(luma), 67, accuracy: 6)
         XCTAssertEqual(Int(v), 216, accuracy: 8)
+    }
+
+    func testAFormatTheLibraryCannotConvertGivesNoConverter() {
+        var format = v4l2_format()
+        format.type = V4L2_BUF_TYPE_VIDEO_CAPTURE.rawValue
+        format.fmt.pix.width = 64
+        format.fmt.pix.height = 32
+        format.fmt.pix.pixelformat = V4L2PixelFormat(fourcc: "NV24")!.rawValue
+        format.fmt.pix.bytesperline = 64
+        format.fmt.pix.sizeimage = 64 * 3 * 32
+        XCTAssertNil(converter(format), "and nothing freed twice on the way out")
     }
 
     func testAFrameTheLibraryRejectsIsNil() throws {

@@ -14,6 +14,9 @@ final class LibV4LConverter {
     private var destination: v4l2_format
     private let scratch: UnsafeMutablePointer<UInt8>
     private let scratchSize: Int
+    /// libv4lconvert goes through RGB for some formats (HSV, …) and writes that intermediate
+    /// into the destination whatever size it is told: room for 4 bytes a pixel.
+    private let scratchCapacity: Int
     let width: Int
     let height: Int
 
@@ -39,17 +42,15 @@ final class LibV4LConverter {
         let chroma = ((width + 1) / 2) * ((height + 1) / 2)
         scratchSize = width * height + 2 * chroma
         destination.fmt.pix.sizeimage = UInt32(scratchSize)
-        scratch = .allocate(capacity: scratchSize)
+        scratchCapacity = max(scratchSize, width * height * 4)
+        scratch = .allocate(capacity: scratchCapacity)
         // A blank frame tells whether the library has a path from this format at all.
         let probeSize = max(Int(source.fmt.pix.sizeimage), Int(source.fmt.pix.bytesperline) * height, 1)
         let blank = UnsafeMutableRawPointer.allocate(byteCount: probeSize, alignment: 64)
         memset(blank, 0, probeSize)
         defer { blank.deallocate() }
-        guard convert(UnsafeRawPointer(blank), byteCount: probeSize) != nil else {
-            v4lconvert_destroy(library)
-            scratch.deallocate()
-            return nil
-        }
+        // Every property is set, so failing here still runs deinit, which frees them.
+        guard convert(UnsafeRawPointer(blank), byteCount: probeSize) != nil else { return nil }
     }
 
     deinit {
@@ -67,7 +68,7 @@ final class LibV4LConverter {
     func convert(_ frame: UnsafeRawPointer, byteCount: Int) -> FrameConverter.CameraImage? {
         let written = v4lconvert_convert(library, &source, &destination,
                                          UnsafeMutablePointer(mutating: frame.assumingMemoryBound(to: UInt8.self)),
-                                         Int32(byteCount), scratch, Int32(scratchSize))
+                                         Int32(byteCount), scratch, Int32(scratchCapacity))
         guard written >= scratchSize else { return nil }
         let chromaWidth = (width + 1) / 2
         let chromaPlane = chromaWidth * ((height + 1) / 2)
