@@ -30,11 +30,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     private struct Totals {
         var receivers = 0
-        var frames = 0
-        var bytes = 0
-        var idrFrames = 0
-        var skipped = 0
-        var latency = LatencySamples()
+        var sent = PeerTotals()
     }
 
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
@@ -111,13 +107,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func account(_ peer: TCPPeerSender, _ s: TCPPeerSender.Summary, ending: String) {
-        totals.withLock { t in
-            t.frames += s.frames
-            t.bytes += s.bytes
-            t.idrFrames += s.idrFrames
-            t.skipped += s.skippedFrames
-            for v in s.latency.values { t.latency.add(v) }
-        }
+        totals.withLock { $0.sent.add(s) }
         var line = "\(peer.name) \(ending) after \(s.frames) frames"
         if s.skippedFrames > 0 { line += ", \(s.skippedFrames) skipped in \(s.overflows) catch-ups" }
         if let latency = s.latency.summary { line += "; capture to sent: \(latency)" }
@@ -142,16 +132,11 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         let deadline = 5.0
         for peer in remaining { peer.beginFinish(flushTimeoutSeconds: deadline) }
         for peer in remaining { account(peer, peer.reap(), ending: peer.isAlive ? "served to the end" : "left") }
-        let t = totals.withLock { $0 }
-        var report = OutputReport(label: label)
-        report.frames = t.frames
-        report.bytes = t.bytes
-        report.idrFrames = t.idrFrames
-        report.skippedFrames = t.skipped
-        var line = "\(label): served \(t.receivers) receiver\(t.receivers == 1 ? "" : "s"), \(t.frames) frames in all"
+        let (receivers, t) = totals.withLock { ($0.receivers, $0.sent) }
+        var line = "\(label): served \(receivers) receiver\(receivers == 1 ? "" : "s"), \(t.frames) frames in all"
         if t.skipped > 0 { line += ", \(t.skipped) skipped" }
         if let latency = t.latency.summary { line += "; capture to sent: \(latency)" }
         log(line)
-        return report
+        return t.report(label: label)
     }
 }

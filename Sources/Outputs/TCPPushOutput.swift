@@ -25,14 +25,9 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     private let totals = Mutex(Totals())
 
     private struct Totals {
-        var frames = 0
-        var bytes = 0
-        var idrFrames = 0
-        var skipped = 0
-        var overflows = 0
         var connections = 0
         var missedWhileDisconnected = 0
-        var latency = LatencySamples()
+        var sent = PeerTotals()
     }
 
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
@@ -108,14 +103,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func account(_ s: TCPPeerSender.Summary) {
-        totals.withLock { t in
-            t.frames += s.frames
-            t.bytes += s.bytes
-            t.idrFrames += s.idrFrames
-            t.skipped += s.skippedFrames
-            t.overflows += s.overflows
-            for v in s.latency.values { t.latency.add(v) }
-        }
+        totals.withLock { $0.sent.add(s) }
     }
 
     public func submit(_ chunk: StreamChunk) {
@@ -134,18 +122,14 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         if let peer = current.withLock({ p -> TCPPeerSender? in defer { p = nil }; return p }) {
             account(peer.finish(flushTimeoutSeconds: 5))
         }
-        let t = totals.withLock { $0 }
-        var report = OutputReport(label: label)
-        report.frames = t.frames
-        report.bytes = t.bytes
-        report.idrFrames = t.idrFrames
-        report.skippedFrames = t.skipped
-        var words = ["\(label): sent \(t.frames) frames over \(t.connections) connection\(t.connections == 1 ? "" : "s")"]
-        if t.connections == 0 { words = ["\(label): the receiver was never reachable; nothing sent"] }
-        if t.missedWhileDisconnected > 0 { words.append("\(t.missedWhileDisconnected) recorded while disconnected") }
+        let all = totals.withLock { $0 }
+        let t = all.sent
+        var words = ["\(label): sent \(t.frames) frames over \(all.connections) connection\(all.connections == 1 ? "" : "s")"]
+        if all.connections == 0 { words = ["\(label): the receiver was never reachable; nothing sent"] }
+        if all.missedWhileDisconnected > 0 { words.append("\(all.missedWhileDisconnected) recorded while disconnected") }
         if t.skipped > 0 { words.append("\(t.skipped) skipped in \(t.overflows) catch-ups to an IDR") }
         if let latency = t.latency.summary { words.append("capture to sent: \(latency)") }
         log(words.joined(separator: "; "))
-        return report
+        return t.report(label: label)
     }
 }
