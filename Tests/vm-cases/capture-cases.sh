@@ -259,7 +259,7 @@ t0=$(date +%s.%N)
 "${CAMREC[@]}" --version >/dev/null
 startup=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
 t0=$(date +%s.%N)
-"${CAMREC[@]}" --device "$DEV" --frames 10 "$R/second.h264" 2>"$R/second.err"
+"${CAMREC[@]}" --device "$DEV" --frames 10 --log-level info "$R/second.h264" 2>"$R/second.err"
 rc=$?
 took=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
 first_alive=no; kill -0 "$REC" 2>/dev/null && first_alive=yes
