@@ -163,11 +163,8 @@ check "many receivers: r2 (joined 3 s later) got the rest ($r2f)" [ "${r2f:-0}" 
 # r1's latency while the slow reader was connected (from 2 s after r1 joined) against before it joined.
 lat_p() { grep -v '^#' "$1" | awk -v a="$2" -v b="$3" 'NR > a && NR <= b { print $2 }' | sort -n | awk -v p="$4" '{ v[NR] = $1 } END { i = int(NR * p / 100 + 0.999); print (i ? v[i] : 0) / 1000 }'; }
 before=$(lat_p "$W/r1.lat" 3 30 50); during=$(lat_p "$W/r1.lat" 60 1000 50); during99=$(lat_p "$W/r1.lat" 60 1000 99)
+# Measured, not asserted (timings belong to benchmarks; docs/PERFORMANCE.md has the latency figures).
 echo "r1 capture-to-received latency: median ${before} ms before the slow reader, ${during} ms (p99 ${during99} ms) with it"
-check "many receivers: r1's median latency with the slow reader stays within 20 ms of before (${before} → ${during} ms)" \
-    awk -v a="$before" -v b="$during" 'BEGIN { exit !(b < a + 20) }'
-check "many receivers: r1's p99 latency with the slow reader under 500 ms (${during99} ms; seconds would mean it was held back)" \
-    awk -v v="$during99" 'BEGIN { exit !(v < 500) }'
 check "many receivers: the slow reader was skipped ahead (logged)" grep -q "too slow, skipped" "$W/send5.log"
 slow_skips=$(grep "too slow" "$W/send5.log" | grep -o 'receiver [^ ]*' | sort -u | wc -l)
 check "many receivers: only one receiver (the slow one) was ever skipped" [ "$slow_skips" = 1 ]

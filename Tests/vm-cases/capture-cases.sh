@@ -342,8 +342,8 @@ start_recording fatal "$DEV" --duration 60
 inject "$DEV" inject_fatal_streaming_error=1
 finish_recording fatal
 rc=$?
-check "fatal streaming error: exit 71 within 10 s (${END_SECONDS}s)" \
-    sh -c "test $rc = 71 && awk 'BEGIN { exit !($END_SECONDS < 10) }'"
+# 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
+check "fatal streaming error: exit 71, by itself (took ${END_SECONDS}s)" test $rc = 71
 check "fatal streaming error: says so" grep -q "fatal streaming error\|reported an error" "$R/fatal.err"
 check_saved "fatal streaming error" "$R/fatal.h264" "$R/fatal.err"
 
@@ -352,8 +352,7 @@ start_recording unplug "$MDEV" --duration 60
 inject "$MDEV" disconnect=1
 finish_recording unplug
 rc=$?
-check "disconnect: exit 71 within 10 s (${END_SECONDS}s)" \
-    sh -c "test $rc = 71 && awk 'BEGIN { exit !($END_SECONDS < 10) }'"
+check "disconnect: exit 71, by itself (took ${END_SECONDS}s)" test $rc = 71
 check "disconnect: says the device was disconnected" grep -q "disconnected\|reported an error" "$R/unplug.err"
 check_saved "disconnect" "$R/unplug.h264" "$R/unplug.err"
 # vivid plugs the device back in when its last user closes it: a new recording must work.
