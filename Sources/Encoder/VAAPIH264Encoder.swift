@@ -51,9 +51,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public private(set) var framesCopied = 0
     /// Encoder-thread time of the upload: unmapping, or get surface + map + copy + unmap.
     private var encodeUploadNanoseconds: UInt64 = 0
+    private var encodeUploadCPUNanoseconds: UInt64 = 0
     /// Time spent uploading, for measurements: mapping at take (on the capture thread) plus
-    /// the encoder thread's part.
+    /// the encoder thread's part. Wall clock: includes waiting for the driver, e.g. for a lock
+    /// an encode on the other thread holds.
     public var uploadNanoseconds: UInt64 { encodeUploadNanoseconds + (backing?.statistics.mapNanoseconds ?? 0) }
+    /// The same in CPU time of the threads doing it: what the upload costs the CPU.
+    public var uploadCPUNanoseconds: UInt64 { encodeUploadCPUNanoseconds + (backing?.statistics.mapCPUNanoseconds ?? 0) }
 
     /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
     public var configuration: String {
@@ -85,7 +89,9 @@ public final class VAAPIH264Encoder: VideoEncoder {
         }
         parts.append("\(String(format3: Double(uploadedBytes) / 1_048_576)) MiB written into VA mappings")
         if uploadedFrames > 0 {
-            parts.append("upload \(String(format3: Double(uploadNanoseconds) / Double(uploadedFrames) / 1e6)) ms per frame")
+            let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
+            parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
+                + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
         }
         if let released = stats?.releasedUnencoded, released > 0 {
             parts.append("\(released) surfaces released unencoded (buffers recycled without being encoded)")
@@ -286,23 +292,12 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
         guard let ctx = context, let frames = framesRef else { preconditionFailure("start() first") }
         packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
-        let started = MonotonicClock.now()
-        if let backing, !buffer.isInOwnMemory, buffer.backing === backing,
-           backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
-            // The source wrote the frame into the surface; unmapping ended the CPU's part.
-            framesWrittenInPlace += 1
-            uploadedBytes += buffer.planes.reduce(0) { $0 + $1.width * $1.height }
-        } else {
-            do {
-                try upload(buffer, frames: frames)
-            } catch {
-                encodeUploadNanoseconds += MonotonicClock.now() - started
-                onBufferDone?(buffer)
-                throw error
-            }
-            framesCopied += 1
+        do {
+            try handOver(buffer, frames: frames)
+        } catch {
+            onBufferDone?(buffer)
+            throw error
         }
-        encodeUploadNanoseconds += MonotonicClock.now() - started
         uploadedFrames += 1
         // The pixels are in the surface: the pool buffer can take the next frame already.
         onBufferDone?(buffer)
@@ -317,6 +312,25 @@ public final class VAAPIH264Encoder: VideoEncoder {
             throw error
         }
         try drain()
+    }
+
+    /// Puts the frame's surface into `hwFrame`: unmaps the surface the source wrote into, or
+    /// (a buffer in its own memory) copies the frame into a fresh surface.
+    private func handOver(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now()
+        defer {
+            encodeUploadNanoseconds += MonotonicClock.now() - started
+            encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU
+        }
+        if let backing, !buffer.isInOwnMemory, buffer.backing === backing,
+           backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
+            // The source wrote the frame into the surface; unmapping ended the CPU's part.
+            framesWrittenInPlace += 1
+            uploadedBytes += buffer.planes.reduce(0) { $0 + $1.width * $1.height }
+        } else {
+            try upload(buffer, frames: frames)
+            framesCopied += 1
+        }
     }
 
     /// The copy path, one more CPU pass: pool memory → a freshly mapped VA surface.

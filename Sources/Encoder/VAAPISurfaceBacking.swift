@@ -15,7 +15,9 @@ import Synchronization
 final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     struct Counters {
         var mapped = 0
+        /// Time in attach (get surface + map), wall clock and the capture thread's CPU time.
         var mapNanoseconds: UInt64 = 0
+        var mapCPUNanoseconds: UInt64 = 0
         /// Surfaces released unencoded (a frame dropped after its buffer was taken).
         var releasedUnencoded = 0
         var failures = 0
@@ -56,7 +58,7 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     var statistics: Counters { counters.withLock { $0 } }
 
     func attach(bufferIndex i: Int, planes: inout [PlaneMemory]) throws {
-        let started = MonotonicClock.now()
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now()
         let surface = surfaces[i], mapping = mappings[i]
         var status = av_hwframe_get_buffer(framesRef, surface, 0)
         guard status >= 0 else { throw failure("no VA surface for a pool buffer", status) }
@@ -75,10 +77,11 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
                 }
             }
         }
-        let spent = MonotonicClock.now() - started
+        let spent = MonotonicClock.now() - started, spentCPU = ThreadCPUClock.now() - startedCPU
         counters.withLock {
             $0.mapped += 1
             $0.mapNanoseconds += spent
+            $0.mapCPUNanoseconds += spentCPU
         }
     }
 
