@@ -2,10 +2,12 @@ import Glibc
 
 /// One frame of pixel memory owned by a `PixelBufferPool`.
 ///
-/// Memory is allocated once, with each row padded to a 64-byte stride so that
-/// encoders can read it with aligned vector loads. Sources fill it, encoders read
-/// it, and `PixelBufferPool.recycle(_:)` hands it back; it is never freed while
-/// the pool lives.
+/// In an ordinary pool the memory is the buffer's own, allocated once, with each row padded
+/// to a 64-byte stride so that encoders can read it with aligned vector loads; it is never
+/// freed or moved while the pool lives. In a pool with a `PixelBufferBacking` (VA surfaces)
+/// `planes` point at memory the backing lends at each take, with the backing's strides:
+/// read `planes` after taking the buffer and never keep them past `recycle()`.
+/// Sources fill it, encoders read it, and `PixelBufferPool.recycle(_:)` hands it back.
 public final class PixelBuffer: @unchecked Sendable {
     public struct Plane: @unchecked Sendable {
         public let base: UnsafeMutablePointer<UInt8>
@@ -17,12 +19,22 @@ public final class PixelBuffer: @unchecked Sendable {
     public let format: PixelFormat
     public let width: Int
     public let height: Int
-    public let planes: [Plane]
+    /// Where this frame's pixels are; see the type's comment for how long they stay there.
+    public internal(set) var planes: [Plane]
     /// Index within the owning pool; stable for the buffer's life.
     public let index: Int
-    let storage: UnsafeMutableRawPointer
+    /// The buffer's own memory: allocated in `init` for an ordinary pool, only when first
+    /// needed (a backing that could not lend memory) for a backed one.
+    private(set) var storage: UnsafeMutableRawPointer?
+    /// Each plane's padded stride and size in the buffer's own memory.
+    private let layout: [(stride: Int, width: Int, height: Int)]
     weak var owner: PixelBufferPool?
+    /// Size of the buffer's own memory (allocated or not).
     public let byteCount: Int
+    /// True while `planes` are the buffer's own memory, false while they are lent by the pool's backing.
+    public internal(set) var isInOwnMemory: Bool
+    /// Scratch for `PixelBufferBacking.attach`, kept so a take allocates nothing.
+    var lent: [PlaneMemory] = []
 
     /// Sequence number given by the source; a gap means frames were dropped before this one.
     public var sequence: UInt64 = 0
@@ -36,18 +48,18 @@ public final class PixelBuffer: @unchecked Sendable {
     /// The stride of a row of `width` bytes: padded to the alignment.
     static func paddedStride(_ width: Int) -> Int { (width + alignment - 1) / alignment * alignment }
 
-    init(format: PixelFormat, width: Int, height: Int, index: Int) {
+    /// - Parameter allocate: false for a backed pool: no memory of its own until needed.
+    init(format: PixelFormat, width: Int, height: Int, index: Int, allocate: Bool = true) {
         precondition(format.isEncoderNative, "pool buffers hold encoder formats only")
         self.format = format
         self.width = width
         self.height = height
         self.index = index
         let align = PixelBuffer.alignment
-        func padded(_ n: Int) -> Int { (n + align - 1) / align * align }
+        let padded = PixelBuffer.paddedStride
         let chromaWidth = (width + 1) / 2
         let chromaHeight = (height + 1) / 2
         // Planes are laid out back to back; every stride and plane start is aligned.
-        var layout: [(stride: Int, width: Int, height: Int)] = []
         switch format {
         case .nv12:
             layout = [(padded(width), width, height), (padded(chromaWidth * 2), chromaWidth * 2, chromaHeight)]
@@ -58,25 +70,54 @@ public final class PixelBuffer: @unchecked Sendable {
             fatalError("unreachable")
         }
         // Encoders may read a little past the last row with SIMD; keep a spare row of slack.
-        let total = layout.reduce(0) { $0 + $1.stride * $1.height } + align * 4 + layout[0].stride
-        var raw: UnsafeMutableRawPointer?
-        guard posix_memalign(&raw, align, total) == 0, let raw else {
-            fatalError("out of memory allocating a \(width)x\(height) pixel buffer")
-        }
-        memset(raw, 0, total)
-        storage = raw
-        byteCount = total
-        var offset = 0
-        var planes: [Plane] = []
-        for p in layout {
-            planes.append(Plane(base: (raw + offset).assumingMemoryBound(to: UInt8.self),
-                                stride: p.stride, width: p.width, height: p.height))
-            offset += p.stride * p.height
-        }
-        self.planes = planes
+        byteCount = layout.reduce(0) { $0 + $1.stride * $1.height } + align * 4 + layout[0].stride
+        planes = []
+        planes.reserveCapacity(layout.count)
+        lent.reserveCapacity(layout.count)
+        isInOwnMemory = false
+        if allocate { useOwnMemory() }
     }
 
     deinit { free(storage) }
+
+    /// Points `planes` at the buffer's own memory, allocating it the first time.
+    func useOwnMemory() {
+        if storage == nil {
+            var raw: UnsafeMutableRawPointer?
+            guard posix_memalign(&raw, PixelBuffer.alignment, byteCount) == 0, let raw else {
+                fatalError("out of memory allocating a \(width)x\(height) pixel buffer")
+            }
+            memset(raw, 0, byteCount)
+            storage = raw
+        }
+        var offset = 0
+        setPlanes(layout.indices.map { i in
+            defer { offset += layout[i].stride * layout[i].height }
+            return PlaneMemory(base: (storage! + offset).assumingMemoryBound(to: UInt8.self), stride: layout[i].stride)
+        })
+        isInOwnMemory = true
+    }
+
+    /// Points `planes` at memory a backing lent (one entry per plane, in order).
+    func useLentMemory() {
+        precondition(lent.count == layout.count, "a backing lent \(lent.count) planes for \(format) (\(layout.count))")
+        for (memory, plane) in zip(lent, layout) {
+            precondition(memory.stride >= plane.width, "a backing lent rows shorter than the frame's")
+        }
+        setPlanes(lent)
+        isInOwnMemory = false
+    }
+
+    /// Replaces the planes in place, so taking a buffer allocates nothing once it has planes.
+    private func setPlanes(_ memory: [PlaneMemory]) {
+        for (i, m) in memory.enumerated() {
+            let plane = Plane(base: m.base, stride: m.stride, width: layout[i].width, height: layout[i].height)
+            if i < planes.count { planes[i] = plane } else { planes.append(plane) }
+        }
+    }
+
+    /// The backing of the pool this buffer belongs to; nil for an ordinary pool.
+    public var backing: PixelBufferBacking? { owner?.backing }
 
     /// Hands the buffer back to the pool it came from.
     public func recycle() {

@@ -3,12 +3,16 @@ import Capture
 
 /// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.
 ///
-/// Each frame is uploaded in one CPU pass: a surface comes from the hardware frames pool,
-/// is mapped for writing (`av_hwframe_map` with WRITE|OVERWRITE: `vaDeriveImage`, so the
-/// mapping is the surface's own memory, when the driver allows it; otherwise a VA image that
-/// the driver copies into the surface at unmap with `vaPutImage`), the pool buffer's planes
-/// are copied row by row into it (honouring both strides), and the pool buffer goes back to
-/// the pool right away, before the GPU even starts on the frame.
+/// A frame reaches the GPU in one CPU pass: the pool from `makePool` lends its buffers mapped
+/// VA surfaces (`VAAPISurfaceBacking`: `av_hwframe_map` WRITE|OVERWRITE, which is
+/// `vaDeriveImage`, the surface's own memory, when the driver allows it; otherwise a VA image
+/// the driver copies into the surface at unmap with `vaPutImage`), so the source converts
+/// each frame straight into the surface and `encode` only unmaps and submits it. The pool
+/// buffer goes back to the pool right away; the surface stays with the encoder (through its
+/// AVFrame) until the GPU is done with it.
+///
+/// A buffer that is not in a mapped surface (an ordinary pool, or mapping failed when the
+/// buffer was taken) is copied into a freshly mapped surface at `encode`: the old two-pass path.
 ///
 /// No B-frames and `async_depth` 1, so every frame comes out as soon as the GPU finishes it;
 /// `pict_type = I` makes the frames the recorder asks for IDRs.
@@ -32,20 +36,67 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public private(set) var chosenProfile: VAAPICapabilities.Profile?
     public private(set) var usesLowPower = false
     public private(set) var rateControl = ""
-    /// Whether uploads write straight into the surface (vaDeriveImage) or into an image the
-    /// driver then copies with vaPutImage (one more copy, inside the driver).
+    /// Whether mappings are the surface itself (vaDeriveImage) or an image the driver then
+    /// copies with vaPutImage (one more copy, inside the driver).
     public private(set) var uploadIsDirect = false
-    /// Counters of the upload: frames and bytes the CPU copied into VA mappings.
+    /// The backing of the last pool `makePool` made; nil until then.
+    private(set) var backing: VAAPISurfaceBacking?
+    /// Counters of the upload. Frames sent to the GPU, and bytes the CPU wrote into VA mappings
+    /// for them (by the source, or by the copy in `encode`).
     public private(set) var uploadedFrames = 0
     public private(set) var uploadedBytes = 0
-    /// Time spent uploading (get surface, map, copy, unmap), for measurements.
-    public private(set) var uploadNanoseconds: UInt64 = 0
+    /// Of `uploadedFrames`: written by the source straight into a mapped surface (1 CPU pass),
+    /// and copied from pool memory into a surface at `encode` (2 CPU passes).
+    public private(set) var framesWrittenInPlace = 0
+    public private(set) var framesCopied = 0
+    /// Encoder-thread time of the upload: unmapping, or get surface + map + copy + unmap.
+    private var encodeUploadNanoseconds: UInt64 = 0
+    private var encodeUploadCPUNanoseconds: UInt64 = 0
+    /// Time spent uploading, for measurements: mapping at take (on the capture thread) plus
+    /// the encoder thread's part. Wall clock: includes waiting for the driver, e.g. for a lock
+    /// an encode on the other thread holds.
+    public var uploadNanoseconds: UInt64 { encodeUploadNanoseconds + (backing?.statistics.mapNanoseconds ?? 0) }
+    /// The same in CPU time of the threads doing it: what the upload costs the CPU.
+    public var uploadCPUNanoseconds: UInt64 { encodeUploadCPUNanoseconds + (backing?.statistics.mapCPUNanoseconds ?? 0) }
 
-    /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload direct (vaDeriveImage)".
+    /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
     public var configuration: String {
         let profile = chosenProfile.map { VAAPIDevice.shortName($0.name) } ?? "no profile yet"
-        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload "
-            + (uploadIsDirect ? "straight into the surface (vaDeriveImage)" : "through a VA image (vaPutImage: one more copy in the driver)")
+        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload: \(onePass)"
+    }
+
+    /// How a frame written in place reaches the GPU.
+    private var onePass: String {
+        uploadIsDirect
+            ? "1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
+            : "1 CPU pass into a VA image, then the driver copies once more (vaPutImage)"
+    }
+
+    /// What the upload did, for the end of a recording: frames, CPU passes, bytes, time.
+    public var uploadSummary: String {
+        func frames(_ n: Int) -> String { n == 1 ? "1 frame" : "\(n) frames" }
+        var parts: [String] = []
+        if framesWrittenInPlace > 0 || framesCopied == 0 {
+            parts.append("\(frames(framesWrittenInPlace)) took \(onePass)")
+        }
+        if framesCopied > 0 {
+            parts.append("\(frames(framesCopied)) took 2 CPU passes (source into pool memory, then a copy into a mapped surface"
+                + (uploadIsDirect ? ")" : "; the driver copies once more, vaPutImage)"))
+        }
+        let stats = backing?.statistics
+        if let stats, let why = stats.firstFailure {
+            parts.append("mapping a surface when a frame was taken failed \(stats.failures == 1 ? "once" : "\(stats.failures) times") (\(why))")
+        }
+        parts.append("\(String(format3: Double(uploadedBytes) / 1_048_576)) MiB written into VA mappings")
+        if uploadedFrames > 0 {
+            let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
+            parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
+                + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
+        }
+        if let released = stats?.releasedUnencoded, released > 0 {
+            parts.append("\(released) surfaces released unencoded (buffers recycled without being encoded)")
+        }
+        return parts.joined(separator: "; ")
     }
 
     public var name: String {
@@ -227,15 +278,27 @@ public final class VAAPIH264Encoder: VideoEncoder {
         return EncoderError(.failed, "\(what): \(libavErrorDescription(status))\(detail)")
     }
 
+    /// A pool whose buffers are mapped VA surfaces, so sources write straight into them.
+    /// Before `start()`, or for another size, an ordinary pool (frames are then copied at `encode`).
+    public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
+        guard let frames = framesRef, width == settings.size.width, height == settings.size.height,
+              let made = VAAPISurfaceBacking(frames: frames, capacity: capacity) else {
+            return PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)
+        }
+        backing = made
+        return PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity, backing: made)
+    }
+
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
         guard let ctx = context, let frames = framesRef else { preconditionFailure("start() first") }
         packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
         do {
-            try upload(buffer, frames: frames)
+            try handOver(buffer, frames: frames)
         } catch {
             onBufferDone?(buffer)
             throw error
         }
+        uploadedFrames += 1
         // The pixels are in the surface: the pool buffer can take the next frame already.
         onBufferDone?(buffer)
         hwFrame.pointee.pts = Int64(buffer.sequence)
@@ -251,10 +314,27 @@ public final class VAAPIH264Encoder: VideoEncoder {
         try drain()
     }
 
-    /// One CPU pass: pool buffer → VA surface mapping.
+    /// Puts the frame's surface into `hwFrame`: unmaps the surface the source wrote into, or
+    /// (a buffer in its own memory) copies the frame into a fresh surface.
+    private func handOver(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now()
+        defer {
+            encodeUploadNanoseconds += MonotonicClock.now() - started
+            encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU
+        }
+        if let backing, !buffer.isInOwnMemory, buffer.backing === backing,
+           backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
+            // The source wrote the frame into the surface; unmapping ended the CPU's part.
+            framesWrittenInPlace += 1
+            uploadedBytes += buffer.planes.reduce(0) { $0 + $1.width * $1.height }
+        } else {
+            try upload(buffer, frames: frames)
+            framesCopied += 1
+        }
+    }
+
+    /// The copy path, one more CPU pass: pool memory → a freshly mapped VA surface.
     private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
-        let started = MonotonicClock.now()
-        defer { uploadNanoseconds += MonotonicClock.now() - started }
         var status = av_hwframe_get_buffer(frames, hwFrame, 0)
         guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
         mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
@@ -286,7 +366,6 @@ public final class VAAPIH264Encoder: VideoEncoder {
         }
         // Unmapping ends the upload (and is where vaPutImage copies, when derive isn't possible).
         av_frame_unref(mapped)
-        uploadedFrames += 1
         uploadedBytes += copied
     }
 
@@ -309,5 +388,14 @@ public final class VAAPIH264Encoder: VideoEncoder {
             let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
             throw EncoderError(error.kind, error.message + detail)
         }
+    }
+}
+
+extension String {
+    /// Three decimals, for summaries ("1.234").
+    init(format3 value: Double) {
+        let scaled = Int((value * 1000).rounded())
+        let fraction = String(scaled % 1000)
+        self = "\(scaled / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 }

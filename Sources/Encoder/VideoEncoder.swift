@@ -29,10 +29,20 @@ public protocol VideoEncoder: AnyObject {
     var onPacket: ((EncodedPacket) -> Void)? { get set }
 
     func start() throws
+    /// The pool the source fills for this encoder, made after `start()`. The default is an
+    /// ordinary pool of `inputFormat`; the VA-API encoder's buffers are its mapped surfaces,
+    /// so sources write each frame straight into GPU memory.
+    func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool
     /// Encodes one frame; with `forceKeyframe` the frame becomes an IDR.
     func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws
     /// Drains every frame still inside the encoder, so the last frames are not lost.
     func flush() throws
+}
+
+extension VideoEncoder {
+    public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
+        PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)
+    }
 }
 
 /// Failures of an encoder backend.

@@ -103,11 +103,12 @@ public final class Recorder: @unchecked Sendable {
                 return result
             }
         }
-        let pool = PixelBufferPool(format: encoder.inputFormat, width: source.frameSize.width,
-                                   height: source.frameSize.height,
-                                   capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
+        let pool: PixelBufferPool
         do {
             try encoder.start()
+            // The encoder's own pool: for VA-API its buffers are mapped GPU surfaces.
+            pool = encoder.makePool(width: source.frameSize.width, height: source.frameSize.height,
+                                    capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
             try source.start(pool: pool)
             logger.info("capture: \(source.summary)")
         } catch {

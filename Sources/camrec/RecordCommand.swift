@@ -169,6 +169,7 @@ struct RecordCommand: ParsableCommand {
         status?.start()
         let result = recorder.run()
         status?.stop()
+        if let vaapi = videoEncoder as? VAAPIH264Encoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         if let failure = result.failure {
             throw report(failure)

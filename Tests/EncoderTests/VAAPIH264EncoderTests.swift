@@ -17,8 +17,9 @@ final class VAAPIH264EncoderTests: XCTestCase {
         return try VAAPIDevice.open(display)
     }
 
-    /// Every buffer goes back to the pool as soon as `encode` returns (it is uploaded by then),
-    /// forced keyframes are IDRs with SPS+PPS, and the upload copies each frame's bytes once.
+    /// With an ordinary pool (the copy path, used when mapping failed at take time): every buffer
+    /// goes back to the pool as soon as `encode` returns (it is uploaded by then), forced keyframes
+    /// are IDRs with SPS+PPS, and the upload copies each frame's bytes once.
     func testUploadRecyclesAtOnceAndForcedKeyframesAreIDRs() throws {
         let device = try openDevice()
         for (width, height) in [(1920, 1080), (650, 482)] {
@@ -51,11 +52,75 @@ final class VAAPIH264EncoderTests: XCTestCase {
             }
             let frameBytes = width * height + (width + 1) / 2 * 2 * ((height + 1) / 2)
             XCTAssertEqual(encoder.uploadedFrames, frames)
-            XCTAssertEqual(encoder.uploadedBytes, frames * frameBytes, "one CPU pass: each byte of each frame copied once")
+            XCTAssertEqual(encoder.framesCopied, frames)
+            XCTAssertEqual(encoder.framesWrittenInPlace, 0)
+            XCTAssertEqual(encoder.uploadedBytes, frames * frameBytes, "each byte of each frame copied once")
             let perFrame = Double(encoder.uploadNanoseconds) / Double(frames) / 1e6
-            print("VAAPI upload \(width)x\(height): \(frameBytes) bytes per frame copied once, "
+            print("VAAPI upload \(width)x\(height), ordinary pool: \(frameBytes) bytes per frame copied once, "
                 + "\(String(format: "%.2f", perFrame)) ms per frame (get surface + map + copy + unmap), direct: \(encoder.uploadIsDirect)")
         }
+    }
+
+    /// The encoder's own pool lends mapped surfaces: the source writes into them, `encode` only
+    /// unmaps and submits. A buffer recycled unencoded gives its surface back (taken again, the
+    /// same surfaces come back: none leaks), and the pool runs out like an ordinary one.
+    func testSurfacePoolWritesInPlaceAndReleasesSurfacesOfUnencodedBuffers() throws {
+        let device = try openDevice()
+        let (width, height) = (650, 482)
+        let size = FrameSize(width: width, height: height)
+        let encoder = try VAAPIH264Encoder(settings: EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4),
+                                           device: device)
+        try encoder.start()
+        let pool = encoder.makePool(width: width, height: height, capacity: 3)
+        let backing = try XCTUnwrap(encoder.backing)
+        XCTAssertTrue(pool.backing === backing)
+        XCTAssertFalse(pool.hasStableMemory, "planes move at every take: no V4L2 USERPTR into this pool")
+        XCTAssertTrue(PixelBufferPool(format: .nv12, width: 16, height: 16, capacity: 1).hasStableMemory)
+
+        let taken = (0..<3).compactMap { _ in pool.tryTake() }
+        XCTAssertEqual(taken.count, 3)
+        XCTAssertNil(pool.tryTake(), "the pool never grows")
+        XCTAssertEqual(pool.exhaustedCount, 1)
+        var surfaces = Set<UInt>()
+        for buffer in taken {
+            XCTAssertFalse(buffer.isInOwnMemory)
+            XCTAssertEqual(buffer.planes.count, 2)
+            XCTAssertEqual(buffer.planes[1].width, 650)
+            XCTAssertEqual(buffer.planes[1].height, 241)
+            XCTAssertGreaterThanOrEqual(buffer.planes[0].stride, width)
+            surfaces.insert(try XCTUnwrap(backing.surfaceID(bufferIndex: buffer.index)))
+        }
+        XCTAssertEqual(surfaces.count, 3)
+        taken.forEach { $0.recycle() }
+        XCTAssertEqual(taken.compactMap { backing.surfaceID(bufferIndex: $0.index) }, [], "recycled unencoded: surfaces released")
+        XCTAssertEqual(backing.statistics.releasedUnencoded, 3)
+        let again = (0..<3).compactMap { _ in pool.tryTake() }
+        XCTAssertEqual(Set(again.compactMap { backing.surfaceID(bufferIndex: $0.index) }), surfaces,
+                       "the released surfaces are reused, no new ones made")
+        again.forEach { $0.recycle() }
+
+        var packets: [UInt64] = []
+        encoder.onBufferDone = { $0.recycle() }
+        encoder.onPacket = { packets.append($0.sequence) }
+        let source = TestPatternSource(size: size, fps: 30, realTime: false)
+        try source.start(pool: pool)
+        let frames = 8
+        for i in 0..<frames {
+            let frame = try XCTUnwrap(source.nextFrame())
+            XCTAssertFalse(frame.isInOwnMemory, "the source wrote into a mapped surface")
+            try encoder.encode(frame, forceKeyframe: i % 4 == 0)
+            XCTAssertEqual(pool.freeCount, pool.capacity, "buffer \(i) is back in the pool when encode returns")
+            XCTAssertNil(backing.surfaceID(bufferIndex: frame.index), "the encoder holds the surface now, not the buffer")
+        }
+        try encoder.flush()
+        XCTAssertEqual(packets, (0..<UInt64(frames)).map { $0 })
+        XCTAssertEqual(encoder.framesWrittenInPlace, frames)
+        XCTAssertEqual(encoder.framesCopied, 0)
+        XCTAssertEqual(encoder.uploadedBytes, frames * (width * height + width * ((height + 1) / 2)))
+        XCTAssertEqual(backing.statistics.releasedUnencoded, 6, "only the 2 x 3 recycled unencoded above; encoded buffers' surfaces went to the encoder")
+        XCTAssertTrue(encoder.uploadSummary.hasPrefix("8 frames took 1 CPU pass (source converted straight into the VA surface"),
+                      encoder.uploadSummary)
+        print("VAAPI upload \(width)x\(height), surface pool: \(encoder.uploadSummary)")
     }
 
     func testProfileIsTheBestTheDriverHasAtOrBelowTheOneAskedFor() throws {

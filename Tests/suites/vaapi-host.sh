@@ -5,9 +5,11 @@
 #
 # Checks: frame counts, IDRs at 0, N, 2N…, SPS+PPS before each, 4-byte start codes (camrec inspect and
 # FFmpeg's trace_headers); pixel identity for NV12 and I420 input at 640x480, 1280x720, 1920x1080 and
-# 650x482; --encoder auto with and without a usable driver; each failure's message, exit 73 and no
-# file; a driver failing mid-recording (exit 74, the frames before the failure saved and decodable);
-# low-power-only drivers, drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
+# 650x482, written by the source straight into mapped VA surfaces (the log says 1 CPU pass per frame);
+# --encoder auto with and without a usable driver; each failure's message, exit 73 and no file; a
+# driver failing mid-recording (exit 74, the frames before the failure saved and decodable); mapping a
+# surface failing once (that frame is copied, nothing lost) or for good (exit 74, earlier frames
+# saved); low-power-only drivers, drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
 #
 # Environment: CAMREC=path                test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
@@ -113,13 +115,14 @@ record() {
 
 # --- 1. pixel identity, stream shape ------------------------------------------------------------
 FRAMES=12 GOP=5
+ONE_PASS="1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
 for size in 640x480 1280x720 1920x1080 650x482; do
     for fmt in nv12 i420; do
         pixfmt=$([[ $fmt == nv12 ]] && echo nv12 || echo yuv420p)
         in=in-$size.$fmt out=out-$size-$fmt.h264
         ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i "testsrc2=s=$size:r=30" -frames:v $FRAMES \
             -pix_fmt "$pixfmt" -f rawvideo -y "$in" || { fail "$size $fmt: ffmpeg could not make the input"; continue; }
-        record "$out" --input "$in" --input-format "$fmt" --size "$size" --keyframe-interval $GOP \
+        record "$out" --log-level info --input "$in" --input-format "$fmt" --size "$size" --keyframe-interval $GOP \
             --encoder vaapi --vaapi-device "$DISP" "$out"
         if [[ $rc != 0 ]]; then
             fail "$size $fmt: camrec exits $rc: $(grep -m1 error "$out.log")"
@@ -130,18 +133,21 @@ for size in 640x480 1280x720 1920x1080 650x482; do
         ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$out" -f rawvideo -pix_fmt "$pixfmt" \
             -y "dec-$size.$fmt" 2>"dec-$size.$fmt.log"
         if [[ $n == "$FRAMES" && $idrs == "0 5 10" ]] && sps_pps_before_every_idr "$out" &&
-            "$CAMREC" inspect --summary "$out" >"$out.inspect" 2>&1 && cmp -s "$in" "dec-$size.$fmt"; then
-            pass "$size $fmt input: $n frames, IDRs at $idrs with SPS+PPS, contract OK, decoded frames identical to the input"
+            "$CAMREC" inspect --summary "$out" >"$out.inspect" 2>&1 && cmp -s "$in" "dec-$size.$fmt" &&
+            grep -qF "VA-API upload: $FRAMES frames took $ONE_PASS" "$out.log"; then
+            pass "$size $fmt input: $n frames, IDRs at $idrs with SPS+PPS, contract OK, decoded frames identical to the input, 1 CPU pass each"
         else
-            fail "$size $fmt input: frames=$n (want $FRAMES) IDRs at '$idrs' (want '0 5 10'), sps/pps: $(sps_pps_before_every_idr "$out" && echo ok || echo missing), inspect: $(tail -n 1 "$out.inspect"), cmp: $(cmp "$in" "dec-$size.$fmt" 2>&1 | head -1)"
+            fail "$size $fmt input: frames=$n (want $FRAMES) IDRs at '$idrs' (want '0 5 10'), sps/pps: $(sps_pps_before_every_idr "$out" && echo ok || echo missing), inspect: $(tail -n 1 "$out.inspect"), cmp: $(cmp "$in" "dec-$size.$fmt" 2>&1 | head -1), upload: $(grep 'VA-API upload' "$out.log")"
         fi
     done
 done
 
 # The test pattern (the real-time source) through VA-API, a longer GOP and more frames.
-record tp --test-pattern --size 640x480 --frames 90 --keyframe-interval 30 --encoder vaapi --vaapi-device "$DISP" tp.h264
-if [[ $rc == 0 && $(frame_count tp.h264) == 90 && $(idr_frames tp.h264) == "0 30 60" ]] && "$CAMREC" inspect --summary tp.h264 >tp.inspect; then
-    pass "test pattern: 90 frames, IDRs at 0 30 60, contract OK ($(grep -m1 '^GOP' tp.inspect))"
+record tp --log-level info --test-pattern --size 640x480 --frames 90 --keyframe-interval 30 --encoder vaapi --vaapi-device "$DISP" tp.h264
+if [[ $rc == 0 && $(frame_count tp.h264) == 90 && $(idr_frames tp.h264) == "0 30 60" ]] && "$CAMREC" inspect --summary tp.h264 >tp.inspect &&
+    grep -qF "VA-API: H264ConstrainedBaseline on EncSlice, CBR 921600 bit/s, upload: $ONE_PASS" tp.log &&
+    grep -qF "VA-API upload: 90 frames took $ONE_PASS" tp.log; then
+    pass "test pattern: 90 frames, IDRs at 0 30 60, contract OK ($(grep -m1 '^GOP' tp.inspect)), drawn straight into VA surfaces: $(grep -o 'VA-API upload: .*' tp.log)"
 else
     fail "test pattern: exit $rc, frames $(frame_count tp.h264), IDRs $(idr_frames tp.h264): $(cat tp.log | head -3)"
 fi
@@ -165,7 +171,9 @@ CAMREC_TEST_VA_NO_DERIVE=1 "$CAMREC" --log-level info --input $in --input-format
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i noderive.h264 -f rawvideo -pix_fmt nv12 -y noderive.nv12
 check "driver without vaDeriveImage (upload through vaCreateImage + vaPutImage, and the log says so): exit 0, output identical" \
-    eval '[[ $rc == 0 ]] && grep -q "upload through a VA image (vaPutImage" noderive.log && cmp -s $in noderive.nv12'
+    eval '[[ $rc == 0 ]] && grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
+        grep -qF "VA-API upload: 12 frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
+        cmp -s $in noderive.nv12'
 
 for rcarg in "--qp 26" "--bitrate 2M"; do
     # shellcheck disable=SC2086
@@ -277,6 +285,33 @@ for mode in end sync; do
     fi
 done
 
+# --- 5b. mapping a surface fails when the source takes a buffer ------------------------------------
+# The driver's first images are FFmpeg's and camrec's vaDeriveImage probes at start, then one per frame.
+# Once: that frame gets pool memory and is copied into a surface at encode (nothing lost).
+CAMREC_TEST_VA_MAP_FAIL_AFTER=6 CAMREC_TEST_VA_MAP_FAIL_COUNT=1 "$CAMREC" --log-level info --input $in --input-format nv12 \
+    --size 640x480 --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" mapfail1.h264 >mapfail1.log 2>&1
+rc=$?
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail1.h264 -f rawvideo -pix_fmt nv12 -y mapfail1.nv12 2>/dev/null
+if [[ $rc == 0 ]] && cmp -s $in mapfail1.nv12 &&
+    grep -qF "1 frame took 2 CPU passes (source into pool memory, then a copy into a mapped surface)" mapfail1.log &&
+    grep -qF "mapping a surface when a frame was taken failed once" mapfail1.log; then
+    pass "mapping fails once: exit 0, all $FRAMES frames identical, the log counts the copied frame: $(grep -o 'VA-API upload: .*' mapfail1.log)"
+else
+    fail "mapping fails once: exit $rc, cmp: $(cmp $in mapfail1.nv12 2>&1 | head -1): $(grep -v '^\[camrec_test_drv\]' mapfail1.log | tail -3)"
+fi
+# For good: the copy at encode can't map either, so the encoder fails: exit 74, earlier frames saved.
+CAMREC_TEST_VA_MAP_FAIL_AFTER=6 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
+    --encoder vaapi --vaapi-device "$DISP" mapfail.h264 >mapfail.log 2>&1
+rc=$?
+n=$(frame_count mapfail.h264)
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail.h264 -f rawvideo -pix_fmt nv12 -y mapfail.nv12 2>/dev/null
+if [[ $rc == 74 && -n $n && $n -ge 1 && $n -lt $FRAMES ]] && cmp -s mapfail.nv12 <(head -c $((n * 640 * 480 * 3 / 2)) $in) &&
+    grep -q "^camrec: error: cannot map a VA surface for frame [0-9]*: .*operation failed" mapfail.log; then
+    pass "mapping fails for good: exit 74, $n frames saved, decodable and identical: $(grep -m1 error: mapfail.log | cut -c1-120)"
+else
+    fail "mapping fails for good: exit $rc (want 74), frames ${n:-none}: $(head -4 mapfail.log)"
+fi
+
 # --- 6. camrec encoders -----------------------------------------------------------------------------
 "$CAMREC" encoders --vaapi-device "$DISP" >enc.txt 2>&1
 rc=$?
@@ -304,8 +339,8 @@ else
     (cd "$REPO" && LIBVA_DRIVER_NAME=camrec_test LIBVA_DRIVERS_PATH=$DRVDIR CAMREC_VA_TEST_DISPLAY=$DISP \
         swift test --filter VAAPIH264EncoderTests) >xctest.log 2>&1
     grep -E '^VAAPI upload' xctest.log | sed 's/^/      /'
-    if grep -qE 'Executed 2 tests, with 0 failures' xctest.log && ! grep -q 'skipped' xctest.log; then
-        pass "XCTest VAAPIH264EncoderTests: 2 tests, none skipped (buffers recycled at upload, one copy per byte, IDRs)"
+    if grep -qE 'Executed 3 tests, with 0 failures' xctest.log && ! grep -q 'skipped' xctest.log; then
+        pass "XCTest VAAPIH264EncoderTests: 3 tests, none skipped (surface pool: in place, released when unencoded; copy path; IDRs)"
     else
         fail "XCTest VAAPIH264EncoderTests: $(grep -E 'error:|failed|skipped|Executed' xctest.log | head -5)"
     fi

@@ -3,7 +3,8 @@
 # real DRM render node, /dev/dri/renderD128, and the test VA driver (Tests/fixtures/va-test-driver)
 # runs behind it through libva's DRM backend, as a GPU driver would. Runs the exact user commands
 # `camrec --test-pattern|--device /dev/video0 --encoder vaapi --vaapi-device /dev/dri/renderD128
-# --frames 200 out.h264`, plus pixel identity, auto, and the failures (Tests/vm-cases/vaapi-vm.sh).
+# --frames 200 out.h264`, plus pixel identity, one CPU pass per frame (the log), auto, and the failures
+# (Tests/vm-cases/vaapi-vm.sh).
 # Ends with the cases' "N passed, N failed"; a VM that fails to run counts as one failure.
 #
 # Environment: CAMREC=path  test this binary instead of building with `swift build`

@@ -75,12 +75,14 @@ rm -f "$W/out.h264"
 # 2. Pixel identity through the DRM path (the host suite covers more sizes under X11).
 echo "== pixel identity, 650x482 NV12 through $NODE ($(elapsed))"
 ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=s=650x482:r=30 -frames:v 10 -pix_fmt nv12 -f rawvideo -y "$W/in.nv12"
-"$CAMREC" --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
+"$CAMREC" --log-level info --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
     --vaapi-device $NODE "$W/px.h264" >"$R/px.log" 2>&1
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/px.h264" -f rawvideo -pix_fmt nv12 -y "$W/px.nv12"
-check "650x482 via $NODE: exit $rc, IDRs $(idr_frames "$W/px.h264"), decoded frames identical to the input" \
-    eval "[[ $rc == 0 && '$(idr_frames "$W/px.h264")' == '0 4 8' ]] && cmp -s '$W/in.nv12' '$W/px.nv12'"
+ONE_PASS="1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
+check "650x482 via $NODE: exit $rc, IDRs $(idr_frames "$W/px.h264"), decoded frames identical to the input, 1 CPU pass each" \
+    eval "[[ $rc == 0 && '$(idr_frames "$W/px.h264")' == '0 4 8' ]] && cmp -s '$W/in.nv12' '$W/px.nv12' &&
+        grep -qF 'VA-API upload: 10 frames took $ONE_PASS' '$R/px.log'"
 
 # 3. auto on a machine with a working VA driver, default device.
 echo "== --encoder auto, default device ($(elapsed))"
@@ -159,6 +161,14 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     check "camera: IDRs every $gop frames from frame 0 (got: $(idr_frames "$W/out.h264"))" \
         test "$(idr_frames "$W/out.h264")" = "$(expected_idrs 200 "${gop:-1}")"
     rm -f "$W/out.h264"
+    # The camera's frames are converted straight into the mapped VA surfaces: one CPU pass each.
+    (cd "$W" && "$CAMREC" --log-level info --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 20 info.h264) \
+        >"$R/cam-info.log" 2>&1
+    rc=$?
+    grep 'VA-API' "$R/cam-info.log"
+    check "camera, --log-level info: exit 0, 20 frames, each in $ONE_PASS" \
+        eval "[[ $rc == 0 && \$(decoded_frames '$W/info.h264') == 20 ]] && grep -qF 'VA-API upload: 20 frames took $ONE_PASS' '$R/cam-info.log'"
+    rm -f "$W/info.h264"
 else
     bad "camrec --device /dev/video0 does not work in this VM: $(head -3 "$R/devices.txt" 2>/dev/null)"
 fi
