@@ -35,7 +35,12 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     private let system: V4L2System
     private let bufferType: v4l2_buf_type
     private let multiplanar: Bool
-    private let layout: CameraPixelLayout
+    /// nil for MJPEG, which is decoded rather than converted.
+    private let layout: CameraPixelLayout?
+    private let jpegDecoder: MJPEGDecoder?
+    /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
+    /// are no sign of life, so a camera sending only those ends as stalled.
+    private var jpegFailure: MJPEGFrameError?
     /// For single-buffer formats: where each plane lies in the buffer.
     private let geometry: V4L2PlaneGeometry?
     private let memoryPlaneCount: Int
@@ -128,7 +133,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         // 3. Format, size, rate.
         let offers = V4L2FormatCatalog.formats(of: device, bufferType: bufferType)
         let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path)
-        guard let layout = choice.pixelFormat.cameraLayout else {
+        let layout = choice.pixelFormat.cameraLayout
+        guard layout != nil || choice.pixelFormat.isJPEG else {
             throw CaptureError(.unsupportedFormat, "camrec cannot convert \(choice.pixelFormat)")
         }
         self.layout = layout
@@ -138,14 +144,21 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         pixelFormat = choice.pixelFormat
         bytesPerLine = negotiated.bytesPerLine
         memoryPlaneCount = negotiated.bytesPerLine.count
-        if memoryPlaneCount == 1 {
+        switch layout {
+        case nil:
+            // MJPEG: one plane of JPEG bytes, `bytesused` long, for the decoder.
+            geometry = nil
+            jpegDecoder = try MJPEGDecoder(frameSize: frameSize)
+        case let layout? where memoryPlaneCount == 1:
+            jpegDecoder = nil
             geometry = V4L2PlaneGeometry(layout, width: frameSize.width, height: frameSize.height,
                                          bytesPerLine: negotiated.bytesPerLine[0])
-        } else {
+        case let layout?:
             guard memoryPlaneCount == layout.planeCount else {
                 throw CaptureError(.unsupportedFormat, "\(path): \(pixelFormat) came with \(memoryPlaneCount) planes, "
                                    + "camrec expects \(layout.planeCount)")
             }
+            jpegDecoder = nil
             geometry = nil
         }
         framesPerSecond = try Self.setRate(device, type: bufferType, choice: choice, request: request, path: path)
@@ -204,7 +217,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     /// `VIDIOC_S_FMT`, then checks what the driver made of it. Returns the size and each
     /// memory plane's `bytesperline` (one entry unless the format is multi-planar).
     private static func setFormat(_ device: V4L2Device, type: v4l2_buf_type, multiplanar: Bool,
-                                  choice: V4L2FormatChoice, layout: CameraPixelLayout, request: V4L2FormatRequest,
+                                  choice: V4L2FormatChoice, layout: CameraPixelLayout?, request: V4L2FormatRequest,
                                   path: String) throws(CaptureError) -> (size: FrameSize, bytesPerLine: [Int]) {
         var format = v4l2_format()
         format.type = type.rawValue
@@ -242,7 +255,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.unsupportedFormat, "\(path) delivers interlaced video (field order \(field)); "
                                + "camrec records progressive frames only")
         }
-        let minimum = V4L2PlaneGeometry.minimumBytesPerLine(layout, width: size.width)
+        // Compressed frames (layout nil) have no rows: drivers report 0 or anything.
+        let minimum = layout.map { V4L2PlaneGeometry.minimumBytesPerLine($0, width: size.width) } ?? 0
         if multiplanar {
             let planes = Int(format.fmt.pix_mp.num_planes)
             let lines: [Int] = withUnsafeBytes(of: format.fmt.pix_mp.plane_fmt) { raw in
@@ -412,6 +426,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             let ready = fds.withUnsafeMutableBufferPointer {
                 system.poll($0.baseAddress!, count: 2, timeoutMilliseconds: timeout)
             }
+            if now >= deadline, let failure = jpegFailure {
+                let waited = Double(now - lastSignOfLife) / 1e9
+                return finish(.stalled("\(path) delivered only unusable MJPEG frames for \(formatSeconds(waited)) s "
+                                       + "(the last was \(failure)); the camera stalled"))
+            }
             if ready == 0 && now >= deadline {
                 let waited = Double(now - lastSignOfLife) / 1e9
                 return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
@@ -473,6 +492,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         }
         let index = buffer.index
         let now = MonotonicClock.now()
+        let previousSignOfLife = lastSignOfLife
         lastSignOfLife = now
         framesSeen += 1
         // Whatever happens to the frame, the buffer goes straight back to the camera.
@@ -488,6 +508,26 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
             return .skipped
         }
+        if let jpegDecoder {
+            guard let out = pool?.tryTake() else {
+                state.withLock { $0.statistics.dropped += 1 }
+                return .skipped
+            }
+            do {
+                try jpegDecoder.decode(jpegPayload(buffer, index: Int(index)), into: out)
+                jpegFailure = nil
+            } catch {
+                out.recycle()
+                jpegFailure = error
+                lastSignOfLife = previousSignOfLife
+                state.withLock {
+                    $0.statistics.dropped += 1
+                    $0.statistics.errored += 1
+                }
+                return .skipped
+            }
+            return deliver(out, buffer, flags: flags, now: now)
+        }
         guard let image = cameraImage(buffer, index: Int(index)) else {
             // A short buffer (bytesused below one frame) is as corrupt as a flagged one.
             state.withLock {
@@ -501,6 +541,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             return .skipped
         }
         FrameConverter.convert(image, into: out)
+        return deliver(out, buffer, flags: flags, now: now)
+    }
+
+    /// Stamps a filled pool buffer with the frame's sequence and times, and counts it.
+    private func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64) -> Dequeued {
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
         let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
         out.sequence = sequences.extended
@@ -508,6 +553,16 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
         state.withLock { $0.statistics.delivered += 1 }
         return .frame(out)
+    }
+
+    /// The JPEG bytes of a dequeued buffer: `bytesused` (past `data_offset` when multi-planar),
+    /// empty when the driver reports none or more than the buffer holds.
+    private func jpegPayload(_ buffer: v4l2_buffer, index: Int) -> UnsafeRawBufferPointer {
+        let mapping = mappings[index][0]
+        let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+        let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+        guard used > offset, used <= mapping.length else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: mapping.base + offset, count: used - offset)
     }
 
     /// The planes of a dequeued buffer, or nil when it holds less than one frame.
@@ -535,7 +590,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                 strides.append(bytesPerLine[p])
             }
         }
-        return FrameConverter.CameraImage(layout: layout, width: frameSize.width, height: frameSize.height,
+        return FrameConverter.CameraImage(layout: layout!, width: frameSize.width, height: frameSize.height,
                                           planes: planes, strides: strides)
     }
 
