@@ -9,13 +9,15 @@ import SystemPackage
 /// created: that it is a capture node, the exclusive lock and record priority, the
 /// format, size and rate. `start` maps a small ring of buffers and starts streaming.
 /// `nextFrame` waits in `poll` (never in a blocking DQBUF), dequeues a buffer,
-/// converts it in one pass into a pool buffer and queues it back at once, so the
-/// camera never runs short of buffers however slow the encoder is; when the pool is
-/// empty the frame is dropped and counted. There is no zero-copy path yet: even NV12
+/// converts it in one pass into a pool buffer (MJPEG: decodes it with `MJPEGDecoder`)
+/// and queues it back at once, so the camera never runs short of buffers however slow
+/// the encoder is; when the pool is empty the frame is dropped and counted. MJPEG frames
+/// that can't be decoded are dropped and counted as errored. There is no zero-copy path yet: even NV12
 /// is copied row by row into the pool's 64-byte-aligned strides.
 ///
 /// Ends: `stop()` → `.finished`; ENODEV, POLLERR or a fatal streaming error →
-/// `.deviceLost`; no frame for max(2 s, 4 frame intervals) → `.stalled`.
+/// `.deviceLost`; no frame (or only unusable MJPEG frames) for max(2 s, 4 frame
+/// intervals) → `.stalled`.
 public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public let path: String
     public let frameSize: FrameSize
