@@ -20,8 +20,9 @@ let package = Package(
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
         .target(name: "Bitstream"),
 
+        // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
         .target(name: "Capture", dependencies: [
-            "CV4L2",
+            "CV4L2", "CFFmpeg",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Capture"]),
@@ -46,7 +47,7 @@ let package = Package(
         ]),
 
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Pipeline"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),

@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavutil-dev libv4l-dev libva-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc)
+  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make)
 fi
 
 missing=()

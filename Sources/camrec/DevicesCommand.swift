@@ -10,7 +10,7 @@ struct DevicesCommand: ParsableCommand {
         discussion: """
         Without --device, lists every capture node with one line per pixel format. With --device, shows \
         one node in detail: every size of every format with its frame rates. Formats marked '-' are \
-        offered by the camera but camrec cannot convert them (MJPEG is not decoded yet). Nodes that do \
+        offered by the camera but camrec cannot record them (MJPEG is decoded and usable). Nodes that do \
         not capture video (outputs, metadata, radio) are named at the end of the list.
         """
     )
@@ -72,7 +72,7 @@ struct DevicesCommand: ParsableCommand {
     }
 
     private func formatLines(_ format: V4L2FormatOffer, detailed: Bool) -> String {
-        let usable = format.pixelFormat.cameraLayout != nil
+        let usable = format.pixelFormat.isRecordable
         let mark = usable ? " " : "-"
         let name = format.name.isEmpty ? (format.pixelFormat.commonName ?? "") : format.name
         let code = format.pixelFormat.description.padding(5)

@@ -9,19 +9,23 @@ import SystemPackage
 /// created: that it is a capture node, the exclusive lock and record priority, the
 /// format, size and rate. `start` maps a small ring of buffers and starts streaming.
 /// `nextFrame` waits in `poll` (never in a blocking DQBUF), dequeues a buffer,
-/// converts it in one pass into a pool buffer and queues it back at once, so the
-/// camera never runs short of buffers however slow the encoder is; when the pool is
-/// empty the frame is dropped and counted.
+/// converts it in one pass into a pool buffer (MJPEG: decodes it with `MJPEGDecoder`;
+/// formats only libv4lconvert knows: converts them with it first) and queues it back at
+/// once, so the camera never runs short of buffers however slow the encoder is; when the
+/// pool is empty the frame is dropped and counted. Frames that can't be decoded or
+/// converted are dropped and counted as errored.
 ///
 /// Zero-copy: when the camera delivers NV12 (the pool's format) with rows laid out as the
 /// pool's (camrec asks for the pool's 64-byte stride in `VIDIOC_S_FMT`), the camera writes
 /// straight into pool buffers (`V4L2_MEMORY_USERPTR`) and a dequeued buffer goes to the
 /// encoder as it is: no CPU pass at all. Each dequeue puts a free pool buffer in its place,
 /// so the camera's ring stays full; with the pool empty the frame is dropped and its buffer
-/// queued again. Drivers without USERPTR (or that refuse the pool's memory) get the mmap path.
+/// queued again. Drivers without USERPTR (or that refuse the pool's memory), and pools whose
+/// memory moves (VA surfaces), get the mmap path.
 ///
 /// Ends: `stop()` → `.finished`; ENODEV, POLLERR or a fatal streaming error →
-/// `.deviceLost`; no frame for max(2 s, 4 frame intervals) → `.stalled`.
+/// `.deviceLost`; no frame (or only unusable MJPEG frames) for max(2 s, 4 frame
+/// intervals) → `.stalled`.
 public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public let path: String
     public let frameSize: FrameSize
@@ -43,12 +47,15 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         case zeroCopy
         /// A format only libv4lconvert understands: its pass into a scratch buffer, then ours.
         case libraryConverted
+        /// MJPEG: decoded by libavcodec, then one pass into the pool.
+        case decoded
 
         public var description: String {
             switch self {
             case .converted: return "mmap, one conversion pass into the pool"
             case .zeroCopy: return "zero-copy (the camera writes into pool buffers, USERPTR)"
             case .libraryConverted: return "mmap, libv4lconvert to YUV 4:2:0, then one pass into the pool"
+            case .decoded: return "mmap, MJPEG decoded by libavcodec, then one pass into the pool"
             }
         }
     }
@@ -66,7 +73,12 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     private let system: V4L2System
     private let bufferType: v4l2_buf_type
     private let multiplanar: Bool
-    private let layout: CameraPixelLayout
+    /// The camera's own layout; nil for MJPEG (decoded) and formats libv4lconvert converts.
+    private let layout: CameraPixelLayout?
+    private let jpegDecoder: MJPEGDecoder?
+    /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
+    /// are no sign of life, so a camera sending only those ends as stalled.
+    private var jpegFailure: MJPEGFrameError?
     /// For formats only libv4lconvert understands: it turns each frame into YUV 4:2:0 first.
     private let libraryConverter: LibV4LConverter?
     /// For single-buffer formats: where each plane lies in the buffer.
@@ -170,20 +182,24 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                                                                           request: request)
         let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path,
                                                   libraryConverted: libraryConverted)
-        let ownLayout = choice.pixelFormat.cameraLayout
-        // libv4lconvert's frames are planar 4:2:0 in a scratch buffer; the camera's are opaque.
-        let layout = ownLayout ?? .i420
+        let layout = choice.pixelFormat.cameraLayout
         self.layout = layout
-        zeroCopyCandidate = layout == .nv12 && ownLayout != nil
+        zeroCopyCandidate = layout == .nv12
         // Rows as long as the pool's, so the camera can write into pool buffers as they are.
         let poolStride = zeroCopyCandidate ? PixelBuffer.paddedStride(choice.size.width) : nil
         let negotiated = try Self.setFormat(device, type: bufferType, multiplanar: multiplanar, choice: choice,
-                                            layout: ownLayout, request: request, path: path, bytesPerLine: poolStride)
+                                            layout: layout, request: request, path: path, bytesPerLine: poolStride)
         frameSize = negotiated.size
         pixelFormat = choice.pixelFormat
         bytesPerLine = negotiated.bytesPerLine
         memoryPlaneCount = negotiated.bytesPerLine.count
-        if ownLayout == nil {
+        switch layout {
+        case nil where choice.pixelFormat.isJPEG:
+            // MJPEG: one plane of JPEG bytes, `bytesused` long, for the decoder.
+            geometry = nil
+            libraryConverter = nil
+            jpegDecoder = try MJPEGDecoder(frameSize: frameSize)
+        case nil:
             var format = v4l2_format()
             format.type = bufferType.rawValue
             try? device.ioctl(.getFormat, &format)
@@ -193,17 +209,20 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                                    + "not even with libv4lconvert; ask for another --pixel-format (camrec devices lists them)")
             }
             libraryConverter = converter
+            jpegDecoder = nil
             geometry = nil
-        } else if memoryPlaneCount == 1 {
+        case let layout? where memoryPlaneCount == 1:
+            jpegDecoder = nil
             libraryConverter = nil
             geometry = V4L2PlaneGeometry(layout, width: frameSize.width, height: frameSize.height,
                                          bytesPerLine: negotiated.bytesPerLine[0])
-        } else {
+        case let layout?:
             libraryConverter = nil
             guard memoryPlaneCount == layout.planeCount else {
                 throw CaptureError(.unsupportedFormat, "\(path): \(pixelFormat) came with \(memoryPlaneCount) planes, "
                                    + "camrec expects \(layout.planeCount)")
             }
+            jpegDecoder = nil
             geometry = nil
         }
         framesPerSecond = try Self.setRate(device, type: bufferType, choice: choice, request: request, path: path)
@@ -242,7 +261,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         for offer in offers where offer.pixelFormat.cameraLayout == nil && !compressed.contains(offer.pixelFormat) {
             // Only worth the probe when it may be chosen: asked for, or nothing else is offered.
             let asked = request.pixelFormat == offer.pixelFormat
-            let othersUsable = offers.contains { $0.pixelFormat.cameraLayout != nil }
+            let othersUsable = offers.contains { $0.pixelFormat.isRecordable }
             guard asked || (request.pixelFormat == nil && !othersUsable) else { continue }
             var format = v4l2_format()
             format.type = type.rawValue
@@ -335,9 +354,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             throw CaptureError(.unsupportedFormat, "\(path) delivers interlaced video (field order \(field)); "
                                + "camrec records progressive frames only")
         }
-        // Formats only libv4lconvert knows: their rows are its business.
-        guard let layout else { return (size, [Int(format.fmt.pix.bytesperline)]) }
-        let minimum = V4L2PlaneGeometry.minimumBytesPerLine(layout, width: size.width)
+        // Compressed frames and formats only libv4lconvert knows (layout nil): their rows
+        // are not ours to check; drivers report 0 or anything.
+        let minimum = layout.map { V4L2PlaneGeometry.minimumBytesPerLine($0, width: size.width) } ?? 0
         if multiplanar {
             let planes = Int(format.fmt.pix_mp.num_planes)
             let lines: [Int] = withUnsafeBytes(of: format.fmt.pix_mp.plane_fmt) { raw in
@@ -403,7 +422,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             memoryMode = .zeroCopy
         } else {
             try startMapped()
-            memoryMode = libraryConverter == nil ? .converted : .libraryConverted
+            memoryMode = jpegDecoder != nil ? .decoded : libraryConverter != nil ? .libraryConverted : .converted
         }
         var type = Int32(bitPattern: bufferType.rawValue)
         do {
@@ -598,6 +617,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             let ready = fds.withUnsafeMutableBufferPointer {
                 system.poll($0.baseAddress!, count: 2, timeoutMilliseconds: timeout)
             }
+            if now >= deadline, let failure = jpegFailure {
+                let waited = Double(now - lastSignOfLife) / 1e9
+                return finish(.stalled("\(path) delivered only unusable MJPEG frames for \(formatSeconds(waited)) s "
+                                       + "(the last was \(failure)); the camera stalled"))
+            }
             if ready == 0 && now >= deadline {
                 let waited = Double(now - lastSignOfLife) / 1e9
                 return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
@@ -659,6 +683,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         }
         let index = buffer.index
         let now = MonotonicClock.now()
+        let previousSignOfLife = lastSignOfLife
         lastSignOfLife = now
         framesSeen += 1
         // Whatever happens to the frame, the buffer goes straight back to the camera.
@@ -682,34 +707,50 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
             return .skipped
         }
-        let out: PixelBuffer
+        func poolEmpty() -> Dequeued {
+            state.withLock { $0.statistics.dropped += 1 }
+            return .skipped
+        }
         if memory == V4L2_MEMORY_USERPTR {
             guard holdsWholeFrame(buffer) else { return corrupt() }
             // The filled buffer goes on as it is; a free one takes its place in the ring.
-            guard let replacement = pool?.tryTake() else {
-                state.withLock { $0.statistics.dropped += 1 }
-                return .skipped
-            }
-            out = slots[Int(index)]!
+            guard let replacement = pool?.tryTake() else { return poolEmpty() }
+            let filled = slots[Int(index)]!
             slots[Int(index)] = replacement
-        } else if let libraryConverter {
-            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mappings[Int(index)][0].length
-            guard let image = libraryConverter.convert(mappings[Int(index)][0].base, byteCount: used) else { return corrupt() }
-            guard let converted = pool?.tryTake() else {
-                state.withLock { $0.statistics.dropped += 1 }
-                return .skipped
-            }
-            FrameConverter.convert(image, into: converted)
-            out = converted
-        } else {
-            guard let image = cameraImage(buffer, index: Int(index)) else { return corrupt() }
-            guard let converted = pool?.tryTake() else {
-                state.withLock { $0.statistics.dropped += 1 }
-                return .skipped
-            }
-            FrameConverter.convert(image, into: converted)
-            out = converted
+            return deliver(filled, buffer, flags: flags, now: now)
         }
+        if let jpegDecoder {
+            guard let out = pool?.tryTake() else { return poolEmpty() }
+            do {
+                try jpegDecoder.decode(jpegPayload(buffer, index: Int(index)), into: out)
+                jpegFailure = nil
+            } catch {
+                out.recycle()
+                jpegFailure = error
+                // An undecodable frame is no sign of life (see `jpegFailure`).
+                lastSignOfLife = previousSignOfLife
+                return corrupt()
+            }
+            return deliver(out, buffer, flags: flags, now: now)
+        }
+        let image: FrameConverter.CameraImage
+        if let libraryConverter {
+            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mappings[Int(index)][0].length
+            guard let converted = libraryConverter.convert(mappings[Int(index)][0].base, byteCount: used) else {
+                return corrupt()
+            }
+            image = converted
+        } else {
+            guard let own = cameraImage(buffer, index: Int(index)) else { return corrupt() }
+            image = own
+        }
+        guard let out = pool?.tryTake() else { return poolEmpty() }
+        FrameConverter.convert(image, into: out)
+        return deliver(out, buffer, flags: flags, now: now)
+    }
+
+    /// Stamps a filled pool buffer with the frame's sequence and times, and counts it.
+    private func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64) -> Dequeued {
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
         let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
         out.sequence = sequences.extended
@@ -733,6 +774,16 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             if planeScratch[p].data_offset != 0 || (used != 0 && used < bytesPerLine[p] * rows) { return false }
         }
         return true
+    }
+
+    /// The JPEG bytes of a dequeued buffer: `bytesused` (past `data_offset` when multi-planar),
+    /// empty when the driver reports none or more than the buffer holds.
+    private func jpegPayload(_ buffer: v4l2_buffer, index: Int) -> UnsafeRawBufferPointer {
+        let mapping = mappings[index][0]
+        let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+        let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+        guard used > offset, used <= mapping.length else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: mapping.base + offset, count: used - offset)
     }
 
     /// The planes of a dequeued buffer, or nil when it holds less than one frame.
@@ -760,7 +811,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                 strides.append(bytesPerLine[p])
             }
         }
-        return FrameConverter.CameraImage(layout: layout, width: frameSize.width, height: frameSize.height,
+        return FrameConverter.CameraImage(layout: layout!, width: frameSize.width, height: frameSize.height,
                                           planes: planes, strides: strides)
     }
 

@@ -26,23 +26,31 @@ public struct V4L2FormatChoice: Sendable, Equatable {
 ///  2. packed 4:2:2 (YUYV, UYVY, YVYU, VYUY): what nearly every UVC webcam sends uncompressed;
 ///  3. the other YUV layouts camrec converts (NV21, YV12, NV16, NV61, 422P);
 ///  4. RGB (RGB24, BGR24, the 32-bit orders), converted with BT.601;
-///  5. GREY (luma only);
-///  6. formats only libv4lconvert converts (`libraryConverted`: Bayer, old webcams' vendor
-///     formats), taken only when nothing above is offered at the size, or when asked for.
-/// MJPEG and other compressed formats are not decoded yet: they are listed but never
-/// chosen, and asking for one with `--pixel-format` explains that.
+///  5. MJPEG (and 'JPEG'), decoded with libavcodec: costs a decode per frame and carries the
+///     camera's compression artefacts, so any uncompressed colour format of the same size
+///     and rate wins;
+///  6. GREY (luma only): a colour MJPEG beats it;
+///  7. formats only libv4lconvert converts (`libraryConverted`: Bayer, old webcams' vendor
+///     formats), taken only when nothing above is offered, or when asked for.
+/// Other compressed formats (H264) are listed but never chosen, and asking for one with
+/// `--pixel-format` explains that.
 ///
 /// Size: `--size` if given; else 1280x720 if any usable format offers it, else the
 /// largest size within 1920x1080, else the smallest (with `--fps`, among sizes offering
 /// that rate). Rate: `--fps` if given (within 1%,
-/// so 29.97 counts as 30); else 30 fps if offered, else the fastest below 30.
-/// Size matters more than format: a YUYV 1280x720 beats an NV12 640x480.
+/// so 29.97 counts as 30); else 30 fps if any usable format offers it at that size, else the
+/// fastest below 30.
+/// Size matters more than format: a YUYV 1280x720 beats an NV12 640x480, and an MJPEG
+/// 1280x720 beats a YUYV 640x480. Rate matters more than format too: at 1280x720, MJPEG
+/// at 30 fps beats YUYV at 10 fps (USB 2.0 webcams can't send more uncompressed).
+/// Among formats at the chosen size and rate the order above decides.
 public enum V4L2FormatChooser {
     public static let preference: [V4L2PixelFormat] = [
         .nv12, .nv12m, .yuv420, .yuv420m,
         .yuyv, .uyvy, .yvyu, .vyuy,
         .nv21, .nv21m, .yvu420, .yvu420m, .nv16, .nv16m, .nv61, .nv61m, .yuv422p,
         .rgb24, .bgr24, .xbgr32, .bgr32, .abgr32, .xrgb32, .rgb32, .argb32, .rgbx32, .rgba32, .bgrx32, .bgra32,
+        .mjpeg, .jpeg,
         .grey,
     ]
 
@@ -55,7 +63,7 @@ public enum V4L2FormatChooser {
         let offeredList = offers.map(\.pixelFormat.description).joined(separator: ", ")
         func rank(_ format: V4L2PixelFormat) -> Int { preference.firstIndex(of: format) ?? preference.count }
         let usable = offers
-            .filter { ($0.pixelFormat.cameraLayout != nil && preference.contains($0.pixelFormat))
+            .filter { ($0.pixelFormat.isRecordable && preference.contains($0.pixelFormat))
                 || libraryConverted.contains($0.pixelFormat) }
             .sorted { rank($0.pixelFormat) < rank($1.pixelFormat) }
         var candidates = usable
@@ -72,8 +80,8 @@ public enum V4L2FormatChooser {
             }
         }
         guard !candidates.isEmpty else {
-            throw CaptureError(.unsupportedFormat, "\(device) offers no pixel format camrec can convert "
-                               + "(it offers: \(offeredList.isEmpty ? "none" : offeredList)); MJPEG decoding is not supported yet")
+            throw CaptureError(.unsupportedFormat, "\(device) offers no pixel format camrec can record "
+                               + "(it offers: \(offeredList.isEmpty ? "none" : offeredList))")
         }
 
         // Size.
@@ -103,8 +111,20 @@ public enum V4L2FormatChooser {
             throw CaptureError(.unsupportedFormat,
                                "\(device) does not offer \(formatRate(fps)) fps at \(size); rates offered at \(size): \(rates)")
         }
-        let (offer, sizeOffer) = atSize[0]
-        return V4L2FormatChoice(pixelFormat: offer.pixelFormat, size: size, interval: sizeOffer.intervals.defaultInterval)
+        // The best default rate any format offers at this size, then the first format (by
+        // preference) that has it.
+        let defaults = atSize.map { (format: $0.0.pixelFormat, interval: $0.1.intervals.defaultInterval) }
+        let best = defaults.min { rateRank($0.interval) < rateRank($1.interval) }!
+        return V4L2FormatChoice(pixelFormat: best.format, size: size, interval: best.interval)
+    }
+
+    /// Orders default rates, best first: 30 fps, then the fastest below 30, then the slowest
+    /// above. A format whose driver lists no rates (nil) keeps the device's own rate, which
+    /// ranks after every listed one. `min` keeps the first of equals, i.e. the preferred format.
+    static func rateRank(_ interval: V4L2Fraction?) -> (Int, Double) {
+        guard let fps = interval?.framesPerSecond, fps > 0 else { return (3, 0) }
+        if interval!.matches(framesPerSecond: 30) { return (0, 0) }
+        return fps < 30 ? (1, -fps) : (2, fps)
     }
 
     /// With `--fps` given, only sizes offered at that rate count: `--fps 30` alone picks

@@ -1,0 +1,103 @@
+// Decoded JPEG pictures → pool buffers. Kept apart from FrameConverter.swift: camera
+// layouts come with fixed subsampling and limited range, decoded JPEGs with any of
+// 4:2:0, 4:2:2, 4:4:0, 4:4:4, 4:1:1 or luma only, and usually full range.
+
+extension FrameConverter {
+    /// Planar YCbCr as a decoder leaves it: a luma plane and, unless `isGrey`, Cb and Cr
+    /// planes subsampled by `1 << chromaShiftX` across and `1 << chromaShiftY` down.
+    public struct PlanarYCbCrImage {
+        public var width: Int
+        public var height: Int
+        /// Y, Cb, Cr; only Y when the picture is grey.
+        public var planes: [UnsafeRawPointer]
+        public var strides: [Int]
+        public var chromaShiftX: Int
+        public var chromaShiftY: Int
+        /// JPEG's full range (0–255 for every component) rather than video's 16–235/16–240.
+        public var fullRange: Bool
+
+        public init(width: Int, height: Int, planes: [UnsafeRawPointer], strides: [Int],
+                    chromaShiftX: Int, chromaShiftY: Int, fullRange: Bool) {
+            precondition(planes.count == 1 || planes.count == 3, "luma only, or luma and two chroma planes")
+            precondition(strides.count == planes.count)
+            precondition((0...2).contains(chromaShiftX) && (0...2).contains(chromaShiftY), "subsampling up to 4:1")
+            self.width = width
+            self.height = height
+            self.planes = planes
+            self.strides = strides
+            self.chromaShiftX = chromaShiftX
+            self.chromaShiftY = chromaShiftY
+            self.fullRange = fullRange
+        }
+
+        public var isGrey: Bool { planes.count == 1 }
+    }
+
+    /// Full range → limited range, the BT.601 way: Y' = 16 + Y·219/255,
+    /// C' = 128 + (C − 128)·224/255, rounded to nearest.
+    static let fullToLimitedLuma: [UInt8] = (0..<256).map { UInt8(16 + ($0 * 219 + 127) / 255) }
+    static let fullToLimitedChroma: [UInt8] = (0..<256).map { c in
+        let scaled = (c - 128) * 224
+        return UInt8(128 + (scaled >= 0 ? (scaled + 127) / 255 : -((-scaled + 127) / 255)))
+    }
+    static let identity: [UInt8] = (0..<256).map { UInt8($0) }
+
+    /// Fills `destination` (NV12 or I420) in one pass. Full-range pictures become limited
+    /// range on the way, so every source camrec records gives the encoder the same range
+    /// (the H.264 stream signals none, which players read as limited). Each destination
+    /// chroma sample is the rounded mean of the source chroma samples its 2x2 block covers.
+    public static func convert(_ source: PlanarYCbCrImage, into destination: PixelBuffer) {
+        precondition(source.width == destination.width && source.height == destination.height,
+                     "conversion does not scale")
+        let lumaTable = source.fullRange ? fullToLimitedLuma : identity
+        let chromaTable = source.fullRange ? fullToLimitedChroma : identity
+        lumaTable.withUnsafeBufferPointer { lut in
+            let luma = destination.planes[0]
+            let src = source.planes[0].assumingMemoryBound(to: UInt8.self)
+            for row in 0..<source.height {
+                let s = src + row * source.strides[0]
+                let d = luma.base + row * luma.stride
+                for x in 0..<source.width { d[x] = lut[Int(s[x])] }
+            }
+        }
+        let chromaWidth = (source.width + 1) / 2
+        let chromaHeight = (source.height + 1) / 2
+        let nv12 = destination.format == .nv12
+        if source.isGrey {
+            for plane in destination.planes.dropFirst() {
+                for row in 0..<plane.height { (plane.base + row * plane.stride).update(repeating: 128, count: plane.width) }
+            }
+            return
+        }
+        let sx = source.chromaShiftX, sy = source.chromaShiftY
+        let lastColumn = ((source.width + (1 << sx) - 1) >> sx) - 1
+        let lastRow = ((source.height + (1 << sy) - 1) >> sy) - 1
+        let cb = source.planes[1].assumingMemoryBound(to: UInt8.self)
+        let cr = source.planes[2].assumingMemoryBound(to: UInt8.self)
+        chromaTable.withUnsafeBufferPointer { lut in
+            for row in 0..<chromaHeight {
+                // Source rows and columns under the destination's 2x2 block (the same one twice
+                // when the source is subsampled as much, or at an odd edge).
+                let r0 = (2 * row) >> sy
+                let r1 = 2 * row + 1 < source.height ? min((2 * row + 1) >> sy, lastRow) : r0
+                let cbTop = cb + r0 * source.strides[1], cbBottom = cb + r1 * source.strides[1]
+                let crTop = cr + r0 * source.strides[2], crBottom = cr + r1 * source.strides[2]
+                let du = destination.planes[1].base + row * destination.planes[1].stride
+                let dv = nv12 ? du : destination.planes[2].base + row * destination.planes[2].stride
+                for x in 0..<chromaWidth {
+                    let c0 = (2 * x) >> sx
+                    let c1 = 2 * x + 1 < source.width ? min((2 * x + 1) >> sx, lastColumn) : c0
+                    let u = (Int(cbTop[c0]) + Int(cbTop[c1]) + Int(cbBottom[c0]) + Int(cbBottom[c1]) + 2) >> 2
+                    let v = (Int(crTop[c0]) + Int(crTop[c1]) + Int(crBottom[c0]) + Int(crBottom[c1]) + 2) >> 2
+                    if nv12 {
+                        du[2 * x] = lut[u]
+                        du[2 * x + 1] = lut[v]
+                    } else {
+                        du[x] = lut[u]
+                        dv[x] = lut[v]
+                    }
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,196 @@
+import CFFmpeg
+@testable import Capture
+import XCTest
+
+/// MJPEGDecoder with real JPEGs from libavcodec's mjpeg encoder, fed the way V4L2 hands
+/// them over: `bytesused` bytes at the start of a larger mapped buffer whose tail holds
+/// stale bytes.
+final class MJPEGDecoderTests: XCTestCase {
+    private let width = 640, height = 360
+
+    /// A buffer shaped like an mmap'd V4L2 buffer: the JPEG, then stale bytes up to `sizeimage`.
+    private func withMappedBuffer<R>(_ jpeg: [UInt8], sizeImage: Int? = nil,
+                                     _ body: (UnsafeRawBufferPointer) throws -> R) rethrows -> R {
+        let length = sizeImage ?? width * height * 2
+        let mapped = UnsafeMutableRawBufferPointer.allocate(byteCount: length, alignment: 4096)
+        defer { mapped.deallocate() }
+        // Stale bytes that look like JPEG markers, to catch a decoder reading past bytesused.
+        for i in 0..<length { mapped[i] = i % 2 == 0 ? 0xFF : 0xD9 }
+        mapped.copyBytes(from: jpeg)
+        return try body(UnsafeRawBufferPointer(rebasing: mapped[0..<jpeg.count]))
+    }
+
+    private func decode(_ jpeg: [UInt8], format: PixelFormat, decoder: MJPEGDecoder? = nil,
+                        sizeImage: Int? = nil) throws -> PixelBuffer {
+        let decoder = try decoder ?? MJPEGDecoder(frameSize: FrameSize(width: width, height: height))
+        let pool = PixelBufferPool(format: format, width: width, height: height, capacity: 1)
+        let out = pool.tryTake()!
+        try withMappedBuffer(jpeg, sizeImage: sizeImage) { try decoder.decode($0, into: out) }
+        return out
+    }
+
+    private func assertClose(_ decoded: PixelBuffer, to reference: PixelBuffer, atLeast minimum: Double,
+                             _ what: String, file: StaticString = #filePath, line: UInt = #line) {
+        let picture = decoded.format == .nv12 ? JPEGTestPictures.asI420(decoded) : decoded
+        for plane in 0..<3 {
+            let psnr = JPEGTestPictures.psnr(picture, reference, plane: plane) ?? .infinity
+            XCTAssertGreaterThan(psnr, minimum, "\(what): plane \(plane) PSNR \(psnr) dB", file: file, line: line)
+        }
+    }
+
+    func testJPEG422And420DecodeIntoPoolBuffersCloseToTheSource() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        for jpegFormat in [AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUVJ444P] {
+            let jpeg = try JPEGTestPictures.jpeg(of: reference, pixelFormat: jpegFormat)
+            for poolFormat in [PixelFormat.i420, .nv12] {
+                let out = try decode(jpeg, format: poolFormat)
+                assertClose(out, to: reference, atLeast: 40, "\(String(cString: av_get_pix_fmt_name(jpegFormat))) → \(poolFormat)")
+            }
+        }
+    }
+
+    /// Without the full → limited range step luma would come out stretched (black at 0, white
+    /// at 255): far below this.
+    func testFullRangeBecomesLimitedRange() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let jpeg = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ420P)
+        let out = try decode(jpeg, format: .i420)
+        let luma = out.planes[0]
+        var low = 255, high = 0
+        for row in 0..<height {
+            for x in 0..<width {
+                low = min(low, Int(luma.base[row * luma.stride + x]))
+                high = max(high, Int(luma.base[row * luma.stride + x]))
+            }
+        }
+        XCTAssertGreaterThanOrEqual(low, 16)
+        XCTAssertLessThanOrEqual(high, 235)
+        XCTAssertGreaterThan(JPEGTestPictures.psnr(out, reference, plane: 0) ?? .infinity, 40)
+    }
+
+    func testOneDecoderServesManyFramesAndRecoversAfterBadOnes() throws {
+        let decoder = try MJPEGDecoder(frameSize: FrameSize(width: width, height: height))
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let good = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ422P)
+        var damaged = good
+        // Wreck the entropy-coded data but keep the markers at both ends.
+        for i in stride(from: good.count / 3, to: good.count - 16, by: 7) { damaged[i] = 0xFF }
+        for round in 0..<3 {
+            assertClose(try decode(good, format: .i420, decoder: decoder), to: reference, atLeast: 40, "round \(round)")
+            // Damage the decoder does not notice may give a damaged picture; it must never crash.
+            _ = try? decode(damaged, format: .i420, decoder: decoder)
+            XCTAssertThrowsError(try decode(Array(good.prefix(good.count / 2)), format: .i420, decoder: decoder))
+        }
+        // Exactly bytesused long, no room after it: the decoder's own padded copy is what it reads.
+        assertClose(try decode(good, format: .nv12, decoder: decoder, sizeImage: good.count), to: reference,
+                    atLeast: 40, "unpadded")
+    }
+
+    func testCorruptFramesThrowTheirReason() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let good = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ420P)
+        func reason(_ bytes: [UInt8]) -> MJPEGFrameError? {
+            do {
+                _ = try decode(bytes, format: .i420)
+                return nil
+            } catch let error as MJPEGFrameError {
+                return error
+            } catch {
+                XCTFail("\(error)")
+                return nil
+            }
+        }
+        XCTAssertEqual(reason([]), .empty)
+        var random = SystemRandomNumberGenerator()
+        let garbage = (0..<50_000).map { _ in UInt8.random(in: 0...255, using: &random) }
+        XCTAssertEqual(reason([0x12, 0x34] + garbage), .notJPEG)
+        for cut in [4, 100, good.count / 4, good.count / 2, good.count - 3] {
+            XCTAssertEqual(reason(Array(good.prefix(cut))), .truncated, "cut at \(cut) of \(good.count)")
+        }
+        // Markers at both ends, nothing decodable between.
+        guard case .undecodable = reason([0xFF, 0xD8] + garbage.map { $0 == 0xFF ? 0 : $0 } + [0xFF, 0xD9]) else {
+            return XCTFail("garbage between SOI and EOI was not refused")
+        }
+        // Padding after the end-of-image marker, as some cameras send, is fine.
+        XCTAssertNil(reason(good + [UInt8](repeating: 0, count: 300)))
+        let small = try JPEGTestPictures.jpeg(of: try JPEGTestPictures.pattern(width: 320, height: 180),
+                                              pixelFormat: AV_PIX_FMT_YUVJ420P)
+        XCTAssertEqual(reason(small), .wrongSize(width: 320, height: 180, expected: FrameSize(width: width, height: height)))
+    }
+
+    func testMJPEGAndJPEGAreRecordable() {
+        XCTAssertTrue(V4L2PixelFormat.mjpeg.isRecordable)
+        XCTAssertTrue(V4L2PixelFormat.jpeg.isRecordable)
+        XCTAssertTrue(V4L2PixelFormat.yuyv.isRecordable)
+        XCTAssertFalse(V4L2PixelFormat.h264.isRecordable)
+    }
+}
+
+/// The one-pass conversion of decoded pictures, against values worked out by hand.
+final class PlanarYCbCrConversionTests: XCTestCase {
+    private func convert(width: Int, height: Int, planes: [[UInt8]], strides: [Int], shift: (Int, Int),
+                         fullRange: Bool = true, into format: PixelFormat = .i420) -> PixelBuffer {
+        let pool = PixelBufferPool(format: format, width: width, height: height, capacity: 1)
+        let out = pool.tryTake()!
+        let copies = planes.map { bytes -> UnsafeMutableRawBufferPointer in
+            let p = UnsafeMutableRawBufferPointer.allocate(byteCount: max(bytes.count, 1), alignment: 16)
+            p.copyBytes(from: bytes)
+            return p
+        }
+        defer { copies.forEach { $0.deallocate() } }
+        FrameConverter.convert(FrameConverter.PlanarYCbCrImage(
+            width: width, height: height, planes: copies.map { UnsafeRawPointer($0.baseAddress!) }, strides: strides,
+            chromaShiftX: shift.0, chromaShiftY: shift.1, fullRange: fullRange), into: out)
+        return out
+    }
+
+    private func row(_ b: PixelBuffer, _ plane: Int, _ y: Int) -> [UInt8] {
+        let p = b.planes[plane]
+        return Array(UnsafeBufferPointer(start: p.base + y * p.stride, count: p.width))
+    }
+
+    func testFullRangeEndpointsMapToVideoRange() {
+        let out = convert(width: 2, height: 2, planes: [[0, 255, 128, 64], [0], [255]], strides: [2, 1, 1], shift: (1, 1))
+        // 0→16, 255→235, 128→16+110=126 (128·219/255=109.9), 64→16+55=71 (54.96)
+        XCTAssertEqual(row(out, 0, 0), [16, 235])
+        XCTAssertEqual(row(out, 0, 1), [126, 71])
+        XCTAssertEqual(row(out, 1, 0), [16])
+        XCTAssertEqual(row(out, 2, 0), [240])
+        let limited = convert(width: 2, height: 2, planes: [[0, 255, 128, 64], [0], [255]], strides: [2, 1, 1],
+                              shift: (1, 1), fullRange: false)
+        XCTAssertEqual(row(limited, 0, 0), [0, 255], "limited-range pictures pass unchanged")
+    }
+
+    func testSubsamplingsAverageTheChromaUnderEach2x2Block() {
+        let y = [UInt8](repeating: 100, count: 16)
+        // 4:4:4, 4x2: each 2x2 block's four samples are averaged (rounding half up).
+        let s444 = convert(width: 4, height: 2, planes: [y, [10, 20, 30, 40, 11, 21, 31, 41], [1, 2, 3, 4, 5, 6, 7, 8]],
+                           strides: [4, 4, 4], shift: (0, 0), fullRange: false)
+        XCTAssertEqual(row(s444, 1, 0), [16, 36])   // (10+20+11+21+2)/4=16, (30+40+31+41+2)/4=36
+        XCTAssertEqual(row(s444, 2, 0), [4, 6])     // (1+2+5+6+2)/4=4, (3+4+7+8+2)/4=6
+        // 4:2:2, 4x2, NV12: rows averaged.
+        let s422 = convert(width: 4, height: 2, planes: [y, [10, 20, 13, 23], [100, 200, 101, 201]],
+                           strides: [4, 2, 2], shift: (1, 0), fullRange: false, into: .nv12)
+        XCTAssertEqual(row(s422, 1, 0), [12, 101, 22, 201])
+        // 4:4:0 (full width, half height): columns averaged.
+        let s440 = convert(width: 4, height: 2, planes: [y, [10, 20, 30, 41], [0, 0, 0, 0]],
+                           strides: [4, 4, 4], shift: (0, 1), fullRange: false)
+        XCTAssertEqual(row(s440, 1, 0), [15, 36])
+        // 4:1:1: one chroma sample per four pixels, shared by both destination columns.
+        let s411 = convert(width: 4, height: 2, planes: [y, [50, 60], [70, 80]], strides: [4, 1, 1], shift: (2, 0),
+                           fullRange: false)
+        XCTAssertEqual(row(s411, 1, 0), [55, 55])
+        XCTAssertEqual(row(s411, 2, 0), [75, 75])
+    }
+
+    func testOddSizesAndGrey() {
+        // 3x3 4:2:0 → chroma 2x2; the last column and row take their only sample.
+        let out = convert(width: 3, height: 3, planes: [[UInt8](repeating: 50, count: 9), [10, 20, 30, 40], [1, 2, 3, 4]],
+                          strides: [3, 2, 2], shift: (1, 1), fullRange: false)
+        XCTAssertEqual(row(out, 1, 0), [10, 20])
+        XCTAssertEqual(row(out, 1, 1), [30, 40])
+        let grey = convert(width: 2, height: 2, planes: [[0, 255, 255, 0]], strides: [2], shift: (0, 0), into: .nv12)
+        XCTAssertEqual(row(grey, 0, 0), [16, 235])
+        XCTAssertEqual(row(grey, 1, 0), [128, 128])
+    }
+}

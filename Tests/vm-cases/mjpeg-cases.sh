@@ -1,0 +1,181 @@
+#!/bin/bash
+# Tests/vm-cases/mjpeg-cases.sh — camrec recording a real V4L2 MJPEG capture node, inside the
+# test VM. vivid has no MJPEG, so v4l2loopback (built by Tests/vm/v4l2loopback.sh) makes one:
+# a writer (ffmpeg, or Tests/fixtures/mjpeg-writer for damaged frames) feeds it MJPEG, and
+# camrec captures from it with mmap streaming like from a UVC webcam. Run by
+# Tests/suites/vm-mjpeg.sh through Tests/vm/run.sh.
+# Environment: CAMREC (the binary), LOOPBACK_KO (the module), MJPEG_WRITER (the fixture binary),
+# CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
+set -uo pipefail
+
+if [[ ${CAMREC_VM:-} != 1 ]]; then
+    echo "mjpeg-cases.sh: run me inside the VM (Tests/suites/vm-mjpeg.sh does)" >&2
+    exit 2
+fi
+CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
+# Niced, as in capture-cases.sh: the writer must stay on time while camrec decodes and encodes.
+CAMREC=(nice -n 10 "$CAMREC_BIN")
+R=${CAMREC_VM_RESULTS:?}/mjpeg
+rm -rf "$R" && mkdir -p "$R"
+pass=0 fail=0
+ok() { echo "PASS: $*"; pass=$((pass + 1)); }
+bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
+check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
+T0=$(date +%s)
+elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+
+# One node per case: with exclusive_caps=1 a node is an output until a writer runs, then a
+# capture node, as webcam programs expect (camrec refuses nodes that are both); but once a
+# write()-ing writer has gone it stays a capture node, and a second writer can't set a format.
+if ! insmod "${LOOPBACK_KO:?}" devices=4 video_nr=20,21,22,23 exclusive_caps=1,1,1,1 \
+        card_label="camrec MJPEG loopback"; then
+    echo "cannot load $LOOPBACK_KO"; dmesg | tail -5; echo "0 passed, 1 failed"; exit 1
+fi
+
+field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
+decoded_frames() {
+    ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
+}
+# Frame numbers of the keyframes, space-separated (ffprobe prints an empty line after a frame
+# with side data, so only non-empty lines count as frames).
+keyframes() {
+    ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null |
+        awk -F, '$1 == "" { next } { if ($1 == 1) { printf "%s%d", sep, n; sep = " " } n++ }'
+}
+# Waits (up to 60 s: ffmpeg starts slowly under emulation) until the writer has made the node a
+# capture node.
+wait_capture() {
+    local limit=$(( $(date +%s) + 60 ))
+    while (( $(date +%s) < limit )); do
+        v4l2-ctl -d "$DEV" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && return 0
+        kill -0 "$WRITER" 2>/dev/null || return 1
+        sleep 0.2
+    done
+    return 1
+}
+WRITER=
+stop_writer() {
+    [[ -n $WRITER ]] && kill "$WRITER" 2>/dev/null && wait "$WRITER" 2>/dev/null
+    WRITER=
+    # v4l2loopback turns back into an output node when its writer closes.
+    sleep 0.5
+}
+trap stop_writer EXIT
+# PSNR (average over Y, U, V) of frame N of an H.264 file against a reference yuv420p frame.
+psnr_of() {
+    local file=$1 n=$2 ref=$3 size=$4 name=$5
+    ffmpeg -nostdin -v error -i "$file" -vf "select=eq(n\,$n)" -frames:v 1 -f rawvideo -pix_fmt yuv420p -y "$R/$name.got.yuv"
+    ffmpeg -nostdin -hide_banner -f rawvideo -pix_fmt yuv420p -s "$size" -i "$R/$name.got.yuv" \
+        -f rawvideo -pix_fmt yuv420p -s "$size" -i "$ref" -lavfi psnr -f null - 2>&1 |
+        grep -o 'average:[0-9.inf]*' | cut -d: -f2
+}
+# The reference picture: what ffmpeg itself makes of the JPEG, as limited-range yuv420p (swscale
+# converts full → limited range, as camrec does).
+reference() {
+    ffmpeg -nostdin -v error -i "$1" -f rawvideo -pix_fmt yuv420p -y "$2"
+}
+
+# A still, detailed picture (testsrc2's first frame) as the camera's JPEG: every frame the
+# same, so which frames camrec catches does not matter for the comparison.
+ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=640x480 -frames:v 1 -pix_fmt yuvj422p -q:v 3 -y "$R/cam422.jpg"
+ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=352x288 -frames:v 1 -pix_fmt yuvj420p -q:v 3 -y "$R/cam420.jpg"
+reference "$R/cam422.jpg" "$R/cam422.ref.yuv"
+reference "$R/cam420.jpg" "$R/cam420.ref.yuv"
+
+# 1. ffmpeg as the camera: 4:2:2 JPEGs (what UVC webcams send) at 640x480, 15 fps.
+DEV=/dev/video20
+echo "== ffmpeg writes 640x480 yuvj422p MJPEG into $DEV ($(elapsed))"
+ffmpeg -nostdin -v error -re -loop 1 -framerate 15 -i "$R/cam422.jpg" -c:v copy -f v4l2 "$DEV" &
+WRITER=$!
+if wait_capture; then
+    "$CAMREC_BIN" devices --device "$DEV" >"$R/devices.out" 2>&1
+    cat "$R/devices.out" | sed 's/^/   /'
+    check "camrec devices: MJPG listed as usable" grep -qE '^  [ ] MJPG ' "$R/devices.out"
+    check "camrec devices: records MJPG 640x480 by default" grep -q 'camrec records MJPG 640x480' "$R/devices.out"
+    "$CAMREC_BIN" devices >"$R/devices-all.out" 2>&1
+    check "camrec devices (all): lists $DEV with MJPG" grep -qE '^  [ ] MJPG ' "$R/devices-all.out"
+
+    "${CAMREC[@]}" --device "$DEV" --frames 60 --keyframe-interval 20 --overwrite "$R/default.h264" \
+        >"$R/default.out" 2>"$R/default.err"
+    rc=$?
+    cat "$R/default.err" | sed 's/^/   /'
+    check "default recording exits 0" test "$rc" = 0
+    decoded=$(decoded_frames "$R/default.h264")
+    check "default recording: 60 frames decode (${decoded:-none})" test "${decoded:-0}" = 60
+    kf=$(keyframes "$R/default.h264")
+    check "default recording: IDRs at 0 20 40 (got: ${kf:-none})" test "$kf" = "0 20 40"
+    psnr=$(psnr_of "$R/default.h264" 30 "$R/cam422.ref.yuv" 640x480 default)
+    check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 30" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+else
+    bad "v4l2loopback never became a capture node with ffmpeg writing"
+fi
+stop_writer
+
+# 2. --pixel-format mjpeg, 4:2:0 JPEGs at another size.
+DEV=/dev/video21
+echo "== ffmpeg writes 352x288 yuvj420p MJPEG; camrec --pixel-format mjpeg ($(elapsed))"
+ffmpeg -nostdin -v error -re -loop 1 -framerate 15 -i "$R/cam420.jpg" -c:v copy -f v4l2 "$DEV" &
+WRITER=$!
+if wait_capture; then
+    "${CAMREC[@]}" --device "$DEV" --pixel-format mjpeg --size 352x288 --frames 30 --keyframe-interval 10 \
+        --overwrite "$R/p420.h264" >"$R/p420.out" 2>"$R/p420.err"
+    rc=$?
+    cat "$R/p420.err" | sed 's/^/   /'
+    decoded=$(decoded_frames "$R/p420.h264")
+    check "--pixel-format mjpeg 352x288: exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
+        test "$rc" = 0 -a "${decoded:-0}" = 30
+    psnr=$(psnr_of "$R/p420.h264" 29 "$R/cam420.ref.yuv" 352x288 p420)
+    check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 30" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+else
+    bad "v4l2loopback never became a capture node (4:2:0 writer)"
+fi
+stop_writer
+
+# 3. A camera with USB trouble: good frames mixed with truncated and garbage ones.
+DEV=/dev/video22
+echo "== mjpeg-writer: good, truncated and garbage frames ($(elapsed))"
+size422=$(stat -c %s "$R/cam422.jpg")
+head -c $((size422 / 2)) "$R/cam422.jpg" >"$R/truncated.jpg"
+head -c 30000 /dev/urandom >"$R/garbage.bin"
+"${MJPEG_WRITER:?}" "$DEV" 640 480 15 120 "$R/cam422.jpg" "$R/truncated.jpg" "$R/cam422.jpg" "$R/garbage.bin" &
+WRITER=$!
+if wait_capture; then
+    "${CAMREC[@]}" --device "$DEV" --frames 30 --keyframe-interval 10 --overwrite "$R/mixed.h264" \
+        >"$R/mixed.out" 2>"$R/mixed.err"
+    rc=$?
+    cat "$R/mixed.err" | grep -v '^\[mjpeg' | sed 's/^/   /'
+    decoded=$(decoded_frames "$R/mixed.h264")
+    dropped=$(field "$R/mixed.err" dropped)
+    check "damaged frames: recording goes on and exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
+        test "$rc" = 0 -a "${decoded:-0}" = 30
+    check "damaged frames: counted as dropped (dropped=${dropped:-none})" test "${dropped:-0}" -gt 0
+    psnr=$(psnr_of "$R/mixed.h264" 29 "$R/cam422.ref.yuv" 640x480 mixed)
+    check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 30" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+else
+    bad "v4l2loopback never became a capture node (mjpeg-writer)"
+fi
+stop_writer
+
+# 4. Only garbage: frames keep coming, none decodes; that ends like a stalled camera (72).
+DEV=/dev/video23
+echo "== mjpeg-writer: garbage only ($(elapsed))"
+"$MJPEG_WRITER" "$DEV" 640 480 15 120 "$R/garbage.bin" "$R/truncated.jpg" &
+WRITER=$!
+if wait_capture; then
+    "${CAMREC[@]}" --device "$DEV" --frames 30 --overwrite "$R/garbage.h264" >"$R/garbage.out" 2>"$R/garbage.err"
+    rc=$?
+    cat "$R/garbage.err" | sed 's/^/   /'
+    check "garbage only: exits 72 (stalled), got $rc" test "$rc" = 72
+    check "garbage only: says the camera sent only unusable MJPEG frames" \
+        grep -q 'delivered only unusable MJPEG frames' "$R/garbage.err"
+else
+    bad "v4l2loopback never became a capture node (garbage writer)"
+fi
+stop_writer
+
+echo "== done ($(elapsed))"
+echo "$pass passed, $fail failed"
+[[ $fail == 0 ]]
