@@ -3,14 +3,8 @@
 # with camrec recording from vivid in the test VM (Tests/vm-cases/unattended-cases.sh, one boot).
 # Ends with the cases' "N passed, N failed" line; a VM that fails to run counts as one failure.
 set -uo pipefail
-cd "$(dirname "$0")/../.."
-export PATH="/opt/swift/usr/bin:$PATH"
-if [[ -z ${CAMREC:-} ]]; then
-    swift build --product camrec 2>&1 | tail -n 1
-    CAMREC="$(swift build --show-bin-path)/camrec"
-fi
-results=${CAMREC_VM_RESULTS:-$(mktemp -d /tmp/camrec-vm-unattended.XXXXXX)}
-mkdir -p "$results"
+source "$(dirname "$0")/../lib/vm-suite.sh"
+vm_suite_start vm-unattended
 # The unit files are checked by systemd itself first (on the host; nothing is installed).
 units=$(mktemp -d)
 cp systemd/camrec@.service "$units/camrec@video0.service"
@@ -21,12 +15,9 @@ for u in "$units"/*; do
     if [[ -n $out ]]; then echo "systemd-analyze verify $(basename "$u"): $out"; verify_ok=0; fi
 done
 rm -rf "$units"
-Tests/vm/run.sh --timeout 900 --results "$results" \
-    --env "CAMREC=$(cd "$(dirname "$CAMREC")" && pwd)/$(basename "$CAMREC")" \
-    -- Tests/vm-cases/unattended-cases.sh 2>&1 | tee "$results/vm-unattended.log"
-rc=${PIPESTATUS[0]}
-line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$results/vm-unattended.log" | tail -1)
-if [[ -z $line ]]; then echo "vm-unattended: the VM run ended without a result (exit $rc)"; line="0 passed, 1 failed"; fi
+vm_suite_run unattended-cases.sh
+line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$VM_LOG" | tail -1)
+if [[ -z $line ]]; then echo "vm-unattended: the VM run ended without a result (exit $VM_RC)"; line="0 passed, 1 failed"; fi
 p=$(cut -d' ' -f1 <<<"$line"); f=$(cut -d' ' -f3 <<<"$line")
 if [[ $verify_ok == 1 ]]; then p=$((p + 1)); echo "PASS: systemd-analyze verify accepts the unit files"
 else f=$((f + 1)); echo "FAIL: systemd-analyze verify"; fi
