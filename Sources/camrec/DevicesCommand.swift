@@ -9,9 +9,10 @@ struct DevicesCommand: ParsableCommand {
         abstract: "List V4L2 capture devices with their formats, sizes and frame rates.",
         discussion: """
         Without --device, lists every capture node with one line per pixel format. With --device, shows \
-        one node in detail: every size of every format with its frame rates. Formats marked '-' are \
-        offered by the camera but camrec cannot record them (MJPEG is decoded and usable). Nodes that do \
-        not capture video (outputs, metadata, radio) are named at the end of the list.
+        one node in detail: every size of every format with its frame rates. Formats marked '-' have no \
+        converter in camrec (MJPEG is decoded and usable); camrec tries libv4lconvert for them when one is \
+        asked for with --pixel-format, or when the camera offers nothing else. Nodes that do not capture \
+        video (outputs, metadata, radio) are named at the end of the list.
         """
     )
 
@@ -68,7 +69,7 @@ struct DevicesCommand: ParsableCommand {
             let rate = choice.interval.map { "\($0) fps" } ?? "the device's rate"
             return "  camrec records \(choice.pixelFormat) \(choice.size) @ \(rate) by default"
         }
-        return "  camrec cannot convert any format this device offers"
+        return "  camrec has no converter for any format this device offers; it tries libv4lconvert when recording"
     }
 
     private func formatLines(_ format: V4L2FormatOffer, detailed: Bool) -> String {
