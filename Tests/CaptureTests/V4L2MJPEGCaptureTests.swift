@@ -42,40 +42,17 @@ final class MockMJPEGCamera: V4L2System, @unchecked Sendable {
     func lockExclusively(_ fd: Int32) -> Int32 { 0 }
 
     func ioctl(_ fd: Int32, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> Int32 {
+        if let answer = answerDiscovery(request, arg, format: .mjpeg, compressed: true, width: width, height: height) {
+            return answer
+        }
         switch request {
-        case UInt(CAMREC_VIDIOC_QUERYCAP):
-            let caps = UInt32(V4L2_CAP_VIDEO_CAPTURE | V4L2_CAP_STREAMING)
-            arg.withMemoryRebound(to: v4l2_capability.self, capacity: 1) {
-                $0.pointee.capabilities = caps | UInt32(V4L2_CAP_DEVICE_CAPS)
-                $0.pointee.device_caps = caps
-            }
-        case UInt(CAMREC_VIDIOC_S_PRIORITY), UInt(CAMREC_VIDIOC_S_PARM), UInt(CAMREC_VIDIOC_STREAMOFF),
-             UInt(CAMREC_VIDIOC_STREAMON), UInt(CAMREC_VIDIOC_REQBUFS):
+        case UInt(CAMREC_VIDIOC_STREAMON), UInt(CAMREC_VIDIOC_REQBUFS):
             break
-        case UInt(CAMREC_VIDIOC_ENUM_FMT):
-            let p = arg.assumingMemoryBound(to: v4l2_fmtdesc.self)
-            guard p.pointee.index == 0 else { return -EINVAL }
-            p.pointee.pixelformat = V4L2PixelFormat.mjpeg.rawValue
-            p.pointee.flags = UInt32(V4L2_FMT_FLAG_COMPRESSED)
-        case UInt(CAMREC_VIDIOC_ENUM_FRAMESIZES):
-            let p = arg.assumingMemoryBound(to: v4l2_frmsizeenum.self)
-            guard p.pointee.index == 0 else { return -EINVAL }
-            p.pointee.type = V4L2_FRMSIZE_TYPE_DISCRETE.rawValue
-            p.pointee.discrete = v4l2_frmsize_discrete(width: UInt32(width), height: UInt32(height))
-        case UInt(CAMREC_VIDIOC_ENUM_FRAMEINTERVALS):
-            let p = arg.assumingMemoryBound(to: v4l2_frmivalenum.self)
-            guard p.pointee.index == 0 else { return -EINVAL }
-            p.pointee.type = V4L2_FRMIVAL_TYPE_DISCRETE.rawValue
-            p.pointee.discrete = v4l2_fract(numerator: 1, denominator: 30)
         case UInt(CAMREC_VIDIOC_S_FMT):
             // As uvcvideo does for MJPEG: no bytesperline, sizeimage an upper bound.
             let p = arg.assumingMemoryBound(to: v4l2_format.self)
             p.pointee.fmt.pix.bytesperline = 0
             p.pointee.fmt.pix.sizeimage = UInt32(sizeImage)
-        case UInt(CAMREC_VIDIOC_G_PARM):
-            let p = arg.assumingMemoryBound(to: v4l2_streamparm.self)
-            p.pointee.parm.capture.capability = UInt32(V4L2_CAP_TIMEPERFRAME)
-            p.pointee.parm.capture.timeperframe = v4l2_fract(numerator: 1, denominator: 30)
         case UInt(CAMREC_VIDIOC_QUERYBUF):
             let p = arg.assumingMemoryBound(to: v4l2_buffer.self)
             p.pointee.m.offset = p.pointee.index * UInt32(sizeImage)
