@@ -16,16 +16,18 @@ let package = Package(
         // C shims: only what Swift cannot import by itself.
         .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec"),
+        // What every user of libavcodec here shares: error text, a decoder opened once.
+        .target(name: "Libav", dependencies: ["CFFmpeg"]),
 
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
         .target(name: "Bitstream"),
 
         // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
         .target(name: "Capture", dependencies: [
-            "CV4L2", "CFFmpeg",
+            "CV4L2", "CFFmpeg", "Libav",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "Capture"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Capture"]),
         .target(name: "Pipeline"),
         // What travels on the wire besides H.264: the timing SEI, access-unit reassembly. Pure Swift.
         .target(name: "NetStream", dependencies: ["Bitstream"]),
@@ -34,14 +36,14 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Receiver", dependencies: [
-            "CFFmpeg", "Bitstream", "NetStream", "Outputs",
+            "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
         ]),
         .target(name: "Recorder", dependencies: [
             "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Capture", "Encoder", "Outputs", "Receiver",
+            "Recorder", "Bitstream", "Capture", "Encoder", "Libav", "Outputs", "Receiver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 
 /// What every libavcodec backend does with its output: receive each ready packet and hand
 /// it on as an `EncodedPacket`, with the capture time of the frame it encodes.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 import Capture
 
 /// H.264 in software: libx264 through libavcodec.

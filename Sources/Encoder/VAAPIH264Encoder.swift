@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 import Capture
 
 /// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 import Capture
 import Synchronization
 

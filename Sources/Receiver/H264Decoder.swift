@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 
 /// Decodes H.264 access units with libavcodec's own decoder, to check what arrives.
 ///
@@ -6,9 +7,10 @@ import CFFmpeg
 /// marks corrupt are counted too. Single-threaded: one access unit in, its picture out,
 /// no frame-threading delay.
 public final class H264Decoder {
-    private let context: UnsafeMutablePointer<AVCodecContext>
-    private let packet: UnsafeMutablePointer<AVPacket>
-    private let frame: UnsafeMutablePointer<AVFrame>
+    private let session: LibavDecoderSession
+    private var context: UnsafeMutablePointer<AVCodecContext> { session.context }
+    private var packet: UnsafeMutablePointer<AVPacket> { session.packet }
+    private var frame: UnsafeMutablePointer<AVFrame> { session.frame }
     public private(set) var framesDecoded = 0
     public private(set) var width = 0
     public private(set) var height = 0
@@ -21,32 +23,15 @@ public final class H264Decoder {
     }
 
     public init() throws(DecoderError) {
-        guard let codec = avcodec_find_decoder(AV_CODEC_ID_H264) else {
-            throw DecoderError("this FFmpeg has no H.264 decoder")
+        do {
+            session = try LibavDecoderSession(codec: AV_CODEC_ID_H264, errorRecognition: Int32(AV_EF_BITSTREAM | AV_EF_BUFFER))
+        } catch {
+            switch error {
+            case .noDecoder: throw DecoderError("this FFmpeg has no H.264 decoder")
+            case .outOfMemory: throw DecoderError("out of memory setting up the H.264 decoder")
+            case .refused(let why): throw DecoderError("cannot open the H.264 decoder: \(why)")
+            }
         }
-        guard let ctx = avcodec_alloc_context3(codec), let pkt = av_packet_alloc(), let frm = av_frame_alloc() else {
-            throw DecoderError("out of memory setting up the H.264 decoder")
-        }
-        ctx.pointee.thread_count = 1
-        ctx.pointee.err_recognition |= Int32(AV_EF_EXPLODE | AV_EF_BITSTREAM | AV_EF_BUFFER)
-        let status = avcodec_open2(ctx, codec, nil)
-        guard status >= 0 else {
-            var c: UnsafeMutablePointer<AVCodecContext>? = ctx
-            avcodec_free_context(&c)
-            throw DecoderError("cannot open the H.264 decoder: \(Self.describe(status))")
-        }
-        context = ctx
-        packet = pkt
-        frame = frm
-    }
-
-    deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
-        var p: UnsafeMutablePointer<AVPacket>? = packet
-        av_packet_free(&p)
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
     }
 
     /// Decodes one access unit (Annex B).
@@ -64,7 +49,7 @@ public final class H264Decoder {
             return avcodec_send_packet(context, packet)
         }
         if status < 0 && status != camrec_AVERROR_EAGAIN {
-            result.error = Self.describe(status)
+            result.error = libavErrorDescription(status)
         }
         receive(into: &result)
         return result
@@ -84,7 +69,7 @@ public final class H264Decoder {
             let status = avcodec_receive_frame(context, frame)
             if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
             if status < 0 {
-                result.error = result.error ?? Self.describe(status)
+                result.error = result.error ?? libavErrorDescription(status)
                 return
             }
             result.frames += 1
@@ -96,12 +81,6 @@ public final class H264Decoder {
             }
             av_frame_unref(frame)
         }
-    }
-
-    static func describe(_ code: Int32) -> String {
-        var buffer = [CChar](repeating: 0, count: 128)
-        camrec_av_error_string(code, &buffer, buffer.count)
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 
     /// Quiets libavcodec's own log lines (the receiver reports errors itself), or not.

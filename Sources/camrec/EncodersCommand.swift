@@ -1,6 +1,7 @@
 import ArgumentParser
 import Encoder
 import Recorder
+import Libav
 
 /// `camrec encoders`: which H.264 encoders this machine can use, and what `--encoder auto` picks.
 struct EncodersCommand: ParsableCommand {

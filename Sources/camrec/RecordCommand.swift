@@ -5,6 +5,7 @@ import Glibc
 import Logging
 import Outputs
 import Recorder
+import Libav
 
 /// The default command: record from one source to one or more outputs.
 struct RecordCommand: ParsableCommand {

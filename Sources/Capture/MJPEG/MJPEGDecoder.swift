@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 
 /// Decodes a camera's MJPEG frames with libavcodec's `mjpeg` decoder, each straight into
 /// a pool buffer (one conversion pass from the decoded picture, full → limited range).
@@ -19,47 +20,33 @@ import CFFmpeg
 /// Single-threaded: one frame in, its picture out, no frame-threading delay.
 public final class MJPEGDecoder {
     public let frameSize: FrameSize
-    private let context: UnsafeMutablePointer<AVCodecContext>
-    private let packet: UnsafeMutablePointer<AVPacket>
-    private let frame: UnsafeMutablePointer<AVFrame>
+    private let session: LibavDecoderSession
+    private var context: UnsafeMutablePointer<AVCodecContext> { session.context }
+    private var packet: UnsafeMutablePointer<AVPacket> { session.packet }
+    private var frame: UnsafeMutablePointer<AVFrame> { session.frame }
     private var packetPool: OpaquePointer?
     private var packetCapacity = 0
 
     /// Fails only when this libavcodec has no usable MJPEG decoder.
     public init(frameSize: FrameSize) throws(CaptureError) {
         self.frameSize = frameSize
-        guard let codec = avcodec_find_decoder(AV_CODEC_ID_MJPEG) else {
-            throw CaptureError(.unsupportedFormat, "this FFmpeg has no MJPEG decoder; install Debian's libavcodec59 "
-                               + "or choose an uncompressed format with --pixel-format")
+        do {
+            // Damage the decoder notices becomes an error rather than a half-grey picture.
+            session = try LibavDecoderSession(codec: AV_CODEC_ID_MJPEG)
+        } catch {
+            switch error {
+            case .noDecoder:
+                throw CaptureError(.unsupportedFormat, "this FFmpeg has no MJPEG decoder; install Debian's libavcodec59 "
+                                   + "or choose an uncompressed format with --pixel-format")
+            case .outOfMemory:
+                throw CaptureError(.deviceFailed, "out of memory setting up the MJPEG decoder")
+            case .refused(let why):
+                throw CaptureError(.deviceFailed, "cannot open libavcodec's MJPEG decoder: \(why)")
+            }
         }
-        guard let ctx = avcodec_alloc_context3(codec), let pkt = av_packet_alloc(), let frm = av_frame_alloc() else {
-            throw CaptureError(.deviceFailed, "out of memory setting up the MJPEG decoder")
-        }
-        ctx.pointee.thread_count = 1
-        // Damage the decoder notices becomes an error rather than a half-grey picture.
-        ctx.pointee.err_recognition |= Int32(AV_EF_EXPLODE)
-        let status = avcodec_open2(ctx, codec, nil)
-        guard status >= 0 else {
-            var c: UnsafeMutablePointer<AVCodecContext>? = ctx
-            avcodec_free_context(&c)
-            var p: UnsafeMutablePointer<AVPacket>? = pkt
-            av_packet_free(&p)
-            var f: UnsafeMutablePointer<AVFrame>? = frm
-            av_frame_free(&f)
-            throw CaptureError(.deviceFailed, "cannot open libavcodec's MJPEG decoder: \(Self.describe(status))")
-        }
-        context = ctx
-        packet = pkt
-        frame = frm
     }
 
     deinit {
-        var c: UnsafeMutablePointer<AVCodecContext>? = context
-        avcodec_free_context(&c)
-        var p: UnsafeMutablePointer<AVPacket>? = packet
-        av_packet_free(&p)
-        var f: UnsafeMutablePointer<AVFrame>? = frame
-        av_frame_free(&f)
         if packetPool != nil { av_buffer_pool_uninit(&packetPool) }
     }
 
@@ -72,7 +59,7 @@ public final class MJPEGDecoder {
         let status = avcodec_receive_frame(context, frame)
         guard status >= 0 else {
             // EAGAIN: headers without a picture.
-            throw .undecodable(status == camrec_AVERROR_EAGAIN ? "no picture in the frame" : Self.describe(status))
+            throw .undecodable(status == camrec_AVERROR_EAGAIN ? "no picture in the frame" : libavErrorDescription(status))
         }
         defer { av_frame_unref(frame) }
         let f = frame.pointee
@@ -131,7 +118,7 @@ public final class MJPEGDecoder {
         packet.pointee.size = Int32(jpeg.count)
         let status = avcodec_send_packet(context, packet)
         av_packet_unref(packet)
-        if status < 0 && status != camrec_AVERROR_EAGAIN { throw .undecodable(Self.describe(status)) }
+        if status < 0 && status != camrec_AVERROR_EAGAIN { throw .undecodable(libavErrorDescription(status)) }
     }
 
     /// Chroma subsampling (log2 across, down) of the 8-bit planar pictures the mjpeg decoder
@@ -146,12 +133,6 @@ public final class MJPEGDecoder {
         case AV_PIX_FMT_GRAY8: return (0, 0, true)
         default: return nil
         }
-    }
-
-    static func describe(_ code: Int32) -> String {
-        var buffer = [CChar](repeating: 0, count: 128)
-        camrec_av_error_string(code, &buffer, buffer.count)
-        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }
 
