@@ -448,32 +448,23 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         }
         guard ring.count == Int(Self.ringSize), let sample = ring.first, fitsCameraLayout(sample) else { return giveUp() }
 
-        var request = v4l2_requestbuffers()
-        request.count = Self.ringSize
-        request.type = bufferType.rawValue
-        request.memory = V4L2_MEMORY_USERPTR.rawValue
+        let count: UInt32
         do {
-            try device.ioctl(.requestBuffers, &request)
+            count = try requestRing(V4L2_MEMORY_USERPTR)
         } catch where error.errno.rawValue == EBUSY || error.errno.rawValue == ENODEV {
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
         } catch {
             return giveUp()   // no USERPTR here: the mmap path it is
         }
-        memory = V4L2_MEMORY_USERPTR
-        buffersRequested = true
-        guard request.count >= 2 else {
+        guard count >= 2 else {
             releaseBuffers()
             return giveUp()
         }
-        while ring.count > Int(request.count) { ring.removeLast().recycle() }
+        while ring.count > Int(count) { ring.removeLast().recycle() }
         slots = ring
-        for index in 0..<request.count {
-            var buffer = queueableBuffer(index: index)
+        for index in 0..<count {
             do {
-                do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
-                    buffer = queueableBuffer(index: index)
-                    try device.ioctl(.queueBuffer, &buffer)
-                }
+                try queueAtStart(index)
             } catch where error.errno.rawValue == ENODEV {
                 throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
             } catch {
@@ -483,6 +474,28 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
         }
         return true
+    }
+
+    /// `VIDIOC_REQBUFS` for a ring of `memory` buffers; returns how many the driver gave.
+    private func requestRing(_ memory: v4l2_memory) throws(V4L2IoctlError) -> UInt32 {
+        var request = v4l2_requestbuffers()
+        request.count = Self.ringSize
+        request.type = bufferType.rawValue
+        request.memory = memory.rawValue
+        try device.ioctl(.requestBuffers, &request)
+        self.memory = memory
+        buffersRequested = true
+        return request.count
+    }
+
+    /// Queues ring slot `index` before streaming starts, once more on failure: a transient
+    /// refusal (vivid's inject_vidioc_qbuf_error) is not fatal.
+    private func queueAtStart(_ index: UInt32) throws(V4L2IoctlError) {
+        var buffer = queueableBuffer(index: index)
+        do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
+            buffer = queueableBuffer(index: index)
+            try device.ioctl(.queueBuffer, &buffer)
+        }
     }
 
     /// Whether a pool buffer has the very layout the camera writes: same strides and, for
@@ -499,20 +512,16 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
     /// mmap streaming: the driver's own buffers, converted into pool buffers as they come.
     private func startMapped() throws {
-        var request = v4l2_requestbuffers()
-        request.count = Self.ringSize
-        request.type = bufferType.rawValue
-        request.memory = V4L2_MEMORY_MMAP.rawValue
+        let count: UInt32
         do {
-            try device.ioctl(.requestBuffers, &request)
+            count = try requestRing(V4L2_MEMORY_MMAP)
         } catch {
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
         }
-        buffersRequested = true
-        guard request.count >= 2 else {
-            throw CaptureError(.deviceFailed, "\(path) gave only \(request.count) capture buffer(s); camrec needs at least 2")
+        guard count >= 2 else {
+            throw CaptureError(.deviceFailed, "\(path) gave only \(count) capture buffer(s); camrec needs at least 2")
         }
-        for index in 0..<request.count {
+        for index in 0..<count {
             var buffer = emptyBuffer(index: index)
             do {
                 try device.ioctl(.queryBuffer, &buffer)
@@ -532,14 +541,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             }
             mappings.append(planes)
         }
-        for index in 0..<request.count {
-            var buffer = emptyBuffer(index: index)
+        for index in 0..<count {
             do {
-                // Once more on failure: a transient refusal (vivid's inject_vidioc_qbuf_error) is not fatal.
-                do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
-                    buffer = emptyBuffer(index: index)
-                    try device.ioctl(.queueBuffer, &buffer)
-                }
+                try queueAtStart(index)
             } catch {
                 throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
             }
