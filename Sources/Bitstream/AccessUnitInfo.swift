@@ -17,9 +17,12 @@ public struct AccessUnitInfo: Sendable, Hashable {
     /// access unit holds no picture (only parameter sets, SEI...). Its SPS/PPS are
     /// remembered and will be written before the first IDR.
     public var heldBack: Bool
+    /// Encoder version SEI units left out.
+    public var droppedUnits: Int
 
     public init(isIDR: Bool = false, nalCount: Int = 0, insertedParameterSets: Bool = false, byteCount: Int = 0,
-                containsSPS: Bool = false, containsPPS: Bool = false, skippedBytes: Int = 0, heldBack: Bool = false) {
+                containsSPS: Bool = false, containsPPS: Bool = false, skippedBytes: Int = 0, heldBack: Bool = false,
+                droppedUnits: Int = 0) {
         self.isIDR = isIDR
         self.nalCount = nalCount
         self.insertedParameterSets = insertedParameterSets
@@ -28,5 +31,6 @@ public struct AccessUnitInfo: Sendable, Hashable {
         self.containsPPS = containsPPS
         self.skippedBytes = skippedBytes
         self.heldBack = heldBack
+        self.droppedUnits = droppedUnits
     }
 }

@@ -1,15 +1,22 @@
 /// Rewrites encoder output so it keeps camrec's stream contract, whatever the encoder does:
 ///
 /// 1. every NAL unit is written with the 4-byte start code `00 00 00 01`;
-/// 2. every IDR access unit carries the current SPS and PPS before its first slice, so
-///    any IDR is a place where a player, a late network client or a file cut can start.
+/// 2. every IDR access unit carries the current SPS and PPS **immediately** before its first
+///    slice, so any IDR is a place where a player, a late network client or a file cut can
+///    start, and a receiver that reads "SPS, PPS, then the IDR" (seed 001) finds just that;
+/// 3. a picture has at most `maxSlicesPerPicture` slice NAL units (camrec asks its encoders
+///    for one), so a receiver that hands one NAL unit to its decoder gets a whole picture.
 ///
-/// Give it one access unit (one encoded packet) at a time. Layout of an IDR access unit
-/// in the output: the leading AUD if the input had one, then the SPS units, then the PPS
-/// units, then every other unit in input order. SPS/PPS found in the access unit are
-/// moved there; missing ones are taken from earlier access units (they are remembered
-/// per id, the latest of each id winning) and `insertedParameterSets` is set. Other
-/// access units are copied unit by unit, only their start codes rewritten.
+/// Give it one access unit (one encoded packet) at a time. Layout of an IDR access unit in
+/// the output: `[AUD] [SEI and other non-VCL units …] SPS PPS IDR-slice …` — the leading AUD
+/// if the input had one, then the units that stood before the first slice (SEI first: H.264
+/// lets SEI, SPS and PPS come in any order before the first VCL unit), then the SPS units,
+/// then the PPS units, then the slices and whatever followed them in input order. SPS/PPS
+/// found in the access unit are moved there; missing ones are taken from earlier access
+/// units (remembered per id, the latest of each id winning) and `insertedParameterSets` is
+/// set. Other access units are copied unit by unit, only their start codes rewritten.
+/// Encoder version SEI (libx264's and libx265's user-data-unregistered banner, ~700 bytes
+/// that no receiver needs) is dropped unless `keepsEncoderVersionSEI`.
 ///
 /// The stream must start with an IDR picture: before the first IDR, an access unit with a
 /// picture throws `firstPictureNotIDR`, and one without (parameter sets only, say) is held
@@ -44,7 +51,16 @@ public struct AnnexBStreamWriter: Sendable {
     /// The most recently received PPS, parsed.
     public private(set) var pictureParameterSet: PictureParameterSet?
 
-    public init() {}
+    /// Most slice NAL units one picture may have; nil for no limit (a receiver passing on
+    /// another sender's stream).
+    public let maxSlicesPerPicture: Int?
+    /// Keep libx264's/libx265's version SEI instead of dropping it.
+    public let keepsEncoderVersionSEI: Bool
+
+    public init(maxSlicesPerPicture: Int? = nil, keepsEncoderVersionSEI: Bool = false) {
+        self.maxSlicesPerPicture = maxSlicesPerPicture
+        self.keepsEncoderVersionSEI = keepsEncoderVersionSEI
+    }
 
     /// Forgets that the stream has started (for a new file or a new client) but keeps the
     /// parameter sets, so the next IDR gets them even if the encoder does not repeat them.
@@ -75,11 +91,29 @@ public struct AnnexBStreamWriter: Sendable {
     public mutating func write(accessUnit: UnsafeRawBufferPointer, into output: inout [UInt8]) throws -> AccessUnitInfo {
         scratch.removeAll(keepingCapacity: true)
         var skippedBytes = 0
+        var sawUnit = false
+        var droppedUnits = 0
+        var sliceCount = 0
         AnnexBScanner.forEachUnit(in: accessUnit) { range, startCodeLength in
-            if scratch.isEmpty { skippedBytes = range.lowerBound - startCodeLength }
-            scratch.append(UnitRef(range: range, type: NALUnitType(headerByte: accessUnit[range.lowerBound])))
+            if !sawUnit { skippedBytes = range.lowerBound - startCodeLength }
+            sawUnit = true
+            let type = NALUnitType(headerByte: accessUnit[range.lowerBound])
+            if type == .sei && !keepsEncoderVersionSEI
+                && Self.isEncoderVersionSEI(UnsafeRawBufferPointer(rebasing: accessUnit[range])) {
+                droppedUnits += 1
+                return
+            }
+            if type.isVCL { sliceCount += 1 }
+            scratch.append(UnitRef(range: range, type: type))
         }
-        guard !scratch.isEmpty else { throw StreamContractError.noNALUnits }
+        guard sawUnit else { throw StreamContractError.noNALUnits }
+        if let maxSlicesPerPicture, sliceCount > maxSlicesPerPicture {
+            throw StreamContractError.tooManySlices(found: sliceCount, allowed: maxSlicesPerPicture)
+        }
+        guard !scratch.isEmpty else {
+            // Only a dropped version SEI: nothing to write.
+            return AccessUnitInfo(skippedBytes: skippedBytes, heldBack: !hasStarted, droppedUnits: droppedUnits)
+        }
 
         var isIDR = false
         var hasPicture = false
@@ -100,7 +134,7 @@ public struct AnnexBStreamWriter: Sendable {
             if unit.type.isVCL { hasPicture = true }
         }
 
-        var info = AccessUnitInfo(isIDR: isIDR, skippedBytes: skippedBytes)
+        var info = AccessUnitInfo(isIDR: isIDR, skippedBytes: skippedBytes, droppedUnits: droppedUnits)
         if !hasStarted && !isIDR {
             if hasPicture { throw StreamContractError.firstPictureNotIDR }
             info.heldBack = true
@@ -139,33 +173,29 @@ public struct AnnexBStreamWriter: Sendable {
         }
 
         var written = 0
-        var leadingAUD = false
-        if scratch[0].type == .accessUnitDelimiter {
-            append(UnsafeRawBufferPointer(rebasing: accessUnit[scratch[0].range]), to: &output)
-            leadingAUD = true
+        func copy(_ unit: UnitRef) {
+            append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
             written += 1
         }
+        let firstSlice = scratch.firstIndex { $0.type.isVCL } ?? firstIDRIndex
+        // [AUD] [SEI and other non-VCL units that stood before the first slice]
+        for (index, unit) in scratch[..<firstSlice].enumerated() where unit.type != .sps && unit.type != .pps {
+            if unit.type == .accessUnitDelimiter && index != 0 { continue }  // a stray AUD has no place here
+            copy(unit)
+        }
+        // SPS PPS, immediately before the first slice.
         if let insertedSPS {
             insertedSPS.withUnsafeBytes { append($0, to: &output) }
             written += 1
         }
-        for unit in scratch where unit.type == .sps {
-            append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
-            written += 1
-        }
+        for unit in scratch where unit.type == .sps { copy(unit) }
         if let insertedPPS {
             insertedPPS.withUnsafeBytes { append($0, to: &output) }
             written += 1
         }
-        for unit in scratch where unit.type == .pps {
-            append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
-            written += 1
-        }
-        for (index, unit) in scratch.enumerated() where unit.type != .sps && unit.type != .pps {
-            if index == 0 && leadingAUD { continue }
-            append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
-            written += 1
-        }
+        for unit in scratch where unit.type == .pps { copy(unit) }
+        // The slices, and whatever followed the first one, in input order.
+        for unit in scratch[firstSlice...] where unit.type != .sps && unit.type != .pps { copy(unit) }
 
         hasStarted = true
         info.nalCount = written
@@ -194,6 +224,30 @@ public struct AnnexBStreamWriter: Sendable {
     }
 
     // MARK: - Private
+
+    /// libx264's (dc45e9bd-e6d9-48b7-962c-d820d923eeef) and libx265's
+    /// (2ca2de09-b517-47db-bb55-a4fe7fc2fc4e) user-data-unregistered UUIDs: their version banner.
+    private static let encoderVersionUUIDs: [[UInt8]] = [
+        [0xDC, 0x45, 0xE9, 0xBD, 0xE6, 0xD9, 0x48, 0xB7, 0x96, 0x2C, 0xD8, 0x20, 0xD9, 0x23, 0xEE, 0xEF],
+        [0x2C, 0xA2, 0xDE, 0x09, 0xB5, 0x17, 0x47, 0xDB, 0xBB, 0x55, 0xA4, 0xFE, 0x7F, 0xC2, 0xFC, 0x4E],
+    ]
+
+    /// An SEI unit whose first message is user data unregistered (payload type 5) under an
+    /// encoder's version UUID. Read on the escaped bytes: the 0xFF size bytes and these UUIDs
+    /// hold no `00 00`, so no emulation-prevention byte can sit in this prefix.
+    static func isEncoderVersionSEI(_ unit: UnsafeRawBufferPointer) -> Bool {
+        var index = 1
+        var payloadType = 0
+        while index < unit.count && unit[index] == 0xFF { payloadType += 255; index += 1 }
+        guard index < unit.count else { return false }
+        payloadType += Int(unit[index]); index += 1
+        guard payloadType == 5 else { return false }
+        while index < unit.count && unit[index] == 0xFF { index += 1 }
+        index += 1  // last payload-size byte
+        guard index + 16 <= unit.count else { return false }
+        let uuid = UnsafeRawBufferPointer(rebasing: unit[index..<(index + 16)])
+        return encoderVersionUUIDs.contains { $0.elementsEqual(uuid) }
+    }
 
     private func append(_ unit: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         output.append(contentsOf: Self.startCode)

@@ -7,7 +7,7 @@ public struct ContractViolation: Sendable, Hashable {
         case threeByteStartCode
         /// (b) An IDR picture whose access unit has no SPS and PPS before its first slice.
         case idrWithoutParameterSets
-        /// (c) The first NAL unit (after an optional AUD) is not an SPS.
+        /// (c) The first NAL unit (after an optional AUD and SEI units) is not an SPS.
         case doesNotBeginWithSPS
         /// (d) forbidden_zero_bit is set.
         case forbiddenZeroBit
@@ -19,6 +19,11 @@ public struct ContractViolation: Sendable, Hashable {
         case noIDR
         /// An SPS, PPS or slice header that cannot be parsed.
         case unparsableUnit
+        /// (h) A picture in more slice NAL units than allowed (one, unless `--slices`).
+        case tooManySlices
+        /// (i) SPS and PPS are in the IDR's access unit but not the two units right before its
+        /// first slice: something (an SEI, say) stands between the PPS and the IDR slice.
+        case unitBetweenParameterSetsAndIDR
     }
 
     public var kind: Kind

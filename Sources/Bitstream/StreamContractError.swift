@@ -8,4 +8,7 @@ public enum StreamContractError: Error, Sendable, Hashable {
     /// The first picture of the stream is not an IDR picture, so nothing before the next
     /// IDR could be decoded. The caller should drop access units until an IDR arrives.
     case firstPictureNotIDR
+    /// A picture came in more slice NAL units than the stream may have (camrec asks its
+    /// encoders for one slice per picture unless `--slices` says more).
+    case tooManySlices(found: Int, allowed: Int)
 }

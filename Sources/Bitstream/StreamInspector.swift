@@ -8,14 +8,18 @@
 ///
 /// Contract rules checked (see `ContractViolation.Kind`):
 /// - every NAL unit has a 4-byte start code;
-/// - the stream begins with an SPS, optionally preceded by one AUD;
+/// - the stream begins with an SPS, optionally preceded by one AUD and by SEI units (the
+///   layout of an IDR access unit is `[AUD] [SEI …] SPS PPS IDR…`);
 /// - **SPS and PPS must both appear in the same access unit before its first IDR slice.**
 ///   AUD and SEI may come before or between them. Access units are delimited as in
 ///   H.264 7.4.1.2.3: an AUD, SPS, PPS, SEI or NAL type 14–18 after a picture's slices,
 ///   or a slice with `first_mb_in_slice == 0`, starts a new access unit;
 /// - forbidden_zero_bit is 0 everywhere; nothing precedes the first start code;
 /// - every slice names a PPS that has appeared, whose SPS has appeared;
-/// - the stream has at least one IDR picture.
+/// - the stream has at least one IDR picture;
+/// - **the two units right before the first slice of every IDR picture are SPS and PPS**
+///   (nothing between the PPS and the IDR slice);
+/// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default).
 ///
 /// A picture (frame) is counted at each slice with `first_mb_in_slice == 0`, so field
 /// pairs count twice; camrec writes progressive frames only.
@@ -27,6 +31,14 @@ public struct StreamInspector: Sendable {
     }
 
     public let recordLimit: Int
+    public let maxSlicesPerPicture: Int
+    private var slicesInPicture = 0
+    private var pictureOffset = 0
+    private var fewestSlices = Int.max
+    private var mostSlices = 0
+    /// Types of the two units before the current one (nil at the start).
+    private var previousType: NALUnitType?
+    private var typeBeforePrevious: NALUnitType?
     private var scanner = AnnexBScanner()
     private var records: [NALRecord] = []
     private var nalCount = 0
@@ -48,12 +60,13 @@ public struct StreamInspector: Sendable {
     private var sawPictureInAccessUnit = false
     private var spsInAccessUnit = false
     private var ppsInAccessUnit = false
-    /// The beginning check looks at the first unit that is not an AUD.
+    /// The beginning check looks at the first unit that is not a leading AUD or an SEI.
     private var checkedBeginning = false
 
     /// - Parameter recordLimit: NAL records kept for the table; counting goes on past it.
-    public init(recordLimit: Int = 1_000_000) {
+    public init(recordLimit: Int = 1_000_000, maxSlicesPerPicture: Int = 1) {
         self.recordLimit = recordLimit
+        self.maxSlicesPerPicture = max(1, maxSlicesPerPicture)
     }
 
     public mutating func append<C: Collection>(_ chunk: C) where C.Element == UInt8 {
@@ -67,6 +80,7 @@ public struct StreamInspector: Sendable {
         for unit in scanner.finish() {
             process(unit)
         }
+        endPicture()
         let byteCount = scanner.bytesConsumed
         if scanner.skippedLeadingBytes > 0 {
             tally(.garbageBeforeFirstStartCode, offset: 0, detail: "\(scanner.skippedLeadingBytes)")
@@ -96,7 +110,8 @@ public struct StreamInspector: Sendable {
             fourByteStartCodeCount: fourByteStartCodes, skippedLeadingBytes: scanner.skippedLeadingBytes,
             frameCount: frameCount, idrCount: idrCount, idrFrameIndices: idrFrameIndices, gopLengths: gopLengths,
             sequenceParameterSet: firstSPS, pictureParameterSet: firstPPS, distinctSPSCount: distinctSPSCount,
-            violations: violations)
+            slicesPerPicture: mostSlices > 0 ? fewestSlices...mostSlices : nil,
+            allowedSlicesPerPicture: maxSlicesPerPicture, violations: violations)
     }
 
     /// Inspects a complete stream held in memory.
@@ -124,7 +139,7 @@ public struct StreamInspector: Sendable {
         if unit.forbiddenZeroBit {
             tally(.forbiddenZeroBit, offset: unit.offset, detail: type.shortName)
         }
-        if !checkedBeginning && !(nalCount == 1 && type == .accessUnitDelimiter) {
+        if !checkedBeginning && !(nalCount == 1 && type == .accessUnitDelimiter) && type != .sei {
             checkedBeginning = true
             if type != .sps {
                 tally(.doesNotBeginWithSPS, offset: unit.offset, detail: type.shortName)
@@ -137,6 +152,11 @@ public struct StreamInspector: Sendable {
             if sawPictureInAccessUnit { startAccessUnit() }
         default:
             break
+        }
+
+        defer {
+            typeBeforePrevious = previousType
+            previousType = type
         }
 
         switch type {
@@ -175,16 +195,22 @@ public struct StreamInspector: Sendable {
         }
         if header.firstMbInSlice == 0 {
             if sawPictureInAccessUnit { startAccessUnit() }
+            endPicture()
             frameCount += 1
+            pictureOffset = unit.offset
             if unit.isIDR {
                 idrCount += 1
                 if idrFrameIndices.count < recordLimit { idrFrameIndices.append(frameCount - 1) }
                 if !(spsInAccessUnit && ppsInAccessUnit) {
                     let missing = spsInAccessUnit ? "PPS" : (ppsInAccessUnit ? "SPS" : "SPS and PPS")
                     tally(.idrWithoutParameterSets, offset: unit.offset, detail: "frame \(frameCount - 1) lacks \(missing)")
+                } else if !(typeBeforePrevious == .sps && previousType == .pps) {
+                    let between = previousType.map { $0 == .pps ? "SPS is not right before the PPS" : "\($0.shortName) stands between the PPS and the IDR slice" } ?? ""
+                    tally(.unitBetweenParameterSetsAndIDR, offset: unit.offset, detail: "frame \(frameCount - 1): \(between)")
                 }
             }
         }
+        slicesInPicture += 1
         sawPictureInAccessUnit = true
         if let pps = ppsByID[header.picParameterSetID] {
             if spsByID[pps.seqParameterSetID] == nil {
@@ -193,6 +219,17 @@ public struct StreamInspector: Sendable {
         } else {
             tally(.unknownParameterSetID, offset: unit.offset, detail: "PPS id \(header.picParameterSetID)")
         }
+    }
+
+    /// Closes the slice count of the picture that just ended.
+    private mutating func endPicture() {
+        guard slicesInPicture > 0 else { return }
+        fewestSlices = min(fewestSlices, slicesInPicture)
+        mostSlices = max(mostSlices, slicesInPicture)
+        if slicesInPicture > maxSlicesPerPicture {
+            tally(.tooManySlices, offset: pictureOffset, detail: "frame \(frameCount - 1) has \(slicesInPicture) slices")
+        }
+        slicesInPicture = 0
     }
 
     private mutating func startAccessUnit() {
@@ -230,6 +267,12 @@ public struct StreamInspector: Sendable {
             return "\(tally.count) slices refer to a parameter set never seen (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         case .noIDR:
             return "no IDR frame in the stream"
+        case .tooManySlices:
+            let allowed = maxSlicesPerPicture == 1 ? "one slice NAL unit" : "at most \(maxSlicesPerPicture) slice NAL units"
+            return "\(tally.count) of \(frameCount) pictures are cut into more than \(allowed) (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
+                + "receivers that hand one NAL unit to their decoder see partial pictures"
+        case .unitBetweenParameterSetsAndIDR:
+            return "\(tally.count) of \(idrCount) IDR frames do not have SPS and PPS as the two units right before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         case .unparsableUnit:
             return "\(tally.count) units cannot be parsed (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         }

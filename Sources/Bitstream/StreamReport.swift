@@ -30,6 +30,10 @@ public struct StreamReport: Sendable, Equatable {
     public var pictureParameterSet: PictureParameterSet?
     /// How many different SPS contents appeared (more than 1 means the format changed).
     public var distinctSPSCount: Int
+    /// Fewest and most slice NAL units in one picture; nil without pictures.
+    public var slicesPerPicture: ClosedRange<Int>?
+    /// The most the contract allowed (`inspect --slices`).
+    public var allowedSlicesPerPicture: Int
     public var violations: [ContractViolation]
 
     public var contractHolds: Bool { violations.isEmpty }
@@ -65,10 +69,15 @@ public struct StreamReport: Sendable, Equatable {
             lines.append("video: no parsable SPS")
         }
         lines.append("GOP: " + gopDescription())
+        if let slices = slicesPerPicture {
+            let count = slices.lowerBound == slices.upperBound ? "\(slices.lowerBound)" : "\(slices.lowerBound)–\(slices.upperBound)"
+            lines.append("slices per picture: \(count)")
+        }
 
         if contractHolds {
+            let slices = allowedSlicesPerPicture == 1 ? "one slice per picture" : "at most \(allowedSlicesPerPicture) slices per picture"
             lines.append("stream contract: OK — 4-byte start codes on all \(nalUnitCount) NAL units, "
-                         + "SPS+PPS before all \(idrCount) IDRs")
+                         + "SPS+PPS right before all \(idrCount) IDRs, \(slices)")
         } else {
             let problems = violations.count == 1 ? "1 problem" : "\(violations.count) problems"
             lines.append("stream contract: BROKEN — \(problems):")

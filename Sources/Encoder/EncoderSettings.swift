@@ -19,9 +19,17 @@ public struct EncoderSettings: Sendable {
     public var profile: H264Profile
     /// libx264 speed preset (ultrafast … veryslow).
     public var preset: String
+    /// Slice NAL units per picture. One (the default) keeps every picture in one NAL unit,
+    /// which receivers that hand one NAL unit at a time to a decoder need.
+    public var slicesPerPicture: Int
+    /// libx264 threads when there is one slice per picture: 1 encodes on one thread with no
+    /// added latency; more use frame threads (more throughput, a frame of delay per thread);
+    /// 0 lets x264 choose from the cores. Sliced threads are used only with several slices.
+    public var softwareThreads: Int
 
     public init(size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
-                constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast") {
+                constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast",
+                slicesPerPicture: Int = 1, softwareThreads: Int = 1) {
         self.size = size
         self.framesPerSecond = framesPerSecond
         self.keyframeInterval = keyframeInterval
@@ -29,6 +37,8 @@ public struct EncoderSettings: Sendable {
         self.constantQP = constantQP
         self.profile = profile
         self.preset = preset
+        self.slicesPerPicture = max(1, slicesPerPicture)
+        self.softwareThreads = max(0, softwareThreads)
     }
 
     /// A bitrate that looks good for live video: about 0.1 bit per pixel per frame.

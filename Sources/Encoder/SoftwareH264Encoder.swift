@@ -59,8 +59,18 @@ public final class SoftwareH264Encoder: VideoEncoder {
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.keyint_min = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
-        // libavcodec defaults to one thread; ffmpeg's CLI and camrec let x264 use every core.
-        ctx.pointee.thread_count = 0
+        // tune=zerolatency turns on sliced threads: one slice per thread, so the slice count
+        // would follow the machine's cores. One slice per picture (the default) means either
+        // one thread or frame threads; several slices means exactly that many sliced threads.
+        let slices = settings.slicesPerPicture
+        var x264Params = "scenecut=0:aud=0"
+        if slices > 1 {
+            ctx.pointee.thread_count = Int32(clamping: slices)
+            x264Params += ":sliced-threads=1:slices=\(slices)"
+        } else {
+            ctx.pointee.thread_count = Int32(clamping: settings.softwareThreads)
+            x264Params += ":sliced-threads=0:slices=1"
+        }
         if let qp = settings.constantQP {
             ctx.pointee.global_quality = 0
             av_opt_set_int(ctx.pointee.priv_data, "qp", Int64(qp), 0)
@@ -78,7 +88,7 @@ public final class SoftwareH264Encoder: VideoEncoder {
         // A forced keyframe must be an IDR, and x264 must not add IDRs at scene cuts:
         // IDRs come exactly where the recorder asks for them.
         av_opt_set(priv, "forced-idr", "1", 0)
-        av_opt_set(priv, "x264-params", "scenecut=0:aud=0", 0)
+        av_opt_set(priv, "x264-params", x264Params, 0)
         var options: OpaquePointer?
         let status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)

@@ -195,6 +195,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
         ctx.pointee.framerate = AVRational(num: rate.numerator, den: rate.denominator)
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
+        // h264_vaapi cuts a picture into this many slices (0 would also mean one; say it).
+        ctx.pointee.slices = Int32(clamping: settings.slicesPerPicture)
         ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
         ctx.pointee.hw_device_ctx = av_buffer_ref(device.deviceRef)
         let priv = ctx.pointee.priv_data

@@ -3,7 +3,7 @@ import Bitstream
 /// A camrec timing note carried in the stream sent over the network: an SEI NAL unit with
 /// one `user_data_unregistered` message (payloadType 5) under camrec's own UUID.
 ///
-/// Network outputs put one in every access unit they send (before the first slice); it
+/// Network outputs put one at the head of every access unit they send (ahead of SPS/PPS); it
 /// holds the frame's capture time and the time the sender started sending it (both
 /// CLOCK_MONOTONIC, so comparable only on one machine), the source sequence number and
 /// the byte count of the access unit without this SEI, so a receiver can tell a truncated
@@ -75,26 +75,13 @@ public struct TimestampSEI: Sendable, Hashable {
     }
 
     /// Where a timing note goes in an access unit written by camrec's stream writer
-    /// (4-byte start codes): after a leading AUD, SPS and PPS, before everything else,
-    /// so an IDR access unit still begins with its parameter sets.
+    /// (4-byte start codes): at its head, after a leading AUD if there is one — so in an IDR
+    /// access unit it stands ahead of the SPS, and SPS, PPS and the IDR slice stay together.
     public static func insertionOffset(in accessUnit: UnsafeRawBufferPointer) -> Int {
-        // The parameter sets are short, so this stops within the first few dozen bytes.
-        var zeros = 0
-        var index = 0
-        let count = accessUnit.count
-        while index + 1 < count {
-            let byte = accessUnit[index]
-            if byte == 0 {
-                zeros += 1
-            } else {
-                if byte == 1 && zeros >= 2 {
-                    let type = accessUnit[index + 1] & 0x1F
-                    if type != 7 && type != 8 && type != 9 { return index - min(zeros, 3) }
-                }
-                zeros = 0
-            }
-            index += 1
-        }
-        return count
+        let leadingAUD = accessUnit.count >= 6 && accessUnit[0] == 0 && accessUnit[1] == 0 && accessUnit[2] == 0
+            && accessUnit[3] == 1 && accessUnit[4] & 0x1F == 9
+        guard leadingAUD else { return 0 }
+        // An AUD is 2 bytes after its start code (header + primary_pic_type and trailing bits).
+        return 6
     }
 }

@@ -33,12 +33,16 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         var sent = PeerTotals()
     }
 
+    /// Each access unit carries camrec's timing note (`--no-timing-sei` turns it off).
+    private let sendsTimingSEI: Bool
+
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, maximumReceivers: Int = 64, log: @escaping NetworkEventLog) {
+                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, maximumReceivers: Int = 64, log: @escaping NetworkEventLog) {
         self.endpoint = endpoint
         self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
+        self.sendsTimingSEI = sendsTimingSEI
         self.maximumReceivers = maximumReceivers
         self.log = log
     }
@@ -84,7 +88,8 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
                 continue
             }
             let peer = TCPPeerSender(connection: connection, name: "receiver \(connection.peerAddress)",
-                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
+                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
+                                     sendsTimingSEI: sendsTimingSEI, log: log)
             peer.start()
             peers.withLock { $0.append(peer) }
             let n = totals.withLock { t -> Int in

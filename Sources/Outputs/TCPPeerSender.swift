@@ -47,8 +47,13 @@ final class TCPPeerSender: @unchecked Sendable {
         var latency: LatencySamples
     }
 
-    init(connection: TCPConnection, name: String, queueCapacity: Int, stallTimeoutSeconds: Double, log: @escaping NetworkEventLog) {
+    /// Put a camrec timing note (TimestampSEI) at the head of every access unit.
+    private let sendsTimingSEI: Bool
+
+    init(connection: TCPConnection, name: String, queueCapacity: Int, stallTimeoutSeconds: Double,
+         sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
         self.connection = connection
+        self.sendsTimingSEI = sendsTimingSEI
         self.name = name
         self.log = log
         queue = BlockingQueue(capacity: max(2, queueCapacity))
@@ -143,8 +148,8 @@ final class TCPPeerSender: @unchecked Sendable {
     private func send(_ chunk: StreamChunk, note: inout [UInt8]) throws {
         let now = monotonicNanoseconds()
         note.removeAll(keepingCapacity: true)
-        TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: now,
-                     sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note)
+        if sendsTimingSEI { TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: now,
+                     sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note) }
         try chunk.bytes.withUnsafeBytes { bytes in
             let split = TimestampSEI.insertionOffset(in: bytes)
             try note.withUnsafeBytes { noteBytes in

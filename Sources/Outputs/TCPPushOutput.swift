@@ -30,12 +30,16 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         var sent = PeerTotals()
     }
 
+    /// Each access unit carries camrec's timing note (`--no-timing-sei` turns it off).
+    private let sendsTimingSEI: Bool
+
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, log: @escaping NetworkEventLog) {
+                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
         self.endpoint = endpoint
         self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
+        self.sendsTimingSEI = sendsTimingSEI
         self.log = log
     }
 
@@ -57,7 +61,8 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         do {
             let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
             let peer = TCPPeerSender(connection: connection, name: "receiver \(connection.peerAddress)",
-                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
+                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
+                                     sendsTimingSEI: sendsTimingSEI, log: log)
             peer.start()
             let n = totals.withLock { t -> Int in
                 t.connections += 1

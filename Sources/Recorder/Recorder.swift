@@ -41,7 +41,7 @@ public final class Recorder: @unchecked Sendable {
     private let limits: Limits
     private let logger: Logger
     private let chunkPool = StreamChunkPool()
-    private var writer = AnnexBStreamWriter()
+    private var writer: AnnexBStreamWriter
     private let shared = Mutex(Shared())
     private struct Shared {
         var failure: RecordingFailure?
@@ -51,7 +51,8 @@ public final class Recorder: @unchecked Sendable {
     }
 
     public init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
-                limits: Limits, logger: Logger) {
+                limits: Limits, slicesPerPicture: Int = 1, logger: Logger) {
+        writer = AnnexBStreamWriter(maxSlicesPerPicture: max(1, slicesPerPicture))
         self.source = source
         self.encoder = encoder
         self.outputs = outputs
@@ -215,6 +216,12 @@ public final class Recorder: @unchecked Sendable {
             chunk.retain()
             chunk.release()
             fail(.encoder(EncoderError(.failed, "the encoder produced a stream camrec cannot make valid: \(error)")))
+            return
+        }
+        if info.heldBack || info.nalCount == 0 {
+            // Parameter sets before the first picture, or only an encoder banner: not a frame.
+            chunk.retain()
+            chunk.release()
             return
         }
         chunk.isIDR = info.isIDR

@@ -9,7 +9,7 @@ struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "List the NAL units of an H.264 Annex-B stream and check camrec's stream contract.",
-        discussion: "Exits 0 when every NAL unit has a 4-byte start code and SPS+PPS stand before every IDR, 1 when not."
+        discussion: "Exits 0 when every NAL unit has a 4-byte start code, SPS and PPS are the two units right before every IDR slice and every picture is one slice NAL unit (or at most --slices), 1 when not."
     )
 
     @Argument(help: "An Annex-B H.264 file, or - for stdin.")
@@ -17,6 +17,13 @@ struct InspectCommand: ParsableCommand {
 
     @Flag(help: "Print only the summary and the verdict, not the NAL table.")
     var summary = false
+
+    @Option(help: "Most slice NAL units a picture may have (what the stream was recorded with: camrec --slices).")
+    var slices: Int = 1
+
+    func validate() throws {
+        if !(1...1024).contains(slices) { throw ValidationError("--slices must be between 1 and 1024, got \(slices)") }
+    }
 
     func run() throws {
         let descriptor: FileDescriptor
@@ -31,7 +38,7 @@ struct InspectCommand: ParsableCommand {
             }
         }
         defer { if file != "-" { try? descriptor.close() } }
-        var inspector = StreamInspector()
+        var inspector = StreamInspector(maxSlicesPerPicture: slices)
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n: Int

@@ -62,6 +62,15 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "libx264 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
     var preset: String = "veryfast"
 
+    @Option(help: "Slice NAL units per picture (default 1). More slices let libx264 use sliced threads, but receivers that hand one NAL unit at a time to their decoder then see half pictures.")
+    var slices: Int = 1
+
+    @Option(help: "libx264 threads with one slice per picture: 1 (the default) adds no latency; N > 1 uses frame threads, about one frame of delay each; 0 lets x264 choose.")
+    var threads: Int = 1
+
+    @Flag(help: "Don't put camrec's timing SEI (capture and send times, for `camrec receive`'s latency figures) into the stream sent over TCP.")
+    var noTimingSei = false
+
     @Flag(help: "Replace an existing output file. Without it camrec never replaces a file: a fixed name that exists fails with status 76; a name from a pattern that clashes gets -2, -3, … before its extension.")
     var overwrite = false
 
@@ -94,6 +103,8 @@ struct RecordCommand: ParsableCommand {
         if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
         if let keyframeInterval, keyframeInterval <= 0 { throw ValidationError("--keyframe-interval must be positive") }
         if let qp, !(0...51).contains(qp) { throw ValidationError("--qp must be between 0 and 51") }
+        if !(1...32).contains(slices) { throw ValidationError("--slices must be between 1 and 32, got \(slices)") }
+        if !(0...64).contains(threads) { throw ValidationError("--threads must be between 0 and 64, got \(threads)") }
         if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, or tcp://HOST:PORT") }
         _ = try networkEndpoints()
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
@@ -116,7 +127,7 @@ struct RecordCommand: ParsableCommand {
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
         let settings = EncoderSettings(size: source.frameSize, framesPerSecond: source.framesPerSecond,
                                        keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
-                                       profile: profile, preset: preset)
+                                       profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
         let videoEncoder: VideoEncoder
         do {
             videoEncoder = try makeEncoder(settings: settings, logger: logger)
@@ -141,7 +152,8 @@ struct RecordCommand: ParsableCommand {
         }
         logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
-                                limits: .init(frames: frames, durationSeconds: duration), logger: logger)
+                                limits: .init(frames: frames, durationSeconds: duration), slicesPerPicture: slices,
+                                logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
@@ -231,8 +243,10 @@ struct RecordCommand: ParsableCommand {
             guard !quiet else { return }
             writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
         }
-        if endpoint.listen { return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, log: log) }
-        return TCPPushOutput(endpoint: endpoint, keyframes: keyframes, log: log)
+        if endpoint.listen {
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
+        }
+        return TCPPushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
     }
 
     /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.

@@ -18,7 +18,7 @@ final class AnnexBStreamWriterTests: XCTestCase {
         var output: [UInt8] = []
         let info = try writer.write(accessUnit: annexB([sps, pps, Units.sei, idr, second], startCodes: [4, 4, 3, 3, 3]),
                                     into: &output)
-        XCTAssertEqual(output, annexB([sps, pps, Units.sei, idr, second]))
+        XCTAssertEqual(output, annexB([Units.sei, sps, pps, idr, second]))
         XCTAssertEqual(info, AccessUnitInfo(isIDR: true, nalCount: 5, insertedParameterSets: false,
                                             byteCount: output.count, containsSPS: true, containsPPS: true))
         let before = output.count
@@ -26,7 +26,7 @@ final class AnnexBStreamWriterTests: XCTestCase {
         XCTAssertEqual(Array(output[before...]), annexB([p, Units.slice(idr: false, firstMb: 150)]))
         XCTAssertFalse(pInfo.isIDR)
         XCTAssertEqual(pInfo.byteCount, output.count - before)
-        XCTAssertTrue(inspectAllWays(output).contractHolds)
+        XCTAssertTrue(inspectAllWays(output, maxSlicesPerPicture: 2).contractHolds)
     }
 
     func testRealX264AccessUnit() throws {
@@ -38,7 +38,7 @@ final class AnnexBStreamWriterTests: XCTestCase {
         try writer.write(accessUnit: annexB([X264Fixtures.pSliceFrame1]), into: &output)
         try writer.write(accessUnit: annexB([X264Fixtures.idrSlice0, X264Fixtures.idrSlice1], startCodes: [4, 3]), into: &output)
         XCTAssertEqual(writer.sequenceParameterSet?.width, 1920)
-        let report = inspectAllWays(output)
+        let report = inspectAllWays(output, maxSlicesPerPicture: 2)
         XCTAssertTrue(report.contractHolds, report.render(verbose: true))
         XCTAssertEqual(report.frameCount, 3)
         XCTAssertEqual(report.idrFrameIndices, [0, 2])
@@ -57,16 +57,52 @@ final class AnnexBStreamWriterTests: XCTestCase {
         XCTAssertTrue(inspectAllWays(output).contractHolds)
     }
 
-    func testAUDStaysFirstAndParameterSetsMoveBeforeSEI() throws {
+    func testAUDStaysFirstAndSEIGoesAheadOfTheParameterSets() throws {
         var writer = AnnexBStreamWriter()
         var output: [UInt8] = []
-        let info = try writer.write(accessUnit: annexB([Units.aud, Units.sei, sps, pps, idr]), into: &output)
+        // libx264's order in files: SPS PPS SEI IDR. The SEI must not part PPS and IDR.
+        let info = try writer.write(accessUnit: annexB([Units.aud, sps, pps, Units.sei, idr]), into: &output)
         XCTAssertFalse(info.insertedParameterSets)
-        XCTAssertEqual(units(output), [Units.aud, sps, pps, Units.sei, idr])
-        let start = output.count
+        XCTAssertEqual(units(output), [Units.aud, Units.sei, sps, pps, idr])
+        var start = output.count
         try writer.write(accessUnit: annexB([Units.aud, Units.sei, idr]), into: &output)
-        XCTAssertEqual(units(Array(output[start...])), [Units.aud, sps, pps, Units.sei, idr])
-        XCTAssertTrue(inspectAllWays(output).contractHolds)
+        XCTAssertEqual(units(Array(output[start...])), [Units.aud, Units.sei, sps, pps, idr])
+        // SEI between SPS and PPS, and an SEI after the slice: only what precedes the slice moves.
+        start = output.count
+        try writer.write(accessUnit: annexB([sps, Units.sei, pps, idr, Units.sei]), into: &output)
+        XCTAssertEqual(units(Array(output[start...])), [Units.sei, sps, pps, idr, Units.sei])
+        XCTAssertTrue(inspectAllWays(output).contractHolds, inspectAllWays(output).render(verbose: true))
+    }
+
+    func testEncoderVersionSEIIsDroppedOtherSEIKept() throws {
+        var writer = AnnexBStreamWriter()
+        var output: [UInt8] = []
+        let info = try writer.write(accessUnit: annexB([sps, pps, Units.x264VersionSEI, Units.sei, idr]), into: &output)
+        XCTAssertEqual(info.droppedUnits, 1)
+        XCTAssertEqual(units(output), [Units.sei, sps, pps, idr])
+        // In a P access unit too; kept when asked for.
+        var keeping = AnnexBStreamWriter(keepsEncoderVersionSEI: true)
+        var kept: [UInt8] = []
+        try keeping.write(accessUnit: annexB([sps, pps, Units.x264VersionSEI, idr]), into: &kept)
+        XCTAssertEqual(units(kept), [Units.x264VersionSEI, sps, pps, idr])
+        // An SEI of the same payload type under another UUID is not a version banner.
+        var other = Units.x264VersionSEI
+        other[4] ^= 0xFF
+        XCTAssertFalse(other.withUnsafeBytes { AnnexBStreamWriter.isEncoderVersionSEI($0) })
+        XCTAssertTrue(Units.x264VersionSEI.withUnsafeBytes { AnnexBStreamWriter.isEncoderVersionSEI($0) })
+    }
+
+    func testMoreSlicesThanAllowedThrowAndWriteNothing() throws {
+        var writer = AnnexBStreamWriter(maxSlicesPerPicture: 1)
+        var output: [UInt8] = []
+        try writer.write(accessUnit: annexB([sps, pps, idr]), into: &output)
+        let before = output
+        XCTAssertThrowsError(try writer.write(accessUnit: annexB([p, Units.slice(idr: false, firstMb: 150)]), into: &output)) {
+            XCTAssertEqual($0 as? StreamContractError, .tooManySlices(found: 2, allowed: 1))
+        }
+        XCTAssertEqual(output, before)
+        var three = AnnexBStreamWriter(maxSlicesPerPicture: 3)
+        try three.write(accessUnit: annexB([sps, pps, idr, Units.slice(idr: true, firstMb: 150)]), into: &output)
     }
 
     func testOnlyOneParameterSetPresentGetsTheOther() throws {
@@ -191,7 +227,7 @@ final class AnnexBStreamWriterTests: XCTestCase {
                 try writer.write(accessUnit: annexB(unitsOfFrame, startCodes: startCodes), into: &output)
                 expectedNonParameterUnits += unitsOfFrame.filter { $0[0] & 0x1F != 7 && $0[0] & 0x1F != 8 }
             }
-            let report = inspectAllWays(output)
+            let report = inspectAllWays(output, maxSlicesPerPicture: 3)
             XCTAssertTrue(report.contractHolds, "seed \(seed): " + report.render(verbose: false))
             XCTAssertEqual(report.frameCount, 60)
             let written = AnnexBScanner.units(in: output)

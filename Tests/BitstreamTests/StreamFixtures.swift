@@ -44,6 +44,15 @@ enum Units {
 
     static let aud: [UInt8] = [0x09, 0xF0]
     static let sei: [UInt8] = [0x06, 0x05, 0x01, 0x42, 0x80]
+    /// libx264's version banner: user data unregistered (type 5) under x264's UUID, with a
+    /// payload over 255 bytes so its size takes two bytes (0xFF, n), as x264's does.
+    static let x264VersionSEI: [UInt8] = {
+        let uuid: [UInt8] = [0xDC, 0x45, 0xE9, 0xBD, 0xE6, 0xD9, 0x48, 0xB7, 0x96, 0x2C, 0xD8, 0x20, 0xD9, 0x23, 0xEE, 0xEF]
+        let text = Array("x264 - core 164 - H.264/MPEG-4 AVC codec - Copyleft 2003-2022 - options: ".utf8)
+            + [UInt8](repeating: 0x61, count: 230) + [0]
+        let size = uuid.count + text.count
+        return [0x06, 0x05, 0xFF, UInt8(size - 255)] + uuid + text + [0x80]
+    }()
 }
 
 /// Joins units into an Annex B buffer with the given start-code lengths (4 by default).
@@ -57,10 +66,13 @@ func annexB(_ units: [[UInt8]], startCodes: [Int]? = nil) -> [UInt8] {
 }
 
 /// Inspects `bytes` whole, byte by byte and in random chunks, asserting all agree.
-func inspectAllWays(_ bytes: [UInt8], file: StaticString = #filePath, line: UInt = #line) -> StreamReport {
-    let reference = StreamInspector.inspect(bytes)
+func inspectAllWays(_ bytes: [UInt8], maxSlicesPerPicture: Int = 1,
+                    file: StaticString = #filePath, line: UInt = #line) -> StreamReport {
+    var whole = StreamInspector(maxSlicesPerPicture: maxSlicesPerPicture)
+    whole.append(bytes)
+    let reference = whole.finish()
     for (label, chunks) in chunkings(of: bytes) {
-        var inspector = StreamInspector()
+        var inspector = StreamInspector(maxSlicesPerPicture: maxSlicesPerPicture)
         for chunk in chunks { inspector.append(chunk) }
         XCTAssertEqual(inspector.finish(), reference, "chunking \(label) differs", file: file, line: line)
     }

@@ -11,7 +11,7 @@ final class StreamInspectorTests: XCTestCase {
     private func goodStream(gops: Int, length: Int) -> [[UInt8]] {
         var units: [[UInt8]] = []
         for _ in 0..<gops {
-            units += [Units.aud, sps, pps, Units.sei, idr]
+            units += [Units.aud, Units.sei, sps, pps, idr]
             for _ in 1..<length { units += [Units.aud, p] }
         }
         return units
@@ -37,7 +37,8 @@ final class StreamInspectorTests: XCTestCase {
         let text = report.render(verbose: false)
         XCTAssertTrue(text.contains("Constrained Baseline profile, level 1.3, 320x240, 30 fps, CAVLC"), text)
         XCTAssertTrue(text.contains("GOP: IDR every 30 frames (frames 0, 30, 60, …)"), text)
-        XCTAssertTrue(text.contains("stream contract: OK — 4-byte start codes on all \(report.nalUnitCount) NAL units, SPS+PPS before all 4 IDRs"), text)
+        XCTAssertTrue(text.contains("stream contract: OK — 4-byte start codes on all \(report.nalUnitCount) NAL units, SPS+PPS right before all 4 IDRs, one slice per picture"), text)
+        XCTAssertTrue(text.contains("slices per picture: 1"), text)
         XCTAssertFalse(text.contains("offset  sc"))
         let verbose = report.render(verbose: true)
         XCTAssertTrue(verbose.contains("5 IDR"), verbose)
@@ -50,20 +51,49 @@ final class StreamInspectorTests: XCTestCase {
             units += [sps, pps, idr, Units.slice(idr: true, firstMb: 150)]
             for _ in 1..<length { units += [p, Units.slice(idr: false, firstMb: 150)] }
         }
-        let report = inspectAllWays(annexB(units))
+        let report = inspectAllWays(annexB(units), maxSlicesPerPicture: 2)
         XCTAssertTrue(report.contractHolds)
+        XCTAssertEqual(report.slicesPerPicture, 2...2)
         XCTAssertEqual(report.frameCount, 39)
         XCTAssertEqual(report.gopLengths, [10, 12, 12, 5])
         XCTAssertEqual(report.gopSummary, StreamReport.GOPSummary(minimum: 10, maximum: 12, typical: 12))
         XCTAssertTrue(report.render(verbose: false).contains("IDR every 10–12 frames, typically 12 (frames 0, 10, 22, …)"))
     }
 
+    func testTwoSlicesPerPictureAreReportedUnlessAllowed() {
+        let second = Units.slice(idr: false, firstMb: 150)
+        let units = [sps, pps, idr, p, p, second, p]
+        let report = inspectAllWays(annexB(units))
+        XCTAssertEqual(kinds(report), [.tooManySlices])
+        XCTAssertEqual(report.violations[0].count, 1)
+        XCTAssertEqual(report.violations[0].offset, annexB(Array(units[0..<4])).count)
+        XCTAssertTrue(report.violations[0].message.contains("1 of 4 pictures"), report.violations[0].message)
+        XCTAssertTrue(report.violations[0].message.contains("frame 2 has 2 slices"), report.violations[0].message)
+        XCTAssertEqual(report.slicesPerPicture, 1...2)
+        XCTAssertTrue(report.render(verbose: false).contains("slices per picture: 1–2"))
+        XCTAssertTrue(inspectAllWays(annexB(units), maxSlicesPerPicture: 2).contractHolds)
+    }
+
+    func testAnythingBetweenPPSAndIDRSliceIsReported() {
+        // libx264's own file layout: SPS PPS SEI IDR.
+        let units = [sps, pps, Units.sei, idr, p, Units.sei, sps, pps, idr, p, sps, Units.sei, pps, idr]
+        let report = inspectAllWays(annexB(units))
+        XCTAssertEqual(kinds(report), [.unitBetweenParameterSetsAndIDR])
+        XCTAssertEqual(report.violations[0].count, 2)
+        XCTAssertEqual(report.violations[0].offset, annexB(Array(units[0..<3])).count)
+        XCTAssertTrue(report.violations[0].message.contains("2 of 3 IDR frames"), report.violations[0].message)
+        XCTAssertTrue(report.violations[0].message.contains("frame 0: SEI stands between the PPS and the IDR slice"),
+                      report.violations[0].message)
+        // AUD and SEI ahead of the SPS are fine.
+        XCTAssertTrue(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr])).contractHolds)
+    }
+
     func testThreeByteStartCodesAreReported() {
-        let units = [sps, pps, Units.sei, idr, p]
+        let units = [Units.sei, sps, pps, idr, p]
         let report = inspectAllWays(annexB(units, startCodes: [4, 4, 3, 3, 3]))
         XCTAssertEqual(kinds(report), [.threeByteStartCode])
         XCTAssertEqual(report.violations[0].count, 3)
-        let seiOffset = annexB([sps, pps]).count
+        let seiOffset = annexB([Units.sei, sps]).count
         XCTAssertEqual(report.violations[0].offset, seiOffset)
         XCTAssertEqual(report.violations[0].message, "3 of 5 NAL units have a 3-byte start code (first at offset \(seiOffset))")
         XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 1 problem:"))
@@ -91,9 +121,10 @@ final class StreamInspectorTests: XCTestCase {
 
     func testStreamMustBeginWithSPS() {
         XCTAssertTrue(inspectAllWays(annexB([Units.aud, sps, pps, idr])).contractHolds)
-        let seiFirst = inspectAllWays(annexB([Units.sei, sps, pps, idr]))
-        XCTAssertEqual(kinds(seiFirst), [.doesNotBeginWithSPS])
-        XCTAssertEqual(seiFirst.violations[0].message, "stream begins with SEI instead of SPS at offset 0")
+        XCTAssertTrue(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr])).contractHolds)
+        let ppsFirst = inspectAllWays(annexB([Units.sei, pps, sps, pps, idr]))
+        XCTAssertEqual(kinds(ppsFirst), [.doesNotBeginWithSPS])
+        XCTAssertEqual(ppsFirst.violations[0].message, "stream begins with PPS instead of SPS at offset 9")
         let twoAUDs = inspectAllWays(annexB([Units.aud, Units.aud, sps, pps, idr]))
         XCTAssertEqual(kinds(twoAUDs), [.doesNotBeginWithSPS])
     }
@@ -101,9 +132,9 @@ final class StreamInspectorTests: XCTestCase {
     func testForbiddenZeroBit() {
         var broken = Units.sei
         broken[0] |= 0x80
-        let report = inspectAllWays(annexB([sps, pps, broken, idr]))
+        let report = inspectAllWays(annexB([Units.sei, broken, sps, pps, idr]))
         XCTAssertEqual(kinds(report), [.forbiddenZeroBit])
-        XCTAssertEqual(report.violations[0].offset, annexB([sps, pps]).count)
+        XCTAssertEqual(report.violations[0].offset, annexB([Units.sei]).count)
     }
 
     func testGarbageBeforeFirstStartCode() {
@@ -138,7 +169,7 @@ final class StreamInspectorTests: XCTestCase {
     }
 
     func testUnparsableUnits() {
-        let report = inspectAllWays(annexB([sps, pps, [0x67, 0x42], idr, [0x41]]))
+        let report = inspectAllWays(annexB([sps, [0x67, 0x42], sps, pps, idr, [0x41]]))
         XCTAssertEqual(kinds(report), [.unparsableUnit])
         XCTAssertEqual(report.violations[0].count, 2)
     }

@@ -162,14 +162,16 @@ final class TimestampSEITests: XCTestCase {
         XCTAssertNil(TimestampSEI(nalUnit: [0x06]))
     }
 
-    func testInsertionOffsetIsAfterParameterSetsAndBeforeTheFirstSlice() {
+    func testInsertionOffsetIsTheHeadOfTheAccessUnitAfterAnAUD() {
+        // In an IDR access unit the note goes ahead of the SPS, so SPS, PPS and the IDR
+        // slice stay together ([AUD] [SEI …] SPS PPS IDR).
         let idr: [UInt8] = [0, 0, 0, 1, 0x67, 1, 2, 3, 0, 0, 0, 1, 0x68, 4, 0, 0, 0, 1, 0x65, 0x88, 9]
-        idr.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 14) }
+        idr.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 0) }
         let p: [UInt8] = [0, 0, 0, 1, 0x41, 0x9A, 1]
         p.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 0) }
-        let aud: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x41, 0x9A]
+        let aud: [UInt8] = [0, 0, 0, 1, 0x09, 0xF0, 0, 0, 0, 1, 0x67, 1, 0, 0, 0, 1, 0x68, 4, 0, 0, 0, 1, 0x65, 0x88]
         aud.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 6) }
-        let none: [UInt8] = [0, 0, 0, 1, 0x67, 1]
-        none.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 6) }
+        let short: [UInt8] = [0, 0, 0, 1, 0x09]
+        short.withUnsafeBytes { XCTAssertEqual(TimestampSEI.insertionOffset(in: $0), 0) }
     }
 }
