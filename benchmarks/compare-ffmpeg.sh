@@ -4,6 +4,7 @@
 # Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, then camrec's
 # heap allocations per frame in steady state (from the difference between a long and a short run).
 #   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
+#   CAMREC_BENCH_ARGS="--threads 2" benchmarks/compare-ffmpeg.sh   (extra camrec options, e.g. its threading)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 frames=${1:-300}
@@ -31,7 +32,7 @@ for ((i = 0; i < runs; i++)); do
     -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 \
     -b:v 6M -maxrate 6M -bufsize 6M -f h264 "$work/ffmpeg.h264"
   measure camrec "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
-    --preset ultrafast --bitrate 6M --overwrite "$work/camrec.h264"
+    --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h264"
 done
 
 python3 - "$work" "$frames" "$runs" <<'PY'

@@ -42,7 +42,8 @@ echo "network: camrec $CAMREC, work directory $W"
 
 # Ports below the kernel's ephemeral range, different on every run.
 NEXT_PORT=$((21000 + RANDOM % 8000))
-port() { NEXT_PORT=$((NEXT_PORT + 1)); echo $NEXT_PORT; }
+# A fresh port in PORT (not $(…): a subshell would not advance the counter).
+next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
 
 # Waits until something listens on 127.0.0.1/[::] PORT (read from /proc, so nothing connects to it).
 wait_listen() {
@@ -76,7 +77,7 @@ field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
 nonempty() { [[ -s $1 ]]; }
 
 # --- 1. push to camrec receive --listen: the copy is the file, byte for byte ----------------------
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/copy.h264" 2>"$W/recv1.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 90 "$W/out.h264" "tcp://127.0.0.1:$P" 2>"$W/send1.log"
@@ -92,7 +93,7 @@ check "push: receive reports latency" grep -q "latency_median=" "$W/recv1.log"
 check "push: no temporary file left" [ -z "$(ls "$W" | grep partial)" ]
 
 # --- 2. ffmpeg receives camrec's push -------------------------------------------------------------
-P=$(port)
+next_port; P=$PORT
 timeout 40 ffmpeg -v error -f h264 -i "tcp://127.0.0.1:$P?listen" -c copy -f h264 "$W/ff-got.h264" 2>"$W/ff2.log" & F=$!; PIDS+=($F)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 60 "$W/out2.h264" "tcp://127.0.0.1:$P" 2>"$W/send2.log"
@@ -103,7 +104,7 @@ check "ffmpeg receiver: decodes without errors" no_decode_errors "$W/ff-got.h264
 check "ffmpeg receiver: ffmpeg itself printed no error" [ ! -s "$W/ff2.log" ]
 
 # --- 3. ffmpeg joins camrec's listener mid-recording ----------------------------------------------
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --keyframe-interval 150 --duration 6 "$W/out3.h264" --listen "127.0.0.1:$P" \
     2>"$W/send3.log" & S=$!; PIDS+=($S)
 wait_listen "$P"; sleep 2
@@ -120,7 +121,7 @@ check "late ffmpeg: file passes inspect" inspect_ok "$W/out3.h264"
 
 # --- 4. camrec receive from an ffmpeg server (3-byte start codes, B-frames) -----------------------
 ffmpeg -v error -f lavfi -i testsrc2=size=640x360:rate=30 -frames:v 90 -c:v libx264 -g 30 -bf 2 -f h264 "$W/src4.h264"
-P=$(port)
+next_port; P=$PORT
 timeout 30 ffmpeg -v error -re -i "$W/src4.h264" -c copy -f h264 "tcp://127.0.0.1:$P?listen" 2>"$W/ff4.log" & F=$!; PIDS+=($F)
 wait_listen "$P"
 timeout 30 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/from-ff.h264" --frames 90 2>"$W/recv4.log"; rc=$?
@@ -133,7 +134,7 @@ check "from ffmpeg: copy decodes cleanly" no_decode_errors "$W/from-ff.h264"
 check "from ffmpeg: copy keeps camrec's contract (4-byte start codes)" inspect_ok "$W/from-ff.h264"
 
 # --- 5. two receivers joining at different times, and a slow reader -------------------------------
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --bitrate 3M --duration 10 "$W/out5.h264" "tcp://127.0.0.1:$P?listen" \
     2>"$W/send5.log" & S=$!; PIDS+=($S)
 wait_listen "$P"
@@ -173,7 +174,7 @@ n=$(frames_of "$W/slow.h264")
 check "many receivers: the slow reader's stream decodes ($n frames)" [ "${n:-0}" -gt 5 ]
 # Every access unit but the last (cut off when the reader stopped) decodes cleanly: compare with a copy
 # cut at its last complete access unit, found with camrec receive's own reassembly.
-P2=$(port)
+next_port; P2=$PORT
 "$CAMREC" receive --listen "$P2" "$W/slow-cut.h264" 2>"$W/slow-cut.log" & R=$!; PIDS+=($R)
 wait_listen "$P2"
 cat "$W/slow.h264" >"/dev/tcp/127.0.0.1/$P2"
@@ -183,7 +184,7 @@ check "many receivers: slow reader's stream, last (partial) frame aside, has no 
 check "many receivers: and no decode errors in ffmpeg either" no_decode_errors "$W/slow-cut.h264"
 
 # --- 6. receivers killed mid-stream; push reconnects to a restarted receiver ----------------------
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/k1.h264" 2>"$W/k1.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 8 "$W/out6.h264" "tcp://127.0.0.1:$P" 2>"$W/send6.log" & S=$!; PIDS+=($S)
@@ -205,7 +206,7 @@ partial=$(ls "$W"/k1.h264.camrec-*.partial 2>/dev/null | head -n 1)
 check "killed receiver: its .partial file decodes" no_decode_errors "$partial"
 
 # A receiver that connects and resets at once, and ffmpeg killed mid-stream: the listener shrugs.
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 5 "$W/out6b.h264" --listen "$P" 2>"$W/send6b.log" & S=$!; PIDS+=($S)
 wait_listen "$P"
 ( exec 3<>"/dev/tcp/127.0.0.1/$P"; exec 3>&- ) 2>/dev/null
@@ -219,7 +220,7 @@ check "killed ffmpeg receiver: the other receiver decodes cleanly" no_decode_err
 check "killed ffmpeg receiver: file passes inspect" inspect_ok "$W/out6b.h264"
 
 # --- 7. senders killed mid-stream; receive reconnects ---------------------------------------------
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" --test-pattern --fps 30 --size 640x360 "$W/s1.h264" --listen "127.0.0.1:$P" 2>"$W/s1.log" & S=$!; PIDS+=($S)
 wait_listen "$P"
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/rs.h264" 2>"$W/rs.log" & R=$!; PIDS+=($R)
@@ -237,7 +238,7 @@ check "killed sender: the copy passes inspect" inspect_ok "$W/rs.h264"
 check "killed sender: receive's own decode check agrees" [ "$(field "$W/rs.log" decode_errors)" = 0 ]
 
 # A pushing sender killed mid-stream: receive --listen keeps its file and waits for the next one.
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/rl.h264" 2>"$W/rl.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 "$W/s3.h264" "tcp://127.0.0.1:$P" 2>/dev/null & S=$!; PIDS+=($S)
@@ -250,7 +251,7 @@ check "killed pusher: the copy decodes cleanly" no_decode_errors "$W/rl.h264"
 
 # --- 8. garbage ----------------------------------------------------------------------------------
 # A receiver that sends garbage to camrec's listener.
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 3 "$W/g1.h264" --listen "$P" 2>"$W/g1.log" & S=$!; PIDS+=($S)
 wait_listen "$P"
 ( exec 3<>"/dev/tcp/127.0.0.1/$P"; head -c 200000 /dev/urandom >&3; sleep 1; head -c 20000 <&3 >/dev/null ) 2>/dev/null & G=$!; PIDS+=($G)
@@ -262,7 +263,7 @@ check "garbage receiver: logged that it ignores what receivers send" grep -q "ig
 check "garbage receiver: file complete and valid" inspect_ok "$W/g1.h264"
 
 # A sender that sends garbage to camrec receive --listen, then a real one.
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/g2.h264" 2>"$W/g2.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 head -c 12000000 /dev/urandom >"/dev/tcp/127.0.0.1/$P" 2>/dev/null
@@ -275,7 +276,7 @@ check "garbage sender: receive exits 0 after the real sender (status $rc)" [ $rc
 check "garbage sender: the real sender's stream is received intact" cmp -s "$W/g2src.h264" "$W/g2.h264"
 
 # An ffmpeg server that sends noise (not H.264): receive --frames never completes, SIGTERM ends it.
-P=$(port)
+next_port; P=$PORT
 timeout 20 ffmpeg -v error -f lavfi -i "anoisesrc=r=48000:a=1" -f s16le "tcp://127.0.0.1:$P?listen" 2>/dev/null & F=$!; PIDS+=($F)
 wait_listen "$P"
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/g3.h264" --frames 10 2>"$W/g3.log" & R=$!; PIDS+=($R)
@@ -292,7 +293,7 @@ check "usage: tcp:// without a port is a usage error (status $rc)" [ $rc -eq 64 
 check "usage: an IPv6 address without brackets is refused with a hint (status $rc)" [ $rc -eq 64 ] && grep -q "brackets" "$W/u2.log"
 "$CAMREC" receive 2>"$W/u3.log"; rc=$?
 check "usage: receive without a sender (status $rc)" [ $rc -eq 64 ]
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "127.0.0.1:$P" 2>/dev/null & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --frames 5 "$W/u4.h264" --listen "127.0.0.1:$P" 2>"$W/u4.log"; rc=$?
@@ -300,17 +301,17 @@ kill -INT $R; wait_for $R 10
 check "bind: a port in use fails with status 75 (status $rc)" [ $rc -eq 75 ]
 check "bind: the message names bind() and the errno" grep -q "bind() on 127.0.0.1:$P: Address already in use" "$W/u4.log"
 check "bind: nothing recorded" [ ! -e "$W/u4.h264" ]
-"$CAMREC" --test-pattern --fps 30 --frames 30 "$W/u5.h264" "tcp://[::1]:$(port)" 2>"$W/u5.log"; rc=$?
+"$CAMREC" --test-pattern --fps 30 --frames 30 "$W/u5.h264" "tcp://[::1]:$((NEXT_PORT + 1))" 2>"$W/u5.log"; rc=$?
 check "unreachable receiver: the file is still recorded (status $rc)" [ $rc -eq 0 ] && inspect_ok "$W/u5.h264"
 check "unreachable receiver: the message says so" grep -q "not reachable yet" "$W/u5.log"
 # IPv6 end to end, and a host name reaching a dual-stack listener.
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "[::1]:$P" "$W/v6.h264" 2>"$W/v6r.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/v6src.h264" "tcp://[::1]:$P" 2>"$W/v6s.log"
 sleep 0.5; kill -INT $R; wait_for $R 10
 check "IPv6: push to [::1], copy identical" cmp -s "$W/v6src.h264" "$W/v6.h264"
-P=$(port)
+next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/name.h264" 2>"$W/namer.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/namesrc.h264" "tcp://localhost:$P" 2>"$W/names.log"

@@ -1,0 +1,178 @@
+#!/bin/bash
+# Tests/suites/seed-receivers.sh — camrec's stream as the receivers of its design documents read it.
+#
+# Two small receivers written from ../shared/seeds (Tests/fixtures/seed-receivers): seed004 splits the
+# stream at 00 00 01, gathers SPS/PPS/SEI with the IDR and hands every other NAL unit alone to a bare
+# libavcodec decoder (it never delivers the very last unit); seed001 knows NAL types 1/5/7/8 only,
+# rejects 3-byte start codes, builds an avcC from SPS+PPS and takes the unit right after the PPS as
+# the IDR. Each writes an MD5 per decoded picture; the truth is ffmpeg's own decode of camrec's file
+# (`-f framemd5`), so every picture must match the picture at the same place there.
+#
+# Cases, for libx264 on one core and on two (taskset) and for VA-API (the test driver under Xvfb):
+# camrec's file read by both; camrec pushing to both at once; both joining a listening camrec late
+# (they must get every frame from the IDR their join asked for to the end). Plus the independent
+# checker (Tests/tools/annexb-check.py) and `camrec inspect` on the same file.
+#
+# Environment: CAMREC=path  test this binary instead of building with `swift build`
+#              CAMREC_VA_TEST_DISPLAY=:N  X display for the VA-API cases (default :97)
+#              KEEP=1       keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+REPO=$(pwd)
+DISP=${CAMREC_VA_TEST_DISPLAY:-:97}
+FRAMES=200
+
+PASS=0 FAIL=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+
+for tool in ffmpeg gcc pkg-config python3 taskset Xvfb; do
+    command -v "$tool" >/dev/null || { echo "seed-receivers: $tool not found"; FAIL=1; finish; }
+done
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 3
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+[[ -x $CAMREC ]] || { echo "seed-receivers: no camrec binary at $CAMREC"; FAIL=1; finish; }
+
+WORK=$(mktemp -d "${TMPDIR:-/tmp}/camrec-seed-receivers.XXXXXX")
+XVFB_PID=
+cleanup() {
+    jobs -p | xargs -r kill 2>/dev/null
+    if [[ -n $XVFB_PID ]]; then kill "$XVFB_PID" 2>/dev/null; wait "$XVFB_PID" 2>/dev/null; fi
+    if [[ ${KEEP:-0} == 1 ]]; then echo "seed-receivers: work directory kept: $WORK"; else rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+
+SRC=Tests/fixtures/seed-receivers
+for r in seed001 seed004; do
+    gcc -O2 -Wall -o "$WORK/$r" "$SRC/$r-receiver.c" $(pkg-config --cflags --libs libavcodec libavutil) \
+        || { echo "seed-receivers: building $r failed"; FAIL=1; finish; }
+done
+CHECKER="python3 $REPO/Tests/tools/annexb-check.py"
+
+# A fresh port in PORT (not $(…): a subshell would not advance the counter).
+NEXT_PORT=$((29000 + RANDOM % 3000))
+next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
+
+# wait_for COMMAND...: polls COMMAND every 0.1 s, at most 30 s; fails if it never holds.
+wait_for() { for _ in $(seq 300); do "$@" && return 0; sleep 0.1; done; return 1; }
+
+# reference FILE OUT: ffmpeg's MD5 of each decoded picture of FILE, one per line (the truth).
+reference() { ffmpeg -v error -nostdin -i "$1" -f framemd5 - | grep -v '^#' | awk -F', *' '{print $6}' >"$2"; }
+
+# same_as_reference_from K COUNT GOT REF: GOT holds exactly COUNT lines, equal to REF's lines K…K+COUNT-1.
+same_as_reference_from() {
+    [[ $(wc -l <"$3") -eq $2 ]] && cmp -s "$3" <(tail -n +$(($1 + 1)) "$4" | head -n "$2")
+}
+
+# listening LOG: a receiver said it listens.
+listening() { grep -q "listening" "$1" 2>/dev/null; }
+
+# The file and push cases: one recording to a file and pushed to both receivers at once.
+# file_and_push LABEL PREFIX... -- CAMREC-ARGS...
+file_and_push() {
+    local label=$1; shift
+    local prefix=()
+    while [[ $1 != -- ]]; do prefix+=("$1"); shift; done; shift
+    local d="$WORK/$label"; mkdir -p "$d"
+    local p1 p4; next_port; p1=$PORT; next_port; p4=$PORT
+    "$WORK/seed001" --listen "$p1" --md5 "$d/push001.md5" 2>"$d/push001.log" & local r1=$!
+    "$WORK/seed004" --listen "$p4" --md5 "$d/push004.md5" 2>"$d/push004.log" & local r4=$!
+    check "$label: the seed-001 receiver listens" wait_for listening "$d/push001.log"
+    check "$label: the seed-004 receiver listens" wait_for listening "$d/push004.log"
+    "${prefix[@]}" "$CAMREC" --frames $FRAMES --overwrite "$@" "$d/rec.h264" \
+        "tcp://127.0.0.1:$p1" "tcp://127.0.0.1:$p4" >"$d/camrec.log" 2>&1
+    local rc=$?
+    wait $r1 $r4
+    check "$label: camrec recorded $FRAMES frames to a file and two pushes (status $rc)" \
+        grep -q "output=$d/rec.h264 frames=$FRAMES .*dropped=0" "$d/camrec.log"
+    reference "$d/rec.h264" "$d/ref.md5"
+    check "$label: ffmpeg decodes all $FRAMES pictures of camrec's file" test "$(wc -l <"$d/ref.md5")" -eq $FRAMES
+    check "$label: independent checker: 4-byte codes, SPS PPS right before each IDR, 1 slice per picture, IDR every 30" \
+        $CHECKER "$d/rec.h264" --frames $FRAMES --idr-interval 30 --slices 1
+    check "$label: camrec inspect passes the file" "$CAMREC" inspect --summary "$d/rec.h264"
+    "$WORK/seed001" --file "$d/rec.h264" --md5 "$d/file001.md5" 2>"$d/file001.log"
+    "$WORK/seed004" --file "$d/rec.h264" --md5 "$d/file004.md5" 2>"$d/file004.log"
+    check "$label: seed-001 receiver decodes all $FRAMES pictures of the file, each equal to ffmpeg's" \
+        same_as_reference_from 0 $FRAMES "$d/file001.md5" "$d/ref.md5"
+    check "$label: seed-004 receiver decodes 199 pictures of the file (all but the undelivered last), each equal" \
+        same_as_reference_from 0 $((FRAMES - 1)) "$d/file004.md5" "$d/ref.md5"
+    check "$label: seed-001 receiver gets all $FRAMES pictures of the push, each equal to ffmpeg's decode of the file" \
+        same_as_reference_from 0 $FRAMES "$d/push001.md5" "$d/ref.md5"
+    check "$label: seed-004 receiver gets 199 pictures of the push, each equal" \
+        same_as_reference_from 0 $((FRAMES - 1)) "$d/push004.md5" "$d/ref.md5"
+    check "$label: neither receiver rejected a unit or had a decode error" \
+        bash -c "grep -h 'pictures=' '$d'/*.log | grep -qv 'send_errors=0 rejected=0' && exit 1 || exit 0"
+}
+
+# partial_over FILE BYTES: camrec's temporary file for FILE holds more than BYTES.
+partial_over() {
+    local f; for f in "$1".*partial "$1"; do [[ -f $f && $(stat -c %s "$f") -gt $2 ]] && return 0; done; return 1
+}
+
+# The late-join case: both receivers connect to a listening camrec once BYTES of the stream are
+# recorded; each must get every picture from the IDR its join asked for to the end.
+# late_join LABEL BYTES PREFIX... -- CAMREC-ARGS...
+late_join() {
+    local label=$1 bytes=$2; shift 2
+    local prefix=()
+    while [[ $1 != -- ]]; do prefix+=("$1"); shift; done; shift
+    local d="$WORK/$label"; mkdir -p "$d"
+    local p; next_port; p=$PORT
+    "${prefix[@]}" "$CAMREC" --frames $FRAMES --overwrite "$@" --listen "127.0.0.1:$p" "$d/rec.h264" >"$d/camrec.log" 2>&1 &
+    local c=$!
+    wait_for partial_over "$d/rec.h264" "$bytes"
+    "$WORK/seed001" --connect "127.0.0.1:$p" --md5 "$d/join001.md5" 2>"$d/join001.log" & local r1=$!
+    "$WORK/seed004" --connect "127.0.0.1:$p" --md5 "$d/join004.md5" 2>"$d/join004.log" & local r4=$!
+    wait $c; local rc=$?
+    wait $r1 $r4
+    check "$label: camrec recorded $FRAMES frames while serving (status $rc)" \
+        grep -q "output=$d/rec.h264 frames=$FRAMES .*dropped=0" "$d/camrec.log"
+    reference "$d/rec.h264" "$d/ref.md5"
+    local idrs; idrs=$($CHECKER "$d/rec.h264" --json --slices 1 | python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["idr_pictures"])))')
+    local r n k
+    for r in 001 004; do
+        n=$(wc -l <"$d/join$r.md5")
+        # Where its first picture stands in the file: it must be an IDR after the start (a late join).
+        k=$(grep -nxF -m1 "$(head -n 1 "$d/join$r.md5")" "$d/ref.md5" | cut -d: -f1)
+        k=$(( ${k:-0} - 1 ))
+        local last=$FRAMES; [[ $r == 004 ]] && last=$((FRAMES - 1))
+        check "$label: seed-$r receiver joined late at an IDR (picture $k; IDRs at ${idrs// /,})" \
+            bash -c "[[ $k -gt 0 && ' $idrs ' == *' $k '* ]]"
+        check "$label: seed-$r receiver got every picture from there to $((last - 1)) ($n), each equal to ffmpeg's decode" \
+            bash -c "[[ $k -gt 0 && $((k + n)) -eq $last ]] && cmp -s '$d/join$r.md5' <(tail -n +$((k + 1)) '$d/ref.md5' | head -n $n)"
+    done
+}
+
+PATTERN=(--test-pattern --size 640x360)
+file_and_push "x264-1-core" taskset -c 0 -- "${PATTERN[@]}" --encoder software
+file_and_push "x264-2-cores" taskset -c 0,1 -- "${PATTERN[@]}" --encoder software
+# About 50 frames of 640x360 at the default rate (0.1 bit per pixel): clearly after the start.
+late_join "x264-join-1-core" 150000 taskset -c 0 -- "${PATTERN[@]}" --encoder software
+late_join "x264-join-2-cores" 150000 taskset -c 0,1 -- "${PATTERN[@]}" --encoder software
+
+# VA-API through the test driver (lossless I_PCM, so frames are ~340 KB each at 640x360).
+DRVDIR=$(Tests/fixtures/va-test-driver/build.sh | tail -n 1)
+if [[ ! -f $DRVDIR/camrec_test_drv_video.so ]]; then
+    fail "VA-API: the test driver did not build"
+else
+    for v in $(env | sed -n 's/^\(CAMREC_TEST_VA_[A-Z_]*\)=.*/\1/p'); do unset "$v"; done
+    export LIBVA_DRIVER_NAME=camrec_test LIBVA_DRIVERS_PATH=$DRVDIR
+    num=${DISP#:}
+    if [[ ! -S /tmp/.X11-unix/X$num ]]; then
+        rm -f "/tmp/.X$num-lock"
+        Xvfb "$DISP" -nolisten tcp -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
+        XVFB_PID=$!
+        wait_for test -S "/tmp/.X11-unix/X$num" || fail "VA-API: Xvfb did not start on $DISP"
+    fi
+    VA=(--encoder vaapi --vaapi-device "$DISP")
+    file_and_push "vaapi" taskset -c 0,1 -- "${PATTERN[@]}" "${VA[@]}"
+    late_join "vaapi-join" 12000000 taskset -c 0,1 -- "${PATTERN[@]}" "${VA[@]}"
+fi
+
+finish
