@@ -4,22 +4,24 @@ import Outputs
 
 /// How recordings are named, cut and kept: for cron, systemd and long unattended runs.
 struct FileOutputOptions: ParsableArguments {
-    @Option(help: "Start a new file at the first IDR after every SECONDS (each file plays on its own).")
+    @Option(parsing: .unconditional, help: "Start a new file at the first IDR after every SECONDS (each file plays on its own).")
     var segment: Double?
 
     @Flag(help: "Write NAME.pts beside each file: frame timestamps in mkvmerge's timecode format v2.")
     var saveTimestamps = false
 
-    @Option(help: "Keep at most N files of this output's name pattern (counting the one being written); delete the oldest.")
+    @Option(parsing: .unconditional, help: "Keep at most N files of this output's name pattern (counting the one being written); delete the oldest.")
     var keepFiles: Int?
 
     @Option(help: "Delete files of this output's name pattern older than DURATION (90s, 30m, 12h, 7d).")
     var keepFor: String?
 
     func validate() throws {
-        if let segment, !(segment >= 0.5) { throw ValidationError("--segment must be at least 0.5 seconds") }
-        if let keepFiles, keepFiles < 1 { throw ValidationError("--keep-files must be at least 1") }
-        if let keepFor, RetentionPolicy.parseDuration(keepFor) == nil {
+        try OptionRange.checkSeconds(segment, "--segment", minimum: 0.5, inclusive: true)
+        try OptionRange.check(keepFiles, "--keep-files", in: 1...1_000_000)
+        if let keepFor, let seconds = RetentionPolicy.parseDuration(keepFor) {
+            try OptionRange.checkSeconds(seconds, "--keep-for")
+        } else if let keepFor {
             throw ValidationError("--keep-for \(keepFor): give a duration such as 3600, 90s, 30m, 12h or 7d")
         }
     }

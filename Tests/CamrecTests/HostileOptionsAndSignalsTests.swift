@@ -1,0 +1,133 @@
+import Foundation
+import XCTest
+
+/// Values a hostile or careless user gives, and signals that come at awkward times: a usage
+/// error (64) and no file for every out-of-range number; a second interrupt that stops waiting
+/// for a stuck stdout but still finishes the file (130); a SIGTERM during start-up that stops
+/// cleanly instead of killing camrec.
+final class HostileOptionsAndSignalsTests: XCTestCase {
+    /// Every numeric option with values it must refuse at parse time. Once, `--duration inf`
+    /// and `--keyframe-interval 2147483648` trapped converting to integers (SIGILL, empty file).
+    private let refused: [(option: String, values: [String])] = [
+        ("--fps", ["0", "241"]), ("--frames", ["0"]), ("--duration", ["0"]),
+        ("--keyframe-interval", ["0", "2147483648"]), ("--qp", ["52"]), ("--slices", ["0", "33"]),
+        ("--threads", ["65"]), ("--wait", []), ("--segment", ["0.4"]), ("--keep-files", ["0"]),
+    ]
+    /// Refused by every one of them: negative, non-finite, absurdly large, past Int64.
+    private let alwaysRefused = ["-1", "inf", "-inf", "nan", "1e300", "9223372036854775808", "-9223372036854775809"]
+
+    func testEveryNumericOptionRefusesOutOfRangeValuesWithStatus64AndNoFile() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        for (option, values) in refused {
+            for value in values + alwaysRefused {
+                let r = try Tools.camrec(["--test-pattern", "--frames", "5", option, value, "\(dir)/out-{n}.h264"])
+                XCTAssertEqual(r.status, 64, "\(option) \(value): \(r.stderr)")
+                XCTAssertTrue(r.stderr.contains(option), "\(option) \(value): the message names the option: \(r.stderr)")
+                XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "\(option) \(value): one line: \(r.stderr)")
+                XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "\(option) \(value)")
+            }
+        }
+        for (option, value) in [("--keep-for", "1e300d"), ("--keep-for", "infs"), ("--bitrate", "inf"), ("--listen", "70000"),
+                                ("--listen", "-1"), ("--preset", "bogus"), ("--size", "99999x99999")] {
+            let r = try Tools.camrec(["--test-pattern", "--frames", "5", option, value, "\(dir)/out-{n}.h264"])
+            XCTAssertEqual(r.status, 64, "\(option) \(value): \(r.stderr)")
+            XCTAssertFalse(r.stderr.contains("70000:9982"), r.stderr)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "\(option) \(value)")
+        }
+        for (option, value) in [("--frames", "-1"), ("--duration", "inf"), ("--duration", "nan")] {
+            let r = try Tools.camrec(["receive", "--listen", "0", option, value, "\(dir)/copy.h264"])
+            XCTAssertEqual(r.status, 64, "receive \(option) \(value): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(option), r.stderr)
+        }
+    }
+
+    /// `(camrec --test-pattern - out.h264) | sleep …`: stdout is a pipe nobody reads. One SIGINT
+    /// waits for it (nothing may be thrown away); a second one stops waiting: the file is finished
+    /// and renamed with every frame encoded, stdout is abandoned, and camrec exits 130.
+    func testSecondInterruptFinishesTheFileAndStopsWaitingForAStuckStdout() throws {
+        try requireFFmpeg()
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let out = "\(dir)/kept.h264"
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Tools.camrec)
+        process.arguments = ["--test-pattern", "--size", "1280x720", "-", out]
+        let stuck = Pipe()  // never read
+        let err = Pipe()
+        process.standardOutput = stuck
+        process.standardError = err
+        try process.run()
+        // The pipe (64 KiB) is full long before 1 MB is in the file.
+        XCTAssertTrue(waitForPartial(in: dir, over: 1_000_000), "recording never started")
+        kill(process.processIdentifier, SIGINT)
+        kill(process.processIdentifier, SIGTERM)
+        // Bounded, so a camrec that keeps waiting fails this test instead of hanging the run.
+        guard exits(process, withinSeconds: 60) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return XCTFail("camrec still waited for stdout 60 s after two interrupts")
+        }
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 130, stderr)
+        XCTAssertTrue(stderr.contains("interrupted twice; finishing the files without waiting for stdout"), stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["kept.h264"], "renamed into place")
+        let frames = try Tools.decodedFrameCount(out)
+        XCTAssertTrue(stderr.contains("output=\(out) frames=\(frames) "), "every frame encoded is in the file: \(stderr)")
+        XCTAssertEqual(try Tools.decodeErrors(out), "")
+    }
+
+    /// A SIGTERM that arrives while camrec starts, before anything is recorded, ends it cleanly:
+    /// exit 0 and no `.partial` left. It is sent as soon as /proc shows camrec blocking SIGTERM
+    /// (the first thing `main` does now), so it is pending before the recorder exists.
+    func testSIGTERMBeforeRecordingStartsStopsCleanly() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Tools.camrec)
+        process.arguments = ["--test-pattern", "--size", "320x240", "\(dir)/early.h264"]
+        let err = Pipe()
+        process.standardError = err
+        try process.run()
+        let sigterm: UInt64 = 1 << (UInt64(SIGTERM) - 1)
+        var blocked = false
+        for _ in 0..<20_000 where !blocked {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            if let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigBlk:") }),
+               let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16), mask & sigterm != 0 {
+                blocked = true
+            }
+        }
+        kill(process.processIdentifier, SIGTERM)
+        guard exits(process, withinSeconds: 30) else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            return XCTFail("camrec went on recording after a SIGTERM sent during start-up")
+        }
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertTrue(blocked, "never saw camrec block SIGTERM")
+        XCTAssertEqual(process.terminationReason, .exit, "killed by the signal: \(stderr)")
+        XCTAssertEqual(process.terminationStatus, 0, stderr)
+        let left = try FileManager.default.contentsOfDirectory(atPath: dir)
+        XCTAssertFalse(left.contains { $0.hasSuffix(".partial") }, "no temporary file left: \(left)")
+    }
+
+    private func exits(_ process: Process, withinSeconds seconds: Int) -> Bool {
+        for _ in 0..<(seconds * 10) where process.isRunning { usleep(100_000) }
+        if process.isRunning { return false }
+        process.waitUntilExit()
+        return true
+    }
+
+    private func waitForPartial(in dir: String, over bytes: Int) -> Bool {
+        for _ in 0..<600 {
+            let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            if let partial = files.first(where: { $0.hasSuffix(".partial") }),
+               let size = try? FileManager.default.attributesOfItem(atPath: "\(dir)/\(partial)")[.size] as? Int, size > bytes {
+                return true
+            }
+            usleep(100_000)
+        }
+        return false
+    }
+}
