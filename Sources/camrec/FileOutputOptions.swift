@@ -72,11 +72,41 @@ private func basename(of path: String) -> String {
 /// `camrec: finished output=… frames=… idr=… duration=…s bytes=… dropped=…`: one line per finished
 /// file, key=value, for logs and scripts. `errored=` (of the dropped, how many the camera delivered
 /// corrupt) appears only when there were some.
+/// A path as one key=value field of a summary line: as it is when plain, else in double quotes
+/// with control characters, quotes and backslashes escaped, so a newline in a name can't split
+/// the line that scripts and cron mail read.
+func quotedField(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && $0 != "\"" && $0 != "\\" }
+    if plain && !text.isEmpty { return text }
+    var quoted = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": quoted += "\\\""
+        case "\\": quoted += "\\\\"
+        case "\n": quoted += "\\n"
+        case "\t": quoted += "\\t"
+        case "\r": quoted += "\\r"
+        default:
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                let hex = String(scalar.value, radix: 16)
+                quoted += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else {
+                quoted.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return quoted + "\""
+}
+
 func finishedFileLine(_ file: FinishedFile, dropped: UInt64, errored: UInt64 = 0) -> String {
-    var fields = ["output=\(file.path)", "frames=\(file.frames)", "idr=\(file.idrFrames)",
+    var fields = ["output=\(quotedField(file.path))", "frames=\(file.frames)", "idr=\(file.idrFrames)",
                   "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
     if errored > 0 { fields.append("errored=\(errored)") }
     if let pts = file.timestampsPath { fields.append("timestamps=\(pts)") }
-    if let error = file.error { fields.append("cut-short=\(error.kind)") }
+    if let error = file.error {
+        fields.append("cut-short=\(error.kind)")
+        // Say what is true: a file that could not be moved into place is not there.
+        if access(file.path, F_OK) != 0 { fields.append("saved=no") }
+    }
     return "camrec: finished " + fields.joined(separator: " ")
 }

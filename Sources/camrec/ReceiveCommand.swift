@@ -140,7 +140,7 @@ struct ReceiveCommand: ParsableCommand {
         }
         status?.stop()
         let p = result.progress
-        var fields = ["output=\(result.outputPath ?? output ?? "none")", "frames=\(p.frames)", "idr=\(p.idrFrames)",
+        var fields = ["output=\(quotedField(result.outputPath ?? output ?? "none"))", "frames=\(p.frames)", "idr=\(p.idrFrames)",
                       "bytes=\(p.bytes)", "decoded=\(p.decodedFrames)", "decode_errors=\(p.decodeErrors)",
                       "gaps=\(p.gaps)", "reconnects=\(p.reconnects)"]
         if p.missingFrames > 0 { fields.append("missing=\(p.missingFrames)") }

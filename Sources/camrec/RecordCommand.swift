@@ -269,7 +269,7 @@ struct RecordCommand: ParsableCommand {
             if output.frames == 0 && result.failure != nil { continue }
             // File outputs print one line per file as each is finished.
             if output.label != "stdout" && !output.label.hasPrefix("tcp") { continue }
-            var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
+            var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }

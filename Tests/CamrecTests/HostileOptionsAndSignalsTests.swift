@@ -131,3 +131,107 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         return false
     }
 }
+
+/// Names: a file this run wrote is never replaced nor blocks the next one; FIFOs and devices are
+/// never replaced; long names and names with newlines work and keep the summary one line each.
+final class HostileNamesTests: XCTestCase {
+    /// SIGHUP twice with a fixed name: three files, a.h264, a-2.h264, a-3.h264, holding every
+    /// frame once between them (the burned-in counter runs 0…149 across them in order).
+    func testSIGHUPWithAFixedNameContinuesInNewNamesAndLosesNothing() throws {
+        try requireFFmpeg()
+        for overwrite in [false, true] {
+            let dir = try makeScratchDirectory()
+            defer { try? FileManager.default.removeItem(atPath: dir) }
+            let process = Process()
+            process.executableURL = URL(fileURLWithPath: Tools.camrec)
+            process.arguments = ["--test-pattern", "--size", "640x360", "--frames", "150"] + (overwrite ? ["--overwrite"] : [])
+                + ["\(dir)/a.h264"]
+            let err = Pipe()
+            process.standardError = err
+            try process.run()
+            for expectedFiles in [0, 1] {
+                // Wait for the current temporary file to hold some frames, then rotate.
+                for _ in 0..<300 {
+                    let files = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+                    if files.filter({ $0.hasSuffix(".h264") }).count == expectedFiles,
+                       let partial = files.first(where: { $0.hasSuffix(".partial") }),
+                       let size = try? FileManager.default.attributesOfItem(atPath: "\(dir)/\(partial)")[.size] as? Int, size > 20_000 {
+                        break
+                    }
+                    usleep(50_000)
+                }
+                kill(process.processIdentifier, SIGHUP)
+            }
+            process.waitUntilExit()
+            let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            XCTAssertEqual(process.terminationStatus, 0, stderr)
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["a-2.h264", "a-3.h264", "a.h264"], stderr)
+            var counters: [Int] = []
+            for name in ["a.h264", "a-2.h264", "a-3.h264"] {
+                counters += try burnedInCounters("\(dir)/\(name)")
+            }
+            // Every recorded frame in exactly one file, in order. The pattern is paced like a camera,
+            // so a loaded machine may drop frames at capture: those are counted (dropped=), and the
+            // counters then skip exactly that many numbers.
+            let dropped = stderr.split(separator: "\n").last { $0.contains("dropped=") }
+                .flatMap { $0.split(separator: " ").first { $0.hasPrefix("dropped=") } }
+                .flatMap { Int($0.dropFirst(8)) } ?? -1
+            XCTAssertEqual(counters.count, 150, "overwrite \(overwrite): \(stderr)")
+            XCTAssertEqual(counters, counters.sorted(), "in order")
+            XCTAssertEqual(Set(counters).count, counters.count, "no frame twice")
+            XCTAssertEqual(counters.first, 0)
+            XCTAssertEqual((counters.last ?? 0) + 1, 150 + dropped, "only the counted drops are missing: \(stderr)")
+        }
+    }
+
+    func testFIFOsAndDevicesAreNeverReplaced() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        XCTAssertEqual(mkfifo("\(dir)/fifo", 0o644), 0)
+        XCTAssertEqual(mknod("\(dir)/null", S_IFCHR | 0o644, (1 << 8) | 3), 0, "mknod needs root")
+        for (name, kind) in [("fifo", "a FIFO"), ("null", "a character device")] {
+            for overwrite in [[], ["--overwrite"]] {
+                let r = try Tools.camrec(["--test-pattern", "--frames", "3"] + overwrite + ["\(dir)/\(name)"])
+                XCTAssertEqual(r.status, 75, r.stderr)
+                XCTAssertTrue(r.stderr.contains("is \(kind)"), r.stderr)
+                XCTAssertTrue(r.stderr.contains("not a regular file"), r.stderr)
+                XCTAssertFalse(r.stderr.contains("pass --overwrite"), r.stderr)
+            }
+        }
+        var st = stat()
+        XCTAssertEqual(stat("\(dir)/fifo", &st), 0); XCTAssertEqual(st.st_mode & S_IFMT, S_IFIFO)
+        XCTAssertEqual(stat("\(dir)/null", &st), 0); XCTAssertEqual(st.st_mode & S_IFMT, S_IFCHR)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).sorted(), ["fifo", "null"])
+    }
+
+    func testALongNameAndANewlineInANameWork() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let long = String(repeating: "x", count: 250) + ".h264"  // 255 bytes: the most a name may have
+        var r = try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "3", "\(dir)/\(long)"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(FileManager.default.fileExists(atPath: "\(dir)/\(long)"))
+        r = try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "3", "\(dir)/new\nline.h264"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let finished = r.stderr.split(separator: "\n").filter { $0.contains("finished") }
+        XCTAssertEqual(finished.count, 1, r.stderr)
+        XCTAssertTrue(finished.first?.contains("output=\"\(dir)/new\\nline.h264\" frames=3") ?? false, r.stderr)
+    }
+
+    /// The test pattern's counter, read from ffmpeg's decode: at (16, 16), a white marker block,
+    /// 32 blocks of 16x16 (most significant bit first, white for 1), another white marker.
+    private func burnedInCounters(_ path: String) throws -> [Int] {
+        let width = 34 * 16
+        let r = try Tools.run("ffmpeg", ["-v", "error", "-i", path, "-vf", "crop=\(width):16:16:16,format=gray", "-f", "rawvideo", "-"])
+        let picture = width * 16
+        guard !r.stdout.isEmpty, r.stdout.count % picture == 0 else { return [] }
+        let bytes = [UInt8](r.stdout)
+        return stride(from: 0, to: bytes.count, by: picture).map { start in
+            func white(_ block: Int) -> Bool { bytes[start + 8 * width + 16 * block + 8] > 128 }
+            guard white(0), white(33) else { return -1 }
+            var value = 0
+            for bit in 0..<32 { value = value << 1 | (white(1 + bit) ? 1 : 0) }
+            return value
+        }
+    }
+}
