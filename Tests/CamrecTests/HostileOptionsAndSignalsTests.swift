@@ -112,6 +112,57 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         XCTAssertFalse(left.contains { $0.hasSuffix(".partial") }, "no temporary file left: \(left)")
     }
 
+    /// `timeout 60 camrec receive …` then one kill of `timeout`: camrec gets SIGTERM twice. Once
+    /// it then left only the `.partial`; now the file is finished with what arrived, then 130.
+    func testReceiveFinishesItsFileOnTwoSIGTERMs() throws {
+        try requireFFmpeg()
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let port = 33_000 + Int(getpid() % 2000)
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Tools.camrec)
+        receiver.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "\(dir)/copy.h264"]
+        let err = Pipe()
+        receiver.standardError = err
+        try receiver.run()
+        let sender = Process()
+        sender.executableURL = URL(fileURLWithPath: Tools.camrec)
+        sender.arguments = ["--test-pattern", "--size", "640x360", "--duration", "60", "tcp://127.0.0.1:\(port)"]
+        sender.standardError = FileHandle.nullDevice
+        try sender.run()
+        defer { if sender.isRunning { kill(sender.processIdentifier, SIGKILL) } }
+        XCTAssertTrue(waitForPartial(in: dir, over: 100_000), "nothing received")
+        kill(receiver.processIdentifier, SIGTERM)
+        // Two SIGTERMs sent back to back merge into one while pending: send the second once
+        // camrec has taken the first (/proc no longer shows it pending).
+        XCTAssertTrue(signalTaken(SIGTERM, by: receiver), "the first SIGTERM stayed pending")
+        kill(receiver.processIdentifier, SIGTERM)
+        guard exits(receiver, withinSeconds: 60) else {
+            kill(receiver.processIdentifier, SIGKILL)
+            return XCTFail("camrec receive did not exit after two SIGTERMs")
+        }
+        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(receiver.terminationStatus, 130, stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["copy.h264"], stderr)
+        let frames = try Tools.decodedFrameCount("\(dir)/copy.h264")
+        XCTAssertGreaterThan(frames, 0)
+        XCTAssertTrue(stderr.contains("frames=\(frames) "), "the summary counts what the file holds: \(stderr)")
+        XCTAssertEqual(try Tools.decodeErrors("\(dir)/copy.h264"), "")
+    }
+
+    /// Waits until `signal` is no longer pending for the process (its watcher took it).
+    private func signalTaken(_ signal: Int32, by process: Process) -> Bool {
+        let bit: UInt64 = 1 << (UInt64(signal) - 1)
+        for _ in 0..<20_000 {
+            let status = (try? String(contentsOfFile: "/proc/\(process.processIdentifier)/status", encoding: .utf8)) ?? ""
+            guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("ShdPnd:") }),
+                  let mask = UInt64(line.dropFirst(7).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+            if mask & bit == 0 { return true }
+            usleep(1_000)
+        }
+        return false
+    }
+
     private func exits(_ process: Process, withinSeconds seconds: Int) -> Bool {
         for _ in 0..<(seconds * 10) where process.isRunning { usleep(100_000) }
         if process.isRunning { return false }
