@@ -62,12 +62,7 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         XCTAssertTrue(waitForPartial(in: dir, over: 1_000_000), "recording never started")
         kill(process.processIdentifier, SIGINT)
         kill(process.processIdentifier, SIGTERM)
-        // Bounded, so a camrec that keeps waiting fails this test instead of hanging the run.
-        guard exits(process, withinSeconds: 60) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return XCTFail("camrec still waited for stdout 60 s after two interrupts")
-        }
+        guard exits(process, withinSeconds: 60, orFail: "camrec still waited for stdout 60 s after two interrupts") else { return }
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(process.terminationStatus, 130, stderr)
         XCTAssertTrue(stderr.contains("interrupted twice; finishing the files without waiting for stdout"), stderr)
@@ -99,11 +94,7 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
             }
         }
         kill(process.processIdentifier, SIGTERM)
-        guard exits(process, withinSeconds: 30) else {
-            kill(process.processIdentifier, SIGKILL)
-            process.waitUntilExit()
-            return XCTFail("camrec went on recording after a SIGTERM sent during start-up")
-        }
+        guard exits(process, withinSeconds: 30, orFail: "camrec went on recording after a SIGTERM sent during start-up") else { return }
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertTrue(blocked, "never saw camrec block SIGTERM")
         XCTAssertEqual(process.terminationReason, .exit, "killed by the signal: \(stderr)")
@@ -137,10 +128,7 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         // camrec has taken the first (/proc no longer shows it pending).
         XCTAssertTrue(signalTaken(SIGTERM, by: receiver), "the first SIGTERM stayed pending")
         kill(receiver.processIdentifier, SIGTERM)
-        guard exits(receiver, withinSeconds: 60) else {
-            kill(receiver.processIdentifier, SIGKILL)
-            return XCTFail("camrec receive did not exit after two SIGTERMs")
-        }
+        guard exits(receiver, withinSeconds: 60, orFail: "camrec receive did not exit after two SIGTERMs") else { return }
         let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(receiver.terminationStatus, 130, stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["copy.h264"], stderr)
@@ -163,9 +151,15 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         return false
     }
 
-    private func exits(_ process: Process, withinSeconds seconds: Int) -> Bool {
+    /// Bounded waits, so a camrec that never exits fails its test instead of hanging the run.
+    private func exits(_ process: Process, withinSeconds seconds: Int, orFail message: String) -> Bool {
         for _ in 0..<(seconds * 10) where process.isRunning { usleep(100_000) }
-        if process.isRunning { return false }
+        guard !process.isRunning else {
+            kill(process.processIdentifier, SIGKILL)
+            process.waitUntilExit()
+            XCTFail(message)
+            return false
+        }
         process.waitUntilExit()
         return true
     }
