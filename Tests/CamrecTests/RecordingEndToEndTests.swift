@@ -42,11 +42,10 @@ final class RecordingEndToEndTests: XCTestCase {
                 TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: 640)
             }
         }
-        XCTAssertEqual(counters.count, 60)
-        // A drop on a busy machine is allowed (and reported), but never a repeat or reordering.
-        XCTAssertEqual(counters, counters.sorted())
-        XCTAssertEqual(Set(counters).count, counters.count)
-        if r.stderr.contains("dropped=0") { XCTAssertEqual(counters, Array(0..<60)) }
+        // 640x360 at 30 fps is a light load for libx264 (it runs several times faster here), so the
+        // pattern source must drop nothing: every frame 0...59 once, in order, and the summary says so.
+        XCTAssertTrue(r.stderr.contains("dropped=0"), r.stderr)
+        XCTAssertEqual(counters, Array(0..<60))
     }
 
     func testRawYUYVInputDecodesToTheSamePicture() throws {
