@@ -59,11 +59,12 @@ else
 fi
 
 # --- SIGKILL leaves a playable .partial ------------------------------------------------------------
-"$CAMREC" --test-pattern --size 640x360 --keyframe-interval 15 "$W/killed.h264" 2>"$W/killed.log" & S=$!; PIDS+=($S)
+# 10 fps keeps the load light enough that the real-time pattern drops nothing on a busy machine.
+"$CAMREC" --test-pattern --size 640x360 --fps 10 --keyframe-interval 10 "$W/killed.h264" 2>"$W/killed.log" & S=$!; PIDS+=($S)
 partial=
 for _ in $(seq 200); do
     partial=$(ls "$W"/killed.h264.camrec-*.partial 2>/dev/null | head -n 1)
-    [[ -n $partial && $(stat -c %s "$partial") -gt 200000 ]] && break
+    [[ -n $partial && $(stat -c %s "$partial") -gt 60000 ]] && break
     sleep 0.1
 done
 kill -9 $S; wait $S 2>/dev/null
@@ -72,12 +73,12 @@ pics=$(pictures_in "$partial"); n=$(ffprobe -v error -count_frames -select_strea
 # Everything written before the kill plays: every picture the independent checker finds decodes (the
 # last may have been cut mid-write), and they are frames 0, 1, 2, … with none missing.
 check "SIGKILL: ffmpeg decodes ${n:-0} frames of the ${pics:-?} pictures written (all but at most a cut last one)" \
-    eval '[ "${n:-0}" -ge 15 ] && [ "${n:-0}" -ge $((pics - 1)) ]'
+    eval '[ "${n:-0}" -ge 10 ] && [ "${n:-0}" -ge $((pics - 1)) ]'
 check "SIGKILL: they are frames 0..$((${n:-1} - 1)) in order" counters_run "$partial" 0 $((${n:-1} - 1))
 
 # --- a receiver that takes nothing for 10 s is dropped -----------------------------------------------
 P=$((21000 + RANDOM % 8000))
-"$CAMREC" --test-pattern --size 640x360 --bitrate 4M --duration 30 "$W/idle.h264" --listen "127.0.0.1:$P" 2>"$W/idle.log" & S=$!; PIDS+=($S)
+"$CAMREC" --test-pattern --size 640x360 --fps 10 --bitrate 4M --duration 30 "$W/idle.h264" --listen "127.0.0.1:$P" 2>"$W/idle.log" & S=$!; PIDS+=($S)
 # A client with a small receive buffer that never reads: the stream fills it within a second.
 python3 - "$P" <<'EOF' & C=$!; PIDS+=($C)
 import socket, sys, time
