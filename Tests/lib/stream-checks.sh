@@ -11,12 +11,14 @@ STREAM_TOOLS="$(cd "$(dirname "${BASH_SOURCE[0]}")/../tools" && pwd)"
 # Prints what is wrong.
 contract_ok() {
     local file=$1; shift
-    local report idrs keys
-    "$CAMREC" inspect --summary "$file" >/dev/null 2>&1 || { echo "$file: camrec inspect says the contract is broken"; return 1; }
-    report=$(python3 "$STREAM_TOOLS/annexb-check.py" --json "$@" "$file") || { echo "$file: annexb-check: $report"; return 1; }
-    idrs=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(sys.stdin)["idr_pictures"])))' <<<"$report")
+    local report idrs keys ok=0
+    # All three run, so a failure says which of them saw it.
+    "$CAMREC" inspect --summary "$file" >/dev/null 2>&1 || { echo "$file: camrec inspect says the contract is broken"; ok=1; }
+    report=$(python3 "$STREAM_TOOLS/annexb-check.py" --json "$@" "$file") || { echo "$file: annexb-check: $report"; ok=1; }
+    idrs=$(python3 -c 'import json, sys; print(" ".join(map(str, json.load(sys.stdin)["idr_pictures"])))' <<<"$report" 2>/dev/null)
     keys=$(key_frames "$file")
-    [[ $idrs == "$keys" ]] || { echo "$file: IDRs at '$idrs' (annexb-check), ffprobe's key frames at '$keys'"; return 1; }
+    [[ $idrs == "$keys" ]] || { echo "$file: IDRs at '$idrs' (annexb-check), ffprobe's key frames at '$keys'"; ok=1; }
+    return $ok
 }
 
 # key_frames FILE: indices of the frames ffprobe flags as key frames, space-separated.
