@@ -34,18 +34,13 @@ final class RecordingEndToEndTests: XCTestCase {
         let out = "\(dir)/counter.h264"
         let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--bitrate", "4M", out])
         XCTAssertEqual(r.status, 0, r.stderr)
-        let decoded = try Tools.run("ffmpeg", ["-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
-        let frameBytes = 640 * 360
-        XCTAssertEqual(decoded.stdout.count, 60 * frameBytes)
-        let counters: [UInt64] = decoded.stdout.withUnsafeBytes { raw in
-            (0..<60).compactMap { i in
-                TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: 640)
-            }
-        }
+        // Read only the frames ffmpeg decoded: a short file must fail the test, not crash the run.
+        let counters = try Tools.patternCounters(out)
+        XCTAssertFalse(counters.contains(nil), "frame number readable in every frame")
         // 640x360 at 30 fps is a light load for libx264 (it runs several times faster here), so the
         // pattern source must drop nothing: every frame 0...59 once, in order, and the summary says so.
         XCTAssertTrue(r.stderr.contains("dropped=0"), r.stderr)
-        XCTAssertEqual(counters, Array(0..<60))
+        XCTAssertEqual(counters, (0..<UInt64(60)).map { $0 })
     }
 
     func testRawYUYVInputDecodesToTheSamePicture() throws {
