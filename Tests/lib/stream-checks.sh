@@ -47,6 +47,15 @@ counters_increasing() {
     counters_of "$1" | tr ' ' '\n' | awk '$1 == "?" || (NR > 1 && $1 <= last) { bad = 1 } { last = $1 } END { exit bad || NR == 0 }'
 }
 
+# counters_account FILE DROPPED: the frames start at 0 and rise, and the numbers missing between them
+# are exactly the DROPPED frames camrec reported: nothing lost without being counted.
+counters_account() {
+    local got; got=$(counters_of "$1")
+    awk -v d="$2" '{ for (i = 1; i <= NF; i++) { if ($i == "?" || (i > 1 && $i <= $(i - 1))) bad = 1 } }
+        END { exit bad || $1 != 0 || $NF + 1 - NF != d }' <<<"$got" ||
+        { echo "$1: frame numbers $(cut -c1-200 <<<"$got"), $2 reported dropped"; return 1; }
+}
+
 # wait_log FILE REGEX [COUNT] [SECONDS]: waits until FILE has COUNT (default 1) lines matching REGEX.
 wait_log() {
     local file=$1 pattern=$2 want=${3:-1} limit=${4:-20} i
