@@ -147,7 +147,7 @@ for _ in $(seq 100); do
     [[ ${#seen[@]} -ge 2 ]] && break
     sleep 0.1
 done
-status_re='^frames ([0-9]+)  [0-9]+\.[0-9] fps  [0-9]+\.[0-9] Mbit/s  dropped 0  [0-9]+\.[0-9] s *$'
+status_re='^frames ([0-9]+)  [0-9]+\.[0-9] fps  [0-9]+\.[0-9] Mbit/s  dropped [0-9]+  [0-9]+\.[0-9] s *$'
 status_lines_rise() {
     [[ ${seen[0]:-} =~ $status_re ]] || return 1; local f1=${BASH_REMATCH[1]}
     [[ ${seen[1]:-} =~ $status_re ]] || return 1; [ "${BASH_REMATCH[1]}" -gt "$f1" ]
