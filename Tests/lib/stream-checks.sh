@@ -56,6 +56,14 @@ counters_account() {
         { echo "$1: frame numbers $(cut -c1-200 <<<"$got"), $2 reported dropped"; return 1; }
 }
 
+# counters_tail COPY SOURCE: COPY holds exactly SOURCE's frames from COPY's first frame to the end.
+counters_tail() {
+    local copy source first
+    copy=$(counters_of "$1"); first=${copy%% *}
+    source=$(counters_of "$2" | tr ' ' '\n' | awk -v f="$first" '$1 == f { on = 1 } on' | tr '\n' ' ' | sed 's/ $//')
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2 from there: $(cut -c1-200 <<<"$source")"; return 1; }
+}
+
 # wait_log FILE REGEX [COUNT] [SECONDS]: waits until FILE has COUNT (default 1) lines matching REGEX.
 wait_log() {
     local file=$1 pattern=$2 want=${3:-1} limit=${4:-20} i
