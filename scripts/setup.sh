@@ -6,7 +6,7 @@ set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavutil-dev libv4l-dev libva-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make)
+  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd)
 fi
 
 missing=()

@@ -35,6 +35,9 @@ public struct AnnexBScanner: Sendable {
     public private(set) var emptyUnitCount = 0
     /// Total bytes consumed so far.
     public var bytesConsumed: Int { position }
+    /// Bytes copied so far (into the pending unit, and out of it into returned units): the scanner's
+    /// work besides looking at each byte once. Tests bound it to prove the cost is linear.
+    public private(set) var bytesCopied = 0
 
     public init() {}
 
@@ -135,6 +138,7 @@ public struct AnnexBScanner: Sendable {
                     let startCodeOffset = position + index - (startCodeLength - 1)
                     if inUnit {
                         pending.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[segmentStart...index]))
+                        bytesCopied += index + 1 - segmentStart
                         // The zero run (trailing zeros + start-code zeros) and the `01` all
                         // lie after the unit's own start code, so they are all in `pending`.
                         pending.removeLast(zeroRun + 1)
@@ -153,6 +157,7 @@ public struct AnnexBScanner: Sendable {
         }
         if inUnit && segmentStart < count {
             pending.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[segmentStart..<count]))
+            bytesCopied += count - segmentStart
         }
         position += count
     }
@@ -164,6 +169,7 @@ public struct AnnexBScanner: Sendable {
         }
         // Copy at exact size so `pending` stays uniquely owned and keeps its capacity.
         completed.append(NALUnit(bytes: Array(pending), startCodeLength: pendingStartCodeLength, offset: pendingOffset))
+        bytesCopied += pending.count
         pending.removeAll(keepingCapacity: true)
     }
 }

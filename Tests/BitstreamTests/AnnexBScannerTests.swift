@@ -130,20 +130,35 @@ final class AnnexBScannerTests: XCTestCase {
         }
     }
 
+    /// Linear, not quadratic: the scanner's copying is counted (not timed). Each byte may be copied
+    /// twice (into the pending unit, then into the returned unit), whatever the chunking; doubling the
+    /// input doubles the work. A re-scan or re-copy of the pending unit per chunk would grow with the
+    /// square of the unit's size: 4 MB in 1 KB chunks would copy gigabytes.
     func testLinearTimeOnLargeInputFedInSmallChunks() {
-        // One 4 MB unit fed in 1 KB chunks: a quadratic re-scan would take minutes.
-        var stream: [UInt8] = [0, 0, 0, 1, 0x65]
-        stream += [UInt8](repeating: 0xAB, count: 4 << 20)
-        stream += [0, 0, 0, 1, 0x41, 0x9A]
-        var scanner = AnnexBScanner()
-        var units: [NALUnit] = []
-        var index = 0
-        while index < stream.count {
-            let end = min(stream.count, index + 1024)
-            units += scanner.append(stream[index..<end])
-            index = end
+        func scan(unitBytes: Int, chunk: Int) -> (units: [Int], copied: Int, input: Int) {
+            var stream: [UInt8] = [0, 0, 0, 1, 0x65]
+            stream += [UInt8](repeating: 0xAB, count: unitBytes)
+            stream += [0, 0, 0, 1, 0x41, 0x9A]
+            var scanner = AnnexBScanner()
+            var units: [NALUnit] = []
+            var index = 0
+            while index < stream.count {
+                let end = min(stream.count, index + chunk)
+                units += scanner.append(stream[index..<end])
+                index = end
+            }
+            units += scanner.finish()
+            return (units.map(\.bytes.count), scanner.bytesCopied, stream.count)
         }
-        units += scanner.finish()
-        XCTAssertEqual(units.map(\.bytes.count), [(4 << 20) + 1, 2])
+        let small = scan(unitBytes: 2 << 20, chunk: 1024), large = scan(unitBytes: 4 << 20, chunk: 1024)
+        XCTAssertEqual(large.units, [(4 << 20) + 1, 2])
+        XCTAssertLessThanOrEqual(large.copied, 2 * large.input, "at most two copies of each byte")
+        XCTAssertLessThanOrEqual(small.copied, 2 * small.input, "at most two copies of each byte")
+        // 2x the input, 2x the copying (±1%: the start codes and the short unit do not double).
+        let ratio = Double(large.copied) / Double(small.copied)
+        XCTAssertEqual(ratio, 2.0, accuracy: 0.02, "copies \(small.copied) -> \(large.copied)")
+        // Byte-sized chunks cost no more per byte than kilobyte ones.
+        let bytewise = scan(unitBytes: 64 << 10, chunk: 1)
+        XCTAssertLessThanOrEqual(bytewise.copied, 2 * bytewise.input)
     }
 }

@@ -1,3 +1,4 @@
+import Capture
 import Foundation
 import XCTest
 
@@ -77,6 +78,21 @@ enum Tools {
         guard let range = log.range(of: #"average:([0-9.]+|inf)"#, options: .regularExpression) else { return nil }
         let value = log[range].dropFirst("average:".count)
         return value == "inf" ? .infinity : Double(value)
+    }
+
+    /// The burned-in frame number of every decoded frame of a --test-pattern recording (nil where the
+    /// markers are not found). The frame must be at least 576 pixels wide.
+    static func patternCounters(_ path: String) throws -> [UInt64?] {
+        let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
+        let size = probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
+        guard size.count == 2 else { return [] }
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        let frameBytes = size[0] * size[1]
+        return decoded.stdout.withUnsafeBytes { raw in
+            (0..<(decoded.stdout.count / frameBytes)).map { i in
+                TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: size[0])
+            }
+        }
     }
 
     /// Errors the decoder reports while decoding the whole file.

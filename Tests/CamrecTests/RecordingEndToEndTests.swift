@@ -32,21 +32,15 @@ final class RecordingEndToEndTests: XCTestCase {
 
     func testBurnedInCounterShowsNoFrameLostOrRepeated() throws {
         let out = "\(dir)/counter.h264"
-        let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--bitrate", "4M", out])
+        let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--bitrate", "4M", "--preset", "ultrafast", out])
         XCTAssertEqual(r.status, 0, r.stderr)
-        let decoded = try Tools.run("ffmpeg", ["-v", "error", "-i", out, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
-        let frameBytes = 640 * 360
-        XCTAssertEqual(decoded.stdout.count, 60 * frameBytes)
-        let counters: [UInt64] = decoded.stdout.withUnsafeBytes { raw in
-            (0..<60).compactMap { i in
-                TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: 640)
-            }
-        }
-        XCTAssertEqual(counters.count, 60)
-        // A drop on a busy machine is allowed (and reported), but never a repeat or reordering.
-        XCTAssertEqual(counters, counters.sorted())
-        XCTAssertEqual(Set(counters).count, counters.count)
-        if r.stderr.contains("dropped=0") { XCTAssertEqual(counters, Array(0..<60)) }
+        // Read only the frames ffmpeg decoded: a short file must fail the test, not crash the run.
+        let counters = try Tools.patternCounters(out)
+        XCTAssertFalse(counters.contains(nil), "frame number readable in every frame")
+        // 640x360 at 30 fps, ultrafast, is a light load for libx264 (several times real time here), so the
+        // pattern source must drop nothing: every frame 0...59 once, in order, and the summary says so.
+        XCTAssertTrue(r.stderr.contains("dropped=0"), r.stderr)
+        XCTAssertEqual(counters, (0..<UInt64(60)).map { $0 })
     }
 
     func testRawYUYVInputDecodesToTheSamePicture() throws {

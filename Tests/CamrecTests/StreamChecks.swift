@@ -2,39 +2,40 @@ import Bitstream
 import Foundation
 import XCTest
 
-/// camrec's stream contract, checked with our own scanner, independently of the inspector.
-func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, file: StaticString = #filePath, line: UInt = #line) throws {
-    let bytes = [UInt8](try Data(contentsOf: URL(fileURLWithPath: path)))
-    let units = AnnexBScanner.units(in: bytes)
-    XCTAssertFalse(units.isEmpty, "no NAL units", file: file, line: line)
-    XCTAssertEqual(units.filter { $0.startCodeLength != 4 }.count, 0, "every start code is 4 bytes", file: file, line: line)
-    XCTAssertEqual(Array(bytes.prefix(4)), [0, 0, 0, 1], file: file, line: line)
-    // Walk access units: SPS and PPS must come before the first IDR slice of every IDR picture.
-    var sawSPS = false, sawPPS = false, inIDR = false
-    var idrPictures = 0
-    for unit in units {
-        switch unit.type {
-        case .sps: sawSPS = true
-        case .pps: sawPPS = true
-        case .idrSlice:
-            if !inIDR {
-                XCTAssertTrue(sawSPS && sawPPS, "SPS+PPS before IDR #\(idrPictures)", file: file, line: line)
-                idrPictures += 1
-            }
-            inIDR = true
-            sawSPS = false
-            sawPPS = false
-        case .nonIDRSlice:
-            inIDR = false
-        default: break
-        }
+/// What Tests/tools/annexb-check.py (a Python Annex-B scanner sharing no code with camrec) found.
+struct IndependentStreamReport: Decodable {
+    var ok: Bool
+    var pictures: Int
+    var idr_pictures: [Int]
+    var problems: [String]
+}
+
+enum IndependentChecker {
+    /// Tests/tools/annexb-check.py, found from this source file's place in the repository.
+    static let script = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("tools/annexb-check.py").path
+
+    static func check(_ path: String, arguments: [String] = []) throws -> (status: Int32, report: IndependentStreamReport?, output: String) {
+        let r = try Tools.run("python3", [script, "--json"] + arguments + [path])
+        return (r.status, try? JSONDecoder().decode(IndependentStreamReport.self, from: r.stdout), r.stdoutText + r.stderr)
     }
+}
+
+/// camrec's stream contract, checked by truths from outside camrec: the independent Python checker
+/// (4-byte start codes, SPS+PPS right before every IDR slice, one slice per picture, the picture count
+/// and IDR grid) and ffprobe's decoder (which frames are key frames), beside camrec's own inspector.
+func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+    let expectedIDRs = Array(stride(from: 0, to: frames, by: interval))
+    let independent = try IndependentChecker.check(path, arguments: ["--frames", "\(frames)", "--idr-interval", "\(interval)"])
+    XCTAssertEqual(independent.status, 0, "annexb-check: \(independent.output)", file: file, line: line)
+    XCTAssertEqual(independent.report?.pictures, frames, "annexb-check's picture count", file: file, line: line)
+    XCTAssertEqual(independent.report?.idr_pictures, expectedIDRs, "annexb-check's IDR positions", file: file, line: line)
+    XCTAssertEqual(try Tools.keyFrameIndices(path), expectedIDRs, "ffprobe's key frames", file: file, line: line)
+
     var inspector = StreamInspector()
-    inspector.append(bytes)
+    inspector.append([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
     let report = inspector.finish()
     XCTAssertTrue(report.contractHolds, report.render(verbose: false), file: file, line: line)
     XCTAssertEqual(report.frameCount, frames, file: file, line: line)
-    let expectedIDRs = Array(stride(from: 0, to: frames, by: interval))
     XCTAssertEqual(report.idrFrameIndices, expectedIDRs, file: file, line: line)
-    XCTAssertEqual(idrPictures, expectedIDRs.count, file: file, line: line)
 }

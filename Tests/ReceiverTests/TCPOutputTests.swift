@@ -91,10 +91,21 @@ final class TCPOutputTests: XCTestCase {
         thread.start()
         // 400 access units of 20 kB every 3 ms (6.7 MB/s): the stalled receiver's kernel buffers
         // fill within a few dozen, then its queue, and from then on it skips to IDRs. A submit
-        // that waited for the stalled receiver would never return: this loop ending is the check.
-        for i in 0..<400 {
-            output.submit(chunk(i, size: 20_000))
-            usleep(3000)
+        // that waited for the stalled receiver would never return: the loop runs on its own thread
+        // and must end within 60 s (it takes about 1.3 s), else the test fails instead of hanging.
+        let submitted = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) let test = self  // only its chunk maker is used, on that one thread
+        let submitter = Thread {
+            for i in 0..<400 {
+                output.submit(test.chunk(i, size: 20_000))
+                usleep(3000)
+            }
+            submitted.signal()
+        }
+        submitter.start()
+        guard submitted.wait(timeout: .now() + 60) == .success else {
+            // The submitting thread stays blocked; the output is left as it is (finish would block too).
+            return XCTFail("submit blocked on a receiver that never reads")
         }
         _ = output.finish()
         waitFor("reader done") { received.withLock { !$0.isEmpty } }

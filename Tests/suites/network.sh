@@ -30,6 +30,7 @@ if [[ -z ${CAMREC:-} ]]; then
     CAMREC="$(swift build --show-bin-path)/camrec"
 fi
 [[ -x $CAMREC ]] || { echo "network: no camrec binary at $CAMREC"; FAIL=1; finish; }
+source Tests/lib/stream-checks.sh
 
 W=$(mktemp -d /tmp/camrec-network.XXXXXX)
 PIDS=()
@@ -72,7 +73,8 @@ frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries s
 first_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -m 1 -o '^[01]'; }
 decode_errors() { ffmpeg -v error -i "$1" -f null - 2>&1; }
 no_decode_errors() { local e; e=$(decode_errors "$1"); [[ -z $e ]] || { echo "$1: $e" | head -n 5; return 1; }; }
-inspect_ok() { "$CAMREC" inspect --summary "$1" >/dev/null 2>&1; }
+# camrec inspect, Tests/tools/annexb-check.py and ffprobe's key frames (Tests/lib/stream-checks.sh).
+inspect_ok() { contract_ok "$@"; }
 field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
 nonempty() { [[ -s $1 ]]; }
 
@@ -82,11 +84,14 @@ next_port; P=$PORT
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 90 "$W/out.h264" "tcp://127.0.0.1:$P" 2>"$W/send1.log"
 check "push: recording exits 0" [ $? -eq 0 ]
-sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+check "push: receive saw the sender end after 90 frames" wait_log "$W/recv1.log" "ended the stream after 90 frames"
+kill -INT $R; wait_for $R 10; rc=$?
 check "push: receive exits 0 after SIGINT (status $rc)" [ $rc -eq 0 ]
 check "push: copy is byte-identical to the file" cmp -s "$W/out.h264" "$W/copy.h264"
-check "push: file passes camrec inspect" inspect_ok "$W/out.h264"
-check "push: copy passes camrec inspect" inspect_ok "$W/copy.h264"
+check "push: file keeps the contract (inspect, annexb-check, ffprobe)" inspect_ok "$W/out.h264" --frames 90 --idr-interval 30
+check "push: copy keeps the contract (inspect, annexb-check, ffprobe)" inspect_ok "$W/copy.h264" --frames 90 --idr-interval 30
+dropped1=$(grep -o 'dropped=[0-9]*' "$W/send1.log" | tail -n 1 | cut -d= -f2)
+check "push: every frame in the copy or reported dropped ($dropped1; burned-in numbers)" counters_account "$W/copy.h264" "$dropped1"
 check "push: receive decoded 90 frames, no decode errors" \
     [ "$(field "$W/recv1.log" decoded)" = 90 -a "$(field "$W/recv1.log" decode_errors)" = 0 ]
 check "push: receive reports latency" grep -q "latency_median=" "$W/recv1.log"
@@ -112,8 +117,11 @@ timeout 30 ffmpeg -v error -i "tcp://127.0.0.1:$P" -c copy -f h264 "$W/ff-mid.h2
 wait_for $S 30; rc=$?
 wait_for $F 10
 check "late ffmpeg: recording exits 0 (status $rc)" [ $rc -eq 0 ]
-n=$(frames_of "$W/ff-mid.h264")
-check "late ffmpeg: got frames ($n)" [ "${n:-0}" -gt 60 ]
+# ffmpeg reads far faster than 30 fps, so from the frame it joined at it has every frame the file
+# has, to the last: the burned-in numbers match the file's from there on.
+first=$(counters_of "$W/ff-mid.h264" | cut -d' ' -f1)
+check "late ffmpeg: joined mid-recording (at frame ${first:-?}, not at the start)" [ "${first:-0}" -ge 1 ]
+check "late ffmpeg: every frame of the file from the join to the last, in order" counters_tail "$W/ff-mid.h264" "$W/out3.h264"
 check "late ffmpeg: first frame is a key frame" [ "$(first_key "$W/ff-mid.h264")" = 1 ]
 check "late ffmpeg: decodes without errors" no_decode_errors "$W/ff-mid.h264"
 check "late ffmpeg: the join asked for an IDR (GOP of 150 would mean waiting up to 5 s)" grep -q "IDR requested" "$W/send3.log"
@@ -145,12 +153,18 @@ sleep 1
 sleep 2
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/r2.h264" 2>"$W/r2.log" & R2=$!; PIDS+=($R2)
 wait_for $S 40; rc=$?
-sleep 0.5
+wait_log "$W/r1.log" "ended the stream|went away" 1 10; wait_log "$W/r2.log" "ended the stream|went away" 1 10
 kill $SLOW 2>/dev/null; wait $SLOW 2>/dev/null
 kill -TERM $R1 $R2; wait_for $R1 10; wait_for $R2 10
 check "many receivers: recording exits 0 (status $rc)" [ $rc -eq 0 ]
 frames5=$(grep -o 'output=[^ ]*out5.h264 frames=[0-9]*' "$W/send5.log" | grep -o '[0-9]*$')
-check "many receivers: file complete (${frames5:-?} frames, 300 expected minus camera drops)" [ "${frames5:-0}" -ge 290 ]
+# Receivers never cost the file a frame: every frame of the 10 s is in it or counted in dropped= (what
+# a loaded machine's real-time source may drop, measured 0 on a quiet one).
+dropped5=$(grep -o 'dropped=[0-9]*' "$W/send5.log" | tail -n 1 | cut -d= -f2)
+check "many receivers: the file holds all 300 frames of 10 s but the $dropped5 reported dropped" \
+    eval '[ $((${frames5:-0} + ${dropped5:-0})) = 300 ]'
+check "many receivers: the file's frames are 0.. in order, the missing ones exactly those reported dropped" \
+    counters_account "$W/out5.h264" "${dropped5:-0}"
 check "many receivers: file decodes to the frames it holds" [ "$(frames_of "$W/out5.h264")" = "$frames5" ]
 check "many receivers: file passes inspect" inspect_ok "$W/out5.h264"
 for r in r1 r2; do
@@ -170,15 +184,20 @@ check "many receivers: the slow reader was skipped ahead (logged)" grep -q "too 
 slow_skips=$(grep "too slow" "$W/send5.log" | grep -o 'receiver [^ ]*' | sort -u | wc -l)
 check "many receivers: only one receiver (the slow one) was ever skipped" [ "$slow_skips" = 1 ]
 check "many receivers: what the slow reader got starts at a key frame" [ "$(first_key "$W/slow.h264")" = 1 ]
-n=$(frames_of "$W/slow.h264")
-check "many receivers: the slow reader's stream decodes ($n frames)" [ "${n:-0}" -gt 5 ]
+n=$(frames_of "$W/slow.h264"); pics=$(pictures_in "$W/slow.h264")
+# How many frames a reader at 40 KiB/s gets depends on its pace; what must hold is that every picture
+# it was sent decodes (the last may be cut off when it stopped reading) and they are frames of the
+# recording in order.
+check "many receivers: the slow reader's stream decodes (${n:-0} frames of ${pics:-?} pictures, the last may be cut)" \
+    eval '[ "${n:-0}" -ge 2 ] && [ "${n:-0}" -ge $((pics - 1)) ]'
+check "many receivers: the slow reader's frames are the recording's, in order, with skips only" counters_increasing "$W/slow.h264"
 # Every access unit but the last (cut off when the reader stopped) decodes cleanly: compare with a copy
 # cut at its last complete access unit, found with camrec receive's own reassembly.
 next_port; P2=$PORT
 "$CAMREC" receive --listen "$P2" "$W/slow-cut.h264" 2>"$W/slow-cut.log" & R=$!; PIDS+=($R)
 wait_listen "$P2"
 cat "$W/slow.h264" >"/dev/tcp/127.0.0.1/$P2"
-sleep 0.5; kill -INT $R; wait_for $R 10
+wait_log "$W/slow-cut.log" "ended the stream|went away"; kill -INT $R; wait_for $R 10
 check "many receivers: slow reader's stream, last (partial) frame aside, has no decode errors" \
     [ "$(field "$W/slow-cut.log" decode_errors)" = 0 ]
 check "many receivers: and no decode errors in ffmpeg either" no_decode_errors "$W/slow-cut.h264"
@@ -192,9 +211,10 @@ sleep 2; kill -9 $R; wait $R 2>/dev/null
 sleep 1.5
 "$CAMREC" receive --listen "$P" "$W/k2.h264" 2>"$W/k2.log" & R=$!; PIDS+=($R)
 wait_for $S 30; rc=$?
-sleep 0.5; kill -INT $R; wait_for $R 10
+wait_log "$W/k2.log" "ended the stream|went away"; kill -INT $R; wait_for $R 10
 check "killed receiver: recording exits 0 (status $rc)" [ $rc -eq 0 ]
-check "killed receiver: file complete (240 frames minus drops)" [ "$(frames_of "$W/out6.h264")" -ge 230 ]
+check "killed receiver: file complete, every frame in it or reported dropped (a receiver's death costs the file nothing)" \
+    counters_account "$W/out6.h264" "$(grep -o 'dropped=[0-9]*' "$W/send6.log" | tail -n 1 | cut -d= -f2)"
 check "killed receiver: file passes inspect" inspect_ok "$W/out6.h264"
 check "killed receiver: sender said the receiver went away" grep -q "went away" "$W/send6.log"
 check "killed receiver: sender reconnected" grep -q "reconnected" "$W/send6.log"
@@ -214,7 +234,7 @@ ffmpeg -v error -i "tcp://127.0.0.1:$P" -f null - 2>/dev/null & F=$!; PIDS+=($F)
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/k3.h264" 2>"$W/k3.log" & R=$!; PIDS+=($R)
 sleep 1.5; kill -9 $F; wait $F 2>/dev/null
 wait_for $S 30; rc=$?
-sleep 0.5; kill -TERM $R; wait_for $R 10
+wait_log "$W/k3.log" "ended the stream|went away"; kill -TERM $R; wait_for $R 10
 check "killed ffmpeg receiver: recording exits 0 (status $rc)" [ $rc -eq 0 ]
 check "killed ffmpeg receiver: the other receiver decodes cleanly" no_decode_errors "$W/k3.h264"
 check "killed ffmpeg receiver: file passes inspect" inspect_ok "$W/out6b.h264"
@@ -225,11 +245,11 @@ next_port; P=$PORT
 wait_listen "$P"
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/rs.h264" 2>"$W/rs.log" & R=$!; PIDS+=($R)
 sleep 2; kill -9 $S; wait $S 2>/dev/null
-sleep 1
+check "killed sender: receive noticed the sender went away" wait_log "$W/rs.log" "went away|ended the stream"
 check "killed sender: receive is still running" kill -0 $R
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --duration 3 "$W/s2.h264" --listen "127.0.0.1:$P" 2>"$W/s2.log" & S=$!; PIDS+=($S)
 wait_for $S 30
-sleep 0.5; kill -TERM $R; wait_for $R 10; rc=$?
+wait_log "$W/rs.log" "ended the stream|went away" 2; kill -TERM $R; wait_for $R 10; rc=$?
 check "killed sender: receive exits 0 after SIGTERM (status $rc)" [ $rc -eq 0 ]
 check "killed sender: receive reconnected" [ "$(field "$W/rs.log" reconnects)" -ge 1 ]
 check "killed sender: receive said the sender went away or ended" grep -q -E "went away|ended the stream" "$W/rs.log"
@@ -244,7 +264,7 @@ wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 "$W/s3.h264" "tcp://127.0.0.1:$P" 2>/dev/null & S=$!; PIDS+=($S)
 sleep 2; kill -9 $S; wait $S 2>/dev/null
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 30 "$W/s4.h264" "tcp://127.0.0.1:$P" 2>/dev/null
-sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+wait_log "$W/rl.log" "ended the stream after 30 frames"; kill -INT $R; wait_for $R 10; rc=$?
 check "killed pusher: receive --listen exits 0 (status $rc)" [ $rc -eq 0 ]
 check "killed pusher: receive took the second sender (reconnects=1)" [ "$(field "$W/rl.log" reconnects)" = 1 ]
 check "killed pusher: the copy decodes cleanly" no_decode_errors "$W/rl.h264"
@@ -267,11 +287,10 @@ next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/g2.h264" 2>"$W/g2.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 head -c 12000000 /dev/urandom >"/dev/tcp/127.0.0.1/$P" 2>/dev/null
-sleep 0.5
+check "garbage sender: receive said it is not H.264" wait_log "$W/g2.log" "is not sending H.264"
 check "garbage sender: receive still running" kill -0 $R
-check "garbage sender: receive said it is not H.264" grep -q "is not sending H.264" "$W/g2.log"
 "$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 30 "$W/g2src.h264" "tcp://127.0.0.1:$P" 2>/dev/null
-sleep 0.5; kill -INT $R; wait_for $R 10; rc=$?
+wait_log "$W/g2.log" "ended the stream after 30 frames"; kill -INT $R; wait_for $R 10; rc=$?
 check "garbage sender: receive exits 0 after the real sender (status $rc)" [ $rc -eq 0 ]
 check "garbage sender: the real sender's stream is received intact" cmp -s "$W/g2src.h264" "$W/g2.h264"
 
@@ -280,7 +299,7 @@ next_port; P=$PORT
 timeout 20 ffmpeg -v error -f lavfi -i "anoisesrc=r=48000:a=1" -f s16le "tcp://127.0.0.1:$P?listen" 2>/dev/null & F=$!; PIDS+=($F)
 wait_listen "$P"
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/g3.h264" --frames 10 2>"$W/g3.log" & R=$!; PIDS+=($R)
-sleep 4; kill -TERM $R; wait_for $R 10; rc=$?
+wait_log "$W/g3.log" "not sending H.264"; kill -TERM $R; wait_for $R 10; rc=$?
 kill $F 2>/dev/null; wait $F 2>/dev/null
 check "noise sender: receive exits 65 (nothing was H.264) (status $rc)" [ $rc -eq 65 ]
 check "noise sender: clear message" grep -q "not sending H.264" "$W/g3.log"
@@ -290,7 +309,7 @@ check "noise sender: no output file" [ ! -e "$W/g3.h264" ]
 "$CAMREC" --test-pattern --frames 5 "tcp://127.0.0.1" 2>"$W/u1.log"; rc=$?
 check "usage: tcp:// without a port is a usage error (status $rc)" [ $rc -eq 64 ]
 "$CAMREC" --test-pattern --frames 5 "tcp://::1:9000" 2>"$W/u2.log"; rc=$?
-check "usage: an IPv6 address without brackets is refused with a hint (status $rc)" [ $rc -eq 64 ] && grep -q "brackets" "$W/u2.log"
+check "usage: an IPv6 address without brackets is refused with a hint (status $rc)" eval '[ $rc -eq 64 ] && grep -q "brackets" "$W/u2.log"'
 "$CAMREC" receive 2>"$W/u3.log"; rc=$?
 check "usage: receive without a sender (status $rc)" [ $rc -eq 64 ]
 next_port; P=$PORT
@@ -302,20 +321,20 @@ check "bind: a port in use fails with status 75 (status $rc)" [ $rc -eq 75 ]
 check "bind: the message names bind() and the errno" grep -q "bind() on 127.0.0.1:$P: Address already in use" "$W/u4.log"
 check "bind: nothing recorded" [ ! -e "$W/u4.h264" ]
 "$CAMREC" --test-pattern --fps 30 --frames 30 "$W/u5.h264" "tcp://[::1]:$((NEXT_PORT + 1))" 2>"$W/u5.log"; rc=$?
-check "unreachable receiver: the file is still recorded (status $rc)" [ $rc -eq 0 ] && inspect_ok "$W/u5.h264"
+check "unreachable receiver: the file is still recorded (status $rc)" eval '[ $rc -eq 0 ] && inspect_ok "$W/u5.h264" --frames 30'
 check "unreachable receiver: the message says so" grep -q "not reachable yet" "$W/u5.log"
 # IPv6 end to end, and a host name reaching a dual-stack listener.
 next_port; P=$PORT
 "$CAMREC" receive --listen "[::1]:$P" "$W/v6.h264" 2>"$W/v6r.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/v6src.h264" "tcp://[::1]:$P" 2>"$W/v6s.log"
-sleep 0.5; kill -INT $R; wait_for $R 10
+wait_log "$W/v6r.log" "ended the stream after 30 frames"; kill -INT $R; wait_for $R 10
 check "IPv6: push to [::1], copy identical" cmp -s "$W/v6src.h264" "$W/v6.h264"
 next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/name.h264" 2>"$W/namer.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/namesrc.h264" "tcp://localhost:$P" 2>"$W/names.log"
-sleep 0.5; kill -INT $R; wait_for $R 10
+wait_log "$W/namer.log" "ended the stream after 30 frames"; kill -INT $R; wait_for $R 10
 check "host name: localhost reaches the dual-stack listener, copy identical" cmp -s "$W/namesrc.h264" "$W/name.h264"
 
 finish

@@ -1,0 +1,187 @@
+#!/bin/bash
+# Tests/suites/readme-promises.sh — what README.md promises on this machine and no other suite checks:
+# exit 69 on a device camrec may not open, a SIGKILLed recording's playable .partial, a receiver that
+# takes nothing dropped after 10 s, --profile with libx264 (the SPS's profile_idc), --bitrate and the
+# default rate met over 10 s of video, the terminal status line (in tmux), the timer's schedule
+# (systemd-analyze calendar) and --keep-for. Truths from outside camrec: ffmpeg/ffprobe,
+# Tests/tools/annexb-check.py, the burned-in frame numbers (Tests/tools/pattern-counters.py).
+#
+# Environment: CAMREC=path   test this binary instead of building with `swift build`
+#              KEEP=1        keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+REPO=$(pwd)
+
+PASS=0 FAIL=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+
+for tool in ffmpeg ffprobe python3 tmux systemd-analyze setpriv timeout; do
+    command -v "$tool" >/dev/null || { echo "readme-promises: $tool not found (scripts/setup.sh --test)"; FAIL=1; finish; }
+done
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 3
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+[[ -x $CAMREC ]] || { echo "readme-promises: no camrec binary at $CAMREC"; FAIL=1; finish; }
+CAMREC=$(cd "$(dirname "$CAMREC")" && pwd)/$(basename "$CAMREC")
+source Tests/lib/stream-checks.sh
+
+W=$(mktemp -d /tmp/camrec-promises.XXXXXX)
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    tmux -L camrec-promises kill-server 2>/dev/null
+    [[ -n ${KEEP:-} ]] && echo "readme-promises: kept $W" || rm -rf "$W"
+}
+trap cleanup EXIT
+echo "readme-promises: camrec $CAMREC, work directory $W"
+field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
+json() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
+
+# --- exit 69: permission denied on the device ------------------------------------------------------
+# Root bypasses permission checks, so camrec runs as nobody (setpriv) against a V4L2 character device
+# node (major 81) only root may open: open() fails with EACCES before any driver is involved.
+if [[ $(id -u) == 0 ]] && mknod "$W/video0" c 81 0 2>/dev/null; then
+    chmod 0600 "$W/video0"; chmod 0777 "$W"
+    setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --device "$W/video0" --frames 5 "$W/perm.h264" 2>"$W/perm.log"
+    rc=$?
+    check "exit 69: a camera node camrec may not open (status $rc)" [ $rc -eq 69 ]
+    check "exit 69: one line that names the node and says to join the video group" \
+        eval 'grep -q "^camrec: error: .*$W/video0.*video" "$W/perm.log" && [ "$(wc -l <"$W/perm.log")" = 1 ]'
+    check "exit 69: no output file" eval '! ls "$W" | grep -q "^perm.h264"'
+else
+    fail "exit 69: needs root and mknod here to make a node only root may open"
+fi
+
+# --- SIGKILL leaves a playable .partial ------------------------------------------------------------
+# 10 fps keeps the load light enough that the real-time pattern drops nothing on a busy machine.
+"$CAMREC" --test-pattern --size 640x360 --fps 10 --keyframe-interval 10 "$W/killed.h264" 2>"$W/killed.log" & S=$!; PIDS+=($S)
+partial=
+for _ in $(seq 200); do
+    partial=$(ls "$W"/killed.h264.camrec-*.partial 2>/dev/null | head -n 1)
+    [[ -n $partial && $(stat -c %s "$partial") -gt 60000 ]] && break
+    sleep 0.1
+done
+kill -9 $S; wait $S 2>/dev/null
+check "SIGKILL: the .partial file is left, no final name" eval '[ -s "$partial" ] && [ ! -e "$W/killed.h264" ]'
+pics=$(pictures_in "$partial"); n=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$partial" 2>/dev/null)
+# Everything written before the kill plays: every picture the independent checker finds decodes (the
+# last may have been cut mid-write), and they are frames 0, 1, 2, … with none missing.
+check "SIGKILL: ffmpeg decodes ${n:-0} frames of the ${pics:-?} pictures written (all but at most a cut last one)" \
+    eval '[ "${n:-0}" -ge 10 ] && [ "${n:-0}" -ge $((pics - 1)) ]'
+check "SIGKILL: they are frames 0..$((${n:-1} - 1)) in order" counters_run "$partial" 0 $((${n:-1} - 1))
+
+# --- a receiver that takes nothing for 10 s is dropped -----------------------------------------------
+P=$((21000 + RANDOM % 8000))
+"$CAMREC" --test-pattern --size 640x360 --fps 10 --bitrate 4M --duration 30 "$W/idle.h264" --listen "127.0.0.1:$P" 2>"$W/idle.log" & S=$!; PIDS+=($S)
+# A client with a small receive buffer that never reads: the stream fills it within a second.
+python3 - "$P" <<'EOF' & C=$!; PIDS+=($C)
+import socket, sys, time
+for _ in range(100):
+    try:
+        s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+        s.connect(("127.0.0.1", int(sys.argv[1]))); break
+    except OSError:
+        time.sleep(0.1)
+time.sleep(60)
+EOF
+check "idle receiver: camrec logged it joining" wait_log "$W/idle.log" "joined" 1 20
+t0=$(date +%s.%N)
+check "idle receiver: dropped with 'took nothing for 10 s'" wait_log "$W/idle.log" "took nothing for 10 s; disconnected" 1 40
+t1=$(date +%s.%N)
+# A lower bound only: it must not be dropped before 10 s have passed since it joined.
+check "idle receiver: not dropped before 10 s ($(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after joining)" \
+    awk -v a="$t0" -v b="$t1" 'BEGIN { exit !(b - a >= 10) }'
+check "idle receiver: camrec still recording after dropping it" kill -0 $S
+kill -INT $S; wait $S; rc=$?
+kill $C 2>/dev/null; wait $C 2>/dev/null
+check "idle receiver: the recording ends cleanly (status $rc)" [ $rc -eq 0 ]
+# The idle receiver costs the file nothing: every frame is in it, or counted in dropped= (what a
+# busy machine's real-time source may drop, and says so).
+check "idle receiver: every frame in the file or reported dropped ($(grep -o 'dropped=[0-9]*' "$W/idle.log" | tail -n 1))" \
+    counters_account "$W/idle.h264" "$(grep -o 'dropped=[0-9]*' "$W/idle.log" | tail -n 1 | cut -d= -f2)"
+
+# --- --profile with libx264: the SPS says so -----------------------------------------------------------
+for pair in baseline:66 main:77 high:100; do
+    profile=${pair%:*} idc=${pair#*:}
+    "$CAMREC" --test-pattern --size 640x360 --frames 30 --encoder software --profile "$profile" "$W/p-$profile.h264" 2>"$W/p-$profile.log"
+    rc=$?
+    got=$(python3 Tests/tools/annexb-check.py --json "$W/p-$profile.h264" | json '["sps"]["profile_idc"]')
+    ff=$(ffprobe -v error -select_streams v:0 -show_entries stream=profile -of csv=p=0 "$W/p-$profile.h264")
+    check "--profile $profile: exit $rc, SPS profile_idc $got (want $idc), ffprobe: $ff" \
+        eval '[ $rc -eq 0 ] && [ "$got" = "$idc" ] && [[ ${ff,,} == *"$profile"* ]]'
+done
+
+# --- --bitrate and the default rate over 10 s ------------------------------------------------------
+# 300 frames (10 s at 30 fps) of the moving pattern at 1280x720; the rate is the file's bytes over
+# its duration (ffprobe's frame count / 30). Measured: 2.4 % and 1.5 % off target; ±10 % leaves room
+# for libx264's ABR settling in the first GOPs. The default is about 0.1 bit per pixel: 1280x720x30x0.1.
+declare -A TARGET=([rate-2M]=2000000 [rate-default]=2764800)
+"$CAMREC" --test-pattern --size 1280x720 --frames 300 --bitrate 2M "$W/rate-2M.h264" 2>"$W/rate-2M.log" & A=$!
+"$CAMREC" --test-pattern --size 1280x720 --frames 300 "$W/rate-default.h264" 2>"$W/rate-default.log" & B=$!
+wait $A; ra=$?; wait $B; rb=$?
+for name in rate-2M rate-default; do
+    n=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$W/$name.h264")
+    bytes=$(stat -c %s "$W/$name.h264")
+    rate=$(awk -v b="$bytes" -v n="${n:-0}" 'BEGIN { if (n > 0) printf "%d", b * 8 / (n / 30) }')
+    check "$name: ${n:-0} frames at ${rate:-?} bit/s, within 10 % of ${TARGET[$name]}" \
+        awk -v r="${rate:-0}" -v t="${TARGET[$name]}" -v n="${n:-0}" 'BEGIN { exit !(n == 300 && r >= t * 0.9 && r <= t * 1.1) }'
+done
+check "rate runs exit 0 ($ra, $rb)" [ $((ra + rb)) -eq 0 ]
+
+# --- the terminal status line -------------------------------------------------------------------------
+# camrec in a tmux pane (a real terminal): while it records, one line "frames N  F fps  R Mbit/s
+# dropped D  T s" is redrawn in place; at the end it is cleared and the summary line printed.
+T="tmux -L camrec-promises"
+$T kill-server 2>/dev/null
+$T new-session -d -s rec -x 160 -y 10 "cd '$W'; '$CAMREC' --test-pattern --size 640x360 --frames 150 status.h264; echo EXIT=\$?; sleep 60"
+seen=() ; line=
+for _ in $(seq 100); do
+    line=$($T capture-pane -p -t rec | grep -E '^frames [0-9]+ ' | tail -n 1)
+    [[ -n $line && ${#seen[@]} -eq 0 || ( -n $line && $line != "${seen[-1]}" ) ]] && seen+=("$line")
+    [[ ${#seen[@]} -ge 2 ]] && break
+    sleep 0.1
+done
+status_re='^frames ([0-9]+)  [0-9]+\.[0-9] fps  [0-9]+\.[0-9] Mbit/s  dropped [0-9]+  [0-9]+\.[0-9] s *$'
+status_lines_rise() {
+    [[ ${seen[0]:-} =~ $status_re ]] || return 1; local f1=${BASH_REMATCH[1]}
+    [[ ${seen[1]:-} =~ $status_re ]] || return 1; [ "${BASH_REMATCH[1]}" -gt "$f1" ]
+}
+check "status line: '${seen[0]:-none}' then '${seen[1]:-none}': the format README shows, frames rising" status_lines_rise
+for _ in $(seq 200); do $T capture-pane -p -t rec | grep -q '^EXIT=' && break; sleep 0.1; done
+pane=$($T capture-pane -p -t rec)
+check "status line: cleared at the end, the summary line printed, exit 0" \
+    eval 'grep -q "^camrec: finished output=status.h264 frames=150 " <<<"$pane" && grep -q "^EXIT=0" <<<"$pane" && ! grep -q "fps  " <<<"$pane"'
+$T kill-server 2>/dev/null
+"$CAMREC" --test-pattern --size 640x360 --frames 30 --encoder software "$W/quiet.h264" >"$W/quiet.out" 2>"$W/quiet.err"
+check "off a terminal: no status line, only the summary" \
+    eval '[ "$(wc -l <"$W/quiet.err")" = 1 ] && grep -q "^camrec: finished" "$W/quiet.err" && [ ! -s "$W/quiet.out" ]'
+
+# --- the timer's schedule --------------------------------------------------------------------------
+# README: "camrec-morning.timer — 07:00 every day".
+spec=$(sed -n 's/^OnCalendar=//p' systemd/camrec-morning.timer)
+cal=$(systemd-analyze calendar --iterations=3 "$spec" 2>&1)
+check "timer: OnCalendar '$spec' is valid and normalises to every day at 07:00:00" grep -q "Normalized form: \*-\*-\* 07:00:00" <<<"$cal"
+days=$(grep -oE '[0-9]{4}-[0-9]{2}-[0-9]{2} 07:00:00' <<<"$cal" | cut -d' ' -f1)
+check "timer: the next three elapses are 07:00 on three consecutive days ($(tr '\n' ' ' <<<"$days"))" \
+    eval '[ "$(wc -l <<<"$days")" = 3 ] && [ "$(date -d "$(sed -n 1p <<<"$days") + 2 days" +%F)" = "$(sed -n 3p <<<"$days")" ]'
+check "timer: Persistent=true (a missed morning runs at the next boot, as the unit says)" grep -q '^Persistent=true' systemd/camrec-morning.timer
+
+# --- --keep-for -------------------------------------------------------------------------------------
+# Files of this pattern older than 7 days go; newer ones, and anything the pattern cannot produce, stay.
+mkdir -p "$W/keep"
+for f in cam-1.h264 cam-2.h264 notes-1.h264; do echo old >"$W/keep/$f"; touch -d '8 days ago' "$W/keep/$f"; done
+echo recent >"$W/keep/cam-3.h264"; touch -d '6 days ago' "$W/keep/cam-3.h264"
+(cd "$W" && "$CAMREC" --test-pattern --size 320x180 --frames 5 --keep-for 7d "keep/cam-{n}.h264" 2>"$W/keep.log"); rc=$?
+check "--keep-for 7d: exit $rc; the two 8-day-old files of the pattern deleted" eval '[ $rc -eq 0 ] && [ ! -e "$W/keep/cam-1.h264" -a ! -e "$W/keep/cam-2.h264" ]'
+check "--keep-for 7d: a 6-day-old file and a name the pattern cannot produce kept" eval '[ -e "$W/keep/cam-3.h264" -a -e "$W/keep/notes-1.h264" ]'
+check "--keep-for 7d: the new recording is there" eval '[ "$(ls "$W/keep" | grep -c "^cam-")" = 2 ]'
+"$CAMREC" --test-pattern --frames 5 --keep-for 7x "$W/keep/x-{n}.h264" 2>"$W/keep2.log"; rc=$?
+check "--keep-for 7x: usage error 64 with the forms it takes" eval '[ $rc -eq 64 ] && grep -q "give a duration such as" "$W/keep2.log"'
+
+finish
