@@ -72,6 +72,9 @@ def main():
     parser.add_argument("--step", type=int, help="pixels the pattern moves per camera frame")
     parser.add_argument("--missing", type=int, default=0,
                         help="camera frames expected missing in all (with --step; default 0)")
+    parser.add_argument("--at-most", action="store_true",
+                        help="--missing is an upper bound, not an exact count (drops after the last "
+                             "picture leave no trace in the pictures)")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args()
     try:
@@ -101,8 +104,9 @@ def main():
             else:
                 missing += s // args.step - 1
         report["missing"] = missing
-        if missing != args.missing:
-            problems.append(f"{missing} camera frames missing between pictures, expected {args.missing}")
+        if missing > args.missing or (missing != args.missing and not args.at_most):
+            problems.append(f"{missing} camera frames missing between pictures, expected "
+                            + ("at most " if args.at_most else "") + f"{args.missing}")
     report["problems"] = problems
     if args.json:
         print(json.dumps(report))

@@ -83,6 +83,7 @@ check_saved() {
     echo "   $name: summary frames=${frames:-none} dropped=$(field "$log" dropped), ffprobe decodes ${decoded:-none}"
     check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
         test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
+    check "$name: nothing dropped before the end (dropped=$(field "$log" dropped))" test "$(field "$log" dropped)" = 0
 }
 
 # Sets a vivid control while camrec records. A fault that was never injected must not let a
@@ -99,14 +100,19 @@ inject() {
 still() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=3,vertical_movement=3; }
 # Moving bars show which camera frames a recording holds (Tests/tools/frame-steps.py).
 moving() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; }
-# frames_in_order NAME FILE WIDTH MISSING: every camera frame between the first and the last
-# picture is there, in order, except MISSING of them (measured from the pictures, not from camrec).
+# frames_in_order NAME FILE WIDTH LOG [--at-most]: every camera frame between the first and the last
+# picture is there, in order, except exactly as many as camrec reported as dropped= in LOG (measured
+# from the pictures, not from camrec). Whether that count is itself right is each case's own check.
+# --at-most for recordings a fault ends: frames dropped after the last picture leave no trace in
+# the pictures (seen: 41 reported, 16 between pictures, the rest at the end under heavy load).
 frames_in_order() {
-    local name=$1 file=$2 width=$3 missing=$4 report
-    report=$(frame_steps --step "$(step_px "$width")" --missing "$missing" "$file" 2>&1)
+    local name=$1 file=$2 width=$3 dropped report
+    dropped=$(field "$4" dropped)
+    report=$(frame_steps --step "$(step_px "$width")" --missing "${dropped:-0}" ${5:-} "$file" 2>&1)
     local rc=$?
     echo "   $name pictures: $report" | head -4
-    check "$name: the pictures show every camera frame in order, $missing missing (moving bars)" test $rc = 0
+    check "$name: the pictures show every camera frame in order but ${5:+at most }the ${dropped:-?} camrec reported dropped (moving bars)" \
+        test $rc = 0 -a -n "$dropped"
 }
 still "$DEV"; still "$MDEV"
 
@@ -135,7 +141,7 @@ still "$DEV"
 check "default recording exits 0" test $rc = 0
 check "ffprobe decodes 200 frames" test "$(decoded_frames "$R/default.h264")" = 200
 check "default recording: nothing dropped (dropped=$(field "$R/default.err" dropped))" test "$(field "$R/default.err" dropped)" = 0
-frames_in_order "default recording" "$R/default.h264" 1280 0
+frames_in_order "default recording" "$R/default.h264" 1280 "$R/default.err"
 # NV12 is captured zero-copy: the camera writes into pool buffers, the CPU writes none of their bytes.
 check "default recording: zero-copy, the CPU wrote 0 bytes into pool buffers (cpu_bytes=$(counter "$R/default.err" cpu_bytes))" \
     sh -c "grep -q 'capture: .*zero-copy' '$R/default.err' && test '$(counter "$R/default.err" cpu_bytes)' = 0"
@@ -159,7 +165,13 @@ check "default recording is 1280x720" \
 fi
 
 # Records FORMAT at SIZE and compares the last decoded frame with a raw frame vivid sends
-# (captured by v4l2-ctl, converted to yuv420p by ffmpeg). PSNR must be well above 35 dB.
+# (captured by v4l2-ctl, converted to yuv420p by ffmpeg). The picture is still, so this checks
+# conversion fidelity; which frames and in what order is the moving-bars checks' job.
+# Least PSNR, from what was measured (x264 at --qp 12 on a still pattern is deterministic):
+# YUV layouts decode identical to ffmpeg's conversion (inf dB), so 60 dB still fails any shifted,
+# swapped or mis-scaled plane; RGB 58.9 dB (camrec's and swscale's RGB→YUV rounding differ), bound
+# 57; Bayer (libv4lconvert's demosaic vs vivid's YUYV of the same pattern) 43.3 dB for BA81 640x480
+# and 45.6 dB for RGGB 1280x720, bounds 42 and 44: ~1.5 dB under each measurement.
 psnr_case() {
     local dev=$1 fourcc=$2 ffpix=$3 size=$4 frames=$5
     local w=${size%x*} h=${size#*x} name="$fourcc-$size${6:-}"
@@ -213,7 +225,7 @@ psnr_case() {
     local decoded
     decoded=$(decoded_frames "$R/$name.h264")
     echo "   $name: $decoded frames decoded, PSNR vs vivid's raw frame ${psnr:-none} dB, dropped=$(field "$R/$name.err" dropped)"
-    local least=${MIN_PSNR:-40}
+    local least=${MIN_PSNR:-60}
     check "$name: $frames frames, none dropped, and PSNR ${psnr:-none} dB > $least" \
         awk -v p="${psnr:-0}" -v d="${decoded:-0}" -v f="$frames" -v m="$least" -v x="$(field "$R/$name.err" dropped)" \
             'BEGIN { exit !((p == "inf" || p > m) && d == f && x == "0") }'
@@ -227,20 +239,20 @@ for size in 640x480 1280x720 1920x1080; do
     psnr_case "$DEV" UYVY uyvy422 "$size" $n
     psnr_case "$DEV" NV12 nv12 "$size" $n
     psnr_case "$DEV" YU12 yuv420p "$size" $n
-    psnr_case "$DEV" RGB3 rgb24 "$size" $n
+    MIN_PSNR=57 psnr_case "$DEV" RGB3 rgb24 "$size" $n
 done
 echo "== other layouts at 640x480 ($(elapsed))"
 psnr_case "$DEV" NV21 nv21 640x480 4
 psnr_case "$DEV" 422P yuv422p 640x480 4
-psnr_case "$DEV" BGR4 bgr0 640x480 4
+MIN_PSNR=57 psnr_case "$DEV" BGR4 bgr0 640x480 4
 echo "== multi-planar API ($MDEV) ($(elapsed))"
 psnr_case "$MDEV" NM12 nv12 640x480 4
 # Bayer: camrec has no converter of its own, libv4lconvert demosaics. The reference is vivid's
 # YUYV frame of the same still pattern (FFmpeg's bayer_* import of vivid's raw frames swaps red
 # and blue, so it can't serve): this checks colours and geometry through the whole path.
 echo "== formats only libv4lconvert converts ($(elapsed))"
-REF_FROM=YUYV-640x480 psnr_case "$DEV" BA81 bayer_bggr8 640x480 4
-REF_FROM=YUYV-1280x720 psnr_case "$DEV" RGGB bayer_rggb8 1280x720 3
+MIN_PSNR=42 REF_FROM=YUYV-640x480 psnr_case "$DEV" BA81 bayer_bggr8 640x480 4
+MIN_PSNR=44 REF_FROM=YUYV-1280x720 psnr_case "$DEV" RGGB bayer_rggb8 1280x720 3
 rm -f "$R/nv24.h264"
 "${CAMREC[@]}" --device "$DEV" --pixel-format NV24 --frames 3 "$R/nv24.h264" 2>"$R/nv24.err"
 rc=$?
@@ -337,7 +349,7 @@ check "dropped buffers: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decod
 # all has probability 0.7^30 ≈ 2e-5), and its bars move on for every frame it drops, so the
 # pictures count the drops exactly: camrec must report that very number, and none as errored.
 check "dropped buffers: some injected drops happened (dropped=${dropped:-none})" test "${dropped:-0}" -ge 1
-frames_in_order "dropped buffers (dropped=${dropped:-none} reported)" "$R/drop.h264" 320 "${dropped:-0}"
+frames_in_order "dropped buffers" "$R/drop.h264" 320 "$R/drop.err"
 check "dropped buffers: none reported as errored" sh -c "! grep -q 'errored=' '$R/drop.err'"
 
 RUN=("${SHARED[@]}")
@@ -351,7 +363,7 @@ if start_recording flagerr "$DEV" --frames 100 && inject "$DEV" inject_v4l2_buf_
     # One buffer was flagged: exactly one frame dropped, reported as errored, missing from the pictures.
     check "errored buffer: dropped=1 errored=1 (got dropped=$(field "$R/flagerr.err" dropped) errored=$(field "$R/flagerr.err" errored))" \
         test "$(field "$R/flagerr.err" dropped)/$(field "$R/flagerr.err" errored)" = 1/1
-    frames_in_order "errored buffer" "$R/flagerr.h264" 640 1
+    frames_in_order "errored buffer" "$R/flagerr.h264" 640 "$R/flagerr.err"
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
@@ -367,7 +379,7 @@ if start_recording qbuferr "$DEV" --frames 100 && inject "$DEV" inject_vidioc_qb
     check "refused QBUF: the buffer was queued again on retry (requeued_after_refusal=$(counter "$R/qbuferr.err" requeued_after_refusal), want 1)" \
         test "$(counter "$R/qbuferr.err" requeued_after_refusal)" = 1
     check "refused QBUF: nothing dropped (dropped=$(field "$R/qbuferr.err" dropped))" test "$(field "$R/qbuferr.err" dropped)" = 0
-    frames_in_order "refused QBUF" "$R/qbuferr.h264" 640 0
+    frames_in_order "refused QBUF" "$R/qbuferr.h264" 640 "$R/qbuferr.err"
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
@@ -384,7 +396,7 @@ check "sequence wrap: exit 0, 160 frames" sh -c "test $rc = 0 && test \"$(decode
 check "sequence wrap: camrec saw the 32-bit sequence wrap once (sequence_wraps=$(counter "$R/wrap.err" sequence_wraps))" \
     test "$(counter "$R/wrap.err" sequence_wraps)" = 1
 check "sequence wrap: not counted as drops (dropped=$(field "$R/wrap.err" dropped))" test "$(field "$R/wrap.err" dropped)" = 0
-frames_in_order "sequence wrap" "$R/wrap.h264" 320 0
+frames_in_order "sequence wrap" "$R/wrap.h264" 320 "$R/wrap.err"
 
 RUN=("${CAMREC[@]}")
 echo "== fault: inject_vidioc_streamon_error ($(elapsed))"
@@ -413,7 +425,7 @@ if start_recording fatal "$DEV" --duration 60 && inject "$DEV" inject_fatal_stre
     check "fatal streaming error: the error line says so" \
         grep -q "^camrec: error: $DEV reported a fatal streaming error" "$R/fatal.err"
     check_saved "fatal streaming error" "$R/fatal.h264" "$R/fatal.err"
-    frames_in_order "fatal streaming error" "$R/fatal.h264" 640 0
+    frames_in_order "fatal streaming error" "$R/fatal.h264" 640 "$R/fatal.err" --at-most
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
@@ -427,7 +439,7 @@ if start_recording unplug "$MDEV" --duration 60 && inject "$MDEV" disconnect=1; 
     check "disconnect: the error line says the device was disconnected" \
         grep -q "^camrec: error: $MDEV was disconnected while recording" "$R/unplug.err"
     check_saved "disconnect" "$R/unplug.h264" "$R/unplug.err"
-    frames_in_order "disconnect" "$R/unplug.h264" 640 0
+    frames_in_order "disconnect" "$R/unplug.h264" 640 "$R/unplug.err" --at-most
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
