@@ -415,34 +415,28 @@ check "STREAMON refused: no output file and no .partial left" \
 timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 5 "$R/after-streamon.h264" 2>/dev/null
 check "the device works again after the refused STREAMON" test $? = 0
 
+# fault_ends_recording NAME DEV CONTROL MESSAGE WHAT: a fault camrec must notice by itself while
+# recording (exit 71 with MESSAGE as its error line) and the file kept with every frame before it.
+fault_ends_recording() {
+    local name=$1 dev=$2 control=$3 message=$4 what=$5 rc
+    if start_recording "$name" "$dev" --duration 60 && inject "$dev" "$control"; then
+        finish_recording "$name"
+        rc=$?
+        # 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
+        check "$what: exit 71, by itself (got $rc)" test $rc = 71
+        check "$what: the error line says so ($message)" grep -q "^camrec: error: $message" "$R/$name.err"
+        check_saved "$what" "$R/$name.h264" "$R/$name.err"
+        frames_in_order "$what" "$R/$name.h264" 640 "$R/$name.err" --at-most
+    else
+        kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
+    fi
+}
 RUN=("${SHARED[@]}")
 echo "== fault: inject_fatal_streaming_error ($(elapsed))"
-if start_recording fatal "$DEV" --duration 60 && inject "$DEV" inject_fatal_streaming_error=1; then
-    finish_recording fatal
-    rc=$?
-    # 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
-    check "fatal streaming error: exit 71, by itself (got $rc)" test $rc = 71
-    check "fatal streaming error: the error line says so" \
-        grep -q "^camrec: error: $DEV reported a fatal streaming error" "$R/fatal.err"
-    check_saved "fatal streaming error" "$R/fatal.h264" "$R/fatal.err"
-    frames_in_order "fatal streaming error" "$R/fatal.h264" 640 "$R/fatal.err" --at-most
-else
-    kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
-fi
-
+fault_ends_recording fatal "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" "fatal streaming error"
 echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
 moving "$MDEV"
-if start_recording unplug "$MDEV" --duration 60 && inject "$MDEV" disconnect=1; then
-    finish_recording unplug
-    rc=$?
-    check "disconnect: exit 71, by itself (got $rc)" test $rc = 71
-    check "disconnect: the error line says the device was disconnected" \
-        grep -q "^camrec: error: $MDEV was disconnected while recording" "$R/unplug.err"
-    check_saved "disconnect" "$R/unplug.h264" "$R/unplug.err"
-    frames_in_order "disconnect" "$R/unplug.h264" 640 "$R/unplug.err" --at-most
-else
-    kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
-fi
+fault_ends_recording unplug "$MDEV" disconnect=1 "$MDEV was disconnected while recording" "disconnect"
 # vivid plugs the device back in when its last user closes it: a new recording must work.
 # Wait (up to 30 s) for the node to answer again rather than for a fixed time.
 for ((i = 0; i < 300; i++)); do v4l2-ctl -d "$MDEV" -D >/dev/null 2>&1 && break; sleep 0.1; done

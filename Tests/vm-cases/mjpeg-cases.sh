@@ -82,9 +82,10 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=352x288 -frames:v 1 -pix_fmt 
 reference "$R/cam422.jpg" "$R/cam422.ref.yuv"
 reference "$R/cam420.jpg" "$R/cam420.ref.yuv"
 
-# The writers send 10 frames a second and camrec encodes with --preset ultrafast: decoding MJPEG
-# and encoding 640x480 must keep up on one emulated CPU, so that nothing may be dropped (at 15 fps
-# and x264's default preset 146 frames were dropped for 60 recorded).
+# The writers send 10 frames a second and camrec encodes with --preset ultrafast, to keep the load
+# light. camrec's dropped= is not asserted here: v4l2loopback's buffer sequence numbers do not count
+# frames one by one (measured: 71 "dropped" within 0.6 s of a 10 fps writer, 40 for 60 recorded),
+# so the count says more about v4l2loopback than about camrec. vivid's cases bound drops instead.
 # 1. ffmpeg as the camera: 4:2:2 JPEGs (what UVC webcams send) at 640x480, 10 fps.
 DEV=/dev/video20
 echo "== ffmpeg writes 640x480 yuvj422p MJPEG into $DEV ($(elapsed))"
@@ -105,12 +106,12 @@ if wait_capture; then
     check "default recording exits 0" test "$rc" = 0
     decoded=$(decoded_frames "$R/default.h264")
     check "default recording: 60 frames decode (${decoded:-none})" test "${decoded:-0}" = 60
-    check "default recording: nothing dropped (dropped=$(field "$R/default.err" dropped))" test "$(field "$R/default.err" dropped)" = 0
     kf=$(keyframes "$R/default.h264")
     check "default recording: IDRs at 0 20 40 (got: ${kf:-none})" test "$kf" = "0 20 40"
     psnr=$(psnr_of "$R/default.h264" 30 "$R/cam422.ref.yuv" 640x480 default)
-    check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 53.56 dB (the same still JPEG every frame; x264 is deterministic): 1 dB margin.
+    check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 52.5" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.5) }'
 else
     bad "v4l2loopback never became a capture node with ffmpeg writing"
 fi
@@ -129,10 +130,10 @@ if wait_capture; then
     decoded=$(decoded_frames "$R/p420.h264")
     check "--pixel-format mjpeg 352x288: exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
         test "$rc" = 0 -a "${decoded:-0}" = 30
-    check "--pixel-format mjpeg 352x288: nothing dropped (dropped=$(field "$R/p420.err" dropped))" test "$(field "$R/p420.err" dropped)" = 0
     psnr=$(psnr_of "$R/p420.h264" 29 "$R/cam420.ref.yuv" 352x288 p420)
-    check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 52.51 dB: 1 dB margin.
+    check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 51.5" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 51.5) }'
 else
     bad "v4l2loopback never became a capture node (4:2:0 writer)"
 fi
@@ -156,14 +157,15 @@ if wait_capture; then
     check "damaged frames: recording goes on and exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
         test "$rc" = 0 -a "${decoded:-0}" = 30
     errored=$(field "$R/mixed.err" errored)
-    # The writer alternates good and damaged frames, so between the 30 good frames recorded lie
-    # exactly 29 damaged ones, plus one before the first when camrec starts on a damaged frame:
-    # 29 or 30, every one errored, and no other drop.
-    check "damaged frames: 29 or 30 dropped, all as errored (dropped=${dropped:-none} errored=${errored:-none})" \
-        sh -c "test '${dropped:-x}' = '${errored:-y}' && test '${errored:-0}' -ge 29 -a '${errored:-0}' -le 30"
+    # The writer alternates good and damaged frames: between the 30 good frames recorded lie at most
+    # 29 damaged ones, plus one before the first (fewer when v4l2loopback hands camrec the newest
+    # frame and skips some). Every damaged frame camrec saw is counted as errored, so 1 to 30.
+    check "damaged frames: counted as errored, 1 to 30 (errored=${errored:-none}, dropped=${dropped:-none})" \
+        sh -c "test '${errored:-0}' -ge 1 -a '${errored:-0}' -le 30 && test '${dropped:-0}' -ge '${errored:-0}'"
     psnr=$(psnr_of "$R/mixed.h264" 29 "$R/cam422.ref.yuv" 640x480 mixed)
-    check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 53.27 dB: 1 dB margin (a damaged frame decoded would be far lower).
+    check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 52.2" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.2) }'
 else
     bad "v4l2loopback never became a capture node (mjpeg-writer)"
 fi

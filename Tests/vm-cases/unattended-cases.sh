@@ -16,13 +16,13 @@ check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; 
 decoded_frames() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
 decodes_clean() { [[ -z $(ffmpeg -v error -i "$1" -f null - 2>&1) ]]; }
 first_is_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -v '^$' | head -1 | grep -q '^1'; }
-# Waits until a file matching the pattern exists. camrec opens the camera (and takes its lock)
-# before it creates its .partial file, so the .partial's presence means "recording". x264 under
-# TCG emulation is slow, so don't wait for bytes.
-wait_for_file() {  # pattern seconds
-    local i f
+# Waits until a file matching the pattern exists (with a third argument, -s: holds bytes). camrec
+# opens the camera (and takes its lock) before it creates its .partial file, so the .partial's
+# presence means "recording"; bytes in it mean a frame was encoded and written.
+wait_for_file() {  # pattern seconds [-s]
+    local i f test=${3:--f}
     for ((i = 0; i < $2 * 10; i++)); do
-        for f in $1; do [[ -f $f ]] && return 0; done
+        for f in $1; do test "$test" "$f" && return 0; done
         sleep 0.1
     done
     return 1
@@ -137,18 +137,10 @@ echo "   ExecStart (with --fps 5 --preset ultrafast, as for cron): $svc"
 env -i PATH=/usr/bin:/bin sh -c "cd / && exec $svc" </dev/null >"$R/svc.log" 2>&1 & pid=$!
 # Signals follow events, not a clock: SIGHUP once the first file holds a frame, SIGTERM once
 # the first file is finished under its own name and the second holds a frame.
-wait_for_bytes() {  # pattern seconds: a file matching it holds bytes
-    local i f
-    for ((i = 0; i < $2 * 10; i++)); do
-        for f in $1; do [[ -s $f ]] && return 0; done
-        sleep 0.1
-    done
-    return 1
-}
-wait_for_bytes "$R/var/video0/*/*.partial" 60 || echo "   (no frame in the first file within 60 s)"
+wait_for_file "$R/var/video0/*/*.partial" 60 -s || echo "   (no frame in the first file within 60 s)"
 kill -HUP $pid
 wait_for_file "$R/var/video0/*/video0-*.h264" 60 || echo "   (the first file was not finished within 60 s)"
-wait_for_bytes "$R/var/video0/*/*.partial" 60 || echo "   (no frame in the second file within 60 s)"
+wait_for_file "$R/var/video0/*/*.partial" 60 -s || echo "   (no frame in the second file within 60 s)"
 kill -TERM $pid
 wait $pid; rc=$?
 cat "$R/svc.log"
