@@ -7,6 +7,9 @@
 set -uo pipefail
 [[ ${CAMREC_VM:-} == 1 ]] || { echo "unattended-cases.sh: run me inside the VM" >&2; exit 2; }
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
+# As in capture-cases.sh, camrec runs niced: vivid draws frames in a kernel thread that competes with
+# x264 for the one emulated CPU, and un-niced runs dropped frames even on a quiet host.
+NICE=(nice -n 10)
 R=${CAMREC_VM_RESULTS:?}/unattended
 rm -rf "$R" && mkdir -p "$R"
 pass=0 fail=0
@@ -70,7 +73,7 @@ check "udev autostart: the unit it names exists (systemd/camrec@.service)" test 
 rm -f /run/udev/rules.d/70-camrec.rules /run/udev/rules.d/71-camrec-autostart.rules
 
 echo "== the default source is /dev/video0 (README: camrec without --device)"
-"$CAMREC" --frames 20 --size 640x480 --fps 10 --preset ultrafast --log-level info "$R/default-source.h264" 2>"$R/default-source.log"
+"${NICE[@]}" "$CAMREC" --frames 20 --size 640x480 --fps 10 --preset ultrafast --log-level info "$R/default-source.h264" 2>"$R/default-source.log"
 rc=$?
 grep -E '^camrec: (error|finished)|capture: ' "$R/default-source.log"
 check "no --device: records from /dev/video0 (exit $rc, the capture line names it)" \
@@ -87,7 +90,7 @@ echo "   crontab: $line"
 # encodes (79 frames were dropped), and here nothing may be dropped (see decodes_as_summary).
 cmd=$(echo "$line" | cut -d' ' -f6- | sed -e 's/\\%/%/g' -e "s#/usr/local/bin/camrec#$CAMREC#" \
       -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 20 --fps 5 --preset ultrafast/')
-cron() { (cd / && setsid env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
+cron() { (cd / && setsid "${NICE[@]}" env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
 cron "$R/cron-1.log" & first=$!
 wait_for_file "$R/var/clips/*/*.partial" 60 || echo "   (first run did not start writing in 60 s)"
 cron "$R/cron-2.log"; rc2=$?
@@ -109,12 +112,12 @@ echo "== --wait: an overlapping run waits for the camera instead"
 # Ordered by events, not by a clock: the first run records until SIGINT; a second run with --wait 60
 # says it is waiting; a third with --wait 1 runs out meanwhile; then the first is stopped and the
 # second gets the camera.
-"$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 120 "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 120 "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
 wait_for_file "$R/wait-1.h264.camrec-*.partial" 60
-"$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
 for ((i = 0; i < 600; i++)); do grep -q "waiting up to 60 s" "$R/wait-2.log" && break; sleep 0.1; done
 check "--wait 60: the second run says it is waiting for the camera" grep -q "waiting up to 60 s" "$R/wait-2.log"
-"$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
 if kill -0 $first 2>/dev/null; then first_still_running=yes; else first_still_running=no; fi
 cat "$R/wait-short.log"
 check "--wait 1 runs out while the first still records ($first_still_running): exit 70 (got $rc_short), the busy error, no file" \
@@ -134,7 +137,7 @@ svc=$(echo "$exec_start" | sed -e 's/%I/video0/g' -e 's/%i/video0/g' -e 's/%%/%/
       -e "s#/usr/local/bin/camrec#$CAMREC --fps 5 --preset ultrafast#" -e "s#/var/lib/camrec#$R/var#")
 echo "   ExecStart (with --fps 5 --preset ultrafast, as for cron): $svc"
 # No subshell: $! must be camrec itself (env and sh exec into it), as systemd's MAINPID is.
-env -i PATH=/usr/bin:/bin sh -c "cd / && exec $svc" </dev/null >"$R/svc.log" 2>&1 & pid=$!
+"${NICE[@]}" env -i PATH=/usr/bin:/bin sh -c "cd / && exec $svc" </dev/null >"$R/svc.log" 2>&1 & pid=$!
 # Signals follow events, not a clock: SIGHUP once the first file holds a frame, SIGTERM once
 # the first file is finished under its own name and the second holds a frame.
 wait_for_file "$R/var/video0/*/*.partial" 60 -s || echo "   (no frame in the first file within 60 s)"
@@ -161,7 +164,7 @@ echo "== a disk that fills up while recording from the camera"
 # compress to ~250 bytes a frame and took minutes).
 v4l2-ctl -d "$DEV" -c test_pattern=21
 mkdir -p "$R/small" && mount -t tmpfs -o size=300k tmpfs "$R/small"
-"$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --keyframe-interval 10 "$R/small/cam-{n}.h264" 2>"$R/full.log"; rc=$?
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --keyframe-interval 10 "$R/small/cam-{n}.h264" 2>"$R/full.log"; rc=$?
 v4l2-ctl -d "$DEV" -c test_pattern=0
 cat "$R/full.log"
 check "full disk: exit 77 (got $rc)" test "$rc" = 77
