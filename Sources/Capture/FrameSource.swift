@@ -17,8 +17,22 @@ public struct SourceStatistics: Sendable, Equatable {
     public var dropped: UInt64 = 0
     /// Of `dropped`, how many were buffers the device flagged as errored.
     public var errored: UInt64 = 0
+    /// Bytes the CPU wrote into pool buffers (conversion or copy passes): 0 when the camera
+    /// writes into them itself (zero-copy), one frame's pixels per frame otherwise. For tests
+    /// and `--log-level info`, so "zero-copy" is measured, not just announced.
+    public var bytesWrittenByCPU: UInt64 = 0
+    /// Buffers the driver refused to take back (a failed QBUF) and took on a retry.
+    public var requeuedAfterRefusal: UInt64 = 0
+    /// Times the device's 32-bit frame sequence number wrapped around.
+    public var sequenceWraps: UInt64 = 0
 
     public init() {}
+
+    /// The counters as key=value pairs, for the info log (tests read them).
+    public var fields: String {
+        "delivered=\(delivered) dropped=\(dropped) errored=\(errored) cpu_bytes=\(bytesWrittenByCPU) "
+            + "requeued_after_refusal=\(requeuedAfterRefusal) sequence_wraps=\(sequenceWraps)"
+    }
 }
 
 /// Something that fills pool buffers with frames: a camera, the test pattern, a raw file.

@@ -169,6 +169,7 @@ public final class Recorder: @unchecked Sendable {
         result.idrFrames = idrCount
         result.repairedAccessUnits = repairedCount
         result.source = source.statistics
+        logger.info("capture counters: \(result.source.fields)")
         result.durationSeconds = firstPresentation.map { first in
             Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
         } ?? 0

@@ -17,6 +17,7 @@ final class V4L2SequenceTests: XCTestCase {
         XCTAssertEqual(t.record(0), 0)
         XCTAssertEqual(t.record(2), 1)
         XCTAssertEqual(t.extended, 4)
+        XCTAssertEqual(t.wraps, 1)
     }
 
     func testDriversThatDoNotCountOrRestartReportNoGap() {
@@ -25,6 +26,7 @@ final class V4L2SequenceTests: XCTestCase {
         XCTAssertEqual(t.record(0), 0)
         _ = t.record(50)
         XCTAssertEqual(t.record(3), 0, "a jump backwards is a restart, not four billion drops")
+        XCTAssertEqual(t.wraps, 0, "a restart is no wrap")
     }
 
     func testPresentationTimeIsCaptureTimeSinceTheFirstFrame() {

@@ -4,6 +4,8 @@
 #
 # Environment: CAMREC=path  test this binary instead of building with `swift build`
 #              CAMREC_VM_RESULTS=dir  keep results (recordings, logs) there
+#              CAMREC_VM_TIMEOUT=seconds  kill the VM after this long (default 1800: vm-capture took
+#                                 895 s on a 2-core machine at load 7-9)
 
 # vm_suite_start NAME: cd to the repository, find or build camrec (CAMREC, CAMREC_ABS) and
 # make the results folder (RESULTS).
@@ -35,7 +37,7 @@ vm_suite_give_up() {
 vm_suite_run() {
     local cases=$1; shift
     VM_LOG="$RESULTS/$SUITE.log"
-    Tests/vm/run.sh --timeout 900 --results "$RESULTS" --env "CAMREC=$CAMREC_ABS" "$@" \
+    Tests/vm/run.sh --timeout "${CAMREC_VM_TIMEOUT:-1800}" --results "$RESULTS" --env "CAMREC=$CAMREC_ABS" "$@" \
         -- "Tests/vm-cases/$cases" 2>&1 | tee "$VM_LOG"
     VM_RC=${PIPESTATUS[0]}
     echo "$SUITE: VM run took $(( $(date +%s) - VM_T0 )) s, exit $VM_RC"

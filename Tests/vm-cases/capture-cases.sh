@@ -52,6 +52,17 @@ echo "== capture nodes: single-planar $DEV, multi-planar $MDEV; output node $OUT
 
 # Field of camrec's summary line ("camrec: finished … dropped=N") in a stderr log.
 field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
+# Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
+counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
+# Independent checkers (no code shared with camrec): the Annex-B contract, and which camera
+# frames a recording of vivid's moving bars holds (Tests/tools/). The VM runs the host's own
+# /usr/bin/python3 (a pyenv shim would need the host's HOME).
+PY=/usr/bin/python3
+annexb_check() { "$PY" Tests/tools/annexb-check.py "$@"; }
+frame_steps() { "$PY" Tests/tools/frame-steps.py "$@"; }
+# vivid's "Move Right" moves the bars by ((width + 639) / 640) * 4 pixels every frame it makes,
+# delivered or dropped (measured with v4l2-ctl: 4 px at 320 and 640 wide, 8 at 1280).
+step_px() { echo $(( ($1 + 639) / 640 * 4 )); }
 decoded_frames() {
     ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
 }
@@ -64,23 +75,46 @@ wait_for_bytes() {
     done
     return 1
 }
-# A file written up to a fault must decode, and hold every frame camrec reported.
+# A file written up to a fault must decode, and hold every frame camrec reported; and camrec must
+# have dropped exactly DROPPED frames (default 0: what the case injected).
 check_saved() {
-    local name=$1 file=$2 log=$3 frames decoded
+    local name=$1 file=$2 log=$3 want=${4:-0} frames decoded
     frames=$(field "$log" frames)
     decoded=$(decoded_frames "$file")
     echo "   $name: summary frames=${frames:-none} dropped=$(field "$log" dropped), ffprobe decodes ${decoded:-none}"
     check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
         test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
+    check "$name: $want dropped before the end (dropped=$(field "$log" dropped))" test "$(field "$log" dropped)" = "$want"
 }
 
-# Sets a vivid control while camrec records.
+# Sets a vivid control while camrec records. A fault that was never injected must not let a
+# case pass, so a failure here fails the case (the caller checks the status).
 inject() {
-    v4l2-ctl -d "$1" -c "$2" || echo "   (could not set $2 on $1)"
+    local out
+    if ! out=$(v4l2-ctl -d "$1" -c "$2" 2>&1); then
+        bad "could not inject $2 on $1: $out"
+        return 1
+    fi
 }
 
 # Still pictures make decoded frames comparable with raw ones: no text, no motion.
 still() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=3,vertical_movement=3; }
+# Moving bars show which camera frames a recording holds (Tests/tools/frame-steps.py).
+moving() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; }
+# frames_in_order NAME FILE WIDTH LOG [--at-most]: every camera frame between the first and the last
+# picture is there, in order, except exactly as many as camrec reported as dropped= in LOG (measured
+# from the pictures, not from camrec). Whether that count is itself right is each case's own check.
+# --at-most for recordings a fault ends: frames dropped after the last picture leave no trace in
+# the pictures (seen: 41 reported, 16 between pictures, the rest at the end under heavy load).
+frames_in_order() {
+    local name=$1 file=$2 width=$3 dropped report
+    dropped=$(field "$4" dropped)
+    report=$(frame_steps --step "$(step_px "$width")" --missing "${dropped:-0}" ${5:-} "$file" 2>&1)
+    local rc=$?
+    echo "   $name pictures: $report" | head -4
+    check "$name: the pictures show every camera frame in order but ${5:+at most }the ${dropped:-?} camrec reported dropped (moving bars)" \
+        test $rc = 0 -a -n "$dropped"
+}
 still "$DEV"; still "$MDEV"
 
 echo "== camrec devices ($(elapsed))"
@@ -95,15 +129,24 @@ check "devices names $OUTDEV as not a capture device" grep -q "not capture devic
 check "devices --device $DEV lists sizes with rates" grep -qE '^ +1280x720 +1, 2, 4, 5, 10, 12.5' "$R/devices-one.txt"
 
 if [[ -z ${SKIP_DEFAULT:-} ]]; then
-echo "== default recording: camrec --device $DEV --frames 200 out.h264 ($(elapsed))"
-t0=$(date +%s)
-timeout 400 "${CAMREC[@]}" --device "$DEV" --frames 200 "$R/default.h264" 2>"$R/default.err"
+# The README's command at a rate the VM keeps up with: camrec's default choice on vivid is NV12
+# 1280x720 (checked below) at 12.5 fps, and one emulated CPU encodes only ~8 fps of 1280x720 even
+# with --preset ultrafast (measured: 100 frames dropped for 200 recorded, exactly the 100 the
+# pictures miss). At 5 fps and ultrafast nothing may be dropped.
+echo "== default recording: camrec --device $DEV --frames 200 --fps 5 --preset ultrafast out.h264 ($(elapsed))"
+moving "$DEV"
+timeout 400 "${CAMREC[@]}" --device "$DEV" --frames 200 --fps 5 --preset ultrafast --log-level info "$R/default.h264" 2>"$R/default.err"
 rc=$?
 cat "$R/default.err"
-echo "   took $(( $(date +%s) - t0 )) s"
+still "$DEV"
 check "default recording exits 0" test $rc = 0
 check "ffprobe decodes 200 frames" test "$(decoded_frames "$R/default.h264")" = 200
-# IDR every N frames, N = one second of the device's rate (12.5 fps at 1280x720 → 13).
+check "default recording: nothing dropped (dropped=$(field "$R/default.err" dropped))" test "$(field "$R/default.err" dropped)" = 0
+frames_in_order "default recording" "$R/default.h264" 1280 "$R/default.err"
+# NV12 is captured zero-copy: the camera writes into pool buffers, the CPU writes none of their bytes.
+check "default recording: zero-copy, the CPU wrote 0 bytes into pool buffers (cpu_bytes=$(counter "$R/default.err" cpu_bytes))" \
+    sh -c "grep -q 'capture: .*zero-copy' '$R/default.err' && test '$(counter "$R/default.err" cpu_bytes)' = 0"
+# IDR every N frames, N = one second of the device's rate as the driver reports it (5 fps → 5).
 fps=$(v4l2-ctl -d "$DEV" -P | awk '/Frames per second/ {print $4}')
 gop=$(awk -v f="$fps" 'BEGIN { printf "%d", f + 0.5 }')
 # One line per frame: ffprobe's csv adds a blank line after a frame with side data, so keep digits only.
@@ -111,15 +154,25 @@ keys=$(ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of cs
     | tr -cd '01\n' | grep -E '^[01]$' | awk '$1 == 1 {print NR - 1}' | tr '\n' ' ')
 expected=$(seq 0 "$gop" 199 | tr '\n' ' ')
 echo "   device rate $fps fps → IDR every $gop; key frames at: $keys"
-check "an IDR every $gop frames" test "$keys" = "$expected"
+check "an IDR every $gop frames (ffprobe's key-frame flags)" test "$keys" = "$expected"
+annexb_check --frames 200 --idr-interval "$gop" "$R/default.h264" >"$R/default.annexb" 2>&1
+rc=$?
+tail -1 "$R/default.annexb"
+check "annexb-check: 4-byte start codes, SPS+PPS right before each IDR, IDR every $gop, 200 pictures (exit $rc)" test $rc = 0
 "${CAMREC[@]}" inspect --summary "$R/default.h264" >"$R/default.inspect" 2>&1
-check "camrec inspect: 4-byte start codes, SPS+PPS before each IDR (exit 0)" test $? = 0
+check "camrec inspect agrees: the contract is kept (exit 0)" test $? = 0
 check "default recording is 1280x720" \
     test "$(ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$R/default.h264")" = "1280,720"
 fi
 
 # Records FORMAT at SIZE and compares the last decoded frame with a raw frame vivid sends
-# (captured by v4l2-ctl, converted to yuv420p by ffmpeg). PSNR must be well above 35 dB.
+# (captured by v4l2-ctl, converted to yuv420p by ffmpeg). The picture is still, so this checks
+# conversion fidelity; which frames and in what order is the moving-bars checks' job.
+# Least PSNR, from what was measured (x264 at --qp 12 on a still pattern is deterministic):
+# YUV layouts decode identical to ffmpeg's conversion (inf dB), so 60 dB still fails any shifted,
+# swapped or mis-scaled plane; RGB 58.9 dB (camrec's and swscale's RGB→YUV rounding differ), bound
+# 57; Bayer (libv4lconvert's demosaic vs vivid's YUYV of the same pattern) 43.3 dB for BA81 640x480
+# and 45.6 dB for RGGB 1280x720, bounds 42 and 44: ~1.5 dB under each measurement.
 psnr_case() {
     local dev=$1 fourcc=$2 ffpix=$3 size=$4 frames=$5
     local w=${size%x*} h=${size#*x} name="$fourcc-$size${6:-}"
@@ -127,18 +180,26 @@ psnr_case() {
     v4l2-ctl -d "$dev" -v "width=$w,height=$h,pixelformat=$fourcc" || { bad "$name: v4l2-ctl cannot set the format"; return; }
     rm -f "$R/$name.raw"
     timeout 60 v4l2-ctl -d "$dev" --stream-mmap=3 --stream-count=2 --stream-to="$R/$name.raw" 2>/dev/null
-    timeout 120 "${CAMREC[@]}" --device "$dev" --pixel-format "$fourcc" --size "$size" --frames "$frames" \
+    # 5 fps: slow enough for the VM at every size (at vivid's 25 fps a few frames were dropped).
+    timeout 120 "${CAMREC[@]}" --device "$dev" --pixel-format "$fourcc" --size "$size" --fps 5 --frames "$frames" \
         --encoder software --preset ultrafast --qp 12 --log-level info "$R/$name.h264" 2>"$R/$name.err"
     local rc=$?
     if [[ $rc != 0 ]]; then bad "$name: camrec exited $rc: $(tail -1 "$R/$name.err")"; return; fi
     # NV12 is the pool's own format: vivid (which takes USERPTR and honours a longer bytesperline)
     # writes straight into pool buffers; every other format takes one conversion pass.
+    # The log names the path; the counter measures it: bytes the CPU wrote into pool buffers,
+    # 0 for zero-copy, one NV12 frame (w*h*3/2) per delivered frame for every other path.
+    local delivered cpu_bytes frame_nv12=$((w * h * 3 / 2))
+    delivered=$(counter "$R/$name.err" delivered) cpu_bytes=$(counter "$R/$name.err" cpu_bytes)
     if [[ $fourcc == NV12 || $fourcc == NM12 ]]; then
-        check "$name: captured zero-copy into pool buffers" grep -q "capture: .*zero-copy" "$R/$name.err"
+        check "$name: captured zero-copy into pool buffers, the CPU wrote 0 bytes of them (cpu_bytes=$cpu_bytes)" \
+            sh -c "grep -q 'capture: .*zero-copy' '$R/$name.err' && test '$cpu_bytes' = 0"
     elif [[ $ffpix == bayer_* ]]; then
-        check "$name: converted by libv4lconvert" grep -q "capture: .*libv4lconvert to YUV 4:2:0" "$R/$name.err"
+        check "$name: converted by libv4lconvert, then one pass: $frame_nv12 bytes per frame ($cpu_bytes for $delivered)" \
+            sh -c "grep -q 'capture: .*libv4lconvert to YUV 4:2:0' '$R/$name.err' && test '$delivered' = $frames && test '$cpu_bytes' = $((frames * frame_nv12))"
     else
-        check "$name: captured through mmap and one conversion pass" grep -q "capture: .*mmap, one conversion pass" "$R/$name.err"
+        check "$name: mmap and one conversion pass: $frame_nv12 bytes per frame ($cpu_bytes for $delivered)" \
+            sh -c "grep -q 'capture: .*mmap, one conversion pass' '$R/$name.err' && test '$delivered' = $frames && test '$cpu_bytes' = $((frames * frame_nv12))"
     fi
     local raw_size frame_bytes
     raw_size=$(stat -c %s "$R/$name.raw" 2>/dev/null || echo 0)
@@ -165,9 +226,10 @@ psnr_case() {
     local decoded
     decoded=$(decoded_frames "$R/$name.h264")
     echo "   $name: $decoded frames decoded, PSNR vs vivid's raw frame ${psnr:-none} dB, dropped=$(field "$R/$name.err" dropped)"
-    local least=${MIN_PSNR:-40}
+    local least=${MIN_PSNR:-60}
     check "$name: $frames frames and PSNR ${psnr:-none} dB > $least" \
         awk -v p="${psnr:-0}" -v d="${decoded:-0}" -v f="$frames" -v m="$least" 'BEGIN { exit !((p == "inf" || p > m) && d == f) }'
+    check "$name: nothing dropped (dropped=$(field "$R/$name.err" dropped))" test "$(field "$R/$name.err" dropped)" = 0
 }
 
 if [[ -z ${SKIP_MATRIX:-} ]]; then
@@ -178,20 +240,20 @@ for size in 640x480 1280x720 1920x1080; do
     psnr_case "$DEV" UYVY uyvy422 "$size" $n
     psnr_case "$DEV" NV12 nv12 "$size" $n
     psnr_case "$DEV" YU12 yuv420p "$size" $n
-    psnr_case "$DEV" RGB3 rgb24 "$size" $n
+    MIN_PSNR=57 psnr_case "$DEV" RGB3 rgb24 "$size" $n
 done
 echo "== other layouts at 640x480 ($(elapsed))"
 psnr_case "$DEV" NV21 nv21 640x480 4
 psnr_case "$DEV" 422P yuv422p 640x480 4
-psnr_case "$DEV" BGR4 bgr0 640x480 4
+MIN_PSNR=57 psnr_case "$DEV" BGR4 bgr0 640x480 4
 echo "== multi-planar API ($MDEV) ($(elapsed))"
 psnr_case "$MDEV" NM12 nv12 640x480 4
 # Bayer: camrec has no converter of its own, libv4lconvert demosaics. The reference is vivid's
 # YUYV frame of the same still pattern (FFmpeg's bayer_* import of vivid's raw frames swaps red
 # and blue, so it can't serve): this checks colours and geometry through the whole path.
 echo "== formats only libv4lconvert converts ($(elapsed))"
-REF_FROM=YUYV-640x480 psnr_case "$DEV" BA81 bayer_bggr8 640x480 4
-REF_FROM=YUYV-1280x720 psnr_case "$DEV" RGGB bayer_rggb8 1280x720 3
+MIN_PSNR=42 REF_FROM=YUYV-640x480 psnr_case "$DEV" BA81 bayer_bggr8 640x480 4
+MIN_PSNR=44 REF_FROM=YUYV-1280x720 psnr_case "$DEV" RGGB bayer_rggb8 1280x720 3
 rm -f "$R/nv24.h264"
 "${CAMREC[@]}" --device "$DEV" --pixel-format NV24 --frames 3 "$R/nv24.h264" 2>"$R/nv24.err"
 rc=$?
@@ -227,57 +289,54 @@ cat "$R/o4.err"
 check "unsupported rate: exit 68 with the rates offered" \
     sh -c "test $rc = 68 && grep -q 'rates offered at 1920x1080' '$R/o4.err'"
 
-# Faults while recording run at 640x480 (vivid's fastest size here) in the background.
-# start_recording NAME DEV [ARGS...]: starts camrec and returns once it is writing frames.
+# Faults while recording run at 640x480 and 10 fps (the VM encodes that without dropping) in the background.
+# start_recording NAME DEV [ARGS...]: starts camrec and returns once it has written a frame
+# (its .partial file holds bytes), or after 60 s with a failed check.
 start_recording() {
     local name=$1 dev=$2; shift 2
-    rm -f "$R/$name.h264"
-    timeout 120 "${RUN[@]}" --device "$dev" --size 640x480 --encoder software --preset ultrafast "$@" \
-        "$R/$name.h264" 2>"$R/$name.err" &
+    rm -f "$R/$name.h264" "$R/$name.h264".camrec-*.partial
+    timeout 120 "${RUN[@]}" --device "$dev" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+        --log-level info "$@" "$R/$name.h264" 2>"$R/$name.err" &
     REC=$!
-    # The file says little (static frames are tiny and written in blocks), so give camrec
-    # time to start and record a few seconds; check_saved proves frames came before the fault.
-    sleep 8
-    kill -0 "$REC" 2>/dev/null || echo "   ($name: camrec already ended)"
+    local i f
+    for ((i = 0; i < 600; i++)); do
+        for f in "$R/$name.h264".camrec-*.partial; do [[ -s $f ]] && return 0; done
+        kill -0 "$REC" 2>/dev/null || break
+        sleep 0.1
+    done
+    bad "$name: camrec wrote no frame within 60 s (or ended first): $(tail -2 "$R/$name.err" | tr '\n' ' ')"
+    return 1
 }
-# finish_recording NAME: waits for camrec, measuring how long it took to end.
+# finish_recording NAME: waits for camrec; its exit status.
 finish_recording() {
-    local name=$1 t0 rc
-    t0=$(date +%s.%N)
+    local name=$1 rc
     wait "$REC"
     rc=$?
-    END_SECONDS=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
-    echo "   $name: exit $rc after ${END_SECONDS}s; $(grep -v '^camrec: finished' "$R/$name.err" | tail -2 | tr '\n' ' ')"
+    echo "   $name: exit $rc; $(grep -v '^camrec: finished' "$R/$name.err" | tail -2 | tr '\n' ' ')"
     grep '^camrec: finished' "$R/$name.err" | sed 's/^/   /'
     return $rc
 }
 
 echo "== two camrec on one device ($(elapsed))"
 start_recording first "$DEV" --duration 60
-# Baseline under the same load (the first camrec encoding on the one emulated CPU).
-t0=$(date +%s.%N)
-"${CAMREC[@]}" --version >/dev/null
-startup=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
-t0=$(date +%s.%N)
 "${CAMREC[@]}" --device "$DEV" --frames 10 --log-level info "$R/second.h264" 2>"$R/second.err"
 rc=$?
-took=$(echo "$t0 $(date +%s.%N)" | awk '{printf "%.1f", $2 - $1}')
 first_alive=no; kill -0 "$REC" 2>/dev/null && first_alive=yes
 cat "$R/second.err"
-# "At once" without a wall-clock bound (emulation makes times vary): it returns while the first,
-# 60 s long, still records, and it never got as far as recording (no "recording" line).
-check "second camrec exits 70 at once (took ${took}s, starting camrec takes ${startup}s here; first still recording: $first_alive)" \
+# "At once" proved by order, not by a clock: it returns while the first (60 s long) still
+# records, and it never got as far as recording (no "recording" line).
+check "second camrec exits 70 while the first still records (first still recording: $first_alive), before recording anything" \
     sh -c "test $rc = 70 && test $first_alive = yes && ! grep -q 'recording /dev' '$R/second.err'"
-check "second camrec says the device is busy" grep -q "is busy" "$R/second.err"
+check "second camrec says the device is busy" grep -q "^camrec: error: $DEV is busy: another camrec is recording from it" "$R/second.err"
 check "record priority: another program cannot change a control meanwhile (EBUSY)" \
     sh -c "v4l2-ctl -d '$DEV' -c brightness=100 2>&1 | grep -q 'Device or resource busy'"
 check "second camrec creates no file" test ! -e "$R/second.h264"
-sleep 1
 kill -INT "$REC"
 finish_recording first
 check "first camrec unharmed: exit 0 after SIGINT" test $? = 0
 check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err"
 
+moving "$DEV"
 echo "== fault: percentage_of_dropped_buffers=30 ($(elapsed))"
 v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=30
 timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast \
@@ -285,78 +344,102 @@ timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 -
 rc=$?
 v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
 cat "$R/drop.err"
+dropped=$(field "$R/drop.err" dropped)
 check "dropped buffers: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/drop.h264")\" = 30"
-# At 10 fps vivid keeps up, so the drops counted are the injected ones: about 30% of all.
-check "dropped buffers: about 30% reported as dropped (dropped=$(field "$R/drop.err" dropped))" \
-    awk -v d="$(field "$R/drop.err" dropped)" 'BEGIN { exit !(d >= 4 && d <= 40) }'
+# vivid drops each buffer with probability 0.3 (30 delivered, ~13 dropped on average; none at
+# all has probability 0.7^30 ≈ 2e-5), and its bars move on for every frame it drops, so the
+# pictures count the drops exactly: camrec must report that very number, and none as errored.
+check "dropped buffers: some injected drops happened (dropped=${dropped:-none})" test "${dropped:-0}" -ge 1
+frames_in_order "dropped buffers" "$R/drop.h264" 320 "$R/drop.err"
+check "dropped buffers: none reported as errored" sh -c "! grep -q 'errored=' '$R/drop.err'"
 
 RUN=("${SHARED[@]}")
 echo "== fault: inject_v4l2_buf_flag_error ($(elapsed))"
-start_recording flagerr "$DEV" --duration 60
-inject "$DEV" inject_v4l2_buf_flag_error=1
-sleep 2
-kill -INT "$REC"
-finish_recording flagerr
-rc=$?
-check "errored buffer: dropped, recording goes on (exit 0 after SIGINT)" test $rc = 0
-check_saved "errored buffer" "$R/flagerr.h264" "$R/flagerr.err"
-check "errored buffer: counted as dropped" awk -v d="$(field "$R/flagerr.err" dropped)" 'BEGIN { exit !(d >= 1) }'
-check "errored buffer: reported apart as errored=$(field "$R/flagerr.err" errored)" \
-    awk -v e="$(field "$R/flagerr.err" errored)" -v d="$(field "$R/flagerr.err" dropped)" 'BEGIN { exit !(e >= 1 && e <= d) }'
+# 100 frames (10 s at 10 fps) leave time to inject after the first frame; camrec ends by itself.
+if start_recording flagerr "$DEV" --frames 100 && inject "$DEV" inject_v4l2_buf_flag_error=1; then
+    finish_recording flagerr
+    rc=$?
+    check "errored buffer: dropped, recording goes on (exit $rc)" test $rc = 0
+    check_saved "errored buffer" "$R/flagerr.h264" "$R/flagerr.err" 1
+    # One buffer was flagged: exactly one frame dropped, reported as errored, missing from the pictures.
+    check "errored buffer: reported apart as errored=1 (got errored=$(field "$R/flagerr.err" errored))" \
+        test "$(field "$R/flagerr.err" errored)" = 1
+    frames_in_order "errored buffer" "$R/flagerr.h264" 640 "$R/flagerr.err"
+else
+    kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
+fi
 
 echo "== fault: inject_vidioc_qbuf_error ($(elapsed))"
-start_recording qbuferr "$DEV" --duration 60
-inject "$DEV" inject_vidioc_qbuf_error=1
-sleep 2
-kill -INT "$REC"
-finish_recording qbuferr
-rc=$?
-check "refused QBUF: retried, recording goes on (exit 0 after SIGINT)" test $rc = 0
-check_saved "refused QBUF" "$R/qbuferr.h264" "$R/qbuferr.err"
+if start_recording qbuferr "$DEV" --frames 100 && inject "$DEV" inject_vidioc_qbuf_error=1; then
+    finish_recording qbuferr
+    rc=$?
+    check "refused QBUF: recording goes on (exit $rc)" test $rc = 0
+    check_saved "refused QBUF" "$R/qbuferr.h264" "$R/qbuferr.err"
+    # vivid refuses one QBUF: camrec must have queued that buffer again on a retry, exactly once,
+    # and (the ring holds 4 buffers, the retry comes within 20 ms) lost no frame meanwhile.
+    check "refused QBUF: the buffer was queued again on retry (requeued_after_refusal=$(counter "$R/qbuferr.err" requeued_after_refusal), want 1)" \
+        test "$(counter "$R/qbuferr.err" requeued_after_refusal)" = 1
+    frames_in_order "refused QBUF" "$R/qbuferr.h264" 640 "$R/qbuferr.err"
+else
+    kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
+fi
 
 echo "== fault: wrap_sequence_number ($(elapsed))"
-v4l2-ctl -d "$DEV" -c wrap_sequence_number=1
-timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast \
+# vivid then starts counting at 2^32 - 128: the sequence wraps at the 129th frame, so record 160.
+v4l2-ctl -d "$DEV" -c wrap_sequence_number=1 || bad "could not set wrap_sequence_number"
+timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 25 --frames 160 --preset ultrafast --log-level info \
     "$R/wrap.h264" 2>"$R/wrap.err"
 rc=$?
 v4l2-ctl -d "$DEV" -c wrap_sequence_number=0
 cat "$R/wrap.err"
-check "sequence wrap: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/wrap.h264")\" = 30"
-check "sequence wrap: not counted as billions of drops (dropped=$(field "$R/wrap.err" dropped))" \
-    awk -v d="$(field "$R/wrap.err" dropped)" 'BEGIN { exit !(d != "" && d < 100) }'
+check "sequence wrap: exit 0, 160 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/wrap.h264")\" = 160"
+check "sequence wrap: camrec saw the 32-bit sequence wrap once (sequence_wraps=$(counter "$R/wrap.err" sequence_wraps))" \
+    test "$(counter "$R/wrap.err" sequence_wraps)" = 1
+check "sequence wrap: not counted as drops (dropped=$(field "$R/wrap.err" dropped))" test "$(field "$R/wrap.err" dropped)" = 0
+frames_in_order "sequence wrap" "$R/wrap.h264" 320 "$R/wrap.err"
 
+RUN=("${CAMREC[@]}")
 echo "== fault: inject_vidioc_streamon_error ($(elapsed))"
-v4l2-ctl -d "$DEV" -c inject_vidioc_streamon_error=1
-t0=$(date +%s.%N)
-timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 10 "$R/streamon.h264" 2>"$R/streamon.err"
+v4l2-ctl -d "$DEV" -c inject_vidioc_streamon_error=1 || bad "could not set inject_vidioc_streamon_error"
+rm -f "$R/streamon.h264"
+timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 10 --log-level info "$R/streamon.h264" 2>"$R/streamon.err"
 rc=$?
 cat "$R/streamon.err"
-check "STREAMON refused: exit 71 at once" test $rc = 71
-check "STREAMON refused: the message names VIDIOC_STREAMON" grep -q "failed to start streaming (VIDIOC_STREAMON: " "$R/streamon.err"
-check "STREAMON refused: no output file with nothing in it" sh -c "test ! -s '$R/streamon.h264'"
+# Ordering by events: streaming never started (no "capture:" line, logged once STREAMON succeeds).
+check "STREAMON refused: exit 71 before capture started (no 'capture:' line)" \
+    sh -c "test $rc = 71 && ! grep -q 'capture: ' '$R/streamon.err'"
+check "STREAMON refused: the error line names VIDIOC_STREAMON" \
+    grep -q "^camrec: error: .*failed to start streaming (VIDIOC_STREAMON: " "$R/streamon.err"
+check "STREAMON refused: no output file and no .partial left" \
+    sh -c "test ! -e '$R/streamon.h264' && ! ls '$R'/streamon.h264.camrec-*.partial 2>/dev/null | grep -q ."
 timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 5 "$R/after-streamon.h264" 2>/dev/null
 check "the device works again after the refused STREAMON" test $? = 0
 
+# fault_ends_recording NAME DEV CONTROL MESSAGE WHAT: a fault camrec must notice by itself while
+# recording (exit 71 with MESSAGE as its error line) and the file kept with every frame before it.
+fault_ends_recording() {
+    local name=$1 dev=$2 control=$3 message=$4 what=$5 rc
+    if start_recording "$name" "$dev" --duration 60 && inject "$dev" "$control"; then
+        finish_recording "$name"
+        rc=$?
+        # 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
+        check "$what: exit 71, by itself (got $rc)" test $rc = 71
+        check "$what: the error line says so ($message)" grep -q "^camrec: error: $message" "$R/$name.err"
+        check_saved "$what" "$R/$name.h264" "$R/$name.err"
+        frames_in_order "$what" "$R/$name.h264" 640 "$R/$name.err" --at-most
+    else
+        kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
+    fi
+}
+RUN=("${SHARED[@]}")
 echo "== fault: inject_fatal_streaming_error ($(elapsed))"
-start_recording fatal "$DEV" --duration 60
-inject "$DEV" inject_fatal_streaming_error=1
-finish_recording fatal
-rc=$?
-# 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
-check "fatal streaming error: exit 71, by itself (took ${END_SECONDS}s)" test $rc = 71
-check "fatal streaming error: says so" grep -q "fatal streaming error\|reported an error" "$R/fatal.err"
-check_saved "fatal streaming error" "$R/fatal.h264" "$R/fatal.err"
-
+fault_ends_recording fatal "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" "fatal streaming error"
 echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
-start_recording unplug "$MDEV" --duration 60
-inject "$MDEV" disconnect=1
-finish_recording unplug
-rc=$?
-check "disconnect: exit 71, by itself (took ${END_SECONDS}s)" test $rc = 71
-check "disconnect: says the device was disconnected" grep -q "disconnected\|reported an error" "$R/unplug.err"
-check_saved "disconnect" "$R/unplug.h264" "$R/unplug.err"
+moving "$MDEV"
+fault_ends_recording unplug "$MDEV" disconnect=1 "$MDEV was disconnected while recording" "disconnect"
 # vivid plugs the device back in when its last user closes it: a new recording must work.
-sleep 1
+# Wait (up to 30 s) for the node to answer again rather than for a fixed time.
+for ((i = 0; i < 300; i++)); do v4l2-ctl -d "$MDEV" -D >/dev/null 2>&1 && break; sleep 0.1; done
 timeout 60 "${CAMREC[@]}" --device "$MDEV" --size 640x480 --frames 5 "$R/replugged.h264" 2>"$R/replugged.err"
 rc=$?
 cat "$R/replugged.err"

@@ -27,7 +27,7 @@ elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 # One node per case: with exclusive_caps=1 a node is an output until a writer runs, then a
 # capture node, as webcam programs expect (camrec refuses nodes that are both); but once a
 # write()-ing writer has gone it stays a capture node, and a second writer can't set a format.
-if ! insmod "${LOOPBACK_KO:?}" devices=4 video_nr=20,21,22,23 exclusive_caps=1,1,1,1 \
+if ! insmod "${LOOPBACK_KO:?}" devices=5 video_nr=20,21,22,23,24 exclusive_caps=1,1,1,1,1 \
         card_label="camrec MJPEG loopback"; then
     echo "cannot load $LOOPBACK_KO"; dmesg | tail -5; echo "0 passed, 1 failed"; exit 1
 fi
@@ -82,10 +82,14 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=352x288 -frames:v 1 -pix_fmt 
 reference "$R/cam422.jpg" "$R/cam422.ref.yuv"
 reference "$R/cam420.jpg" "$R/cam420.ref.yuv"
 
-# 1. ffmpeg as the camera: 4:2:2 JPEGs (what UVC webcams send) at 640x480, 15 fps.
+# The writers send 10 frames a second and camrec encodes with --preset ultrafast, to keep the load
+# light. camrec's dropped= is not asserted here: v4l2loopback's buffer sequence numbers do not count
+# frames one by one (measured: 71 "dropped" within 0.6 s of a 10 fps writer, 40 for 60 recorded),
+# so the count says more about v4l2loopback than about camrec. vivid's cases bound drops instead.
+# 1. ffmpeg as the camera: 4:2:2 JPEGs (what UVC webcams send) at 640x480, 10 fps.
 DEV=/dev/video20
 echo "== ffmpeg writes 640x480 yuvj422p MJPEG into $DEV ($(elapsed))"
-ffmpeg -nostdin -v error -re -loop 1 -framerate 15 -i "$R/cam422.jpg" -c:v copy -f v4l2 "$DEV" &
+ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam422.jpg" -c:v copy -f v4l2 "$DEV" &
 WRITER=$!
 if wait_capture; then
     "$CAMREC_BIN" devices --device "$DEV" >"$R/devices.out" 2>&1
@@ -95,7 +99,7 @@ if wait_capture; then
     "$CAMREC_BIN" devices >"$R/devices-all.out" 2>&1
     check "camrec devices (all): lists $DEV with MJPG" grep -qE '^  [ ] MJPG ' "$R/devices-all.out"
 
-    "${CAMREC[@]}" --device "$DEV" --frames 60 --keyframe-interval 20 --overwrite "$R/default.h264" \
+    "${CAMREC[@]}" --device "$DEV" --frames 60 --keyframe-interval 20 --preset ultrafast --overwrite "$R/default.h264" \
         >"$R/default.out" 2>"$R/default.err"
     rc=$?
     cat "$R/default.err" | sed 's/^/   /'
@@ -105,8 +109,9 @@ if wait_capture; then
     kf=$(keyframes "$R/default.h264")
     check "default recording: IDRs at 0 20 40 (got: ${kf:-none})" test "$kf" = "0 20 40"
     psnr=$(psnr_of "$R/default.h264" 30 "$R/cam422.ref.yuv" 640x480 default)
-    check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 53.56 dB (the same still JPEG every frame; x264 is deterministic): 1 dB margin.
+    check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 52.5" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.5) }'
 else
     bad "v4l2loopback never became a capture node with ffmpeg writing"
 fi
@@ -115,19 +120,20 @@ stop_writer
 # 2. --pixel-format mjpeg, 4:2:0 JPEGs at another size.
 DEV=/dev/video21
 echo "== ffmpeg writes 352x288 yuvj420p MJPEG; camrec --pixel-format mjpeg ($(elapsed))"
-ffmpeg -nostdin -v error -re -loop 1 -framerate 15 -i "$R/cam420.jpg" -c:v copy -f v4l2 "$DEV" &
+ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam420.jpg" -c:v copy -f v4l2 "$DEV" &
 WRITER=$!
 if wait_capture; then
     "${CAMREC[@]}" --device "$DEV" --pixel-format mjpeg --size 352x288 --frames 30 --keyframe-interval 10 \
-        --overwrite "$R/p420.h264" >"$R/p420.out" 2>"$R/p420.err"
+        --preset ultrafast --overwrite "$R/p420.h264" >"$R/p420.out" 2>"$R/p420.err"
     rc=$?
     cat "$R/p420.err" | sed 's/^/   /'
     decoded=$(decoded_frames "$R/p420.h264")
     check "--pixel-format mjpeg 352x288: exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
         test "$rc" = 0 -a "${decoded:-0}" = 30
     psnr=$(psnr_of "$R/p420.h264" 29 "$R/cam420.ref.yuv" 352x288 p420)
-    check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 52.51 dB: 1 dB margin.
+    check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 51.5" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 51.5) }'
 else
     bad "v4l2loopback never became a capture node (4:2:0 writer)"
 fi
@@ -139,10 +145,10 @@ echo "== mjpeg-writer: good, truncated and garbage frames ($(elapsed))"
 size422=$(stat -c %s "$R/cam422.jpg")
 head -c $((size422 / 2)) "$R/cam422.jpg" >"$R/truncated.jpg"
 head -c 30000 /dev/urandom >"$R/garbage.bin"
-"${MJPEG_WRITER:?}" "$DEV" 640 480 15 120 "$R/cam422.jpg" "$R/truncated.jpg" "$R/cam422.jpg" "$R/garbage.bin" &
+"${MJPEG_WRITER:?}" "$DEV" 640 480 10 120 "$R/cam422.jpg" "$R/truncated.jpg" "$R/cam422.jpg" "$R/garbage.bin" &
 WRITER=$!
 if wait_capture; then
-    "${CAMREC[@]}" --device "$DEV" --frames 30 --keyframe-interval 10 --overwrite "$R/mixed.h264" \
+    "${CAMREC[@]}" --device "$DEV" --frames 30 --keyframe-interval 10 --preset ultrafast --overwrite "$R/mixed.h264" \
         >"$R/mixed.out" 2>"$R/mixed.err"
     rc=$?
     cat "$R/mixed.err" | grep -v '^\[mjpeg' | sed 's/^/   /'
@@ -150,10 +156,16 @@ if wait_capture; then
     dropped=$(field "$R/mixed.err" dropped)
     check "damaged frames: recording goes on and exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
         test "$rc" = 0 -a "${decoded:-0}" = 30
-    check "damaged frames: counted as dropped (dropped=${dropped:-none})" test "${dropped:-0}" -gt 0
+    errored=$(field "$R/mixed.err" errored)
+    # The writer alternates good and damaged frames: between the 30 good frames recorded lie at most
+    # 29 damaged ones, plus one before the first (fewer when v4l2loopback hands camrec the newest
+    # frame and skips some). Every damaged frame camrec saw is counted as errored, so 1 to 30.
+    check "damaged frames: counted as errored, 1 to 30 (errored=${errored:-none}, dropped=${dropped:-none})" \
+        sh -c "test '${errored:-0}' -ge 1 -a '${errored:-0}' -le 30 && test '${dropped:-0}' -ge '${errored:-0}'"
     psnr=$(psnr_of "$R/mixed.h264" 29 "$R/cam422.ref.yuv" 640x480 mixed)
-    check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 30" \
-        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 30) }'
+    # Measured 53.27 dB: 1 dB margin (a damaged frame decoded would be far lower).
+    check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 52.2" \
+        awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.2) }'
 else
     bad "v4l2loopback never became a capture node (mjpeg-writer)"
 fi
@@ -173,6 +185,38 @@ if wait_capture; then
         grep -q 'delivered only unusable MJPEG frames' "$R/garbage.err"
 else
     bad "v4l2loopback never became a capture node (garbage writer)"
+fi
+stop_writer
+
+# 5. A camera that stops sending (its writer frozen, the node still open): the watchdog ends the
+# recording with 72 and the file keeps every frame recorded.
+DEV=/dev/video24
+echo "== ffmpeg writes, then freezes: a stalled camera ($(elapsed))"
+ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam422.jpg" -c:v copy -f v4l2 "$DEV" &
+WRITER=$!
+if wait_capture; then
+    rm -f "$R/stall.h264"
+    "${CAMREC[@]}" --device "$DEV" --frames 1000 --preset ultrafast "$R/stall.h264" >"$R/stall.out" 2>"$R/stall.err" &
+    rec=$!
+    # Freeze the writer once camrec has written a frame (its .partial file holds bytes).
+    for ((i = 0; i < 600; i++)); do
+        for f in "$R"/stall.h264.camrec-*.partial; do [[ -s $f ]] && break 2; done
+        sleep 0.1
+    done
+    kill -STOP "$WRITER"
+    wait "$rec"
+    rc=$?
+    kill -CONT "$WRITER"
+    cat "$R/stall.err" | sed 's/^/   /'
+    check "stalled camera: exit 72 (got $rc)" test "$rc" = 72
+    check "stalled camera: the error line says no frame came" \
+        grep -q "^camrec: error: $DEV delivered no frame for [0-9.]* s; the camera stalled" "$R/stall.err"
+    frames=$(field "$R/stall.err" frames)
+    decoded=$(decoded_frames "$R/stall.h264")
+    check "stalled camera: the file is saved and decodes every frame recorded (${decoded:-none} of ${frames:-none})" \
+        sh -c "test -n '$frames' && test '${frames:-0}' -gt 0 && test '${decoded:-x}' = '$frames'"
+else
+    bad "v4l2loopback never became a capture node (stall writer)"
 fi
 stop_writer
 

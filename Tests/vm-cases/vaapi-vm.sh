@@ -41,6 +41,11 @@ expected_idrs() {  # frames interval
     seq 0 "$2" $(($1 - 1)) | tr '\n' ' ' | sed 's/ $//'
 }
 field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9.]*" | cut -d= -f2; }
+# Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
+counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
+# The stream contract checked by Tests/tools/annexb-check.py, which shares no code with camrec
+# (the host's /usr/bin/python3: a pyenv shim would need the host's HOME).
+annexb_check() { /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
 
 echo "== kernel $(uname -r); $(ls -l $NODE)"
 echo "== $(readlink -f /sys/class/drm/renderD128/device)"
@@ -66,10 +71,14 @@ idrs=$(idr_frames "$W/out.h264")
 "$CAMREC" inspect --summary "$W/out.h264" >"$R/tp.inspect" 2>&1
 irc=$?
 cat "$R/tp.inspect"
+annexb_check --frames 200 --idr-interval 30 "$W/out.h264" >"$R/tp.annexb" 2>&1
+arc=$?
+tail -1 "$R/tp.annexb"
 check "test pattern via $NODE: exit 0" test $rc = 0
 check "test pattern: ffprobe decodes 200 frames (got ${n:-none}), $(profile_of "$W/out.h264")" test "${n:-0}" = 200
 check "test pattern: IDRs at 0, 30, …, 180 (got: $idrs)" test "$idrs" = "$(expected_idrs 200 30)"
-check "test pattern: camrec inspect finds the contract kept (4-byte start codes, SPS+PPS before each IDR)" test $irc = 0
+check "test pattern: annexb-check finds the contract kept (4-byte start codes, SPS+PPS right before each IDR, IDR every 30, 200 pictures), and so does camrec inspect" \
+    test "$arc/$irc" = 0/0
 rm -f "$W/out.h264"
 
 # 2. Pixel identity through the DRM path (the host suite covers more sizes under X11).
@@ -151,21 +160,31 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     "$CAMREC" inspect --summary "$W/out.h264" >"$R/cam.inspect" 2>&1
     irc=$?
     cat "$R/cam.inspect"
-    check "camera via $NODE: exit 0" test $rc = 0
-    check "camera: ffprobe decodes 200 frames (got ${n:-none}; $(profile_of "$W/out.h264"))" test "${n:-0}" = 200
-    check "camera: camrec inspect finds the contract kept" test $irc = 0
-    # The IDR interval is one second of the camera's rate.
-    rate=$(grep -o '[0-9.]* fps' "$R/cam.inspect" | head -1 | cut -d' ' -f1)
+    # The IDR interval is one second of the camera's rate, as the driver reports it (not camrec).
+    rate=$(v4l2-ctl -d /dev/video0 -P | awk '/Frames per second/ {print $4}')
     # camrec rounds half up (12.5 fps → 13); printf would round half to even.
     gop=$(awk -v r="${rate:-0}" 'BEGIN { printf "%d", int(r + 0.5) }')
-    check "camera: IDRs every $gop frames from frame 0 (got: $(idr_frames "$W/out.h264"))" \
+    annexb_check --frames 200 --idr-interval "${gop:-1}" "$W/out.h264" >"$R/cam.annexb" 2>&1
+    arc=$?
+    tail -1 "$R/cam.annexb"
+    check "camera via $NODE: exit 0" test $rc = 0
+    check "camera: ffprobe decodes 200 frames (got ${n:-none}; $(profile_of "$W/out.h264"))" test "${n:-0}" = 200
+    check "camera: annexb-check finds the contract kept (IDR every $gop, 200 pictures), and so does camrec inspect" \
+        test "$arc/$irc" = 0/0
+    check "camera: IDRs every $gop frames from frame 0, device rate $rate fps (got: $(idr_frames "$W/out.h264"))" \
         test "$(idr_frames "$W/out.h264")" = "$(expected_idrs 200 "${gop:-1}")"
     rm -f "$W/out.h264"
     # The camera's frames are converted straight into the mapped VA surfaces: one CPU pass each.
     (cd "$W" && "$CAMREC" --log-level info --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 20 info.h264) \
         >"$R/cam-info.log" 2>&1
     rc=$?
-    grep 'VA-API' "$R/cam-info.log"
+    grep -E 'VA-API|capture counters' "$R/cam-info.log"
+    # Measured by camrec's capture counter: the one pass writes one NV12 frame per frame into the
+    # surfaces (1280x720: 1382400 bytes), never more.
+    size=$(ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$W/info.h264")
+    frame_bytes=$(( ${size%,*} * ${size#*,} * 3 / 2 ))
+    check "camera, --log-level info: the CPU wrote one frame ($frame_bytes bytes) per frame: cpu_bytes=$(counter "$R/cam-info.log" cpu_bytes) for delivered=$(counter "$R/cam-info.log" delivered)" \
+        test "$(counter "$R/cam-info.log" delivered)/$(counter "$R/cam-info.log" cpu_bytes)" = "20/$((20 * frame_bytes))"
     check "camera, --log-level info: exit 0, 20 frames, each in $ONE_PASS" \
         eval "[[ $rc == 0 && \$(decoded_frames '$W/info.h264') == 20 ]] && grep -qF 'VA-API upload: 20 frames took $ONE_PASS' '$R/cam-info.log'"
     rm -f "$W/info.h264"

@@ -4,6 +4,8 @@ struct SequenceTracker {
     private var last: UInt32?
     /// The frame's sequence since the first one seen, continuing across 32-bit wraps.
     private(set) var extended: UInt64 = 0
+    /// How often the 32-bit number wrapped around to 0.
+    private(set) var wraps: UInt64 = 0
 
     /// Records `sequence` and returns how many frames were skipped before it.
     mutating func record(_ sequence: UInt32) -> UInt64 {
@@ -16,6 +18,7 @@ struct SequenceTracker {
             extended += 1
             return 0
         }
+        if sequence < last { wraps += 1 }
         extended += UInt64(step)
         return UInt64(step - 1)
     }

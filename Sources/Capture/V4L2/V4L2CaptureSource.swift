@@ -695,7 +695,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 
         let flags = V4L2BufferFlags(rawValue: buffer.flags)
         let gap = sequences.record(buffer.sequence)
-        if gap > 0 { state.withLock { $0.statistics.dropped += gap } }
+        let wraps = sequences.wraps
+        state.withLock {
+            $0.statistics.dropped += gap
+            $0.statistics.sequenceWraps = wraps
+        }
         if flags.contains(.error) {
             state.withLock {
                 $0.statistics.dropped += 1
@@ -721,7 +725,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             guard let replacement = pool?.tryTake() else { return poolEmpty() }
             let filled = slots[Int(index)]!
             slots[Int(index)] = replacement
-            return deliver(filled, buffer, flags: flags, now: now)
+            return deliver(filled, buffer, flags: flags, now: now, copied: false)
         }
         if let jpegDecoder {
             guard let out = pool?.tryTake() else { return poolEmpty() }
@@ -754,13 +758,19 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     }
 
     /// Stamps a filled pool buffer with the frame's sequence and times, and counts it.
-    private func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64) -> Dequeued {
+    /// `copied`: the CPU wrote the frame into `out` (every path but zero-copy).
+    private func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64,
+                         copied: Bool = true) -> Dequeued {
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
         let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
         out.sequence = sequences.extended
         out.captureTimeNanoseconds = captured
         out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
-        state.withLock { $0.statistics.delivered += 1 }
+        let written = copied ? UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height }) : 0
+        state.withLock {
+            $0.statistics.delivered += 1
+            $0.statistics.bytesWrittenByCPU += written
+        }
         return .frame(out)
     }
 
@@ -843,6 +853,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         let pending = unqueued
         unqueued = []
         for index in pending { requeue(index) }
+        let taken = UInt64(pending.count - unqueued.count)
+        state.withLock { $0.statistics.requeuedAfterRefusal += taken }
         if unqueued.isEmpty {
             refusedQueueing = 0
             return nil
