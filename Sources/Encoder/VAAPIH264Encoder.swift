@@ -38,8 +38,11 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public private(set) var usesLowPower = false
     public private(set) var rateControl = ""
     /// Whether mappings are the surface itself (vaDeriveImage) or an image the driver then
-    /// copies with vaPutImage (one more copy, inside the driver).
-    public private(set) var uploadIsDirect = false
+    /// copies with vaPutImage (one more copy, inside the driver), and why (checked at start).
+    private var uploadPath = VAAPIUploadPath(kind: .image, reason: "not checked yet")
+    public var uploadIsDirect: Bool { uploadPath.isDirect }
+    /// The copy path's VA image, when derived mappings can't be used (made on first need).
+    private var copyImage: VAAPIImageMapping?
     /// The backing of the last pool `makePool` made; nil until then.
     private(set) var backing: VAAPISurfaceBacking?
     /// Counters of the upload. Frames sent to the GPU, and bytes the CPU wrote into VA mappings
@@ -63,7 +66,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
     public var configuration: String {
         let profile = chosenProfile.map { VAAPIDevice.shortName($0.name) } ?? "no profile yet"
-        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload: \(onePass)"
+        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload: \(onePass) "
+            + "because \(uploadPath.reason)"
     }
 
     /// How a frame written in place reaches the GPU.
@@ -77,14 +81,20 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public var uploadSummary: String {
         func frames(_ n: Int) -> String { n == 1 ? "1 frame" : "\(n) frames" }
         var parts: [String] = []
-        if framesWrittenInPlace > 0 || framesCopied == 0 {
-            parts.append("\(frames(framesWrittenInPlace)) took \(onePass)")
+        let stats = backing?.statistics
+        // Frames written in place whose derived mapping failed went through a VA image instead.
+        let fallbacks = stats?.imageFallbacks ?? 0
+        if framesWrittenInPlace - fallbacks > 0 || (framesCopied == 0 && fallbacks == 0) {
+            parts.append("\(frames(framesWrittenInPlace - fallbacks)) took \(onePass)")
+        }
+        if let stats, fallbacks > 0 {
+            parts.append("\(frames(fallbacks)) took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage), "
+                + "because \(stats.firstFallbackReason ?? "the derived mapping failed")")
         }
         if framesCopied > 0 {
             parts.append("\(frames(framesCopied)) took 2 CPU passes (source into pool memory, then a copy into a mapped surface"
                 + (uploadIsDirect ? ")" : "; the driver copies once more, vaPutImage)"))
         }
-        let stats = backing?.statistics
         if let stats, let why = stats.firstFailure {
             parts.append("mapping a surface when a frame was taken failed \(stats.failures == 1 ? "once" : "\(stats.failures) times") (\(why))")
         }
@@ -174,7 +184,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
         guard status >= 0 else {
             throw unavailable("the VA driver can't make \(settings.size) NV12 surfaces", status)
         }
-        uploadIsDirect = probeDerive()
+        uploadPath = VAAPIUploadPath.choose(frames: frames, display: device.display,
+                                            width: settings.size.width, height: settings.size.height)
 
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
@@ -253,22 +264,6 @@ public final class VAAPIH264Encoder: VideoEncoder {
         guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
     }
 
-    /// Whether vaDeriveImage gives an NV12 view of a surface: then av_hwframe_map writes
-    /// straight into the surface (libavutil runs the same test when the frames context starts).
-    private func probeDerive() -> Bool {
-        guard let frames = framesRef, av_hwframe_get_buffer(frames, hwFrame, 0) >= 0 else { return false }
-        defer { av_frame_unref(hwFrame) }
-        let surface = VASurfaceID(UInt(bitPattern: hwFrame.pointee.data.3))
-        var image = VAImage()
-        guard vaDeriveImage(device.display, surface, &image) == camrec_VA_STATUS_SUCCESS else {
-            _ = LibavLogCapture.takeLastError()
-            return false
-        }
-        let nv12 = image.format.fourcc == UInt32(0x3231_564E)  // 'NV12'
-        vaDestroyImage(device.display, image.image_id)
-        return nv12
-    }
-
     private func unavailable(_ what: String, _ status: Int32) -> EncoderError {
         let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
         return EncoderError(.unavailable, "\(what): \(libavErrorDescription(status))\(detail)")
@@ -283,7 +278,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// Before `start()`, or for another size, an ordinary pool (frames are then copied at `encode`).
     public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
         guard let frames = framesRef, width == settings.size.width, height == settings.size.height,
-              let made = VAAPISurfaceBacking(frames: frames, capacity: capacity) else {
+              let made = VAAPISurfaceBacking(frames: frames, capacity: capacity, path: uploadPath.kind, display: device.display,
+                                             width: width, height: height) else {
             return PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)
         }
         backing = made
@@ -324,7 +320,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
             encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU
         }
         if let backing, !buffer.isInOwnMemory, buffer.backing === backing,
-           backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
+           try backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
             // The source wrote the frame into the surface; unmapping ended the CPU's part.
             framesWrittenInPlace += 1
             uploadedBytes += buffer.planes.reduce(0) { $0 + $1.width * $1.height }
@@ -338,36 +334,45 @@ public final class VAAPIH264Encoder: VideoEncoder {
     private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
         var status = av_hwframe_get_buffer(frames, hwFrame, 0)
         guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
-        mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
-        status = av_hwframe_map(mapped, hwFrame, Int32(AV_HWFRAME_MAP_WRITE | AV_HWFRAME_MAP_OVERWRITE))
-        guard status >= 0 else {
-            av_frame_unref(hwFrame)
-            throw failed("cannot map a VA surface for frame \(buffer.sequence)", status)
-        }
-        let planes = buffer.planes
-        var copied = 0
-        withUnsafeBytes(of: mapped.pointee.data) { dataRaw in
-            withUnsafeBytes(of: mapped.pointee.linesize) { lineRaw in
-                let data = dataRaw.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)
-                let lines = lineRaw.bindMemory(to: Int32.self)
-                for (index, plane) in planes.prefix(2).enumerated() {
-                    let destination = data[index]!
-                    let pitch = Int(lines[index])
-                    let rowBytes = plane.width  // NV12: chroma width counts both bytes of each pair
-                    if pitch == plane.stride && pitch == rowBytes {
-                        destination.update(from: plane.base, count: rowBytes * plane.height)
-                    } else {
-                        for row in 0..<plane.height {
-                            (destination + row * pitch).update(from: plane.base + row * plane.stride, count: rowBytes)
-                        }
-                    }
-                    copied += rowBytes * plane.height
-                }
+        // A derived mapping when it is faithful; a VA image when it is not, or when it fails now.
+        var derivedFailure: Int32 = 0
+        if uploadPath.isDirect {
+            mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
+            derivedFailure = min(0, av_hwframe_map(mapped, hwFrame, Int32(AV_HWFRAME_MAP_WRITE | AV_HWFRAME_MAP_OVERWRITE)))
+            if derivedFailure == 0 {
+                uploadedBytes += Self.copy(buffer, into: VAAPISurfaceBacking.planes(of: mapped))
+                av_frame_unref(mapped)  // unmapping ends the upload
+                return
             }
         }
-        // Unmapping ends the upload (and is where vaPutImage copies, when derive isn't possible).
-        av_frame_unref(mapped)
-        uploadedBytes += copied
+        do {
+            if copyImage == nil {
+                copyImage = try VAAPIImageMapping(display: device.display, width: settings.size.width, height: settings.size.height)
+            }
+            uploadedBytes += Self.copy(buffer, into: try copyImage!.map())
+            try copyImage!.put(into: VASurfaceID(UInt(bitPattern: hwFrame.pointee.data.3)))
+        } catch {
+            av_frame_unref(hwFrame)
+            let derived = derivedFailure < 0 ? "mapping a derived image failed: \(libavErrorDescription(derivedFailure)); " : ""
+            throw EncoderError(.failed, "cannot map a VA surface for frame \(buffer.sequence): \(derived)\(error)")
+        }
+    }
+
+    /// Copies a frame's two NV12 planes into mapped VA memory; returns the bytes copied.
+    private static func copy(_ buffer: PixelBuffer, into destination: [PlaneMemory]) -> Int {
+        var copied = 0
+        for (plane, target) in zip(buffer.planes.prefix(2), destination) {
+            let rowBytes = plane.width  // NV12: chroma width counts both bytes of each pair
+            if target.stride == plane.stride && target.stride == rowBytes {
+                target.base.update(from: plane.base, count: rowBytes * plane.height)
+            } else {
+                for row in 0..<plane.height {
+                    (target.base + row * target.stride).update(from: plane.base + row * plane.stride, count: rowBytes)
+                }
+            }
+            copied += rowBytes * plane.height
+        }
+        return copied
     }
 
     public func flush() throws {

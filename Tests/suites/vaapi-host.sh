@@ -9,7 +9,10 @@
 # --encoder auto with and without a usable driver; each failure's message, exit 73 and no file; a
 # driver failing mid-recording (exit 74, the frames before the failure saved and decodable); mapping a
 # surface failing once (that frame is copied, nothing lost) or for good (exit 74, earlier frames
-# saved); low-power-only drivers, drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
+# saved); derived mappings that are not the surface (wrong pitch, chroma dropped, map failing: the
+# vaCreateImage + vaPutImage path, said why) and a derived map failing mid-recording (that frame goes
+# through a VA image); "1 CPU pass" by the test driver's own call counts; low-power-only drivers,
+# drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
 #
 # Environment: CAMREC=path                test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
@@ -106,11 +109,26 @@ profile_of() {
     ffprobe -v error -select_streams v:0 -show_entries stream=profile -of default=nw=1:nk=1 "$1" 2>/dev/null
 }
 
-# record NAME ARGS...: runs camrec, stdout+stderr to NAME.log, exit status to $rc.
+# record NAME ARGS...: runs camrec, stdout+stderr to NAME.log, exit status to $rc; the test driver
+# appends its own image call counts to NAME.counts (CAMREC_TEST_VA_COUNTS).
 record() {
     local name=$1; shift
-    "$CAMREC" "$@" >"$name.log" 2>&1
+    rm -f "$name.counts"
+    CAMREC_TEST_VA_COUNTS="$WORK/$name.counts" "$CAMREC" "$@" >"$name.log" 2>&1
     rc=$?
+}
+
+# driver_count NAME FIELD: what the test driver counted in the run NAME (summed over driver loads):
+# derive_images created_images derive_maps image_maps put_images get_images pictures.
+driver_count() {
+    [[ -f $1.counts ]] || { echo none; return; }
+    tr ' ' '\n' <"$1.counts" | awk -F= -v f="$2" '$1 == f { n += $2 } END { print n + 0 }'
+}
+
+# same_frames IN OUT.h264 PIXFMT: OUT decodes (strictly) to exactly the frames in IN.
+same_frames() {
+    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$2" -f rawvideo -pix_fmt "$3" -y "$2.yuv" 2>/dev/null &&
+        cmp -s "$1" "$2.yuv"
 }
 
 # --- 1. pixel identity, stream shape ------------------------------------------------------------
@@ -152,6 +170,10 @@ else
     fail "test pattern: exit $rc, frames $(frame_count tp.h264), IDRs $(idr_frames tp.h264): $(cat tp.log | head -3)"
 fi
 check "the Constrained Baseline stream of the test driver (h264_vaapi, not libx264)" test "$(profile_of tp.h264)" = "Constrained Baseline"
+# "1 CPU pass" by the driver's own counts: no vaPutImage (no copy inside the driver), and one derived
+# mapping per frame plus camrec's check at start (the one vaGetImage is that check's read-back).
+check "test pattern, 1 CPU pass by the driver's counts: 90 pictures, 91 derived maps, 0 vaPutImage, 1 vaGetImage ($(cat tp.counts 2>/dev/null))" \
+    eval '[[ $(driver_count tp pictures) == 90 && $(driver_count tp derive_maps) == 91 && $(driver_count tp put_images) == 0 && $(driver_count tp get_images) == 1 ]]'
 
 # --- 2. driver variations ---------------------------------------------------------------------
 in=in-650x482.nv12
@@ -174,6 +196,43 @@ check "driver without vaDeriveImage (upload through vaCreateImage + vaPutImage, 
     eval '[[ $rc == 0 ]] && grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
         grep -qF "VA-API upload: 12 frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
         cmp -s $in noderive.nv12'
+
+# --- 2b. derived images that are not the surface (real drivers' habits) --------------------------
+# Each mode of the driver makes vaDeriveImage lie in one way; camrec must notice at start (a pattern
+# written through the mapping, read back with vaGetImage), upload through vaCreateImage + vaPutImage,
+# say why, and lose nothing: the output is identical to the input and the driver counts one vaPutImage
+# per frame (12 frames of 650x482).
+in=in-650x482.nv12
+for habit in wrong-pitch no-chroma map-fails; do
+    case $habit in
+        wrong-pitch) why="vaDeriveImage does not map the surface faithfully: a pattern written through it read back different in the luma plane" ;;
+        no-chroma) why="vaDeriveImage does not map the surface faithfully: a pattern written through it read back different in the chroma plane" ;;
+        map-fails) why="mapping a derived image fails: Input/output error" ;;
+    esac
+    CAMREC_TEST_VA_DERIVE_HABIT=$habit record habit-$habit --log-level info --input $in --input-format nv12 --size 650x482 \
+        --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" habit-$habit.h264
+    if [[ $rc == 0 ]] && same_frames $in habit-$habit.h264 nv12 &&
+        grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage) because $why" habit-$habit.log &&
+        [[ $(driver_count habit-$habit put_images) == 12 && $(driver_count habit-$habit pictures) == 12 ]]; then
+        pass "derive habit $habit: exit 0, 12 frames identical, uploaded with vaPutImage (driver: $(driver_count habit-$habit put_images) puts), log says why: $why"
+    else
+        fail "derive habit $habit: exit $rc, cmp: $(cmp $in habit-$habit.h264.yuv 2>&1 | head -1), driver: $(cat habit-$habit.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' habit-$habit.log | grep -m2 'VA-API\|error')"
+    fi
+done
+
+# A derived mapping failing mid-recording (vaDeriveImage refused after 6 calls: FFmpeg's and camrec's
+# checks at start take 3, so frames 1-3 are derived): each later frame goes through a VA image instead
+# of stopping the recording. The driver's vaPutImage count must equal the frames the log says took it.
+in=in-640x480.nv12
+CAMREC_TEST_VA_DERIVE_FAIL_AFTER=6 record derivefail --log-level info --input $in --input-format nv12 --size 640x480 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" derivefail.h264
+viaimage=$(sed -n 's/.*; \([0-9]*\) frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage), because mapping a derived image failed.*/\1/p' derivefail.log)
+if [[ $rc == 0 ]] && same_frames $in derivefail.h264 nv12 && [[ -n $viaimage && $viaimage -ge 1 ]] &&
+    [[ $(driver_count derivefail put_images) == "$viaimage" && $(driver_count derivefail pictures) == "$FRAMES" ]]; then
+    pass "derive map fails mid-recording: exit 0, all $FRAMES frames identical, $viaimage went through vaPutImage (driver agrees): $(grep -o 'VA-API upload: .*' derivefail.log | cut -c1-160)"
+else
+    fail "derive map fails mid-recording: exit $rc (want 0), via image '$viaimage', driver: $(cat derivefail.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' derivefail.log | grep -m2 'upload\|error')"
+fi
 
 for rcarg in "--qp 26" "--bitrate 2M"; do
     # shellcheck disable=SC2086
@@ -286,9 +345,11 @@ for mode in end sync; do
 done
 
 # --- 5b. mapping a surface fails when the source takes a buffer ------------------------------------
-# The driver's first images are FFmpeg's and camrec's vaDeriveImage probes at start, then one per frame.
-# Once: that frame gets pool memory and is copied into a surface at encode (nothing lost).
-CAMREC_TEST_VA_MAP_FAIL_AFTER=6 CAMREC_TEST_VA_MAP_FAIL_COUNT=1 "$CAMREC" --log-level info --input $in --input-format nv12 \
+# The driver's first 4 images are checks at start (FFmpeg's vaDeriveImage; camrec's vaDeriveImage, the
+# derived mapping of its pattern and the vaCreateImage of its read-back), then one per frame. Two
+# failures in a row: the frame's derived mapping and then its VA image fail, so that frame gets pool
+# memory and is copied into a surface at encode (nothing lost).
+CAMREC_TEST_VA_MAP_FAIL_AFTER=8 CAMREC_TEST_VA_MAP_FAIL_COUNT=2 "$CAMREC" --log-level info --input $in --input-format nv12 \
     --size 640x480 --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" mapfail1.h264 >mapfail1.log 2>&1
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail1.h264 -f rawvideo -pix_fmt nv12 -y mapfail1.nv12 2>/dev/null
@@ -300,7 +361,7 @@ else
     fail "mapping fails once: exit $rc, cmp: $(cmp $in mapfail1.nv12 2>&1 | head -1): $(grep -v '^\[camrec_test_drv\]' mapfail1.log | tail -3)"
 fi
 # For good: the copy at encode can't map either, so the encoder fails: exit 74, earlier frames saved.
-CAMREC_TEST_VA_MAP_FAIL_AFTER=6 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
+CAMREC_TEST_VA_MAP_FAIL_AFTER=8 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
     --encoder vaapi --vaapi-device "$DISP" mapfail.h264 >mapfail.log 2>&1
 rc=$?
 n=$(frame_count mapfail.h264)
