@@ -23,6 +23,9 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public let maximumBuffersInFlight = 1
     public var onBufferDone: ((PixelBuffer) -> Void)?
     public var onPacket: ((EncodedPacket) -> Void)?
+    /// SPS and PPS from the encoder's extradata (global headers), once started; nil when the
+    /// driver writes them only in the stream.
+    public private(set) var parameterSets: [UInt8]?
 
     public let device: VAAPIDevice
     private let settings: EncoderSettings
@@ -180,19 +183,52 @@ public final class VAAPIH264Encoder: VideoEncoder {
         fc.pointee.height = Int32(settings.size.height)
         // 0: surfaces are created as needed and reused; the encoder holds at most a few.
         fc.pointee.initial_pool_size = 0
-        var status = av_hwframe_ctx_init(frames)
+        let status = av_hwframe_ctx_init(frames)
         guard status >= 0 else {
             throw unavailable("the VA driver can't make \(settings.size) NV12 surfaces", status)
         }
         uploadPath = VAAPIUploadPath.choose(frames: frames, display: device.display,
                                             width: settings.size.width, height: settings.size.height)
 
+        // One black frame on a context of its own, so a driver that refuses the settings only
+        // at the first picture, or writes no SPS/PPS, is found out before any output exists.
+        var trial: UnsafeMutablePointer<AVCodecContext>? = try openCodec(codec, frames: frames, profile: profile)
+        defer { avcodec_free_context(&trial) }
+        let first = try VAAPIFirstFrame.encode(context: trial!, frames: frames, uploadPath: uploadPath, display: device.display,
+                                               width: settings.size.width, height: settings.size.height)
+        guard first.packetBytes > 0 else {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) returned an empty packet for a first frame "
+                + "(\(describeSettings(profile)))")
+        }
+        guard first.hasParameterSets else {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) writes no SPS/PPS and takes none from FFmpeg "
+                + "(no packed headers): its stream could not be decoded")
+        }
+        let ctx = try openCodec(codec, frames: frames, profile: profile)
+        // With global headers the SPS/PPS are also in extradata: the stream writer keeps them, so
+        // every IDR gets them even where the driver writes them only once or out of band.
+        if let extradata = ctx.pointee.extradata, ctx.pointee.extradata_size > 0 {
+            parameterSets = Array(UnsafeRawBufferPointer(start: extradata, count: Int(ctx.pointee.extradata_size)))
+        }
+        context = ctx
+    }
+
+    /// "640x480 @ 30 fps, H264ConstrainedBaseline, CBR 921600 bit/s", for messages.
+    private func describeSettings(_ profile: VAAPICapabilities.Profile) -> String {
+        "\(settings.size) @ \(settings.framesPerSecond) fps, \(VAAPIDevice.shortName(profile.name))"
+            + "\(usesLowPower ? " low-power" : ""), \(rateControl)"
+    }
+
+    /// An h264_vaapi context with camrec's settings, open.
+    private func openCodec(_ codec: UnsafePointer<AVCodec>, frames: UnsafeMutablePointer<AVBufferRef>,
+                           profile: VAAPICapabilities.Profile) throws -> UnsafeMutablePointer<AVCodecContext> {
+        let caps = device.capabilities
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
         }
-        // `context` is set only once the encoder is open; on any error the half-made one goes.
+        var opened = false
         defer {
-            if context == nil {
+            if !opened {
                 var unopened: UnsafeMutablePointer<AVCodecContext>? = ctx
                 avcodec_free_context(&unopened)
             }
@@ -206,6 +242,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
         ctx.pointee.framerate = AVRational(num: rate.numerator, den: rate.denominator)
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
+        ctx.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER)
         ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
         ctx.pointee.hw_device_ctx = av_buffer_ref(device.deviceRef)
         let priv = ctx.pointee.priv_data
@@ -244,13 +281,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
             }
         }
         var options: OpaquePointer?
-        status = avcodec_open2(ctx, codec, &options)
+        let status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)
         guard status >= 0 else {
-            throw unavailable("h264_vaapi refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
-                + "\(VAAPIDevice.shortName(profile.name))\(usesLowPower ? " low-power" : ""), \(rateControl))", status)
+            throw unavailable("h264_vaapi refused the settings (\(describeSettings(profile)))", status)
         }
-        context = ctx
+        opened = true
+        return ctx
     }
 
     /// Sets a private option of h264_vaapi; an FFmpeg without it can't do what camrec needs.

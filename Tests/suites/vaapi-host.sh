@@ -171,9 +171,10 @@ else
 fi
 check "the Constrained Baseline stream of the test driver (h264_vaapi, not libx264)" test "$(profile_of tp.h264)" = "Constrained Baseline"
 # "1 CPU pass" by the driver's own counts: no vaPutImage (no copy inside the driver), and one derived
-# mapping per frame plus camrec's check at start (the one vaGetImage is that check's read-back).
-check "test pattern, 1 CPU pass by the driver's counts: 90 pictures, 91 derived maps, 0 vaPutImage, 1 vaGetImage ($(cat tp.counts 2>/dev/null))" \
-    eval '[[ $(driver_count tp pictures) == 90 && $(driver_count tp derive_maps) == 91 && $(driver_count tp put_images) == 0 && $(driver_count tp get_images) == 1 ]]'
+# mapping per frame plus two at start (camrec's check of the mapping, whose read-back is the one
+# vaGetImage, and the black first frame encoded inside start(), the 91st picture).
+check "test pattern, 1 CPU pass by the driver's counts: 91 pictures, 92 derived maps, 0 vaPutImage, 1 vaGetImage ($(cat tp.counts 2>/dev/null))" \
+    eval '[[ $(driver_count tp pictures) == 91 && $(driver_count tp derive_maps) == 92 && $(driver_count tp put_images) == 0 && $(driver_count tp get_images) == 1 ]]'
 
 # --- 2. driver variations ---------------------------------------------------------------------
 in=in-650x482.nv12
@@ -201,7 +202,7 @@ check "driver without vaDeriveImage (upload through vaCreateImage + vaPutImage, 
 # Each mode of the driver makes vaDeriveImage lie in one way; camrec must notice at start (a pattern
 # written through the mapping, read back with vaGetImage), upload through vaCreateImage + vaPutImage,
 # say why, and lose nothing: the output is identical to the input and the driver counts one vaPutImage
-# per frame (12 frames of 650x482).
+# per frame (12 frames of 650x482, and the black first frame encoded inside start(): 13).
 in=in-650x482.nv12
 for habit in wrong-pitch no-chroma map-fails; do
     case $habit in
@@ -213,22 +214,23 @@ for habit in wrong-pitch no-chroma map-fails; do
         --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" habit-$habit.h264
     if [[ $rc == 0 ]] && same_frames $in habit-$habit.h264 nv12 &&
         grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage) because $why" habit-$habit.log &&
-        [[ $(driver_count habit-$habit put_images) == 12 && $(driver_count habit-$habit pictures) == 12 ]]; then
+        [[ $(driver_count habit-$habit put_images) == 13 && $(driver_count habit-$habit pictures) == 13 ]]; then
         pass "derive habit $habit: exit 0, 12 frames identical, uploaded with vaPutImage (driver: $(driver_count habit-$habit put_images) puts), log says why: $why"
     else
         fail "derive habit $habit: exit $rc, cmp: $(cmp $in habit-$habit.h264.yuv 2>&1 | head -1), driver: $(cat habit-$habit.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' habit-$habit.log | grep -m2 'VA-API\|error')"
     fi
 done
 
-# A derived mapping failing mid-recording (vaDeriveImage refused after 6 calls: FFmpeg's and camrec's
-# checks at start take 3, so frames 1-3 are derived): each later frame goes through a VA image instead
-# of stopping the recording. The driver's vaPutImage count must equal the frames the log says took it.
+# A derived mapping failing mid-recording (vaDeriveImage refused after 7 calls: FFmpeg's and camrec's
+# checks at start take 3, the black first frame 1, so frames 1-3 are derived): each later frame goes
+# through a VA image instead of stopping the recording. The driver's vaPutImage count must equal the
+# frames the log says took it.
 in=in-640x480.nv12
-CAMREC_TEST_VA_DERIVE_FAIL_AFTER=6 record derivefail --log-level info --input $in --input-format nv12 --size 640x480 \
+CAMREC_TEST_VA_DERIVE_FAIL_AFTER=7 record derivefail --log-level info --input $in --input-format nv12 --size 640x480 \
     --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" derivefail.h264
 viaimage=$(sed -n 's/.*; \([0-9]*\) frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage), because mapping a derived image failed.*/\1/p' derivefail.log)
 if [[ $rc == 0 ]] && same_frames $in derivefail.h264 nv12 && [[ -n $viaimage && $viaimage -ge 1 ]] &&
-    [[ $(driver_count derivefail put_images) == "$viaimage" && $(driver_count derivefail pictures) == "$FRAMES" ]]; then
+    [[ $(driver_count derivefail put_images) == "$viaimage" && $(driver_count derivefail pictures) == $((FRAMES + 1)) ]]; then
     pass "derive map fails mid-recording: exit 0, all $FRAMES frames identical, $viaimage went through vaPutImage (driver agrees): $(grep -o 'VA-API upload: .*' derivefail.log | cut -c1-160)"
 else
     fail "derive map fails mid-recording: exit $rc (want 0), via image '$viaimage', driver: $(cat derivefail.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' derivefail.log | grep -m2 'upload\|error')"
@@ -325,6 +327,25 @@ else
     echo "SKIP  permission denied on the node (needs root, setpriv and mknod here; the VM suite checks it)"
 fi
 
+# --- 4b. drivers that take no packed headers (Mesa on AMD) ------------------------------------------
+# The driver writes SPS/PPS itself before each IDR: the stream keeps the contract, pixels identical.
+in=in-650x482.nv12
+CAMREC_TEST_VA_PACKED_HEADERS=driver record packed-driver --input $in --input-format nv12 --size 650x482 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" packed-driver.h264
+if [[ $rc == 0 && $(idr_frames packed-driver.h264) == "0 5 10" ]] && sps_pps_before_every_idr packed-driver.h264 &&
+    same_frames $in packed-driver.h264 nv12 && "$CAMREC" inspect --summary packed-driver.h264 >packed-driver.inspect 2>&1; then
+    pass "no packed headers, the driver writes SPS/PPS: exit 0, IDRs at 0 5 10 each with SPS+PPS, contract OK, 12 frames identical"
+else
+    fail "no packed headers, the driver writes SPS/PPS: exit $rc, IDRs '$(idr_frames packed-driver.h264)', nal types: $(nal_types packed-driver.h264 | head -12 | tr '\n' ' '), inspect: $(tail -1 packed-driver.inspect)"
+fi
+# Nothing writes SPS/PPS (FFmpeg can't without packed headers, even with global headers): a stream
+# nobody could decode. Found by the first frame encoded inside start(): refused before any file exists.
+vaapi_fails packed-none "no packed headers and no SPS/PPS written" \
+    "the VA driver \(camrec test VA driver.*\) writes no SPS/PPS and takes none from FFmpeg \(no packed headers\): its stream could not be decoded" \
+    CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
+auto_falls_back auto-packed-none "no packed headers and no SPS/PPS written" "the VA driver .* writes no SPS/PPS" \
+    CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
+
 # --- 5. the driver fails mid-recording -------------------------------------------------------------
 in=in-640x480.nv12
 for mode in end sync; do
@@ -345,11 +366,12 @@ for mode in end sync; do
 done
 
 # --- 5b. mapping a surface fails when the source takes a buffer ------------------------------------
-# The driver's first 4 images are checks at start (FFmpeg's vaDeriveImage; camrec's vaDeriveImage, the
-# derived mapping of its pattern and the vaCreateImage of its read-back), then one per frame. Two
+# The driver's first 5 images are made at start (FFmpeg's vaDeriveImage; camrec's vaDeriveImage, the
+# derived mapping of its pattern, the vaCreateImage of its read-back, the black first frame's mapping),
+# then one per frame. Two
 # failures in a row: the frame's derived mapping and then its VA image fail, so that frame gets pool
 # memory and is copied into a surface at encode (nothing lost).
-CAMREC_TEST_VA_MAP_FAIL_AFTER=8 CAMREC_TEST_VA_MAP_FAIL_COUNT=2 "$CAMREC" --log-level info --input $in --input-format nv12 \
+CAMREC_TEST_VA_MAP_FAIL_AFTER=9 CAMREC_TEST_VA_MAP_FAIL_COUNT=2 "$CAMREC" --log-level info --input $in --input-format nv12 \
     --size 640x480 --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" mapfail1.h264 >mapfail1.log 2>&1
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail1.h264 -f rawvideo -pix_fmt nv12 -y mapfail1.nv12 2>/dev/null
@@ -361,7 +383,7 @@ else
     fail "mapping fails once: exit $rc, cmp: $(cmp $in mapfail1.nv12 2>&1 | head -1): $(grep -v '^\[camrec_test_drv\]' mapfail1.log | tail -3)"
 fi
 # For good: the copy at encode can't map either, so the encoder fails: exit 74, earlier frames saved.
-CAMREC_TEST_VA_MAP_FAIL_AFTER=8 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
+CAMREC_TEST_VA_MAP_FAIL_AFTER=9 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
     --encoder vaapi --vaapi-device "$DISP" mapfail.h264 >mapfail.log 2>&1
 rc=$?
 n=$(frame_count mapfail.h264)
