@@ -56,6 +56,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// and copied from pool memory into a surface at `encode` (2 CPU passes).
     public private(set) var framesWrittenInPlace = 0
     public private(set) var framesCopied = 0
+    /// Frames the driver skipped: it returned an empty packet, which is dropped.
+    public var framesSkippedByDriver: Int { packets.emptyPackets }
     /// Encoder-thread time of the upload: unmapping, or get surface + map + copy + unmap.
     private var encodeUploadNanoseconds: UInt64 = 0
     private var encodeUploadCPUNanoseconds: UInt64 = 0
@@ -106,6 +108,9 @@ public final class VAAPIH264Encoder: VideoEncoder {
             let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
             parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
                 + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
+        }
+        if packets.emptyPackets > 0 {
+            parts.append("\(frames(packets.emptyPackets)) skipped by the driver (empty packets, dropped)")
         }
         if let released = stats?.releasedUnencoded, released > 0 {
             parts.append("\(released) surfaces released unencoded (buffers recycled without being encoded)")

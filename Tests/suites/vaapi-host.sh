@@ -346,6 +346,25 @@ vaapi_fails packed-none "no packed headers and no SPS/PPS written" \
 auto_falls_back auto-packed-none "no packed headers and no SPS/PPS written" "the VA driver .* writes no SPS/PPS" \
     CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
 
+# --- 4c. empty coded buffers (Mesa's frame skipping in CBR) -----------------------------------------
+# Every 4th non-IDR picture comes back empty: frames 3, 7 and 11 of 12 (IDRs at 0 5 10). camrec drops
+# and counts them, never fails: the 9 frames left are exactly the input without those three.
+in=in-650x482.nv12
+CAMREC_TEST_VA_EMPTY_EVERY=4 record empty --log-level info --input $in --input-format nv12 --size 650x482 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" empty.h264
+python3 -c '
+import sys
+frame = 650 * 482 * 3 // 2
+data = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(b"".join(data[i * frame:(i + 1) * frame] for i in range(12) if i not in (3, 7, 11)))' $in >empty-expected.nv12
+if [[ $rc == 0 && $(frame_count empty.h264) == 9 && $(driver_count empty empty_pictures) == 3 ]] &&
+    same_frames empty-expected.nv12 empty.h264 nv12 && sps_pps_before_every_idr empty.h264 &&
+    grep -qF "; 3 frames skipped by the driver (empty packets, dropped)" empty.log; then
+    pass "empty coded buffers every 4th picture: exit 0, 9 frames, identical to the input without frames 3 7 11, the log counts 3"
+else
+    fail "empty coded buffers every 4th picture: exit $rc (want 0), frames $(frame_count empty.h264), driver: $(cat empty.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' empty.log | grep -m2 'error\|upload')"
+fi
+
 # --- 5. the driver fails mid-recording -------------------------------------------------------------
 in=in-640x480.nv12
 for mode in end sync; do
