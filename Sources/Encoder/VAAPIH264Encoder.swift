@@ -199,8 +199,14 @@ public final class VAAPIH264Encoder: VideoEncoder {
         // at the first picture, or writes no SPS/PPS, is found out before any output exists.
         var trial: UnsafeMutablePointer<AVCodecContext>? = try openCodec(codec, frames: frames, profile: profile)
         defer { avcodec_free_context(&trial) }
-        let first = try VAAPIFirstFrame.encode(context: trial!, frames: frames, uploadPath: uploadPath, display: device.display,
+        let first: VAAPIFirstFrame.Outcome
+        do {
+            first = try VAAPIFirstFrame.encode(context: trial!, frames: frames, uploadPath: uploadPath, display: device.display,
                                                width: settings.size.width, height: settings.size.height)
+        } catch let error as EncoderError {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) refused the settings at the first frame "
+                + "(\(describeSettings(profile))): \(error.message)")
+        }
         guard first.packetBytes > 0 else {
             throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) returned an empty packet for a first frame "
                 + "(\(describeSettings(profile)))")

@@ -346,6 +346,18 @@ vaapi_fails packed-none "no packed headers and no SPS/PPS written" \
 auto_falls_back auto-packed-none "no packed headers and no SPS/PPS written" "the VA driver .* writes no SPS/PPS" \
     CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
 
+# --- 4d. settings a driver refuses only at the first picture (CBR here) --------------------------------
+# camrec encodes a black frame inside start(), so the refusal comes before any file exists.
+vaapi_fails refuse-cbr "CBR refused only at the first picture" \
+    "the VA driver \(camrec test VA driver.*\) refused the settings at the first frame \(640x480 @ 30\.0 fps, H264ConstrainedBaseline, CBR 921600 bit/s\): .*invalid parameter" \
+    CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 -- --vaapi-device "$DISP"
+auto_falls_back auto-refuse-cbr "CBR refused only at the first picture" "the VA driver .* refused the settings at the first frame" \
+    CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 -- --vaapi-device "$DISP"
+CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 --qp 26 --encoder vaapi --vaapi-device "$DISP" refuse-cbr-qp.h264 >refuse-cbr-qp.log 2>&1
+rc=$?
+check "the same driver with --qp 26 (CQP, not refused): exit 0, 10 frames" \
+    eval '[[ $rc == 0 && $(frame_count refuse-cbr-qp.h264) == 10 ]]'
+
 # --- 4c. empty coded buffers (Mesa's frame skipping in CBR) -----------------------------------------
 # Every 4th non-IDR picture comes back empty: frames 3, 7 and 11 of 12 (IDRs at 0 5 10). camrec drops
 # and counts them, never fails: the 9 frames left are exactly the input without those three.
