@@ -162,6 +162,11 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public func start() throws {
         if context != nil { return }
         let caps = device.capabilities
+        // h264_vaapi takes QP 1-51: it ignores qp 0 and encodes at its default (20) instead.
+        if settings.constantQP == 0 {
+            throw EncoderError(.unavailable, "VA-API can't encode at QP 0 (h264_vaapi takes QP 1-51 and would silently use "
+                + "its default, 20): use --qp 1, the nearest it can do")
+        }
         guard let profile = Self.chooseProfile(settings.profile, in: caps) else {
             let offered = caps.h264.filter { $0.canEncode || $0.canEncodeLowPower }.map { VAAPIDevice.shortName($0.name) }
             throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) can't encode H.264 profile \(settings.profile.rawValue) "

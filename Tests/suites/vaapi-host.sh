@@ -346,6 +346,21 @@ vaapi_fails packed-none "no packed headers and no SPS/PPS written" \
 auto_falls_back auto-packed-none "no packed headers and no SPS/PPS written" "the VA driver .* writes no SPS/PPS" \
     CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
 
+# --- 4e. the QP actually used, read from the stream (FFmpeg's trace_headers, not camrec) -------------
+# slice_qps FILE: the distinct QPs of its slices, 26 + pic_init_qp_minus26 (of the PPS before) + slice_qp_delta.
+slice_qps() {
+    ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
+        awk '/pic_init_qp_minus26/ { init = $NF } /slice_qp_delta/ { print 26 + init + $NF }' | sort -un | tr '\n' ' ' | sed 's/ $//'
+}
+for qp in 1 26 51; do
+    record qp-$qp --log-level info --test-pattern --size 320x240 --frames 6 --keyframe-interval 3 --qp $qp --encoder vaapi --vaapi-device "$DISP" qp-$qp.h264
+    check "--qp $qp with VA-API: every slice of the stream is coded at QP $qp (got '$(slice_qps qp-$qp.h264)')" \
+        eval '[[ $rc == 0 && $(slice_qps qp-$qp.h264) == "$qp" ]] && grep -qF "CQP $qp" qp-$qp.log'
+done
+# --qp 0: h264_vaapi would ignore it and encode at QP 20 while camrec said "CQP 0". Refused instead.
+vaapi_fails qp-0 "--qp 0 (h264_vaapi takes 1-51)" "VA-API can't encode at QP 0 \\(h264_vaapi takes QP 1-51 .*\\): use --qp 1" \
+    X=1 -- --qp 0 --vaapi-device "$DISP"
+
 # --- 4d. settings a driver refuses only at the first picture (CBR here) --------------------------------
 # camrec encodes a black frame inside start(), so the refusal comes before any file exists.
 vaapi_fails refuse-cbr "CBR refused only at the first picture" \
