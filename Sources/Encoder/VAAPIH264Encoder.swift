@@ -1,6 +1,7 @@
 import CFFmpeg
 import Libav
 import Capture
+import Glibc
 
 /// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.
 ///
@@ -40,6 +41,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public private(set) var chosenProfile: VAAPICapabilities.Profile?
     public private(set) var usesLowPower = false
     public private(set) var rateControl = ""
+    /// One line for the user when camrec had to choose for them (constant QP for a bit rate).
+    public private(set) var rateControlNote: String?
     /// Whether mappings are the surface itself (vaDeriveImage) or an image the driver then
     /// copies with vaPutImage (one more copy, inside the driver), and why (checked at start).
     private var uploadPath = VAAPIUploadPath(kind: .image, reason: "not checked yet")
@@ -229,6 +232,14 @@ public final class VAAPIH264Encoder: VideoEncoder {
         context = ctx
     }
 
+    /// A QP for about `bitrate` when the driver has only constant QP: QP 26 at 0.1 bit per pixel, and
+    /// 6 more for each halving (H.264's step size doubles every 6 QP). Rough, as the picture decides.
+    static func constantQP(forBitrate bitrate: Int, width: Int, height: Int, framesPerSecond: Double) -> Int {
+        let bitsPerPixel = Double(bitrate) / (Double(max(1, width * height)) * max(1, framesPerSecond))
+        let qp = 26 - 6 * log2(max(bitsPerPixel, 1e-6) / 0.1)
+        return min(45, max(18, Int(qp.rounded())))
+    }
+
     /// "640x480 @ 30 fps, H264ConstrainedBaseline, CBR 921600 bit/s", for messages.
     private func describeSettings(_ profile: VAAPICapabilities.Profile) -> String {
         "\(settings.size) @ \(settings.framesPerSecond) fps, \(VAAPIDevice.shortName(profile.name))"
@@ -291,9 +302,22 @@ public final class VAAPIH264Encoder: VideoEncoder {
             } else if modes & camrec_VA_RC_VBR != 0 {
                 try option(priv, "rc_mode", "VBR")
                 rateControl = "VBR \(bitrate) bit/s"
+            } else if modes & camrec_VA_RC_CQP != 0 {
+                // Constant QP only (Intel's low-power encoder without HuC firmware): a QP for about that rate.
+                let qp = Self.constantQP(forBitrate: Int(bitrate), width: settings.size.width, height: settings.size.height,
+                                         framesPerSecond: settings.framesPerSecond)
+                try option(priv, "rc_mode", "CQP")
+                try option(priv, "qp", Int64(qp))
+                rateControl = "CQP \(qp) (for about \(bitrate) bit/s)"
+                let hint = usesLowPower
+                    ? "; for bit-rate control, Intel's low-power encoder needs its HuC firmware (i915.enable_guc=2) "
+                        + "or the intel-media-va-driver-non-free package"
+                    : ""
+                rateControlNote = "the VA driver (\(caps.vendor)) has no bit-rate control: constant QP \(qp) instead, "
+                    + "chosen for about \(bitrate) bit/s (--qp sets it)\(hint)"
             } else {
-                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no bit-rate control (CBR or VBR); "
-                    + "use --qp")
+                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no rate control camrec can use "
+                    + "(no CBR, VBR or constant QP)")
             }
         }
         var options: OpaquePointer?

@@ -361,6 +361,25 @@ done
 vaapi_fails qp-0 "--qp 0 (h264_vaapi takes 1-51)" "VA-API can't encode at QP 0 \\(h264_vaapi takes QP 1-51 .*\\): use --qp 1" \
     X=1 -- --qp 0 --vaapi-device "$DISP"
 
+# --- 4f. low-power encoder with constant QP only (Intel without HuC firmware) ------------------------
+# auto keeps the GPU: constant QP for about the asked rate (QP 26 at 0.1 bit/pixel, +6 per halving:
+# 640x480 @ 30 fps, default 921600 bit/s = 0.1 -> 26; 250k = 0.027 -> 37), one line with the HuC hint.
+for case in "default 26" "250k 37"; do
+    set -- $case
+    rate=$1 want=$2
+    args=(); [[ $rate != default ]] && args=(--bitrate $rate)
+    CAMREC_TEST_VA_LOW_POWER_ONLY=1 CAMREC_TEST_VA_CQP_ONLY=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+        --keyframe-interval 5 "${args[@]}" --vaapi-device "$DISP" lpcqp-$rate.h264 >lpcqp-$rate.log 2>&1
+    rc=$?
+    notes=$(grep -v '^\[camrec_test_drv\]' lpcqp-$rate.log | grep -vc '^camrec: finished')
+    if [[ $rc == 0 && $notes == 1 && $(slice_qps lpcqp-$rate.h264) == "$want" ]] &&
+        grep -q "^camrec: encoding on the GPU: h264_vaapi (VA-API low-power .*has no bit-rate control: constant QP $want instead.*HuC firmware (i915.enable_guc=2)" lpcqp-$rate.log; then
+        pass "auto, low-power CQP-only driver, bit rate $rate: the GPU at QP $want (every slice), one line: $(head -1 lpcqp-$rate.log | cut -c1-140)…"
+    else
+        fail "auto, low-power CQP-only driver, bit rate $rate: exit $rc, $notes lines, slice QPs '$(slice_qps lpcqp-$rate.h264)' (want $want): $(head -2 lpcqp-$rate.log)"
+    fi
+done
+
 # --- 4d. settings a driver refuses only at the first picture (CBR here) --------------------------------
 # camrec encodes a black frame inside start(), so the refusal comes before any file exists.
 vaapi_fails refuse-cbr "CBR refused only at the first picture" \
