@@ -303,6 +303,11 @@ vaapi_fails va-nodriver "no such VA driver" "the VA driver failed to load or ini
 vaapi_fails va-noencode "decode-only driver" "the VA driver on $DISP \(camrec test VA driver.*\) has no H.264 encode entrypoint \(H264ConstrainedBaseline: VLD\)" \
     CAMREC_TEST_VA_NO_ENCODE=1 -- --vaapi-device "$DISP"
 vaapi_fails va-nonode "render node that does not exist" "no render node at /dev/dri/renderD199" X=1 -- --vaapi-device /dev/dri/renderD199
+# A primary node (cardN) needs DRM authentication: refused by its name, with the render node to use
+# (a directory of fake nodes: only names matter here).
+mkdir -p fakedri && touch fakedri/card0 fakedri/renderD129 fakedri/renderD128
+vaapi_fails va-card "a primary node /…/card0" "$WORK/fakedri/card0 is a primary DRM node \(it needs DRM authentication\): use a render node, --vaapi-device $WORK/fakedri/renderD128" \
+    X=1 -- --vaapi-device "$WORK/fakedri/card0"
 vaapi_fails va-notnode "a file that is not a render node" "/dev/null is not a GPU render node \(not a DRM device\)" X=1 -- --vaapi-device /dev/null
 vaapi_fails va-nox "an X display with no server" "cannot use X11 display :77" X=1 -- --vaapi-device :77
 if [[ -e /dev/dri ]]; then
