@@ -27,7 +27,7 @@ let package = Package(
             "CV4L2", "CFFmpeg", "Libav",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Capture"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Capture", "Bitstream"]),
         .target(name: "Pipeline"),
         // What travels on the wire besides H.264: the timing SEI, access-unit reassembly. Pure Swift.
         .target(name: "NetStream", dependencies: ["Bitstream"]),

@@ -10,7 +10,8 @@ public enum EncoderPreference: String, Sendable, CaseIterable {
 public enum EncoderSelection {
     public struct Choice {
         public let encoder: VideoEncoder
-        /// One line for stderr saying what `auto` chose and why; nil when the user chose.
+        /// One line for stderr saying what `auto` chose and why, or what camrec chose for the user
+        /// (constant QP for a bit rate); nil when there is nothing to say.
         public let note: String?
     }
 
@@ -24,11 +25,13 @@ public enum EncoderSelection {
         case .software:
             return Choice(encoder: try SoftwareH264Encoder(settings: settings), note: nil)
         case .vaapi:
-            return Choice(encoder: try openVAAPI(settings: settings, device: vaapiDevice), note: nil)
+            let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
+            return Choice(encoder: encoder, note: encoder.rateControlNote)
         case .auto:
             do {
                 let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
-                return Choice(encoder: encoder, note: "encoding on the GPU: \(encoder.name)")
+                return Choice(encoder: encoder, note: "encoding on the GPU: \(encoder.name)"
+                    + (encoder.rateControlNote.map { "; \($0)" } ?? ""))
             } catch let error as EncoderError {
                 LibavLogCapture.end()
                 let software = try SoftwareH264Encoder(settings: settings)

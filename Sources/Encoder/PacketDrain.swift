@@ -11,6 +11,9 @@ struct PacketDrain {
     let encoderName: String
     /// Capture times by sequence, so packets carry them out (no B-frames: a short ring is enough).
     private var captureTimes = [UInt64](repeating: 0, count: 64)
+    /// Empty packets dropped: frames the encoder skipped (Mesa's VA-API frame skipping in CBR
+    /// returns a 0-byte coded buffer). Not a failure; the frame is simply not in the stream.
+    private(set) var emptyPackets = 0
 
     init(frameRate: (numerator: Int32, denominator: Int32), encoderName: String) {
         self.frameRate = frameRate
@@ -22,7 +25,7 @@ struct PacketDrain {
     }
 
     /// Passes every packet libavcodec has ready to `onPacket`; returns at EAGAIN or EOF.
-    func drain(_ context: UnsafeMutablePointer<AVCodecContext>, _ packet: UnsafeMutablePointer<AVPacket>,
+    mutating func drain(_ context: UnsafeMutablePointer<AVCodecContext>, _ packet: UnsafeMutablePointer<AVPacket>,
                onPacket: ((EncodedPacket) -> Void)?) throws {
         while true {
             let status = avcodec_receive_packet(context, packet)
@@ -31,6 +34,10 @@ struct PacketDrain {
                 throw EncoderError(.failed, "\(encoderName) failed to deliver a packet: \(libavErrorDescription(status))")
             }
             defer { av_packet_unref(packet) }
+            if packet.pointee.size <= 0 {
+                emptyPackets += 1
+                continue
+            }
             let sequence = UInt64(max(0, packet.pointee.pts))
             let pts = sequence * 1_000_000_000 * UInt64(frameRate.denominator) / UInt64(frameRate.numerator)
             let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))

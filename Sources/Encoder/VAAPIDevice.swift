@@ -84,6 +84,7 @@ public final class VAAPIDevice: @unchecked Sendable {
         }
         let isX11 = device.hasPrefix(":")
         if !isX11 {
+            try rejectPrimaryNode(device)
             try checkNode(device)
         }
         LibavLogCapture.begin()
@@ -113,6 +114,17 @@ public final class VAAPIDevice: @unchecked Sendable {
         }
         let capabilities = queryCapabilities(display)
         return VAAPIDevice(device: device, deviceRef: ref, display: display, capabilities: capabilities)
+    }
+
+    /// `/dev/dri/cardN` is a primary node: opening it for VA-API needs DRM authentication (a display
+    /// server's job), and libva would fail with an unhelpful message. Name the render node instead.
+    static func rejectPrimaryNode(_ path: String, directory: String = "/dev/dri") throws {
+        let name = path.split(separator: "/").last.map(String.init) ?? path
+        guard name.hasPrefix("card"), Int(name.dropFirst("card".count)) != nil else { return }
+        let parent = path.contains("/") ? String(path[..<path.lastIndex(of: "/")!]) : "."
+        let render = defaultRenderNode(directory: parent.isEmpty ? directory : parent)
+        throw EncoderError(.unavailable, "\(path) is a primary DRM node (it needs DRM authentication): use a render node, "
+            + (render.map { "--vaapi-device \($0)" } ?? "/dev/dri/renderD128 or the like (this machine has none)"))
     }
 
     /// libva's DRM path says only "no VA display" when it can't open the node; find out why first.

@@ -1,6 +1,7 @@
 import CFFmpeg
 import Libav
 import Capture
+import Glibc
 
 /// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.
 ///
@@ -23,6 +24,9 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public let maximumBuffersInFlight = 1
     public var onBufferDone: ((PixelBuffer) -> Void)?
     public var onPacket: ((EncodedPacket) -> Void)?
+    /// SPS and PPS from the encoder's extradata (global headers), once started; nil when the
+    /// driver writes them only in the stream.
+    public private(set) var parameterSets: [UInt8]?
 
     public let device: VAAPIDevice
     private let settings: EncoderSettings
@@ -31,15 +35,20 @@ public final class VAAPIH264Encoder: VideoEncoder {
     private let hwFrame: UnsafeMutablePointer<AVFrame>
     private let mapped: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>
-    private var packets: PacketDrain
+    private(set) var packets: PacketDrain
 
     /// What was chosen when the encoder opened, for logs and tests.
     public private(set) var chosenProfile: VAAPICapabilities.Profile?
     public private(set) var usesLowPower = false
     public private(set) var rateControl = ""
+    /// One line for the user when camrec had to choose for them (constant QP for a bit rate).
+    public private(set) var rateControlNote: String?
     /// Whether mappings are the surface itself (vaDeriveImage) or an image the driver then
-    /// copies with vaPutImage (one more copy, inside the driver).
-    public private(set) var uploadIsDirect = false
+    /// copies with vaPutImage (one more copy, inside the driver), and why (checked at start).
+    private(set) var uploadPath = VAAPIUploadPath(kind: .image, reason: "not checked yet")
+    public var uploadIsDirect: Bool { uploadPath.isDirect }
+    /// The copy path's VA image, when derived mappings can't be used (made on first need).
+    private var copyImage: VAAPIImageMapping?
     /// The backing of the last pool `makePool` made; nil until then.
     private(set) var backing: VAAPISurfaceBacking?
     /// Counters of the upload. Frames sent to the GPU, and bytes the CPU wrote into VA mappings
@@ -50,6 +59,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// and copied from pool memory into a surface at `encode` (2 CPU passes).
     public private(set) var framesWrittenInPlace = 0
     public private(set) var framesCopied = 0
+    /// Frames the driver skipped: it returned an empty packet, which is dropped.
+    public var framesSkippedByDriver: Int { packets.emptyPackets }
     /// Encoder-thread time of the upload: unmapping, or get surface + map + copy + unmap.
     private var encodeUploadNanoseconds: UInt64 = 0
     private var encodeUploadCPUNanoseconds: UInt64 = 0
@@ -59,46 +70,6 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public var uploadNanoseconds: UInt64 { encodeUploadNanoseconds + (backing?.statistics.mapNanoseconds ?? 0) }
     /// The same in CPU time of the threads doing it: what the upload costs the CPU.
     public var uploadCPUNanoseconds: UInt64 { encodeUploadCPUNanoseconds + (backing?.statistics.mapCPUNanoseconds ?? 0) }
-
-    /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
-    public var configuration: String {
-        let profile = chosenProfile.map { VAAPIDevice.shortName($0.name) } ?? "no profile yet"
-        return "\(profile) on \(usesLowPower ? "EncSliceLP (low power)" : "EncSlice"), \(rateControl), upload: \(onePass)"
-    }
-
-    /// How a frame written in place reaches the GPU.
-    private var onePass: String {
-        uploadIsDirect
-            ? "1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
-            : "1 CPU pass into a VA image, then the driver copies once more (vaPutImage)"
-    }
-
-    /// What the upload did, for the end of a recording: frames, CPU passes, bytes, time.
-    public var uploadSummary: String {
-        func frames(_ n: Int) -> String { n == 1 ? "1 frame" : "\(n) frames" }
-        var parts: [String] = []
-        if framesWrittenInPlace > 0 || framesCopied == 0 {
-            parts.append("\(frames(framesWrittenInPlace)) took \(onePass)")
-        }
-        if framesCopied > 0 {
-            parts.append("\(frames(framesCopied)) took 2 CPU passes (source into pool memory, then a copy into a mapped surface"
-                + (uploadIsDirect ? ")" : "; the driver copies once more, vaPutImage)"))
-        }
-        let stats = backing?.statistics
-        if let stats, let why = stats.firstFailure {
-            parts.append("mapping a surface when a frame was taken failed \(stats.failures == 1 ? "once" : "\(stats.failures) times") (\(why))")
-        }
-        parts.append("\(String(format3: Double(uploadedBytes) / 1_048_576)) MiB written into VA mappings")
-        if uploadedFrames > 0 {
-            let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
-            parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
-                + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
-        }
-        if let released = stats?.releasedUnencoded, released > 0 {
-            parts.append("\(released) surfaces released unencoded (buffers recycled without being encoded)")
-        }
-        return parts.joined(separator: "; ")
-    }
 
     public var name: String {
         "h264_vaapi (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
@@ -144,6 +115,11 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public func start() throws {
         if context != nil { return }
         let caps = device.capabilities
+        // h264_vaapi takes QP 1-51: it ignores qp 0 and encodes at its default (20) instead.
+        if settings.constantQP == 0 {
+            throw EncoderError(.unavailable, "VA-API can't encode at QP 0 (h264_vaapi takes QP 1-51 and would silently use "
+                + "its default, 20): use --qp 1, the nearest it can do")
+        }
         guard let profile = Self.chooseProfile(settings.profile, in: caps) else {
             let offered = caps.h264.filter { $0.canEncode || $0.canEncodeLowPower }.map { VAAPIDevice.shortName($0.name) }
             throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) can't encode H.264 profile \(settings.profile.rawValue) "
@@ -170,18 +146,66 @@ public final class VAAPIH264Encoder: VideoEncoder {
         fc.pointee.height = Int32(settings.size.height)
         // 0: surfaces are created as needed and reused; the encoder holds at most a few.
         fc.pointee.initial_pool_size = 0
-        var status = av_hwframe_ctx_init(frames)
+        let status = av_hwframe_ctx_init(frames)
         guard status >= 0 else {
             throw unavailable("the VA driver can't make \(settings.size) NV12 surfaces", status)
         }
-        uploadIsDirect = probeDerive()
+        uploadPath = VAAPIUploadPath.choose(frames: frames, display: device.display,
+                                            width: settings.size.width, height: settings.size.height)
 
+        // One black frame on a context of its own, so a driver that refuses the settings only
+        // at the first picture, or writes no SPS/PPS, is found out before any output exists.
+        var trial: UnsafeMutablePointer<AVCodecContext>? = try openCodec(codec, frames: frames, profile: profile)
+        defer { avcodec_free_context(&trial) }
+        let first: VAAPIFirstFrame.Outcome
+        do {
+            first = try VAAPIFirstFrame.encode(context: trial!, frames: frames, uploadPath: uploadPath, display: device.display,
+                                               width: settings.size.width, height: settings.size.height)
+        } catch let error as EncoderError {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) refused the settings at the first frame "
+                + "(\(describeSettings(profile))): \(error.message)")
+        }
+        guard first.packetBytes > 0 else {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) returned an empty packet for a first frame "
+                + "(\(describeSettings(profile)))")
+        }
+        guard first.hasParameterSets else {
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) writes no SPS/PPS and takes none from FFmpeg "
+                + "(no packed headers): its stream could not be decoded")
+        }
+        let ctx = try openCodec(codec, frames: frames, profile: profile)
+        // With global headers the SPS/PPS are also in extradata: the stream writer keeps them, so
+        // every IDR gets them even where the driver writes them only once or out of band.
+        if let extradata = ctx.pointee.extradata, ctx.pointee.extradata_size > 0 {
+            parameterSets = Array(UnsafeRawBufferPointer(start: extradata, count: Int(ctx.pointee.extradata_size)))
+        }
+        context = ctx
+    }
+
+    /// A QP for about `bitrate` when the driver has only constant QP: QP 26 at 0.1 bit per pixel, and
+    /// 6 more for each halving (H.264's step size doubles every 6 QP). Rough, as the picture decides.
+    static func constantQP(forBitrate bitrate: Int, width: Int, height: Int, framesPerSecond: Double) -> Int {
+        let bitsPerPixel = Double(bitrate) / (Double(max(1, width * height)) * max(1, framesPerSecond))
+        let qp = 26 - 6 * log2(max(bitsPerPixel, 1e-6) / 0.1)
+        return min(45, max(18, Int(qp.rounded())))
+    }
+
+    /// "640x480 @ 30 fps, H264ConstrainedBaseline, CBR 921600 bit/s", for messages.
+    private func describeSettings(_ profile: VAAPICapabilities.Profile) -> String {
+        "\(settings.size) @ \(settings.framesPerSecond) fps, \(VAAPIDevice.shortName(profile.name))"
+            + "\(usesLowPower ? " low-power" : ""), \(rateControl)"
+    }
+
+    /// An h264_vaapi context with camrec's settings, open.
+    private func openCodec(_ codec: UnsafePointer<AVCodec>, frames: UnsafeMutablePointer<AVBufferRef>,
+                           profile: VAAPICapabilities.Profile) throws -> UnsafeMutablePointer<AVCodecContext> {
+        let caps = device.capabilities
         guard let ctx = avcodec_alloc_context3(codec) else {
             throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
         }
-        // `context` is set only once the encoder is open; on any error the half-made one goes.
+        var opened = false
         defer {
-            if context == nil {
+            if !opened {
                 var unopened: UnsafeMutablePointer<AVCodecContext>? = ctx
                 avcodec_free_context(&unopened)
             }
@@ -197,6 +221,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
         ctx.pointee.max_b_frames = 0
         // h264_vaapi cuts a picture into this many slices (0 would also mean one; say it).
         ctx.pointee.slices = Int32(clamping: settings.slicesPerPicture)
+        ctx.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER)
         ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
         ctx.pointee.hw_device_ctx = av_buffer_ref(device.deviceRef)
         let priv = ctx.pointee.priv_data
@@ -229,19 +254,32 @@ public final class VAAPIH264Encoder: VideoEncoder {
             } else if modes & camrec_VA_RC_VBR != 0 {
                 try option(priv, "rc_mode", "VBR")
                 rateControl = "VBR \(bitrate) bit/s"
+            } else if modes & camrec_VA_RC_CQP != 0 {
+                // Constant QP only (Intel's low-power encoder without HuC firmware): a QP for about that rate.
+                let qp = Self.constantQP(forBitrate: Int(bitrate), width: settings.size.width, height: settings.size.height,
+                                         framesPerSecond: settings.framesPerSecond)
+                try option(priv, "rc_mode", "CQP")
+                try option(priv, "qp", Int64(qp))
+                rateControl = "CQP \(qp) (for about \(bitrate) bit/s)"
+                let hint = usesLowPower
+                    ? "; for bit-rate control, Intel's low-power encoder needs its HuC firmware (i915.enable_guc=2) "
+                        + "or the intel-media-va-driver-non-free package"
+                    : ""
+                rateControlNote = "the VA driver (\(caps.vendor)) has no bit-rate control: constant QP \(qp) instead, "
+                    + "chosen for about \(bitrate) bit/s (--qp sets it)\(hint)"
             } else {
-                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no bit-rate control (CBR or VBR); "
-                    + "use --qp")
+                throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) has no rate control camrec can use "
+                    + "(no CBR, VBR or constant QP)")
             }
         }
         var options: OpaquePointer?
-        status = avcodec_open2(ctx, codec, &options)
+        let status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)
         guard status >= 0 else {
-            throw unavailable("h264_vaapi refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
-                + "\(VAAPIDevice.shortName(profile.name))\(usesLowPower ? " low-power" : ""), \(rateControl))", status)
+            throw unavailable("h264_vaapi refused the settings (\(describeSettings(profile)))", status)
         }
-        context = ctx
+        opened = true
+        return ctx
     }
 
     /// Sets a private option of h264_vaapi; an FFmpeg without it can't do what camrec needs.
@@ -253,22 +291,6 @@ public final class VAAPIH264Encoder: VideoEncoder {
     private func option(_ priv: UnsafeMutableRawPointer?, _ name: String, _ value: Int64) throws {
         let status = av_opt_set_int(priv, name, value, 0)
         guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
-    }
-
-    /// Whether vaDeriveImage gives an NV12 view of a surface: then av_hwframe_map writes
-    /// straight into the surface (libavutil runs the same test when the frames context starts).
-    private func probeDerive() -> Bool {
-        guard let frames = framesRef, av_hwframe_get_buffer(frames, hwFrame, 0) >= 0 else { return false }
-        defer { av_frame_unref(hwFrame) }
-        let surface = VASurfaceID(UInt(bitPattern: hwFrame.pointee.data.3))
-        var image = VAImage()
-        guard vaDeriveImage(device.display, surface, &image) == camrec_VA_STATUS_SUCCESS else {
-            _ = LibavLogCapture.takeLastError()
-            return false
-        }
-        let nv12 = image.format.fourcc == UInt32(0x3231_564E)  // 'NV12'
-        vaDestroyImage(device.display, image.image_id)
-        return nv12
     }
 
     private func unavailable(_ what: String, _ status: Int32) -> EncoderError {
@@ -285,7 +307,8 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// Before `start()`, or for another size, an ordinary pool (frames are then copied at `encode`).
     public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
         guard let frames = framesRef, width == settings.size.width, height == settings.size.height,
-              let made = VAAPISurfaceBacking(frames: frames, capacity: capacity) else {
+              let made = VAAPISurfaceBacking(frames: frames, capacity: capacity, path: uploadPath.kind, display: device.display,
+                                             width: width, height: height) else {
             return PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)
         }
         backing = made
@@ -326,7 +349,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
             encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU
         }
         if let backing, !buffer.isInOwnMemory, buffer.backing === backing,
-           backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
+           try backing.finishUpload(bufferIndex: buffer.index, into: hwFrame) {
             // The source wrote the frame into the surface; unmapping ended the CPU's part.
             framesWrittenInPlace += 1
             uploadedBytes += buffer.planes.reduce(0) { $0 + $1.width * $1.height }
@@ -340,36 +363,45 @@ public final class VAAPIH264Encoder: VideoEncoder {
     private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
         var status = av_hwframe_get_buffer(frames, hwFrame, 0)
         guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
-        mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
-        status = av_hwframe_map(mapped, hwFrame, Int32(AV_HWFRAME_MAP_WRITE | AV_HWFRAME_MAP_OVERWRITE))
-        guard status >= 0 else {
-            av_frame_unref(hwFrame)
-            throw failed("cannot map a VA surface for frame \(buffer.sequence)", status)
-        }
-        let planes = buffer.planes
-        var copied = 0
-        withUnsafeBytes(of: mapped.pointee.data) { dataRaw in
-            withUnsafeBytes(of: mapped.pointee.linesize) { lineRaw in
-                let data = dataRaw.bindMemory(to: UnsafeMutablePointer<UInt8>?.self)
-                let lines = lineRaw.bindMemory(to: Int32.self)
-                for (index, plane) in planes.prefix(2).enumerated() {
-                    let destination = data[index]!
-                    let pitch = Int(lines[index])
-                    let rowBytes = plane.width  // NV12: chroma width counts both bytes of each pair
-                    if pitch == plane.stride && pitch == rowBytes {
-                        destination.update(from: plane.base, count: rowBytes * plane.height)
-                    } else {
-                        for row in 0..<plane.height {
-                            (destination + row * pitch).update(from: plane.base + row * plane.stride, count: rowBytes)
-                        }
-                    }
-                    copied += rowBytes * plane.height
-                }
+        // A derived mapping when it is faithful; a VA image when it is not, or when it fails now.
+        var derivedFailure: Int32 = 0
+        if uploadPath.isDirect {
+            mapped.pointee.format = AV_PIX_FMT_NV12.rawValue
+            derivedFailure = min(0, av_hwframe_map(mapped, hwFrame, Int32(AV_HWFRAME_MAP_WRITE | AV_HWFRAME_MAP_OVERWRITE)))
+            if derivedFailure == 0 {
+                uploadedBytes += Self.copy(buffer, into: VAAPISurfaceBacking.planes(of: mapped))
+                av_frame_unref(mapped)  // unmapping ends the upload
+                return
             }
         }
-        // Unmapping ends the upload (and is where vaPutImage copies, when derive isn't possible).
-        av_frame_unref(mapped)
-        uploadedBytes += copied
+        do {
+            if copyImage == nil {
+                copyImage = try VAAPIImageMapping(display: device.display, width: settings.size.width, height: settings.size.height)
+            }
+            uploadedBytes += Self.copy(buffer, into: try copyImage!.map())
+            try copyImage!.put(into: VASurfaceID(UInt(bitPattern: hwFrame.pointee.data.3)))
+        } catch {
+            av_frame_unref(hwFrame)
+            let derived = derivedFailure < 0 ? "mapping a derived image failed: \(libavErrorDescription(derivedFailure)); " : ""
+            throw EncoderError(.failed, "cannot map a VA surface for frame \(buffer.sequence): \(derived)\(error)")
+        }
+    }
+
+    /// Copies a frame's two NV12 planes into mapped VA memory; returns the bytes copied.
+    private static func copy(_ buffer: PixelBuffer, into destination: [PlaneMemory]) -> Int {
+        var copied = 0
+        for (plane, target) in zip(buffer.planes.prefix(2), destination) {
+            let rowBytes = plane.width  // NV12: chroma width counts both bytes of each pair
+            if target.stride == plane.stride && target.stride == rowBytes {
+                target.base.update(from: plane.base, count: rowBytes * plane.height)
+            } else {
+                for row in 0..<plane.height {
+                    (target.base + row * target.stride).update(from: plane.base + row * plane.stride, count: rowBytes)
+                }
+            }
+            copied += rowBytes * plane.height
+        }
+        return copied
     }
 
     public func flush() throws {
@@ -391,14 +423,5 @@ public final class VAAPIH264Encoder: VideoEncoder {
             let detail = LibavLogCapture.takeLastError().map { " (\($0))" } ?? ""
             throw EncoderError(error.kind, error.message + detail)
         }
-    }
-}
-
-extension String {
-    /// Three decimals, for summaries ("1.234").
-    init(format3 value: Double) {
-        let scaled = Int((value * 1000).rounded())
-        let fraction = String(scaled % 1000)
-        self = "\(scaled / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 }

@@ -33,6 +33,9 @@ public protocol VideoEncoder: AnyObject {
     /// ordinary pool of `inputFormat`; the VA-API encoder's buffers are its mapped surfaces,
     /// so sources write each frame straight into GPU memory.
     func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool
+    /// SPS and PPS in Annex B known after `start()` (extradata written with global headers), for
+    /// the stream writer to put before every IDR; nil when they come only in the stream.
+    var parameterSets: [UInt8]? { get }
     /// Encodes one frame; with `forceKeyframe` the frame becomes an IDR.
     func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws
     /// Drains every frame still inside the encoder, so the last frames are not lost.
@@ -40,6 +43,8 @@ public protocol VideoEncoder: AnyObject {
 }
 
 extension VideoEncoder {
+    public var parameterSets: [UInt8]? { nil }
+
     public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
         PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)
     }

@@ -114,6 +114,8 @@ public final class Recorder: @unchecked Sendable {
         let pool: PixelBufferPool
         do {
             try encoder.start()
+            // SPS/PPS the encoder gave out of band (VA-API drivers that write none in the stream).
+            if let sets = encoder.parameterSets { writer.rememberParameterSets(fromAnnexB: sets) }
             // The encoder's own pool: for VA-API its buffers are mapped GPU surfaces.
             pool = encoder.makePool(width: source.frameSize.width, height: source.frameSize.height,
                                     capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)

@@ -9,7 +9,10 @@
 # --encoder auto with and without a usable driver; each failure's message, exit 73 and no file; a
 # driver failing mid-recording (exit 74, the frames before the failure saved and decodable); mapping a
 # surface failing once (that frame is copied, nothing lost) or for good (exit 74, earlier frames
-# saved); low-power-only drivers, drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
+# saved); derived mappings that are not the surface (wrong pitch, chroma dropped, map failing: the
+# vaCreateImage + vaPutImage path, said why) and a derived map failing mid-recording (that frame goes
+# through a VA image); "1 CPU pass" by the test driver's own call counts; low-power-only drivers,
+# drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
 #
 # Environment: CAMREC=path                test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
@@ -107,11 +110,26 @@ profile_of() {
     ffprobe -v error -select_streams v:0 -show_entries stream=profile -of default=nw=1:nk=1 "$1" 2>/dev/null
 }
 
-# record NAME ARGS...: runs camrec, stdout+stderr to NAME.log, exit status to $rc.
+# record NAME ARGS...: runs camrec, stdout+stderr to NAME.log, exit status to $rc; the test driver
+# appends its own image call counts to NAME.counts (CAMREC_TEST_VA_COUNTS).
 record() {
     local name=$1; shift
-    "$CAMREC" "$@" >"$name.log" 2>&1
+    rm -f "$name.counts"
+    CAMREC_TEST_VA_COUNTS="$WORK/$name.counts" "$CAMREC" "$@" >"$name.log" 2>&1
     rc=$?
+}
+
+# driver_count NAME FIELD: what the test driver counted in the run NAME (summed over driver loads):
+# derive_images created_images derive_maps image_maps put_images get_images pictures.
+driver_count() {
+    [[ -f $1.counts ]] || { echo none; return; }
+    tr ' ' '\n' <"$1.counts" | awk -F= -v f="$2" '$1 == f { n += $2 } END { print n + 0 }'
+}
+
+# same_frames IN OUT.h264 PIXFMT: OUT decodes (strictly) to exactly the frames in IN.
+same_frames() {
+    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$2" -f rawvideo -pix_fmt "$3" -y "$2.yuv" 2>/dev/null &&
+        cmp -s "$1" "$2.yuv"
 }
 
 # --- 1. pixel identity, stream shape ------------------------------------------------------------
@@ -154,6 +172,11 @@ else
     fail "test pattern: exit $rc, frames $(frame_count tp.h264), IDRs $(idr_frames tp.h264): $(cat tp.log | head -3)"
 fi
 check "the Constrained Baseline stream of the test driver (h264_vaapi, not libx264)" test "$(profile_of tp.h264)" = "Constrained Baseline"
+# "1 CPU pass" by the driver's own counts: no vaPutImage (no copy inside the driver), and one derived
+# mapping per frame plus two at start (camrec's check of the mapping, whose read-back is the one
+# vaGetImage, and the black first frame encoded inside start(), the 91st picture).
+check "test pattern, 1 CPU pass by the driver's counts: 91 pictures, 92 derived maps, 0 vaPutImage, 1 vaGetImage ($(cat tp.counts 2>/dev/null))" \
+    eval '[[ $(driver_count tp pictures) == 91 && $(driver_count tp derive_maps) == 92 && $(driver_count tp put_images) == 0 && $(driver_count tp get_images) == 1 ]]'
 
 # --- 2. driver variations ---------------------------------------------------------------------
 in=in-650x482.nv12
@@ -176,6 +199,44 @@ check "driver without vaDeriveImage (upload through vaCreateImage + vaPutImage, 
     eval '[[ $rc == 0 ]] && grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
         grep -qF "VA-API upload: 12 frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage)" noderive.log &&
         cmp -s $in noderive.nv12'
+
+# --- 2b. derived images that are not the surface (real drivers' habits) --------------------------
+# Each mode of the driver makes vaDeriveImage lie in one way; camrec must notice at start (a pattern
+# written through the mapping, read back with vaGetImage), upload through vaCreateImage + vaPutImage,
+# say why, and lose nothing: the output is identical to the input and the driver counts one vaPutImage
+# per frame (12 frames of 650x482, and the black first frame encoded inside start(): 13).
+in=in-650x482.nv12
+for habit in wrong-pitch no-chroma map-fails; do
+    case $habit in
+        wrong-pitch) why="vaDeriveImage does not map the surface faithfully: a pattern written through it read back different in the luma plane" ;;
+        no-chroma) why="vaDeriveImage does not map the surface faithfully: a pattern written through it read back different in the chroma plane" ;;
+        map-fails) why="mapping a derived image fails: Input/output error" ;;
+    esac
+    CAMREC_TEST_VA_DERIVE_HABIT=$habit record habit-$habit --log-level info --input $in --input-format nv12 --size 650x482 \
+        --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" habit-$habit.h264
+    if [[ $rc == 0 ]] && same_frames $in habit-$habit.h264 nv12 &&
+        grep -qF "upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage) because $why" habit-$habit.log &&
+        [[ $(driver_count habit-$habit put_images) == 13 && $(driver_count habit-$habit pictures) == 13 ]]; then
+        pass "derive habit $habit: exit 0, 12 frames identical, uploaded with vaPutImage (driver: $(driver_count habit-$habit put_images) puts), log says why: $why"
+    else
+        fail "derive habit $habit: exit $rc, cmp: $(cmp $in habit-$habit.h264.yuv 2>&1 | head -1), driver: $(cat habit-$habit.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' habit-$habit.log | grep -m2 'VA-API\|error')"
+    fi
+done
+
+# A derived mapping failing mid-recording (vaDeriveImage refused after 7 calls: FFmpeg's and camrec's
+# checks at start take 3, the black first frame 1, so frames 1-3 are derived): each later frame goes
+# through a VA image instead of stopping the recording. The driver's vaPutImage count must equal the
+# frames the log says took it.
+in=in-640x480.nv12
+CAMREC_TEST_VA_DERIVE_FAIL_AFTER=7 record derivefail --log-level info --input $in --input-format nv12 --size 640x480 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" derivefail.h264
+viaimage=$(sed -n 's/.*; \([0-9]*\) frames took 1 CPU pass into a VA image, then the driver copies once more (vaPutImage), because mapping a derived image failed.*/\1/p' derivefail.log)
+if [[ $rc == 0 ]] && same_frames $in derivefail.h264 nv12 && [[ -n $viaimage && $viaimage -ge 1 ]] &&
+    [[ $(driver_count derivefail put_images) == "$viaimage" && $(driver_count derivefail pictures) == $((FRAMES + 1)) ]]; then
+    pass "derive map fails mid-recording: exit 0, all $FRAMES frames identical, $viaimage went through vaPutImage (driver agrees): $(grep -o 'VA-API upload: .*' derivefail.log | cut -c1-160)"
+else
+    fail "derive map fails mid-recording: exit $rc (want 0), via image '$viaimage', driver: $(cat derivefail.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' derivefail.log | grep -m2 'upload\|error')"
+fi
 
 for rcarg in "--qp 26" "--bitrate 2M"; do
     # shellcheck disable=SC2086
@@ -245,6 +306,11 @@ vaapi_fails va-nodriver "no such VA driver" "the VA driver failed to load or ini
 vaapi_fails va-noencode "decode-only driver" "the VA driver on $DISP \(camrec test VA driver.*\) has no H.264 encode entrypoint \(H264ConstrainedBaseline: VLD\)" \
     CAMREC_TEST_VA_NO_ENCODE=1 -- --vaapi-device "$DISP"
 vaapi_fails va-nonode "render node that does not exist" "no render node at /dev/dri/renderD199" X=1 -- --vaapi-device /dev/dri/renderD199
+# A primary node (cardN) needs DRM authentication: refused by its name, with the render node to use
+# (a directory of fake nodes: only names matter here).
+mkdir -p fakedri && touch fakedri/card0 fakedri/renderD129 fakedri/renderD128
+vaapi_fails va-card "a primary node /…/card0" "$WORK/fakedri/card0 is a primary DRM node \(it needs DRM authentication\): use a render node, --vaapi-device $WORK/fakedri/renderD128" \
+    X=1 -- --vaapi-device "$WORK/fakedri/card0"
 vaapi_fails va-notnode "a file that is not a render node" "/dev/null is not a GPU render node \(not a DRM device\)" X=1 -- --vaapi-device /dev/null
 vaapi_fails va-nox "an X display with no server" "cannot use X11 display :77" X=1 -- --vaapi-device :77
 if [[ -e /dev/dri ]]; then
@@ -269,6 +335,90 @@ else
     echo "SKIP  permission denied on the node (needs root, setpriv and mknod here; the VM suite checks it)"
 fi
 
+# --- 4b. drivers that take no packed headers (Mesa on AMD) ------------------------------------------
+# The driver writes SPS/PPS itself before each IDR: the stream keeps the contract, pixels identical.
+in=in-650x482.nv12
+CAMREC_TEST_VA_PACKED_HEADERS=driver record packed-driver --input $in --input-format nv12 --size 650x482 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" packed-driver.h264
+if [[ $rc == 0 && $(idr_frames packed-driver.h264) == "0 5 10" ]] && sps_pps_before_every_idr packed-driver.h264 &&
+    same_frames $in packed-driver.h264 nv12 && "$CAMREC" inspect --summary packed-driver.h264 >packed-driver.inspect 2>&1; then
+    pass "no packed headers, the driver writes SPS/PPS: exit 0, IDRs at 0 5 10 each with SPS+PPS, contract OK, 12 frames identical"
+else
+    fail "no packed headers, the driver writes SPS/PPS: exit $rc, IDRs '$(idr_frames packed-driver.h264)', nal types: $(nal_types packed-driver.h264 | head -12 | tr '\n' ' '), inspect: $(tail -1 packed-driver.inspect)"
+fi
+# Nothing writes SPS/PPS (FFmpeg can't without packed headers, even with global headers): a stream
+# nobody could decode. Found by the first frame encoded inside start(): refused before any file exists.
+vaapi_fails packed-none "no packed headers and no SPS/PPS written" \
+    "the VA driver \(camrec test VA driver.*\) writes no SPS/PPS and takes none from FFmpeg \(no packed headers\): its stream could not be decoded" \
+    CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
+auto_falls_back auto-packed-none "no packed headers and no SPS/PPS written" "the VA driver .* writes no SPS/PPS" \
+    CAMREC_TEST_VA_PACKED_HEADERS=none -- --vaapi-device "$DISP"
+
+# --- 4e. the QP actually used, read from the stream (FFmpeg's trace_headers, not camrec) -------------
+# slice_qps FILE: the distinct QPs of its slices, 26 + pic_init_qp_minus26 (of the PPS before) + slice_qp_delta.
+slice_qps() {
+    ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
+        awk '/pic_init_qp_minus26/ { init = $NF } /slice_qp_delta/ { print 26 + init + $NF }' | sort -un | tr '\n' ' ' | sed 's/ $//'
+}
+for qp in 1 26 51; do
+    record qp-$qp --log-level info --test-pattern --size 320x240 --frames 6 --keyframe-interval 3 --qp $qp --encoder vaapi --vaapi-device "$DISP" qp-$qp.h264
+    check "--qp $qp with VA-API: every slice of the stream is coded at QP $qp (got '$(slice_qps qp-$qp.h264)')" \
+        eval '[[ $rc == 0 && $(slice_qps qp-$qp.h264) == "$qp" ]] && grep -qF "CQP $qp" qp-$qp.log'
+done
+# --qp 0: h264_vaapi would ignore it and encode at QP 20 while camrec said "CQP 0". Refused instead.
+vaapi_fails qp-0 "--qp 0 (h264_vaapi takes 1-51)" "VA-API can't encode at QP 0 \\(h264_vaapi takes QP 1-51 .*\\): use --qp 1" \
+    X=1 -- --qp 0 --vaapi-device "$DISP"
+
+# --- 4f. low-power encoder with constant QP only (Intel without HuC firmware) ------------------------
+# auto keeps the GPU: constant QP for about the asked rate (QP 26 at 0.1 bit/pixel, +6 per halving:
+# 640x480 @ 30 fps, default 921600 bit/s = 0.1 -> 26; 250k = 0.027 -> 37), one line with the HuC hint.
+for case in "default 26" "250k 37"; do
+    set -- $case
+    rate=$1 want=$2
+    args=(); [[ $rate != default ]] && args=(--bitrate $rate)
+    CAMREC_TEST_VA_LOW_POWER_ONLY=1 CAMREC_TEST_VA_CQP_ONLY=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+        --keyframe-interval 5 "${args[@]}" --vaapi-device "$DISP" lpcqp-$rate.h264 >lpcqp-$rate.log 2>&1
+    rc=$?
+    notes=$(grep -v '^\[camrec_test_drv\]' lpcqp-$rate.log | grep -vc '^camrec: finished')
+    if [[ $rc == 0 && $notes == 1 && $(slice_qps lpcqp-$rate.h264) == "$want" ]] &&
+        grep -q "^camrec: encoding on the GPU: h264_vaapi (VA-API low-power .*has no bit-rate control: constant QP $want instead.*HuC firmware (i915.enable_guc=2)" lpcqp-$rate.log; then
+        pass "auto, low-power CQP-only driver, bit rate $rate: the GPU at QP $want (every slice), one line: $(head -1 lpcqp-$rate.log | cut -c1-140)…"
+    else
+        fail "auto, low-power CQP-only driver, bit rate $rate: exit $rc, $notes lines, slice QPs '$(slice_qps lpcqp-$rate.h264)' (want $want): $(head -2 lpcqp-$rate.log)"
+    fi
+done
+
+# --- 4d. settings a driver refuses only at the first picture (CBR here) --------------------------------
+# camrec encodes a black frame inside start(), so the refusal comes before any file exists.
+vaapi_fails refuse-cbr "CBR refused only at the first picture" \
+    "the VA driver \(camrec test VA driver.*\) refused the settings at the first frame \(640x480 @ 30\.0 fps, H264ConstrainedBaseline, CBR 921600 bit/s\): .*invalid parameter" \
+    CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 -- --vaapi-device "$DISP"
+auto_falls_back auto-refuse-cbr "CBR refused only at the first picture" "the VA driver .* refused the settings at the first frame" \
+    CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 -- --vaapi-device "$DISP"
+CAMREC_TEST_VA_REFUSE_CBR_AT_PICTURE=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 --qp 26 --encoder vaapi --vaapi-device "$DISP" refuse-cbr-qp.h264 >refuse-cbr-qp.log 2>&1
+rc=$?
+check "the same driver with --qp 26 (CQP, not refused): exit 0, 10 frames" \
+    eval '[[ $rc == 0 && $(frame_count refuse-cbr-qp.h264) == 10 ]]'
+
+# --- 4c. empty coded buffers (Mesa's frame skipping in CBR) -----------------------------------------
+# Every 4th non-IDR picture comes back empty: frames 3, 7 and 11 of 12 (IDRs at 0 5 10). camrec drops
+# and counts them, never fails: the 9 frames left are exactly the input without those three.
+in=in-650x482.nv12
+CAMREC_TEST_VA_EMPTY_EVERY=4 record empty --log-level info --input $in --input-format nv12 --size 650x482 \
+    --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" empty.h264
+python3 -c '
+import sys
+frame = 650 * 482 * 3 // 2
+data = open(sys.argv[1], "rb").read()
+sys.stdout.buffer.write(b"".join(data[i * frame:(i + 1) * frame] for i in range(12) if i not in (3, 7, 11)))' $in >empty-expected.nv12
+if [[ $rc == 0 && $(frame_count empty.h264) == 9 && $(driver_count empty empty_pictures) == 3 ]] &&
+    same_frames empty-expected.nv12 empty.h264 nv12 && sps_pps_before_every_idr empty.h264 &&
+    grep -qF "; 3 frames skipped by the driver (empty packets, dropped)" empty.log; then
+    pass "empty coded buffers every 4th picture: exit 0, 9 frames, identical to the input without frames 3 7 11, the log counts 3"
+else
+    fail "empty coded buffers every 4th picture: exit $rc (want 0), frames $(frame_count empty.h264), driver: $(cat empty.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' empty.log | grep -m2 'error\|upload')"
+fi
+
 # --- 5. the driver fails mid-recording -------------------------------------------------------------
 in=in-640x480.nv12
 for mode in end sync; do
@@ -289,9 +439,12 @@ for mode in end sync; do
 done
 
 # --- 5b. mapping a surface fails when the source takes a buffer ------------------------------------
-# The driver's first images are FFmpeg's and camrec's vaDeriveImage probes at start, then one per frame.
-# Once: that frame gets pool memory and is copied into a surface at encode (nothing lost).
-CAMREC_TEST_VA_MAP_FAIL_AFTER=6 CAMREC_TEST_VA_MAP_FAIL_COUNT=1 "$CAMREC" --log-level info --input $in --input-format nv12 \
+# The driver's first 5 images are made at start (FFmpeg's vaDeriveImage; camrec's vaDeriveImage, the
+# derived mapping of its pattern, the vaCreateImage of its read-back, the black first frame's mapping),
+# then one per frame. Two
+# failures in a row: the frame's derived mapping and then its VA image fail, so that frame gets pool
+# memory and is copied into a surface at encode (nothing lost).
+CAMREC_TEST_VA_MAP_FAIL_AFTER=9 CAMREC_TEST_VA_MAP_FAIL_COUNT=2 "$CAMREC" --log-level info --input $in --input-format nv12 \
     --size 640x480 --keyframe-interval $GOP --encoder vaapi --vaapi-device "$DISP" mapfail1.h264 >mapfail1.log 2>&1
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail1.h264 -f rawvideo -pix_fmt nv12 -y mapfail1.nv12 2>/dev/null
@@ -303,7 +456,7 @@ else
     fail "mapping fails once: exit $rc, cmp: $(cmp $in mapfail1.nv12 2>&1 | head -1): $(grep -v '^\[camrec_test_drv\]' mapfail1.log | tail -3)"
 fi
 # For good: the copy at encode can't map either, so the encoder fails: exit 74, earlier frames saved.
-CAMREC_TEST_VA_MAP_FAIL_AFTER=6 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
+CAMREC_TEST_VA_MAP_FAIL_AFTER=9 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $GOP \
     --encoder vaapi --vaapi-device "$DISP" mapfail.h264 >mapfail.log 2>&1
 rc=$?
 n=$(frame_count mapfail.h264)

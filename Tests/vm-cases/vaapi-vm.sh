@@ -84,14 +84,34 @@ rm -f "$W/out.h264"
 # 2. Pixel identity through the DRM path (the host suite covers more sizes under X11).
 echo "== pixel identity, 650x482 NV12 through $NODE ($(elapsed))"
 ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=s=650x482:r=30 -frames:v 10 -pix_fmt nv12 -f rawvideo -y "$W/in.nv12"
-"$CAMREC" --log-level info --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
-    --vaapi-device $NODE "$W/px.h264" >"$R/px.log" 2>&1
+CAMREC_TEST_VA_COUNTS="$R/px.counts" "$CAMREC" --log-level info --input "$W/in.nv12" --input-format nv12 --size 650x482 \
+    --keyframe-interval 4 --encoder vaapi --vaapi-device $NODE "$W/px.h264" >"$R/px.log" 2>&1
 rc=$?
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/px.h264" -f rawvideo -pix_fmt nv12 -y "$W/px.nv12"
 ONE_PASS="1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
 check "650x482 via $NODE: exit $rc, IDRs $(idr_frames "$W/px.h264"), decoded frames identical to the input, 1 CPU pass each" \
     eval "[[ $rc == 0 && '$(idr_frames "$W/px.h264")' == '0 4 8' ]] && cmp -s '$W/in.nv12' '$W/px.nv12' &&
         grep -qF 'VA-API upload: 10 frames took $ONE_PASS' '$R/px.log'"
+# The driver's own counts (CAMREC_TEST_VA_COUNTS): no vaPutImage at all, one derived map per frame plus
+# two at start (camrec's check of the mapping and the black first frame encoded inside start()).
+count_of() { tr ' ' '\n' <"$1" 2>/dev/null | awk -F= -v f="$2" '$1 == f { n += $2 } END { print n + 0 }'; }
+check "650x482 via $NODE, 1 CPU pass by the driver's counts: 0 vaPutImage, 12 derived maps ($(cat "$R/px.counts" 2>/dev/null))" \
+    eval "[[ \$(count_of '$R/px.counts' put_images) == 0 && \$(count_of '$R/px.counts' derive_maps) == 12 ]]"
+
+# 2b. Real drivers' derived images that are not the surface, through the DRM path: camrec checks the
+# mapping at start and uses vaCreateImage + vaPutImage (10 frames + the black first frame = 11 puts).
+for habit in wrong-pitch no-chroma map-fails; do
+    CAMREC_TEST_VA_DERIVE_HABIT=$habit CAMREC_TEST_VA_COUNTS="$R/habit-$habit.counts" "$CAMREC" --log-level info \
+        --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
+        --vaapi-device $NODE "$W/habit.h264" >"$R/habit-$habit.log" 2>&1
+    rc=$?
+    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/habit.h264" -f rawvideo -pix_fmt nv12 -y "$W/habit.nv12"
+    check "derive habit $habit via $NODE: exit $rc, frames identical, vaPutImage path said and counted ($(count_of "$R/habit-$habit.counts" put_images) puts)" \
+        eval "[[ $rc == 0 ]] && cmp -s '$W/in.nv12' '$W/habit.nv12' &&
+            grep -qF 'upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage) because' '$R/habit-$habit.log' &&
+            [[ \$(count_of '$R/habit-$habit.counts' put_images) == 11 ]]"
+    rm -f "$W/habit.h264" "$W/habit.nv12"
+done
 
 # 3. auto on a machine with a working VA driver, default device.
 echo "== --encoder auto, default device ($(elapsed))"
@@ -102,7 +122,8 @@ check "auto picks VA-API on $NODE and says so" \
     eval "[[ $rc == 0 ]] && grep -q '^camrec: encoding on the GPU: h264_vaapi (VA-API on $NODE' '$R/auto.log' &&
         [[ \$(profile_of '$W/auto.h264') == 'Constrained Baseline,640,480' ]]"
 
-# 4. Failures on the real node: exit 73, one line, no file.
+# 4. Failures on the real node: exit 73, one line, no file. (Besides those below: a driver that takes no
+# packed headers and writes no SPS/PPS, found by the first frame encoded inside start().)
 fails() {  # name description message-regex env... -- args...
     local name=$1 what=$2 message=$3; shift 3
     local envs=()
@@ -124,6 +145,9 @@ fails noencode "vaapi, decode-only driver" "the VA driver on $NODE \(camrec test
 # No LIBVA_DRIVER_NAME: libva asks the kernel driver's name ("vgem") and finds no vgem_drv_video.so.
 fails nodriver "vaapi, no VA driver for the GPU (vgem has none)" "the VA driver failed to load or initialise on $NODE" \
     -u LIBVA_DRIVER_NAME -- --encoder vaapi --vaapi-device $NODE
+fails packed-none "vaapi, no packed headers and no SPS/PPS written" \
+    "the VA driver \(camrec test VA driver.*\) writes no SPS/PPS and takes none from FFmpeg" \
+    CAMREC_TEST_VA_PACKED_HEADERS=none -- --encoder vaapi --vaapi-device $NODE
 
 # Permission denied on the node: as a user outside the node's group.
 echo "== permission denied ($(elapsed))"
