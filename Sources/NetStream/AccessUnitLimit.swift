@@ -10,9 +10,9 @@ import Bitstream
 ///   RawMbBits) bits each (A.3.1), RawMbBits = 256 × luma depth + 2 × chroma samples × chroma depth.
 ///
 /// The bound is twice the larger of the two (emulation-prevention bytes add up to half
-/// again; a sender may ignore its CPB) plus 1 MiB for SEI and parameter sets. For level
-/// 4.0 High 4:2:0 8-bit that is 10.4 MiB; for 1080p at level 4.2 10.4 MiB; the largest
-/// (level 6.2, High 4:4:4) is about 0.9 GiB. An unknown level is read as 6.2.
+/// again; a sender may ignore its CPB) plus 1 MiB for SEI and parameter sets: 1.8 MB for
+/// 320x240 at level 1.3, 10.4 MB for 1080p at level 4.0 High, 24.5 MB at level 4.2 High, and
+/// at most 0.96 GB (level 6.2, High 4:4:4). An unknown level is read as 6.2.
 public enum AccessUnitLimit {
     /// Bytes of slack for units that carry no picture data (SEI, SPS, PPS, AUD).
     public static let slackBytes = 1 << 20
