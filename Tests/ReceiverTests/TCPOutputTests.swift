@@ -168,15 +168,19 @@ final class TCPOutputTests: XCTestCase {
         XCTAssertEqual(report.frames, sent)
     }
 
-    /// A receiver that reads a little now and then (512 B every 300 ms) makes progress but
-    /// falls ever further behind: it is dropped once one access unit takes it over the bound.
+    /// A receiver that reads a little now and then (2 KiB every 300 ms from a 4 KiB receive
+    /// buffer, so each read reopens its window: 7 kB/s against a 10 MB/s stream) makes
+    /// progress, so no send stalls for the bound, but one 20 kB access unit takes it about
+    /// 3 s: it is dropped once one access unit takes it over the bound (1 s here).
     func testAReceiverThatReadsFarSlowerThanTheStreamIsEvicted() throws {
         let output = try makeListener(stallTimeoutSeconds: 1)
         let slow = try connect(output.boundPort)
         waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
         let stop = BytesBox()
         let thread = Thread {
-            var buffer = [UInt8](repeating: 0, count: 512)
+            var size: Int32 = 4096
+            _ = setsockopt(slow.descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var buffer = [UInt8](repeating: 0, count: 2048)
             while stop.withLock({ $0.isEmpty }) {
                 _ = try? buffer.withUnsafeMutableBytes { try slow.receive(into: $0, timeoutMilliseconds: 0) }
                 usleep(300_000)  // the client's own pace, not a synchronisation
