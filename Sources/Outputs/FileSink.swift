@@ -22,7 +22,33 @@ public final class FileSink: ByteSink {
         let file = FilePath(path)
         let name = file.lastComponent?.string ?? "recording"
         let directory = file.removingLastComponent()
-        temporaryPath = directory.appending("\(name).camrec-\(getpid()).partial").string
+        temporaryPath = directory.appending(Self.temporaryName(for: name)).string
+    }
+
+    /// `NAME.camrec-PID.partial`; for a name near the 255-byte limit the front of the name, so
+    /// every name that can exist can also be recorded to.
+    static func temporaryName(for name: String) -> String {
+        let suffix = ".camrec-\(getpid()).partial"
+        let room = Int(NAME_MAX) - suffix.utf8.count
+        guard name.utf8.count > room else { return name + suffix }
+        var front = Substring(name)
+        while front.utf8.count > room { front = front.dropLast() }  // whole characters only
+        return front + suffix
+    }
+
+    /// What kind of thing `path` names when it is neither absent nor a regular file or a
+    /// directory: camrec never replaces those, `--overwrite` or not.
+    static func specialFileKind(_ path: String) -> String? {
+        var st = stat()
+        guard stat(path, &st) == 0 else { return nil }
+        switch st.st_mode & S_IFMT {
+        case S_IFREG, S_IFDIR: return nil
+        case S_IFIFO: return "a FIFO (named pipe)"
+        case S_IFCHR: return "a character device"
+        case S_IFBLK: return "a block device"
+        case S_IFSOCK: return "a socket"
+        default: return "not a regular file"
+        }
     }
 
     public func open() throws {
@@ -32,6 +58,10 @@ public final class FileSink: ByteSink {
         if stat(path, &st) == 0 {
             if (st.st_mode & S_IFMT) == S_IFDIR {
                 throw OutputError(.unwritable, "output \(path) is a directory; give a file name such as \(path)/out.h264")
+            }
+            if let kind = Self.specialFileKind(path) {
+                throw OutputError(.unwritable, "output \(path) is \(kind), not a regular file; camrec only ever replaces "
+                    + "regular files: give a file name (to feed a pipe or device, record to - and redirect stdout)")
             }
             if !overwrite {
                 throw OutputError(.exists, "output \(path) already exists; pass --overwrite to replace it, or choose another name")
@@ -113,6 +143,14 @@ public final class FileSink: ByteSink {
     }
 
     private func moveIntoPlace() throws {
+        if access(temporaryPath, F_OK) != 0 {
+            // The directory (or the file) was removed while recording: nothing is left to keep.
+            throw OutputError(.unwritable, "\(temporaryPath) is gone (was its directory removed while recording?); "
+                + "the frames written to it are lost")
+        }
+        if let kind = Self.specialFileKind(path) {
+            throw OutputError(.exists, "\(path) became \(kind) while recording; the recording is kept as \(temporaryPath)")
+        }
         if overwrite {
             guard rename(temporaryPath, path) == 0 else {
                 throw OutputError(.unwritable, "could not move \(temporaryPath) to \(path): \(Errno(rawValue: errno)); the recording is saved under the temporary name")

@@ -9,6 +9,8 @@ public struct OutputError: Error, Sendable, CustomStringConvertible {
         case diskFull
         /// The reader went away (stdout closed, peer disconnected).
         case closed
+        /// Given up after a second SIGINT/SIGTERM (a pipe nobody reads); not a fault of its own.
+        case abandoned
     }
 
     public let kind: Kind

@@ -1,3 +1,4 @@
+import Glibc
 import Pipeline
 import Synchronization
 
@@ -16,7 +17,11 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     private struct State {
         var report: OutputReport
         var failure: OutputError?
+        var abandoned = false
+        var writerDone = false
     }
+    /// Outputs whose writer thread was left blocked: kept alive until the process exits.
+    private static let leftBehind = Mutex<[QueuedOutput]>([])
 
     public var failure: OutputError? { state.withLock { $0.failure } }
 
@@ -39,6 +44,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func run() {
+        defer { state.withLock { $0.writerDone = true } }
         while let chunk = queue.pop() {
             defer { chunk.release() }
             if state.withLock({ $0.failure != nil }) { continue }
@@ -58,8 +64,26 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    /// Drops what is queued and stops waiting for the writer thread, which may be blocked in
+    /// write(2) on a pipe whose reader stopped reading; the process exits soon after.
+    public func abandon() {
+        state.withLock { $0.abandoned = true }
+        queue.close()
+        queue.drain { $0.release() }
+    }
+
     public func finish() -> OutputReport {
         queue.close()
+        // Wait for the writer, but not past a second interrupt: it may be stuck in write(2).
+        while !state.withLock({ $0.writerDone || $0.abandoned }) { usleep(10_000) }
+        if state.withLock({ $0.abandoned && !$0.writerDone }) {
+            queue.drain { $0.release() }
+            Self.leftBehind.withLock { $0.append(self) }
+            var report = state.withLock { $0.report }
+            report.error = OutputError(.abandoned, "\(label): abandoned after a second interrupt; "
+                + "\(report.frames) frames had been written to it")
+            return report
+        }
         worker?.join()
         worker = nil
         var report = state.withLock { $0.report }

@@ -138,25 +138,38 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         timestamps?.append(presentationNanoseconds: pts)
     }
 
+    /// Final names of the files this run has opened.
+    private var writtenThisRun = Set<String>()
+
     private func openNextFile() throws {
         segmentIndex += 1
         let pattern = configuration.pattern
-        var path = pattern.render(time: time(nil), segment: segmentIndex, device: configuration.device)
+        let rendered = pattern.render(time: time(nil), segment: segmentIndex, device: configuration.device)
+        var path = rendered
         var attempt = 1
+        // A file this run wrote is never replaced, --overwrite or not: a fixed name rotated by
+        // SIGHUP continues as NAME-2, NAME-3, …
+        while writtenThisRun.contains(path) {
+            attempt += 1
+            path = OutputNamePattern.alternative(to: rendered, attempt: attempt)
+        }
         while true {
             let candidate = FileSink(path: path, overwrite: configuration.overwrite)
             do {
                 try candidate.open()
                 sink = candidate
                 break
-            } catch let error as OutputError where error.kind == .exists && pattern.hasPlaceholders {
+            } catch let error as OutputError where error.kind == .exists && (pattern.hasPlaceholders || segmentIndex > 1) {
                 // A generated name clashes (two runs in one second): never overwrite, pick name-2, name-3…
-                attempt += 1
-                guard attempt < 1000 else { throw error }
-                path = OutputNamePattern.alternative(to: pattern.render(time: time(nil), segment: segmentIndex,
-                                                                        device: configuration.device), attempt: attempt)
+                repeat {
+                    attempt += 1
+                    guard attempt < 1000 else { throw error }
+                    path = OutputNamePattern.alternative(to: pattern.render(time: time(nil), segment: segmentIndex,
+                                                                            device: configuration.device), attempt: attempt)
+                } while writtenThisRun.contains(path)
             }
         }
+        writtenThisRun.insert(path)
         current = FinishedFile(path: path, frames: 0, idrFrames: 0, bytes: 0, durationSeconds: 0)
         timestamps = configuration.saveTimestamps ? TimestampsFile(forVideo: path) : nil
         if configuration.retention.isActive {

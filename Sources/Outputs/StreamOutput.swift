@@ -32,4 +32,12 @@ public protocol StreamOutput: AnyObject, Sendable {
     var failure: OutputError? { get }
     /// Called once, from the output's own thread, when it fails.
     var onFailure: (@Sendable (OutputError) -> Void)? { get set }
+    /// "Stop waiting" (a second SIGINT/SIGTERM): an output whose destination can block for
+    /// ever (a pipe nobody reads) gives up what is still queued so `finish()` returns at once.
+    /// Files are never abandoned: what they hold is finished and kept.
+    func abandon()
+}
+
+extension StreamOutput {
+    public func abandon() {}
 }

@@ -50,6 +50,9 @@ public struct TCPEndpoint: Sendable, Hashable, CustomStringConvertible {
             self.init(host: nil, port: port, listen: true)
             return
         }
+        if !text.isEmpty, text.allSatisfy({ $0.isASCII && $0.isNumber }) || (text.hasPrefix("-") && text.dropFirst().allSatisfy(\.isNumber)) {
+            throw TCPEndpointError("\(text): the port must be a number from 1 to 65535")
+        }
         let (host, port) = try Self.split(Substring(text), original: text, portRequired: true)
         self.init(host: host, port: port, listen: true)
     }

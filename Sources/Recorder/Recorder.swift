@@ -78,6 +78,13 @@ public final class Recorder: @unchecked Sendable {
         if first { source.stop() }
     }
 
+    /// "Stop waiting" after a second interrupt: outputs that could block the shutdown for ever
+    /// (stdout into a pipe nobody reads) give up what they still hold; files finish as usual.
+    public func abandonBlockingOutputs() {
+        for output in outputs { output.abandon() }
+        stop()
+    }
+
     /// Asks for an IDR at the next frame (late joiners on the network).
     public func requestKeyframe() {
         shared.withLock { $0.keyframeRequested = true }
@@ -111,6 +118,8 @@ public final class Recorder: @unchecked Sendable {
             pool = encoder.makePool(width: source.frameSize.width, height: source.frameSize.height,
                                     capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
             try source.start(pool: pool)
+            // A signal may have asked to stop before the source existed: stop it now.
+            if shared.withLock({ $0.stopRequested }) { source.stop() }
             logger.info("capture: \(source.summary)")
         } catch {
             result.outputs = opened.map { $0.finish() }

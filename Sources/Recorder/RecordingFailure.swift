@@ -39,6 +39,7 @@ public enum RecordingFailure: Error, Sendable, CustomStringConvertible {
             case .exists: return .outputExists
             case .diskFull: return .diskFull
             case .unwritable, .closed: return .outputError
+            case .abandoned: return .interrupted
             }
         }
     }

@@ -27,6 +27,7 @@ struct ReportedFailure: Error {
 @main
 enum Main {
     static func main() {
+        SignalWatcher.blockInAllThreads()
         // Broken pipes are errors to report, not a reason to die silently.
         signal(SIGPIPE, SIG_IGN)
         do {

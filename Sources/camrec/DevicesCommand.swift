@@ -20,6 +20,7 @@ struct DevicesCommand: ParsableCommand {
     var device: String?
 
     func run() throws {
+        SignalWatcher.unblock()
         if let device {
             let info: V4L2DeviceInfo
             do {

@@ -19,6 +19,7 @@ struct EncodersCommand: ParsableCommand {
     var vaapiDevice: String?
 
     func run() throws {
+        SignalWatcher.unblock()
         LibavLogging.set(verbose: false)
         var vaapiUsable = false
         do {

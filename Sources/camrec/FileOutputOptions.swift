@@ -4,22 +4,24 @@ import Outputs
 
 /// How recordings are named, cut and kept: for cron, systemd and long unattended runs.
 struct FileOutputOptions: ParsableArguments {
-    @Option(help: "Start a new file at the first IDR after every SECONDS (each file plays on its own).")
+    @Option(parsing: .unconditional, help: "Start a new file at the first IDR after every SECONDS (each file plays on its own).")
     var segment: Double?
 
     @Flag(help: "Write NAME.pts beside each file: frame timestamps in mkvmerge's timecode format v2.")
     var saveTimestamps = false
 
-    @Option(help: "Keep at most N files of this output's name pattern (counting the one being written); delete the oldest.")
+    @Option(parsing: .unconditional, help: "Keep at most N files of this output's name pattern (counting the one being written); delete the oldest.")
     var keepFiles: Int?
 
     @Option(help: "Delete files of this output's name pattern older than DURATION (90s, 30m, 12h, 7d).")
     var keepFor: String?
 
     func validate() throws {
-        if let segment, !(segment >= 0.5) { throw ValidationError("--segment must be at least 0.5 seconds") }
-        if let keepFiles, keepFiles < 1 { throw ValidationError("--keep-files must be at least 1") }
-        if let keepFor, RetentionPolicy.parseDuration(keepFor) == nil {
+        try OptionRange.checkSeconds(segment, "--segment", minimum: 0.5, inclusive: true)
+        try OptionRange.check(keepFiles, "--keep-files", in: 1...1_000_000)
+        if let keepFor, let seconds = RetentionPolicy.parseDuration(keepFor) {
+            try OptionRange.checkSeconds(seconds, "--keep-for")
+        } else if let keepFor {
             throw ValidationError("--keep-for \(keepFor): give a duration such as 3600, 90s, 30m, 12h or 7d")
         }
     }
@@ -70,11 +72,41 @@ private func basename(of path: String) -> String {
 /// `camrec: finished output=… frames=… idr=… duration=…s bytes=… dropped=…`: one line per finished
 /// file, key=value, for logs and scripts. `errored=` (of the dropped, how many the camera delivered
 /// corrupt) appears only when there were some.
+/// A path as one key=value field of a summary line: as it is when plain, else in double quotes
+/// with control characters, quotes and backslashes escaped, so a newline in a name can't split
+/// the line that scripts and cron mail read.
+func quotedField(_ text: String) -> String {
+    let plain = text.unicodeScalars.allSatisfy { $0.value > 0x20 && $0.value != 0x7F && $0 != "\"" && $0 != "\\" }
+    if plain && !text.isEmpty { return text }
+    var quoted = "\""
+    for scalar in text.unicodeScalars {
+        switch scalar {
+        case "\"": quoted += "\\\""
+        case "\\": quoted += "\\\\"
+        case "\n": quoted += "\\n"
+        case "\t": quoted += "\\t"
+        case "\r": quoted += "\\r"
+        default:
+            if scalar.value < 0x20 || scalar.value == 0x7F {
+                let hex = String(scalar.value, radix: 16)
+                quoted += "\\x" + (hex.count < 2 ? "0" + hex : hex)
+            } else {
+                quoted.unicodeScalars.append(scalar)
+            }
+        }
+    }
+    return quoted + "\""
+}
+
 func finishedFileLine(_ file: FinishedFile, dropped: UInt64, errored: UInt64 = 0) -> String {
-    var fields = ["output=\(file.path)", "frames=\(file.frames)", "idr=\(file.idrFrames)",
+    var fields = ["output=\(quotedField(file.path))", "frames=\(file.frames)", "idr=\(file.idrFrames)",
                   "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
     if errored > 0 { fields.append("errored=\(errored)") }
     if let pts = file.timestampsPath { fields.append("timestamps=\(pts)") }
-    if let error = file.error { fields.append("cut-short=\(error.kind)") }
+    if let error = file.error {
+        fields.append("cut-short=\(error.kind)")
+        // Say what is true: a file that could not be moved into place is not there.
+        if access(file.path, F_OK) != 0 { fields.append("saved=no") }
+    }
     return "camrec: finished " + fields.joined(separator: " ")
 }

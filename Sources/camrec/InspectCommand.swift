@@ -31,6 +31,7 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
+        SignalWatcher.unblock()
         let descriptor: FileDescriptor
         if file == "-" {
             descriptor = .standardInput

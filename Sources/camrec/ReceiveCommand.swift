@@ -26,10 +26,10 @@ struct ReceiveCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Accept a pushing sender on [HOST:]PORT instead of connecting.", valueName: "[HOST:]PORT"))
     var listen: String?
 
-    @Option(help: "Stop after N frames.")
+    @Option(parsing: .unconditional, help: "Stop after N frames.")
     var frames: Int?
 
-    @Option(help: "Stop after this many seconds from the first frame.")
+    @Option(parsing: .unconditional, help: "Stop after this many seconds from the first frame.")
     var duration: Double?
 
     @Flag(help: "Replace an existing output file.")
@@ -76,12 +76,12 @@ struct ReceiveCommand: ParsableCommand {
     }
 
     func validate() throws {
+        try OptionRange.check(frames, "--frames", in: 1...Int.max)
+        try OptionRange.checkSeconds(duration, "--duration")
         let (_, output) = try parsed()
         if let output, TCPEndpoint.looksLikeURL(output) {
             throw ValidationError("OUTPUT is a file or -, not \(output)")
         }
-        if let frames, frames <= 0 { throw ValidationError("--frames must be a positive number") }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
     }
 
     func run() throws {
@@ -101,11 +101,17 @@ struct ReceiveCommand: ParsableCommand {
         options.latencyLogPath = latencyLog
         let receiver = StreamReceiver(options: options, sink: sink, log: log)
         let interrupts = Atomic<Int>(0)
+        let writesFile = output != nil && output != "-"
         signals.start { signal in
             if signal == SIGHUP { return }
-            if interrupts.add(1, ordering: .relaxed).newValue > 1 {
-                writeStandardError("\ncamrec: interrupted twice; exiting without finishing the output\n")
-                Glibc.exit(ExitStatus.interrupted.rawValue)
+            if interrupts.add(1, ordering: .relaxed).newValue == 2 {
+                // "Stop waiting", never "throw away": a file is finished with every whole frame
+                // that arrived; stdout (perhaps a pipe nobody reads) is simply left.
+                if !writesFile {
+                    writeStandardError("\ncamrec: interrupted twice; exiting\n")
+                    Glibc.exit(ExitStatus.interrupted.rawValue)
+                }
+                writeStandardError("\ncamrec: interrupted twice; finishing the output with what has arrived\n")
             }
             receiver.stop()
         }
@@ -134,7 +140,7 @@ struct ReceiveCommand: ParsableCommand {
         }
         status?.stop()
         let p = result.progress
-        var fields = ["output=\(result.outputPath ?? output ?? "none")", "frames=\(p.frames)", "idr=\(p.idrFrames)",
+        var fields = ["output=\(quotedField(result.outputPath ?? output ?? "none"))", "frames=\(p.frames)", "idr=\(p.idrFrames)",
                       "bytes=\(p.bytes)", "decoded=\(p.decodedFrames)", "decode_errors=\(p.decodeErrors)",
                       "gaps=\(p.gaps)", "reconnects=\(p.reconnects)"]
         if p.missingFrames > 0 { fields.append("missing=\(p.missingFrames)") }
@@ -154,6 +160,7 @@ struct ReceiveCommand: ParsableCommand {
         if let error = result.outputError {
             throw report(.output(error))
         }
+        if interrupts.load(ordering: .relaxed) > 1 { throw ReportedFailure(status: .interrupted) }
         if p.frames > 0 && (p.decodedFrames == 0 || p.decodeErrors >= p.frames) {
             printError("every one of the \(p.frames) frames received failed to decode (\(p.decodeErrors) decode errors); the file is kept, but the sender's stream is broken")
             throw ReportedFailure(status: .invalidInput)

@@ -6,6 +6,7 @@ import Logging
 import Outputs
 import Recorder
 import Libav
+import Synchronization
 
 /// The default command: record from one source to one or more outputs.
 struct RecordCommand: ParsableCommand {
@@ -32,16 +33,16 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Frame size WxH (default 1280x720 for the test pattern; required with --input).")
     var size: FrameSize?
 
-    @Option(help: "Frames per second (default 30).")
+    @Option(parsing: .unconditional, help: "Frames per second (default 30).")
     var fps: Double?
 
-    @Option(help: "Stop after N frames.")
+    @Option(parsing: .unconditional, help: "Stop after N frames.")
     var frames: Int?
 
-    @Option(help: "Stop after this many seconds of video.")
+    @Option(parsing: .unconditional, help: "Stop after this many seconds of video.")
     var duration: Double?
 
-    @Option(help: "An IDR (with SPS+PPS before it) every N frames (default: one per second of --fps).")
+    @Option(parsing: .unconditional, help: "An IDR (with SPS+PPS before it) every N frames (default: one per second of --fps).")
     var keyframeInterval: Int?
 
     @Option(help: "Encoder: auto, software (libx264) or vaapi.")
@@ -53,7 +54,7 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Target bit rate in bits per second; k and M suffixes work (4M). Default: about 0.1 bit per pixel.")
     var bitrate: Bitrate?
 
-    @Option(help: "Constant quantiser (0-51) instead of a bit rate.")
+    @Option(parsing: .unconditional, help: "Constant quantiser (0-51) instead of a bit rate.")
     var qp: Int?
 
     @Option(help: "H.264 profile: baseline, main or high.")
@@ -62,10 +63,10 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "libx264 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
     var preset: String = "veryfast"
 
-    @Option(help: "Slice NAL units per picture (default 1). More slices let libx264 use sliced threads, but receivers that hand one NAL unit at a time to their decoder then see half pictures.")
+    @Option(parsing: .unconditional, help: "Slice NAL units per picture (default 1). More slices let libx264 use sliced threads, but receivers that hand one NAL unit at a time to their decoder then see half pictures.")
     var slices: Int = 1
 
-    @Option(help: "libx264 threads with one slice per picture: 1 (the default) adds no latency; N > 1 uses frame threads, about one frame of delay each; 0 lets x264 choose.")
+    @Option(parsing: .unconditional, help: "libx264 threads with one slice per picture: 1 (the default) adds no latency; N > 1 uses frame threads, about one frame of delay each; 0 lets x264 choose.")
     var threads: Int = 1
 
     @Flag(help: "Don't put camrec's timing SEI (capture and send times, for `camrec receive`'s latency figures) into the stream sent over TCP.")
@@ -77,7 +78,7 @@ struct RecordCommand: ParsableCommand {
     @OptionGroup(title: "Files, segments and retention")
     var files: FileOutputOptions
 
-    @Option(help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
+    @Option(parsing: .unconditional, help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
     var wait: Double?
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
@@ -104,13 +105,17 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--size \(size): H.264 (4:2:0) needs an even width and height; "
                 + "use \(size.width & ~1)x\(size.height & ~1) or \((size.width + 1) & ~1)x\((size.height + 1) & ~1)")
         }
-        if let fps, !(fps > 0 && fps <= 240) { throw ValidationError("--fps must be between 0 and 240, got \(fps)") }
-        if let frames, frames <= 0 { throw ValidationError("--frames must be a positive number") }
-        if let duration, !(duration > 0) { throw ValidationError("--duration must be a positive number of seconds") }
-        if let keyframeInterval, keyframeInterval <= 0 { throw ValidationError("--keyframe-interval must be positive") }
-        if let qp, !(0...51).contains(qp) { throw ValidationError("--qp must be between 0 and 51") }
-        if !(1...32).contains(slices) { throw ValidationError("--slices must be between 1 and 32, got \(slices)") }
-        if !(0...64).contains(threads) { throw ValidationError("--threads must be between 0 and 64, got \(threads)") }
+        if let fps, !(fps > 0 && fps <= 240) { throw ValidationError("--fps must be more than 0 and at most 240; got \(fps)") }
+        try OptionRange.check(frames, "--frames", in: 1...Int.max)
+        try OptionRange.checkSeconds(duration, "--duration")
+        try OptionRange.check(keyframeInterval, "--keyframe-interval", in: 1...OptionRange.maximumKeyframeInterval)
+        try OptionRange.check(qp, "--qp", in: 0...51)
+        try OptionRange.check(slices, "--slices", in: 1...32)
+        try OptionRange.check(threads, "--threads", in: 0...64)
+        try OptionRange.checkSeconds(wait, "--wait", inclusive: true)
+        if !x264Presets.contains(preset) {
+            throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
+        }
         if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, or tcp://HOST:PORT") }
         _ = try networkEndpoints()
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
@@ -171,11 +176,17 @@ struct RecordCommand: ParsableCommand {
             }
             output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
         }
+        let interrupts = Atomic<Int>(0)
         signals.start { [fileOutputs] signal in
             // SIGHUP starts new files, log-rotation style; SIGINT and SIGTERM end cleanly.
             if signal == SIGHUP {
                 fileOutputs.forEach { $0.requestNewFile() }
                 return
+            }
+            if interrupts.add(1, ordering: .relaxed).newValue == 2 {
+                // A second signal means "stop waiting", never "throw away": files are finished.
+                writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout\n")
+                recorder.abandonBlockingOutputs()
             }
             recorder.stop()
         }
@@ -193,6 +204,7 @@ struct RecordCommand: ParsableCommand {
         if let failure = result.failure {
             throw report(failure)
         }
+        if interrupts.load(ordering: .relaxed) > 1 { throw ReportedFailure(status: .interrupted) }
     }
 
     private func report(_ failure: RecordingFailure) -> ReportedFailure {
@@ -264,7 +276,7 @@ struct RecordCommand: ParsableCommand {
             if output.frames == 0 && result.failure != nil { continue }
             // File outputs print one line per file as each is finished.
             if output.label != "stdout" && !output.label.hasPrefix("tcp") { continue }
-            var fields = ["output=\(output.path ?? output.label)", "frames=\(output.frames)",
+            var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
