@@ -172,7 +172,7 @@ final class TCPPeerSender: @unchecked Sendable {
     /// half-close is read as leaving). Frees its slot now rather than at the next failed send.
     private func closedByPeer() {
         guard isAlive else { return }
-        fail(SocketError("recv", .connectionReset, address: connection.peerAddress), message: "closed the connection")
+        fail(SocketError("recv", .connectionReset, address: connection.peerAddress), message: "went away (it closed the connection)")
     }
 
     private func send(_ chunk: StreamChunk, note: inout [UInt8]) throws {
