@@ -1,5 +1,6 @@
 // swift-tools-version:6.0
-// libFuzzer target for camrec's stream reassembly (AnnexBScanner + AccessUnitAssembler + the timing SEI).
+// libFuzzer targets: FuzzReassembler (AnnexBScanner + AccessUnitAssembler + the timing SEI + the
+// access-unit bound), FuzzParsers (SPS, PPS, slice header, AccessUnitLimit), FuzzWriter (AnnexBStreamWriter).
 // A package of its own because `swift build --sanitize=fuzzer` breaks ordinary executables in the same
 // package; its sources are the main package's, through the symlinks in Sources/.
 //   swift build -c release --sanitize=fuzzer && .build/release/FuzzReassembler -max_total_time=60
@@ -12,6 +13,8 @@ let package = Package(
         .target(name: "NetStream", dependencies: ["Bitstream"], path: "Sources/NetStream"),
         .target(name: "FuzzChecks", dependencies: ["Bitstream", "NetStream"]),
         .executableTarget(name: "FuzzReassembler", dependencies: ["FuzzChecks"]),
+        .executableTarget(name: "FuzzParsers", dependencies: ["FuzzChecks"]),
+        .executableTarget(name: "FuzzWriter", dependencies: ["FuzzChecks"]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -20,6 +20,10 @@ public struct AnnexBScanner: Sendable {
     /// Bytes of the unit being collected (after its start code), possibly ending in zeros
     /// that will turn out to be trailing zeros or part of the next start code.
     private var pending: [UInt8] = []
+    /// Length of the unit being collected; more than `pending.count` once past `keepLimit`.
+    private var pendingLength = 0
+    /// Bytes of each unit kept in memory; the rest is counted, not stored.
+    public let keepLimit: Int
     private var inUnit = false
     private var pendingStartCodeLength = 0
     private var pendingOffset = 0
@@ -39,11 +43,16 @@ public struct AnnexBScanner: Sendable {
     /// work besides looking at each byte once. Tests bound it to prove the cost is linear.
     public private(set) var bytesCopied = 0
 
-    public init() {}
+    /// - Parameter keepLimit: bytes of each unit kept (the rest is only counted, in
+    ///   `NALUnit.byteCount`), so a reader that needs headers only (`camrec inspect`) stays
+    ///   bounded however large a unit is. Without it units are kept whole.
+    public init(keepingAtMost keepLimit: Int = .max) {
+        self.keepLimit = max(1, keepLimit)
+    }
 
     /// Consumes `chunk` and returns the units it completed, in stream order.
     public mutating func append<C: Collection>(_ chunk: C) -> [NALUnit] where C.Element == UInt8 {
-        if finished { self = AnnexBScanner() }
+        if finished { self = AnnexBScanner(keepingAtMost: keepLimit) }
         var completed: [NALUnit] = []
         let done: Void? = chunk.withContiguousStorageIfAvailable { buffer in
             scan(buffer, into: &completed)
@@ -63,7 +72,7 @@ public struct AnnexBScanner: Sendable {
         finished = true
         var completed: [NALUnit] = []
         if inUnit {
-            pending.removeLast(min(zeroRun, pending.count))
+            dropPendingTail(min(zeroRun, pendingLength))
             emitPending(into: &completed)
             inUnit = false
         } else {
@@ -137,11 +146,10 @@ public struct AnnexBScanner: Sendable {
                     let startCodeLength = zeroRun >= 3 ? 4 : 3
                     let startCodeOffset = position + index - (startCodeLength - 1)
                     if inUnit {
-                        pending.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[segmentStart...index]))
-                        bytesCopied += index + 1 - segmentStart
+                        appendToPending(UnsafeBufferPointer(rebasing: buffer[segmentStart...index]))
                         // The zero run (trailing zeros + start-code zeros) and the `01` all
                         // lie after the unit's own start code, so they are all in `pending`.
-                        pending.removeLast(zeroRun + 1)
+                        dropPendingTail(zeroRun + 1)
                         emitPending(into: &completed)
                     } else {
                         skippedLeadingBytes = startCodeOffset
@@ -156,20 +164,40 @@ public struct AnnexBScanner: Sendable {
             index += 1
         }
         if inUnit && segmentStart < count {
-            pending.append(contentsOf: UnsafeBufferPointer(rebasing: buffer[segmentStart..<count]))
-            bytesCopied += count - segmentStart
+            appendToPending(UnsafeBufferPointer(rebasing: buffer[segmentStart..<count]))
         }
         position += count
     }
 
+    private mutating func appendToPending(_ segment: UnsafeBufferPointer<UInt8>) {
+        pendingLength += segment.count
+        let room = keepLimit - pending.count
+        if room >= segment.count {
+            pending.append(contentsOf: segment)
+            bytesCopied += segment.count
+        } else if room > 0 {
+            pending.append(contentsOf: UnsafeBufferPointer(rebasing: segment[segment.startIndex..<segment.startIndex + room]))
+            bytesCopied += room
+        }
+    }
+
+    /// Takes the last `count` bytes off the unit (trailing zeros, the next start code).
+    private mutating func dropPendingTail(_ count: Int) {
+        pendingLength -= count
+        if pending.count > pendingLength { pending.removeLast(pending.count - pendingLength) }
+    }
+
     private mutating func emitPending(into completed: inout [NALUnit]) {
-        if pending.isEmpty {
+        if pendingLength == 0 {
             emptyUnitCount += 1
             return
         }
         // Copy at exact size so `pending` stays uniquely owned and keeps its capacity.
-        completed.append(NALUnit(bytes: Array(pending), startCodeLength: pendingStartCodeLength, offset: pendingOffset))
+        var unit = NALUnit(bytes: Array(pending), startCodeLength: pendingStartCodeLength, offset: pendingOffset)
+        unit.byteCount = pendingLength
+        completed.append(unit)
         bytesCopied += pending.count
         pending.removeAll(keepingCapacity: true)
+        pendingLength = 0
     }
 }

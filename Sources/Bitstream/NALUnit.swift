@@ -10,9 +10,13 @@ public struct NALUnit: Sendable, Hashable {
     public var startCodeLength: Int
     /// Offset of the first start-code byte in the stream this unit was read from.
     public var offset: Int
+    /// The unit's length in the stream; more than `bytes.count` when a scanner kept only
+    /// its first bytes (`AnnexBScanner(keepingAtMost:)`).
+    public var byteCount: Int
 
     public init(bytes: [UInt8], startCodeLength: Int = 4, offset: Int = 0) {
         self.bytes = bytes
+        self.byteCount = bytes.count
         self.startCodeLength = startCodeLength
         self.offset = offset
     }

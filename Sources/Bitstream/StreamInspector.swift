@@ -1,8 +1,9 @@
 /// Examines an Annex B H.264 stream fed in chunks (for `camrec inspect FILE`, or a live
 /// receiver) and reports its structure and whether it keeps camrec's stream contract.
 ///
-/// Memory stays bounded by the largest NAL unit plus the records kept (at most
-/// `recordLimit`); the stream itself is never held. Works on any H.264 Annex B stream,
+/// Memory stays bounded by `unitKeepLimit` bytes per NAL unit (only headers are read;
+/// larger units are counted, not held) plus the records kept (at most `recordLimit`); the
+/// stream itself is never held. Works on any H.264 Annex B stream,
 /// not only camrec's. Slices are not decoded: only the first bytes of each slice header
 /// are read.
 ///
@@ -39,7 +40,9 @@ public struct StreamInspector: Sendable {
     /// Types of the two units before the current one (nil at the start).
     private var previousType: NALUnitType?
     private var typeBeforePrevious: NALUnitType?
-    private var scanner = AnnexBScanner()
+    /// Bytes of a NAL unit held: enough for any SPS, PPS or slice header.
+    public static let unitKeepLimit = 64 * 1024
+    private var scanner = AnnexBScanner(keepingAtMost: StreamInspector.unitKeepLimit)
     private var records: [NALRecord] = []
     private var nalCount = 0
     private var fourByteStartCodes = 0
@@ -129,7 +132,7 @@ public struct StreamInspector: Sendable {
         typeCounts[type, default: 0] += 1
         if records.count < recordLimit {
             records.append(NALRecord(offset: unit.offset, startCodeLength: unit.startCodeLength, type: type,
-                                     nalRefIdc: unit.nalRefIdc, size: unit.bytes.count))
+                                     nalRefIdc: unit.nalRefIdc, size: unit.byteCount))
         }
         if unit.startCodeLength == 4 {
             fourByteStartCodes += 1

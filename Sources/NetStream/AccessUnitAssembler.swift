@@ -58,6 +58,10 @@ public struct AccessUnitAssembler: Sendable {
     /// (or leading garbage). A receiver bounds this so a stream without start codes can't
     /// grow memory without limit.
     public var pendingByteCount: Int { scanner.bytesConsumed - lastUnitEnd }
+    /// Bytes held for the access unit not yet returned: its units so far (timing note
+    /// included) and the unit being collected. A receiver bounds this by what the SPS's
+    /// level allows (`AccessUnitLimit`), so filler units or endless slices can't grow memory.
+    public var openAccessUnitByteCount: Int { scanner.bytesConsumed - (currentStartOffset ?? lastUnitEnd) }
     public var bytesConsumed: Int { scanner.bytesConsumed }
     /// Bytes before the first start code.
     public var skippedLeadingBytes: Int { unitsSeen == 0 ? scanner.bytesConsumed : scanner.skippedLeadingBytes }
@@ -88,6 +92,7 @@ public struct AccessUnitAssembler: Sendable {
         if currentHasPicture && Self.startsAccessUnit(unit) {
             if let done = closeCurrent() { completed.append(done) }
         }
+        if currentStartOffset == nil { currentStartOffset = unit.offset }
         if type == .sei, let note = TimestampSEI(nalUnit: unit.bytes) {
             // A second note before the picture would mean two access units; keep the first.
             if currentTimestamp == nil { currentTimestamp = note }
@@ -100,6 +105,8 @@ public struct AccessUnitAssembler: Sendable {
     }
 
     private var currentEnd = 0
+    /// Stream offset of the first unit of the access unit being collected.
+    private var currentStartOffset: Int?
 
     private static func startsAccessUnit(_ unit: NALUnit) -> Bool {
         switch unit.type.rawValue {
@@ -118,6 +125,7 @@ public struct AccessUnitAssembler: Sendable {
             current.removeAll(keepingCapacity: true)
             currentTimestamp = nil
             currentHasPicture = false
+            currentStartOffset = nil
         }
         guard !current.isEmpty else { return nil }
         var isIDR = false, hasSPS = false, hasPPS = false

@@ -2,8 +2,14 @@ import Glibc
 import Pipeline
 import Synchronization
 
-/// `tcp://[HOST]:PORT?listen` / `--listen [HOST:]PORT`: serves the stream to any number
-/// of receivers that connect.
+/// `tcp://[HOST]:PORT?listen` / `--listen [HOST:]PORT`: serves the stream to the
+/// receivers that connect, up to `maximumReceivers` at once (default sized by memory,
+/// see `defaultMaximumReceivers`).
+///
+/// The accept thread never waits on a peer: it takes every pending connection in one
+/// go (backlog 512) and joins only peer threads that have already ended. Peers that
+/// fall behind or close are evicted by `TCPPeerSender`, so their slots free up within
+/// `stallTimeoutSeconds`.
 ///
 /// Each receiver gets its own `TCPPeerSender` (thread, bounded queue, skip-to-IDR) and
 /// starts with SPS+PPS+IDR; a join asks the encoder for an IDR (rate-limited), so a late
@@ -37,13 +43,13 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     private let sendsTimingSEI: Bool
 
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, maximumReceivers: Int = 64, log: @escaping NetworkEventLog) {
+                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
         self.endpoint = endpoint
         self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
         self.sendsTimingSEI = sendsTimingSEI
-        self.maximumReceivers = maximumReceivers
+        self.maximumReceivers = maximumReceivers ?? Self.defaultMaximumReceivers()
         self.log = log
     }
 
@@ -66,13 +72,44 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         acceptor.start()
     }
 
+    /// Bytes one receiver may cost at most: its kernel send buffer (256 KiB, doubled by
+    /// the kernel), its thread's stack as touched, and its queue (references to chunks the
+    /// recording holds anyway); rounded up to 2 MiB.
+    public static let bytesPerReceiver = 2 << 20
+
+    /// A quarter of the memory available now (MemAvailable in /proc/meminfo) divided by
+    /// `bytesPerReceiver`, and at most the file descriptors left (RLIMIT_NOFILE less 64
+    /// for the recording); between 16 and 4096.
+    public static func defaultMaximumReceivers() -> Int {
+        var available = 1 << 30
+        if let file = fopen("/proc/meminfo", "r") {
+            defer { fclose(file) }
+            var line = [CChar](repeating: 0, count: 256)
+            while fgets(&line, Int32(line.count), file) != nil {
+                let text = String(cString: line)
+                guard text.hasPrefix("MemAvailable:") else { continue }
+                let digits = text.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+                if let kib = digits, kib > 0, kib < Int.max / 1024 { available = kib * 1024 }
+            }
+        }
+        var byMemory = available / 4 / bytesPerReceiver
+        var limit = rlimit()
+        if getrlimit(Int32(RLIMIT_NOFILE.rawValue), &limit) == 0, limit.rlim_cur < 1 << 20 {
+            byMemory = min(byMemory, Int(limit.rlim_cur) - 64)
+        }
+        return min(max(byMemory, 16), 4096)
+    }
+
     private func acceptLoop(_ listener: TCPListener) {
         var lastAcceptError = ""
+        var waitMilliseconds: Int32 = 200
         while !stopping.load(ordering: .relaxed) {
             reapDeadPeers()
             let connection: TCPConnection?
             do {
-                connection = try listener.accept(timeoutMilliseconds: 200)
+                // After a connection, look again at once: a burst of joins is taken in one go.
+                connection = try listener.accept(timeoutMilliseconds: waitMilliseconds)
+                waitMilliseconds = connection == nil ? 200 : 0
             } catch {
                 // EMFILE and the like: say so once, back off, keep serving the others.
                 if "\(error)" != lastAcceptError { log("\(label): \(error)") }
@@ -102,10 +139,11 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    /// Takes out peers whose threads have ended; never waits for one.
     private func reapDeadPeers() {
         let dead = peers.withLock { list -> [TCPPeerSender] in
-            let dead = list.filter { !$0.isAlive }
-            list.removeAll { !$0.isAlive }
+            let dead = list.filter { $0.hasEnded }
+            if !dead.isEmpty { list.removeAll { $0.hasEnded } }
             return dead
         }
         for peer in dead { account(peer, peer.reap(), ending: "left") }
@@ -115,6 +153,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         totals.withLock { $0.sent.add(s) }
         var line = "\(peer.name) \(ending) after \(s.frames) frames"
         if s.skippedFrames > 0 { line += ", \(s.skippedFrames) skipped in \(s.overflows) catch-ups" }
+        if s.framesNotSent > 0 { line += ", \(s.framesNotSent) not sent (before its first IDR or after it left)" }
         if let latency = s.latency.summary { line += "; capture to sent: \(latency)" }
         log(line)
     }

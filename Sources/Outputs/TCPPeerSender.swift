@@ -8,8 +8,13 @@ import Synchronization
 /// `offer` never blocks the encoder thread. Chunks are shared by reference, not copied.
 /// The peer starts at an IDR (which carries SPS+PPS). When its queue overflows, everything
 /// queued is dropped and it skips ahead to the next IDR, so it never gets half an access
-/// unit or a picture whose references it lacks; the skip is counted and logged. A send
-/// that makes no progress for `stallTimeout` ends this peer only.
+/// unit or a picture whose references it lacks; the skip is counted and logged.
+///
+/// Eviction, so peers that don't keep up never hold a slot for long: a peer is dropped
+/// when one access unit takes it more than `stallTimeout` to take (it reads far slower
+/// than the stream, or not at all, however little it reads now and then), and as soon as
+/// it closes its side of the connection (noticed within 200 ms, even while it waits for
+/// an IDR).
 final class TCPPeerSender: @unchecked Sendable {
     let connection: TCPConnection
     let name: String
@@ -20,6 +25,8 @@ final class TCPPeerSender: @unchecked Sendable {
     private let state = Mutex(State())
     private let abortDeadline = Atomic<UInt64>(0)
     private let closing = Atomic<Bool>(false)
+    /// Set as the thread's last act: `reap` then joins without waiting.
+    private let threadEnded = Atomic<Bool>(false)
 
     struct State {
         /// Not started yet, or skipping after an overflow: only an IDR is taken.
@@ -30,6 +37,8 @@ final class TCPPeerSender: @unchecked Sendable {
         var bytes = 0
         var idrFrames = 0
         var skippedFrames = 0
+        /// Frames offered before its first IDR (it joined mid-GOP) or after it went away.
+        var framesNotSent = 0
         var overflows = 0
         var ignoredInputBytes = 0
         var failure: String?
@@ -42,6 +51,7 @@ final class TCPPeerSender: @unchecked Sendable {
         var bytes: Int
         var idrFrames: Int
         var skippedFrames: Int
+        var framesNotSent: Int
         var overflows: Int
         var failure: String?
         var latency: LatencySamples
@@ -62,6 +72,8 @@ final class TCPPeerSender: @unchecked Sendable {
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }
+    /// Its thread has returned: `reap` won't block.
+    var hasEnded: Bool { threadEnded.load(ordering: .acquiring) }
 
     func start() {
         let worker = WorkerThread(name: "tcp-\(name)") { [self] in self.run() }
@@ -73,10 +85,13 @@ final class TCPPeerSender: @unchecked Sendable {
     func offer(_ chunk: StreamChunk) {
         enum Action { case push, drop, overflow }
         let action: Action = state.withLock { s in
-            guard s.alive else { return .drop }
+            guard s.alive else {
+                s.framesNotSent += 1
+                return .drop
+            }
             if s.waitingForIDR {
                 guard chunk.isIDR else {
-                    if s.skipping { s.skippedFrames += 1 }
+                    if s.skipping { s.skippedFrames += 1 } else { s.framesNotSent += 1 }
                     return .drop
                 }
                 s.waitingForIDR = false
@@ -91,6 +106,7 @@ final class TCPPeerSender: @unchecked Sendable {
             if queue.tryPush(chunk) { return }
             guard isAlive else {
                 chunk.release()
+                state.withLock { $0.framesNotSent += 1 }
                 return
             }
             // Full: the peer is too slow. Drop what waits and go on from the next IDR,
@@ -124,11 +140,13 @@ final class TCPPeerSender: @unchecked Sendable {
             guard let chunk = queue.pop(timeoutNanoseconds: 200_000_000) else {
                 if closing.load(ordering: .acquiring) && queue.isEmpty { break }
                 if !inputClosed { inputClosed = !drainInput(&input) }
+                if inputClosed { closedByPeer() }
                 if !isAlive { break }
                 continue
             }
             if !isAlive {
                 chunk.release()
+                state.withLock { $0.framesNotSent += 1 }
                 continue
             }
             do {
@@ -136,17 +154,30 @@ final class TCPPeerSender: @unchecked Sendable {
                 chunk.release()
             } catch {
                 chunk.release()
+                state.withLock { $0.framesNotSent += 1 }
                 fail(error)
             }
             if !inputClosed { inputClosed = !drainInput(&input) }
+            if inputClosed { closedByPeer() }
         }
-        queue.drain { $0.release() }
+        var unsent = 0
+        queue.drain { $0.release(); unsent += 1 }
+        if unsent > 0 { state.withLock { $0.framesNotSent += unsent } }
         connection.shutdownWrite()
         connection.close()
+        threadEnded.store(true, ordering: .releasing)
+    }
+
+    /// The receiver closed its side: it is gone (a receiver has nothing to say, so a
+    /// half-close is read as leaving). Frees its slot now rather than at the next failed send.
+    private func closedByPeer() {
+        guard isAlive else { return }
+        fail(SocketError("recv", .connectionReset, address: connection.peerAddress), message: "went away (it closed the connection)")
     }
 
     private func send(_ chunk: StreamChunk, note: inout [UInt8]) throws {
         let now = monotonicNanoseconds()
+        let lagDeadline = now + UInt64(stallTimeoutMilliseconds) * 1_000_000
         note.removeAll(keepingCapacity: true)
         if sendsTimingSEI { TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: now,
                      sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note) }
@@ -157,11 +188,13 @@ final class TCPPeerSender: @unchecked Sendable {
                                      UnsafeRawBufferPointer(rebasing: bytes[split...])],
                                     stallTimeoutMilliseconds: stallTimeoutMilliseconds) {
                     let d = self.abortDeadline.load(ordering: .relaxed)
-                    return d != 0 && monotonicNanoseconds() >= d
+                    let t = monotonicNanoseconds()
+                    return (d != 0 && t >= d) || t >= lagDeadline
                 }
             }
         }
         let done = monotonicNanoseconds()
+        if done >= lagDeadline { throw SocketError("send", .timedOut, address: connection.peerAddress) }
         state.withLock { s in
             s.frames += 1
             s.bytes += chunk.bytes.count
@@ -198,12 +231,17 @@ final class TCPPeerSender: @unchecked Sendable {
         }
     }
 
-    private func fail(_ error: Error) {
-        let message: String
-        if let e = error as? SocketError {
+    private func fail(_ error: Error, message knownMessage: String? = nil) {
+        var message: String
+        if let knownMessage {
+            message = knownMessage
+        } else if let e = error as? SocketError {
             switch e.errno {
-            case .timedOut: message = "took nothing for \(stallTimeoutMilliseconds / 1000) s; disconnected"
-            case .canceled: message = "could not take the rest of the stream before the recording ended"
+            case .timedOut: message = "fell behind: one access unit took it over \(stallTimeoutMilliseconds / 1000) s; disconnected"
+            case .canceled:
+                let d = abortDeadline.load(ordering: .relaxed)
+                message = d != 0 && monotonicNanoseconds() >= d ? "could not take the rest of the stream before the recording ended"
+                    : "fell behind: one access unit took it over \(stallTimeoutMilliseconds / 1000) s; disconnected"
             case .brokenPipe, .connectionReset: message = "went away (\(e.call)(): \(e.errno))"
             default: message = "failed: \(e)"
             }
@@ -245,7 +283,7 @@ final class TCPPeerSender: @unchecked Sendable {
     var summary: Summary {
         state.withLock { s in
             Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: s.skippedFrames,
-                    overflows: s.overflows, failure: s.failure, latency: s.latency)
+                    framesNotSent: s.framesNotSent, overflows: s.overflows, failure: s.failure, latency: s.latency)
         }
     }
 }

@@ -307,7 +307,9 @@ public final class TCPListener: @unchecked Sendable {
             Glibc.close(fd)
             throw error
         }
-        if Glibc.listen(fd, 16) != 0 {
+        // Room for a burst of joins (and junk connections) without SYNs being dropped,
+        // which would cost a real receiver a 1 s retransmit.
+        if Glibc.listen(fd, 512) != 0 {
             let error = SocketError("listen", lastErrno(), address: text)
             Glibc.close(fd)
             throw error

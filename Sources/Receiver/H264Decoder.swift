@@ -37,11 +37,15 @@ public final class H264Decoder {
     /// Decodes one access unit (Annex B).
     public func decode(_ accessUnit: [UInt8]) -> Result {
         var result = Result()
+        guard let size = Int32(exactly: accessUnit.count) else {
+            result.error = "an access unit of \(accessUnit.count) bytes is more than libavcodec takes"
+            return result
+        }
         var bytes = accessUnit
         let status: Int32 = bytes.withUnsafeMutableBufferPointer { buffer in
             // Not reference counted: send_packet copies it (with the padding it needs).
             packet.pointee.data = buffer.baseAddress
-            packet.pointee.size = Int32(buffer.count)
+            packet.pointee.size = size
             defer {
                 packet.pointee.data = nil
                 packet.pointee.size = 0

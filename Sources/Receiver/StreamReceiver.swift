@@ -25,6 +25,9 @@ public final class StreamReceiver: @unchecked Sendable {
         /// A sender that sends this many bytes without a start code (or without an IDR to
         /// start from) is not sending H.264: it is disconnected.
         public var garbageLimitBytes = 8 << 20
+        /// Bytes one access unit may take once the stream has started; nil means what the
+        /// SPS's level allows (`AccessUnitLimit`). Tests set it small.
+        public var accessUnitLimitBytes: Int?
         /// Silence from a connected sender for this long ends the connection.
         public var idleTimeoutSeconds = 20.0
         /// Per-frame latency lines (sequence, capture→received, capture→decoded, send→received,
@@ -57,6 +60,8 @@ public final class StreamReceiver: @unchecked Sendable {
         public var truncated = 0
         /// Connections dropped because what came was not H.264.
         public var garbageConnections = 0
+        /// Connections dropped because one access unit outgrew `AccessUnitLimit`.
+        public var oversizedConnections = 0
         public var connected = false
         public var senderAddress: String?
         /// The latest sample, nanoseconds; 0 without camrec timing notes.
@@ -209,6 +214,8 @@ public final class StreamReceiver: @unchecked Sendable {
             do {
                 result = try buffer.withUnsafeMutableBytes { try connection.receive(into: $0, timeoutMilliseconds: 200) }
             } catch {
+                // A reset after the last byte still leaves every complete access unit: keep them.
+                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, final: true) }
                 ending = "sender \(sender) went away (\(error))"
                 break
             }
@@ -234,7 +241,7 @@ public final class StreamReceiver: @unchecked Sendable {
                 break loop
             case .bytes(let count):
                 lastData = now
-                session.arrivals.append((session.assembler.bytesConsumed + count, now))
+                session.noteArrival(end: session.assembler.bytesConsumed + count, at: now)
                 for unit in session.assembler.append(buffer[0..<count]) {
                     handle(unit, in: &session, sender: sender, final: false)
                     if limitReached || outputError != nil { break }
@@ -242,6 +249,11 @@ public final class StreamReceiver: @unchecked Sendable {
                 if let reason = session.garbageReason(limit: options.garbageLimitBytes) {
                     shared.withLock { $0.garbageConnections += 1 }
                     ending = "sender \(sender) is not sending H.264: \(reason); disconnecting"
+                    break loop
+                }
+                if let reason = session.oversizeReason(limitOverride: options.accessUnitLimitBytes) {
+                    shared.withLock { $0.oversizedConnections += 1 }
+                    ending = "sender \(sender) \(reason); disconnecting"
                     break loop
                 }
             }
@@ -274,6 +286,28 @@ public final class StreamReceiver: @unchecked Sendable {
                 return "no IDR with SPS and PPS in the first \(assembler.bytesConsumed) bytes"
             }
             return nil
+        }
+
+        /// Once started, one access unit may not outgrow what the SPS's level allows.
+        func oversizeReason(limitOverride: Int?) -> String? {
+            guard started, let sps = writer.sequenceParameterSet else { return nil }
+            let limit = limitOverride ?? AccessUnitLimit.maximumBytes(for: sps)
+            let open = assembler.openAccessUnitByteCount
+            guard open > limit else { return nil }
+            return "sent an access unit of over \(open) bytes, more than level \(Self.levelName(sps.levelIdc)) allows "
+                + "for \(sps.picWidthInMbs * 16)x\(sps.picHeightInMapUnits * (sps.frameMbsOnlyFlag ? 16 : 32)) (limit \(limit) bytes)"
+        }
+
+        static func levelName(_ idc: UInt8) -> String { idc == 9 ? "1b" : "\(idc / 10).\(idc % 10)" }
+
+        /// Records when the bytes up to `end` arrived. Bounded: past 4096 reads within one
+        /// access unit (a peer dribbling bytes) the newest entry is stretched instead.
+        mutating func noteArrival(end: Int, at time: UInt64) {
+            if arrivals.count - arrivalHead >= 4096 {
+                arrivals[arrivals.count - 1].end = end
+            } else {
+                arrivals.append((end, time))
+            }
         }
 
         /// When the read holding stream offset `end - 1` arrived.

@@ -24,13 +24,13 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     public var meaning: String {
         switch self {
         case .success: return "success (also after a clean stop by SIGINT or SIGTERM)"
-        case .contractBroken: return "inspect: the stream breaks camrec's stream contract"
+        case .contractBroken: return "inspect: the stream breaks camrec's stream contract (or, with --decode, a picture fails to decode)"
         case .usage: return "usage error: unknown option, malformed value"
         case .invalidInput: return "bad input: raw input shorter than one frame, not H.264, wrong format"
         case .sourceMissing: return "input file or camera device not found"
         case .notACaptureDevice: return "the device is not a video capture device"
         case .unsupportedFormat: return "the camera cannot deliver the asked size, rate or pixel format"
-        case .permissionDenied: return "permission denied on the device (join the video group)"
+        case .permissionDenied: return "permission denied on the device (join the video group) or the input file"
         case .deviceBusy: return "the camera is busy (another camrec or program has it)"
         case .deviceLost: return "the camera went away while recording (the file is saved)"
         case .deviceStalled: return "the camera stopped delivering frames (the file is saved)"

@@ -1,6 +1,8 @@
 import ArgumentParser
 import Bitstream
 import Glibc
+import NetStream
+import Receiver
 import Recorder
 import SystemPackage
 
@@ -9,7 +11,7 @@ struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
         abstract: "List the NAL units of an H.264 Annex-B stream and check camrec's stream contract.",
-        discussion: "Exits 0 when every NAL unit has a 4-byte start code, SPS and PPS are the two units right before every IDR slice and every picture is one slice NAL unit (or at most --slices), 1 when not."
+        discussion: "Exits 0 when every NAL unit has a 4-byte start code, SPS and PPS are the two units right before every IDR slice and every picture is one slice NAL unit (or at most --slices), 1 when not (or, with --decode, when libavcodec reports an error in a picture), 65 when the file is not H.264. Without --decode only NAL units and headers are read, in bounded memory: slice data is not checked."
     )
 
     @Argument(help: "An Annex-B H.264 file, or - for stdin.")
@@ -20,6 +22,9 @@ struct InspectCommand: ParsableCommand {
 
     @Option(help: "Most slice NAL units a picture may have (what the stream was recorded with: camrec --slices).")
     var slices: Int = 1
+
+    @Flag(help: "Also run libavcodec's H.264 decoder over every picture and report its errors (holds one access unit at a time).")
+    var decode = false
 
     func validate() throws {
         if !(1...1024).contains(slices) { throw ValidationError("--slices must be between 1 and 1024, got \(slices)") }
@@ -34,12 +39,22 @@ struct InspectCommand: ParsableCommand {
             do {
                 descriptor = try FileDescriptor.open(FilePath(file), .readOnly, retryOnInterrupt: true)
             } catch let error as Errno {
-                printError(error == .noSuchFileOrDirectory ? "\(file) does not exist" : "cannot read \(file): \(error)")
-                throw ReportedFailure(status: .sourceMissing)
+                switch error {
+                case .noSuchFileOrDirectory:
+                    printError("\(file) does not exist")
+                    throw ReportedFailure(status: .sourceMissing)
+                case .permissionDenied:
+                    printError("cannot read \(file): permission denied; check its mode and owner (ls -l), or run as a user who may read it")
+                    throw ReportedFailure(status: .permissionDenied)
+                default:
+                    printError("cannot read \(file): \(error)")
+                    throw ReportedFailure(status: .invalidInput)
+                }
             }
         }
         defer { if file != "-" { try? descriptor.close() } }
         var inspector = StreamInspector(maxSlicesPerPicture: slices)
+        var decoding = decode ? try DecodeCheck() : nil
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n: Int
@@ -51,13 +66,29 @@ struct InspectCommand: ParsableCommand {
             }
             if n == 0 { break }
             inspector.append(chunk[0..<n])
+            decoding?.append(chunk[0..<n])
         }
         let report = inspector.finish()
-        print(report.render(verbose: !summary))
         if report.nalUnitCount == 0 {
-            printError("\(file) holds no H.264 NAL units (no Annex-B start codes found)")
+            print(report.render(verbose: !summary))
+            printError("\(file) is not H.264: no Annex-B start codes found")
             throw ReportedFailure(status: .invalidInput)
         }
-        if !report.contractHolds { throw ReportedFailure(status: .contractBroken) }
+        if report.sequenceParameterSet == nil && report.idrCount == 0 {
+            // A start code can turn up in any data; without an SPS nothing says this is H.264.
+            print(report.render(verbose: !summary))
+            printError("\(file) is not H.264: \(report.nalUnitCount) start code\(report.nalUnitCount == 1 ? "" : "s") but no sequence parameter set (SPS) and no IDR picture")
+            throw ReportedFailure(status: .invalidInput)
+        }
+        let decoded = decoding?.finish()
+        print(report.render(verbose: !summary))
+        if let decoded {
+            print(decoded.verdict(pictures: report.frameCount))
+        } else {
+            print("checked: NAL units, start codes, parameter sets and slice headers; slice data not decoded (add --decode)")
+        }
+        if !report.contractHolds || (decoded.map { !$0.isClean(pictures: report.frameCount) } ?? false) {
+            throw ReportedFailure(status: .contractBroken)
+        }
     }
 }

@@ -161,7 +161,11 @@ struct ReceiveCommand: ParsableCommand {
             throw report(.output(error))
         }
         if interrupts.load(ordering: .relaxed) > 1 { throw ReportedFailure(status: .interrupted) }
-        if p.frames == 0 && p.garbageConnections > 0 {
+        if p.frames > 0 && (p.decodedFrames == 0 || p.decodeErrors >= p.frames) {
+            printError("every one of the \(p.frames) frames received failed to decode (\(p.decodeErrors) decode errors); the file is kept, but the sender's stream is broken")
+            throw ReportedFailure(status: .invalidInput)
+        }
+        if p.frames == 0 && p.garbageConnections + p.oversizedConnections > 0 {
             printError("nothing received was H.264; check that the sender sends a raw Annex-B H.264 stream")
             throw ReportedFailure(status: .invalidInput)
         }

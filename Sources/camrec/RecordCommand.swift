@@ -84,8 +84,11 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
-    @Option(help: ArgumentHelp("Serve the stream to any number of receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
+    @Option(help: ArgumentHelp("Serve the stream to the receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
     var listen: [String] = []
+
+    @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
+    var maxReceivers: Int?
 
     @Argument(help: "Where the stream goes, any number of: a file path, - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers).")
     var outputs: [String] = []
@@ -94,6 +97,9 @@ struct RecordCommand: ParsableCommand {
         let sources = [device != nil, testPattern, input != nil].filter { $0 }.count
         if sources > 1 { throw ValidationError("give only one of --device, --test-pattern and --input") }
         if input != nil && size == nil { throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)") }
+        if let maxReceivers, !(1...100_000).contains(maxReceivers) {
+            throw ValidationError("--max-receivers must be between 1 and 100000, got \(maxReceivers)")
+        }
         if let size, size.width % 2 != 0 || size.height % 2 != 0 {
             // 4:2:0 H.264 crops in steps of two pixels, so an odd size can't be represented at all.
             throw ValidationError("--size \(size): H.264 (4:2:0) needs an even width and height; "
@@ -256,7 +262,8 @@ struct RecordCommand: ParsableCommand {
             writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
         }
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei,
+                                   maximumReceivers: maxReceivers, log: log)
         }
         return TCPPushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
     }

@@ -120,6 +120,97 @@ final class TCPOutputTests: XCTestCase {
         _ = stalled
     }
 
+    func makeListener(stallTimeoutSeconds: Double) throws -> TCPListenOutput {
+        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
+                                     queueCapacity: 60, stallTimeoutSeconds: stallTimeoutSeconds) { [events] line in events.append(line) }
+        try output.open()
+        return output
+    }
+
+    /// The number after `label` in the log line for `peer` that contains `marker`.
+    func count(_ label: String, in marker: String) -> Int? {
+        events.withLock { lines -> Int? in
+            guard let line = lines.last(where: { $0.contains(marker) }) else { return nil }
+            let words = line.replacingOccurrences(of: ",", with: "").split(separator: " ").map(String.init)
+            guard let i = words.firstIndex(of: label), i > 0 else { return label == "skipped" || label == "not" ? 0 : nil }
+            return Int(words[i - 1])
+        }
+    }
+
+    /// A receiver that closes is let go at once, even while it waits for an IDR and nothing is sent to it.
+    func testAClosedReceiverLeavesWithoutWaitingForTheNextIDR() throws {
+        let output = try makeListener()
+        let client = try connect(output.boundPort)
+        waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
+        output.submit(chunk(1))  // mid-GOP: not sent, it waits for an IDR
+        client.close()
+        // No submit from here on: only noticing the close can produce the line.
+        waitFor("left without a send") { events.withLock { $0.contains { $0.contains(" left after 0 frames") } } }
+        _ = output.finish()
+    }
+
+    /// Sent + skipped + not sent (before its first IDR, after it left) + recorded while it was
+    /// not connected = recorded, for one receiver whose join and leave the test controls.
+    func testFramesCountedPerReceiverAddUp() throws {
+        let output = try makeListener()
+        for i in 0..<10 { output.submit(chunk(i)) }          // nobody connected: 10
+        let client = try connect(output.boundPort)
+        waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
+        for i in 10..<50 { output.submit(chunk(i)) }          // 10...29 wait for the IDR at 30
+        var assembler = AccessUnitAssembler()
+        var units: [ReceivedAccessUnit] = []
+        var buffer = [UInt8](repeating: 0, count: 65536)
+        while units.count < 19 {
+            guard case .bytes(let n)? = try? buffer.withUnsafeMutableBytes({ try client.receive(into: $0, timeoutMilliseconds: 3000) }) else { break }
+            units += assembler.append(buffer[0..<n])
+        }
+        units += assembler.finish()
+        client.close()
+        waitFor("left") { events.withLock { $0.contains { $0.contains(" left after ") } } }
+        for i in 50..<60 { output.submit(chunk(i)) }          // gone: 10
+        let report = output.finish()
+        let marker = " left after "
+        let sent = try XCTUnwrap(count("frames", in: marker))
+        let skipped = try XCTUnwrap(count("skipped", in: marker))
+        let notSent = try XCTUnwrap(count("not", in: marker))
+        XCTAssertEqual(sent, units.count, "frames sent = access units the receiver got")
+        XCTAssertEqual(units.map { $0.timestamp?.sequence }, (30..<50).map { UInt64($0) })
+        XCTAssertEqual(sent + skipped + notSent + 10 + 10, 60, events.withLock { $0.joined(separator: "\n") })
+        XCTAssertEqual(report.frames, sent)
+    }
+
+    /// A receiver that reads a little now and then (2 KiB every 300 ms from a 4 KiB receive
+    /// buffer, so each read reopens its window: 7 kB/s against a 10 MB/s stream) makes
+    /// progress, so no send stalls for the bound, but one 20 kB access unit takes it about
+    /// 3 s: it is dropped once one access unit takes it over the bound (1 s here).
+    func testAReceiverThatReadsFarSlowerThanTheStreamIsEvicted() throws {
+        let output = try makeListener(stallTimeoutSeconds: 1)
+        let slow = try connect(output.boundPort)
+        waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
+        let stop = BytesBox()
+        let thread = Thread {
+            var size: Int32 = 4096
+            _ = setsockopt(slow.descriptor, SOL_SOCKET, SO_RCVBUF, &size, socklen_t(MemoryLayout<Int32>.size))
+            var buffer = [UInt8](repeating: 0, count: 2048)
+            while stop.withLock({ $0.isEmpty }) {
+                _ = try? buffer.withUnsafeMutableBytes { try slow.receive(into: $0, timeoutMilliseconds: 0) }
+                usleep(300_000)  // the client's own pace, not a synchronisation
+            }
+        }
+        thread.start()
+        // Enough data to fill its kernel buffers many times over (40 MB).
+        var i = 0
+        while i < 2000 && !events.withLock({ $0.contains { $0.contains("fell behind") } }) {
+            output.submit(chunk(i, size: 20_000))
+            usleep(2000)
+            i += 1
+        }
+        waitFor("evicted") { events.withLock { $0.contains { $0.contains("fell behind") } } }
+        waitFor("slot freed") { events.withLock { $0.contains { $0.contains(" left after ") } } }
+        stop.set([1])
+        _ = output.finish()
+    }
+
     func testSkippingResumesOnlyAtAnIDR() throws {
         let output = try makeListener(queueCapacity: 8)
         let client = try connect(output.boundPort)

@@ -16,8 +16,12 @@ public func checkReassembly(_ bytes: [UInt8]) {
     while offset < bytes.count {
         // Vary the piece size: 1 byte, `step` bytes, 3·step bytes, …
         let n = min(bytes.count - offset, round % 3 == 0 ? 1 : step * (round % 3))
-        b += pieces.append(bytes[offset..<(offset + n)])
+        let returned = pieces.append(bytes[offset..<(offset + n)])
+        b += returned
         offset += n
+        // The open access unit (what a receiver bounds) is what came in and was not returned.
+        let open = pieces.openAccessUnitByteCount
+        precondition(open >= 0 && open <= offset - (b.last?.endOffset ?? 0), "open access unit larger than the bytes not yet returned")
         round += 1
     }
     b += pieces.finish()
@@ -30,6 +34,15 @@ public func checkReassembly(_ bytes: [UInt8]) {
         _ = x.isTruncated
         let annexB = x.annexB()
         precondition(annexB.count == x.byteCount)
+    }
+    // A scanner that keeps only a prefix of each unit (camrec inspect) sees the same units and sizes.
+    var keeping = AnnexBScanner(keepingAtMost: Int(bytes.first ?? 0) + 1)
+    let kept = keeping.append(bytes) + keeping.finish()
+    let full = AnnexBScanner.units(in: bytes)
+    precondition(kept.count == full.count, "a keep limit changed the unit count")
+    for (k, f) in zip(kept, full) {
+        precondition(k.byteCount == f.bytes.count && k.offset == f.offset && f.bytes.starts(with: k.bytes)
+                     && k.bytes.count == min(f.bytes.count, keeping.keepLimit), "a keep limit changed a unit")
     }
     // Scanning the same bytes directly gives the same units, timing notes aside.
     let scanned = AnnexBScanner.units(in: bytes).filter { TimestampSEI(nalUnit: $0.bytes) == nil }

@@ -1,0 +1,68 @@
+# Tests/lib/net-suite.sh — shared start and helpers of the loopback network suites
+# (hostile-input.sh, network-load.sh). Source it after `cd` to the repository root with
+# SUITE set to the suite's name. Gives: pass/fail/check/finish, CAMREC (built if unset), W (a
+# work directory removed at exit unless KEEP=1), PIDS (killed at exit), next_port, wait_listen,
+# wait_log, wait_for, frames_of, vm_hwm_kb.
+export PATH="/opt/swift/usr/bin:$PATH"
+PASS=0 FAIL=0
+pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
+check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
+finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+
+for tool in ffmpeg ffprobe python3; do
+    command -v "$tool" >/dev/null || { echo "$SUITE: $tool not found"; FAIL=1; finish; }
+done
+if [[ -z ${CAMREC:-} ]]; then
+    swift build --product camrec 2>&1 | tail -n 3
+    CAMREC="$(swift build --show-bin-path)/camrec"
+fi
+[[ -x $CAMREC ]] || { echo "$SUITE: no camrec binary at $CAMREC"; FAIL=1; finish; }
+PEER="python3 $PWD/Tests/tools/hostile-peer.py"
+
+W=$(mktemp -d "/tmp/camrec-$SUITE.XXXXXX")
+PIDS=()
+cleanup() {
+    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
+    [[ -n ${KEEP:-} ]] && echo "$SUITE: kept $W" || rm -rf "$W"
+}
+trap cleanup EXIT
+echo "$SUITE: camrec $CAMREC, work directory $W"
+
+NEXT_PORT=$((30000 + RANDOM % 8000))
+# A fresh port in PORT (not $(…): a subshell would not advance the counter).
+next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
+
+# Waits until something listens on PORT (read from /proc, so nothing connects to it).
+wait_listen() {
+    local hex; hex=$(printf '%04X' "$1")
+    for _ in $(seq 1 100); do
+        if awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+            /proc/net/tcp /proc/net/tcp6 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing listens on port $1"; return 1
+}
+
+# Waits up to $3 seconds (default 20) for a line matching $2 in file $1.
+wait_log() {
+    local i
+    for ((i = 0; i < ${3:-20} * 10; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
+    echo "no '$2' in $1 after ${3:-20}s"; return 1
+}
+
+# Waits up to $2 seconds for process $1 to end; kills it if it does not. Returns its status.
+wait_for() {
+    local pid=$1 limit=${2:-30} i
+    for ((i = 0; i < limit * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || { wait "$pid"; return $?; }
+        sleep 0.1
+    done
+    echo "process $pid still running after ${limit}s; killing it"
+    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+    return 124
+}
+
+frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
+# Peak resident memory of a live process, in kB.
+vm_hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }
