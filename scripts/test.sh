@@ -23,9 +23,10 @@ EXPECTED_SUITES=(
   "vm-capture          90  2400"
   "vm-mjpeg            15  1200"
   "vm-unattended       20  1200"
-  "fuzz-reassembler     1   900"
+  "fuzz                 3   900"
+  "hostile-input       19   900"
   "readme-promises     28   900"
-  "seed-receivers      10  1200"
+  "seed-receivers      58  1200"
   "network-load        10  1200"
 )
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
