@@ -465,11 +465,13 @@ ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail.h264 -f r
 # After 6 good images (the start probes first, then one per frame) frame 3 is the first that cannot be
 # mapped: measured in 5 of 5 runs, and the same in
 # every run because the failure counts driver calls, not time. Every frame before it is saved, none after.
-if [[ $rc == 74 && $failed_frame == 3 && $n == 3 ]] && cmp -s mapfail.nv12 <(head -c $((n * 640 * 480 * 3 / 2)) $in) &&
+# start() now also encodes one black frame to catch settings refused at the first picture: one map
+# more before the recording's frames, so frame 2 is the first that cannot be mapped.
+if [[ $rc == 74 && $failed_frame == 2 && $n == 2 ]] && cmp -s mapfail.nv12 <(head -c $((n * 640 * 480 * 3 / 2)) $in) &&
     grep -q "^camrec: error: cannot map a VA surface for frame [0-9]*: .*operation failed" mapfail.log; then
     pass "mapping fails for good: exit 74, $n frames saved, decodable and identical: $(grep -m1 error: mapfail.log | cut -c1-120)"
 else
-    fail "mapping fails for good: exit $rc (want 74), frames ${n:-none} (want 3), failed at frame ${failed_frame:-?} (want 3): $(head -4 mapfail.log)"
+    fail "mapping fails for good: exit $rc (want 74), frames ${n:-none} (want 2), failed at frame ${failed_frame:-?} (want 2): $(head -4 mapfail.log)"
 fi
 
 # --- 6. camrec encoders -----------------------------------------------------------------------------
