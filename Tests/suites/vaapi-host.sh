@@ -462,7 +462,7 @@ rc=$?
 n=$(frame_count mapfail.h264)
 failed_frame=$(sed -n 's/^camrec: error: cannot map a VA surface for frame \([0-9]*\):.*/\1/p' mapfail.log)
 ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i mapfail.h264 -f rawvideo -pix_fmt nv12 -y mapfail.nv12 2>/dev/null
-# After 6 good images (the start probes first, then one per frame) frame 3 is the first that cannot be
+# After the good images (the start probes and the black frame first, then one per frame) a fixed frame is the first that cannot be
 # mapped: measured in 5 of 5 runs, and the same in
 # every run because the failure counts driver calls, not time. Every frame before it is saved, none after.
 # start() now also encodes one black frame to catch settings refused at the first picture: one map
