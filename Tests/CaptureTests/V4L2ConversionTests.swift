@@ -109,6 +109,70 @@ final class V4L2ConversionTests: XCTestCase {
         XCTAssertEqual(row(out, 2, 0), [128])
     }
 
+    /// The converter's whole-block fast path and its odd-edge path, against a per-pixel reference
+    /// written straight from the formulas: random pixels, odd and even sizes, padded rows, every
+    /// byte order, NV12 and I420.
+    func testRGBMatchesAPerPixelReferenceAtOddSizesAndPaddedRows() {
+        var seed: UInt64 = 0x9E37_79B9_7F4A_7C15
+        func random() -> UInt8 {
+            seed = seed &* 6_364_136_223_846_793_005 &+ 1_442_695_040_888_963_407
+            return UInt8(truncatingIfNeeded: seed >> 56)
+        }
+        let orders: [(CameraPixelLayout, bpp: Int, r: Int, g: Int, b: Int)] = [
+            (.rgb24, 3, 0, 1, 2), (.bgr24, 3, 2, 1, 0), (.bgrx, 4, 2, 1, 0),
+            (.xrgb, 4, 1, 2, 3), (.rgbx, 4, 0, 1, 2), (.xbgr, 4, 3, 2, 1),
+        ]
+        for (width, height) in [(7, 5), (8, 6), (1, 1), (2, 3), (33, 2)] {
+            for (layout, bpp, ro, go, bo) in orders {
+                let stride = width * bpp + 5
+                let pixels = (0..<stride * height).map { _ in random() }
+                func rgb(_ x: Int, _ y: Int) -> (Int, Int, Int) {
+                    let p = y * stride + x * bpp
+                    return (Int(pixels[p + ro]), Int(pixels[p + go]), Int(pixels[p + bo]))
+                }
+                for format in [PixelFormat.nv12, .i420] {
+                    let out = convert(layout, width: width, height: height, planes: [pixels], strides: [stride],
+                                      into: format)
+                    let name = "\(layout) \(width)x\(height) \(format)"
+                    for y in 0..<height {
+                        let expected = (0..<width).map { x -> UInt8 in
+                            let (r, g, b) = rgb(x, y)
+                            let luma: Int = 66 * r + 129 * g + 25 * b + 128
+                            return UInt8(16 + (luma >> 8))
+                        }
+                        XCTAssertEqual(row(out, 0, y), expected, "\(name) luma row \(y)")
+                    }
+                    for cy in 0..<(height + 1) / 2 {
+                        var cbs: [UInt8] = [], crs: [UInt8] = []
+                        for cx in 0..<(width + 1) / 2 {
+                            let block = [(2 * cx, 2 * cy), (2 * cx + 1, 2 * cy), (2 * cx, 2 * cy + 1),
+                                         (2 * cx + 1, 2 * cy + 1)].filter { $0.0 < width && $0.1 < height }
+                            var sumR = 0, sumG = 0, sumB = 0
+                            for (x, y) in block {
+                                let (r, g, b) = rgb(x, y)
+                                sumR += r; sumG += g; sumB += b
+                            }
+                            let n = block.count
+                            let r = (sumR + n / 2) / n, g = (sumG + n / 2) / n, b = (sumB + n / 2) / n
+                            let cb: Int = -38 * r - 74 * g + 112 * b + 128
+                            let cr: Int = 112 * r - 94 * g - 18 * b + 128
+                            cbs.append(UInt8(128 + (cb >> 8)))
+                            crs.append(UInt8(128 + (cr >> 8)))
+                        }
+                        if format == .nv12 {
+                            let interleaved = zip(cbs, crs).flatMap { [$0, $1] }
+                            XCTAssertEqual(Array(row(out, 1, cy).prefix(interleaved.count)), interleaved,
+                                           "\(name) chroma row \(cy)")
+                        } else {
+                            XCTAssertEqual(row(out, 1, cy), cbs, "\(name) Cb row \(cy)")
+                            XCTAssertEqual(row(out, 2, cy), crs, "\(name) Cr row \(cy)")
+                        }
+                    }
+                }
+            }
+        }
+    }
+
     func testPlaneGeometryOfSingleBufferFormats() {
         XCTAssertEqual(V4L2PlaneGeometry(.nv12, width: 640, height: 480, bytesPerLine: 640),
                        V4L2PlaneGeometry(offsets: [0, 307_200], strides: [640, 640], byteCount: 460_800))

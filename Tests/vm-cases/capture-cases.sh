@@ -395,8 +395,9 @@ cat "$R/wrap.err"
 check "sequence wrap: exit 0, 160 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/wrap.h264")\" = 160"
 check "sequence wrap: camrec saw the 32-bit sequence wrap once (sequence_wraps=$(counter "$R/wrap.err" sequence_wraps))" \
     test "$(counter "$R/wrap.err" sequence_wraps)" = 1
-check "sequence wrap: not counted as drops (dropped=$(field "$R/wrap.err" dropped))" test "$(field "$R/wrap.err" dropped)" = 0
-frames_in_order "sequence wrap" "$R/wrap.h264" 320 "$R/wrap.err"
+# A wrap counted as drops would make dropped= differ from the frames the moving bars miss (a
+# frame really lost under load is on both sides): frames_in_order checks they are equal.
+frames_in_order "sequence wrap (not counted as drops)" "$R/wrap.h264" 320 "$R/wrap.err"
 
 RUN=("${CAMREC[@]}")
 echo "== fault: inject_vidioc_streamon_error ($(elapsed))"
