@@ -25,13 +25,13 @@ public enum EncoderSelection {
         case .software:
             return Choice(encoder: try SoftwareH264Encoder(settings: settings), note: nil)
         case .vaapi:
-            let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
-            return Choice(encoder: encoder, note: encoder.rateControlNote)
+            let (encoder, skipped) = try openVAAPI(settings: settings, device: vaapiDevice)
+            return Choice(encoder: encoder, note: joined([skipped, encoder.rateControlNote]))
         case .auto:
             do {
-                let encoder = try openVAAPI(settings: settings, device: vaapiDevice)
+                let (encoder, skipped) = try openVAAPI(settings: settings, device: vaapiDevice)
                 return Choice(encoder: encoder, note: "encoding on the GPU: \(encoder.name)"
-                    + (encoder.rateControlNote.map { "; \($0)" } ?? ""))
+                    + (encoder.rateControlNote.map { "; \($0)" } ?? "") + (skipped.map { " (\($0))" } ?? ""))
             } catch let error as EncoderError {
                 LibavLogCapture.end()
                 let software = try SoftwareH264Encoder(settings: settings)
@@ -40,10 +40,35 @@ public enum EncoderSelection {
         }
     }
 
+    private static func joined(_ parts: [String?]) -> String? {
+        let present = parts.compactMap { $0 }
+        return present.isEmpty ? nil : present.joined(separator: "; ")
+    }
+
     /// Opens the device and the encoder, so every reason VAAPI can't work shows up here,
-    /// before any output file exists.
-    static func openVAAPI(settings: EncoderSettings, device: String?) throws -> VAAPIH264Encoder {
-        let opened = try VAAPIDevice.open(device)
+    /// before any output file exists. With no device given, tries every render node in order
+    /// (hybrid laptops often list a decode-only NVIDIA node or vgem first) and says which it
+    /// skipped and why.
+    static func openVAAPI(settings: EncoderSettings, device: String?) throws -> (VAAPIH264Encoder, skipped: String?) {
+        if let device { return (try openVAAPI(settings: settings, node: device), nil) }
+        let nodes = RenderNode.all()
+        guard nodes.count > 1 else { return (try openVAAPI(settings: settings, node: nodes.first?.path), nil) }
+        var failures: [String] = []
+        for node in nodes {
+            do {
+                let encoder = try openVAAPI(settings: settings, node: node.path)
+                return (encoder, failures.isEmpty ? nil : "skipped " + failures.joined(separator: "; skipped "))
+            } catch let error as EncoderError {
+                LibavLogCapture.end()
+                failures.append("\(node.description): \(error.message)")
+            }
+        }
+        throw EncoderError(.unavailable, "none of the \(nodes.count) render nodes can encode H.264: "
+            + failures.joined(separator: "; "))
+    }
+
+    private static func openVAAPI(settings: EncoderSettings, node: String?) throws -> VAAPIH264Encoder {
+        let opened = try VAAPIDevice.open(node)
         let encoder = try VAAPIH264Encoder(settings: settings, device: opened)
         try encoder.start()
         return encoder

@@ -50,16 +50,7 @@ public final class VAAPIDevice: @unchecked Sendable {
 
     /// The first render node under /dev/dri (renderD128, renderD129, …), or nil.
     public static func defaultRenderNode(directory: String = "/dev/dri") -> String? {
-        guard let dir = opendir(directory) else { return nil }
-        defer { closedir(dir) }
-        var numbers: [Int] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix("renderD"), let n = Int(name.dropFirst("renderD".count)) { numbers.append(n) }
-        }
-        return numbers.min().map { "\(directory)/renderD\($0)" }
+        RenderNode.all(directory: directory).first?.path
     }
 
     /// Opens `device` (nil: the first render node) and checks that its driver can encode H.264.
@@ -71,8 +62,9 @@ public final class VAAPIDevice: @unchecked Sendable {
             let listed = caps.h264.isEmpty ? "no H.264 profiles at all"
                 : caps.h264.map { "\(shortName($0.name)): \($0.entrypoints.map(shortName).joined(separator: ", "))" }
                     .joined(separator: "; ")
+            let hint = opened.device.hasPrefix(":") ? "" : "; " + RenderNode.vendor(of: opened.device).hintWhenThereIsNoEncoder
             throw EncoderError(.unavailable, "the VA driver on \(opened.device) (\(caps.vendor)) has no H.264 encode "
-                + "entrypoint (\(listed)): this GPU or driver can't encode H.264 through VA-API")
+                + "entrypoint (\(listed)): this GPU or driver can't encode H.264 through VA-API\(hint)")
         }
         return opened
     }
@@ -95,13 +87,13 @@ public final class VAAPIDevice: @unchecked Sendable {
             let why = detail.map { ": \($0)" } ?? ""
             if isX11 {
                 if status == camrec_averror(EIO) {
-                    throw EncoderError(.unavailable, "the VA driver failed to load or initialise on X11 display \(device)\(why)\(driverHint)")
+                    throw EncoderError(.unavailable, "the VA driver failed to load or initialise on X11 display \(device)\(why)\(driverHint(device))")
                 }
                 throw EncoderError(.unavailable, "cannot use X11 display \(device) for VA-API (an X11 display is for "
                     + "testing only; is an X server running there?)\(why)")
             }
             if status == camrec_averror(EIO) {
-                throw EncoderError(.unavailable, "the VA driver failed to load or initialise on \(device)\(why)\(driverHint)")
+                throw EncoderError(.unavailable, "the VA driver failed to load or initialise on \(device)\(why)\(driverHint(device))")
             }
             throw EncoderError(.unavailable, "\(device) is not a usable VA-API device (not a GPU render node?)\(why)")
         }
@@ -158,13 +150,13 @@ public final class VAAPIDevice: @unchecked Sendable {
         close(fd)
     }
 
-    private static var driverHint: String {
+    private static func driverHint(_ device: String) -> String {
         if let name = getenv("LIBVA_DRIVER_NAME").map({ String(cString: $0) }) {
             let path = getenv("LIBVA_DRIVERS_PATH").map { ", LIBVA_DRIVERS_PATH=\(String(cString: $0))" } ?? ""
             return " (LIBVA_DRIVER_NAME=\(name)\(path) chose the driver; `vainfo` shows what libva finds)"
         }
-        return " (is the VA driver for this GPU installed? intel-media-va-driver or i965-va-driver for Intel, "
-            + "mesa-va-drivers for AMD; `vainfo` shows what libva finds)"
+        let vendor = device.hasPrefix(":") ? GPUVendor.notPCI : RenderNode.vendor(of: device)
+        return " (\(vendor.name.map { "\($0): " } ?? "")\(vendor.hintWhenTheDriverFails))"
     }
 
     private static func queryCapabilities(_ display: VADisplay) -> VAAPICapabilities {

@@ -40,6 +40,13 @@ extension VAAPIH264Encoder {
             let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
             parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
                 + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
+            // camrec's own mapping work is ~0.1 ms a frame (measured at 1280x720 with the test
+            // driver); more means the driver works or waits behind the maps, which camrec can't see.
+            if uploadNanoseconds / UInt64(uploadedFrames) > 1_000_000 {
+                parts.append("the driver kept mapping busy for \(perFrame(uploadNanoseconds)) ms a frame: a driver that copies "
+                    + "behind vaDeriveImage (iHD's linear shadow of a tiled surface) does a CPU pass of its own there, and one "
+                    + "that holds its lock while the GPU encodes (Mesa) makes capture wait; '1 CPU pass' counts camrec's passes only")
+            }
         }
         if packets.emptyPackets > 0 {
             parts.append("\(frames(packets.emptyPackets)) skipped by the driver (empty packets, dropped)")

@@ -216,6 +216,46 @@ else
     bad "camrec --device /dev/video0 does not work in this VM: $(head -3 "$R/devices.txt" 2>/dev/null)"
 fi
 
+# Several render nodes, as on a hybrid laptop whose first node is a decode-only GPU (NVIDIA's VA driver)
+# and whose second has no working VA driver. Two more nodes for vgem's device, made with mknod: each
+# is a real DRM fd, and the test driver tells them apart by the path the client opened
+# (CAMREC_TEST_VA_NODE_HABITS), so the first is decode-only and the second fails to initialise.
+echo "== several render nodes: renderD128 decode-only, renderD129 no driver, renderD130 encodes ($(elapsed))"
+majmin=$(stat -c '%t %T' $NODE)
+mknod /dev/dri/renderD129 c $((16#${majmin% *})) $((16#${majmin#* })) &&
+    mknod /dev/dri/renderD130 c $((16#${majmin% *})) $((16#${majmin#* })) || bad "mknod of two more render nodes failed"
+export CAMREC_TEST_VA_NODE_HABITS=renderD128=no-encode,renderD129=init-fail
+"$CAMREC" encoders >"$R/encoders-3.txt" 2>&1
+rc=$?
+cat "$R/encoders-3.txt"
+check "encoders, three nodes: each listed; renderD128 cannot encode, renderD129 not usable, auto uses VA-API on renderD130" \
+    eval "[[ $rc == 0 ]] && [[ \$(grep -c '^VA-API device: /dev/dri/renderD1[23][0-9]' '$R/encoders-3.txt') == 3 ]] &&
+        grep -A8 '^VA-API device: /dev/dri/renderD128' '$R/encoders-3.txt' | grep -q 'H.264 encoding: no' &&
+        grep -q '^VA-API device: /dev/dri/renderD129: not usable: the VA driver failed to load or initialise' '$R/encoders-3.txt' &&
+        grep -q 'auto uses: VA-API on /dev/dri/renderD130' '$R/encoders-3.txt'"
+(cd "$W" && "$CAMREC" --test-pattern --encoder vaapi --frames 30 --log-level info multi.h264) >"$R/multi.log" 2>&1
+rc=$?
+grep -E '^camrec: |recording ' "$R/multi.log"
+check "three nodes, --encoder vaapi with no --vaapi-device: exit 0, 30 frames decoded, encoded on renderD130" \
+    eval "[[ $rc == 0 && \$(decoded_frames '$W/multi.h264') == 30 ]] && grep -q 'VA-API on /dev/dri/renderD130' '$R/multi.log'"
+check "three nodes: one line says renderD128 was skipped (no H.264 encode entrypoint) and renderD129 (driver failed to initialise)" \
+    grep -qE '^camrec: skipped /dev/dri/renderD128: .*no H.264 encode entrypoint.*; skipped /dev/dri/renderD129: .*failed to load or initialise' "$R/multi.log"
+rm -f "$W/multi.h264"
+export CAMREC_TEST_VA_NODE_HABITS=renderD128=no-encode,renderD129=init-fail,renderD130=no-encode
+(cd "$W" && "$CAMREC" --test-pattern --encoder vaapi --frames 30 none.h264) >"$R/multi-none.log" 2>&1
+rc=$?
+cat "$R/multi-none.log"
+check "three nodes, none can encode: --encoder vaapi exits 73 naming all three, no file" \
+    eval "[[ $rc == 73 && ! -e '$W/none.h264' ]] && grep -q 'none of the 3 render nodes can encode H.264: /dev/dri/renderD128: .*/dev/dri/renderD129: .*/dev/dri/renderD130: ' '$R/multi-none.log'"
+(cd "$W" && "$CAMREC" --test-pattern --frames 30 multi-auto.h264) >"$R/multi-auto.log" 2>&1
+rc=$?
+cat "$R/multi-auto.log"
+check "three nodes, none can encode: --encoder auto records 30 frames with libx264 and says why in one line" \
+    eval "[[ $rc == 0 && \$(decoded_frames '$W/multi-auto.h264') == 30 ]] &&
+        [[ \$(grep -c '^camrec: encoding in software (libx264): VA-API can.t be used: none of the 3 render nodes' '$R/multi-auto.log') == 1 ]]"
+unset CAMREC_TEST_VA_NODE_HABITS
+rm -f /dev/dri/renderD129 /dev/dri/renderD130 "$W/multi-auto.h264"
+
 rm -rf "$W"
 echo "== done ($(elapsed))"
 echo "$pass passed, $fail failed"
