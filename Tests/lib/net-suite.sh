@@ -2,7 +2,7 @@
 # (hostile-input.sh, network-load.sh). Source it after `cd` to the repository root with
 # SUITE set to the suite's name. Gives: pass/fail/check/finish, CAMREC (built if unset), W (a
 # work directory removed at exit unless KEEP=1), PIDS (killed at exit), next_port, wait_listen,
-# wait_log, wait_for, frames_of, vm_hwm_kb.
+# wait_for, frames_of, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
 export PATH="/opt/swift/usr/bin:$PATH"
 PASS=0 FAIL=0
 pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
@@ -19,6 +19,7 @@ if [[ -z ${CAMREC:-} ]]; then
 fi
 [[ -x $CAMREC ]] || { echo "$SUITE: no camrec binary at $CAMREC"; FAIL=1; finish; }
 PEER="python3 $PWD/Tests/tools/hostile-peer.py"
+source Tests/lib/stream-checks.sh
 
 W=$(mktemp -d "/tmp/camrec-$SUITE.XXXXXX")
 PIDS=()
@@ -29,7 +30,8 @@ cleanup() {
 trap cleanup EXIT
 echo "$SUITE: camrec $CAMREC, work directory $W"
 
-NEXT_PORT=$((30000 + RANDOM % 8000))
+# Ports below the kernel's ephemeral range, different on every run (a suite may set NET_PORT_BASE).
+NEXT_PORT=$((${NET_PORT_BASE:-30000} + RANDOM % 8000))
 # A fresh port in PORT (not $(…): a subshell would not advance the counter).
 next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
 
@@ -42,13 +44,6 @@ wait_listen() {
         sleep 0.1
     done
     echo "nothing listens on port $1"; return 1
-}
-
-# Waits up to $3 seconds (default 20) for a line matching $2 in file $1.
-wait_log() {
-    local i
-    for ((i = 0; i < ${3:-20} * 10; i++)); do grep -q -- "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done
-    echo "no '$2' in $1 after ${3:-20}s"; return 1
 }
 
 # Waits up to $2 seconds for process $1 to end; kills it if it does not. Returns its status.

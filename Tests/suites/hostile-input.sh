@@ -29,7 +29,7 @@ for mode in filler slices; do
     wait_listen "$PORT"
     # 400 MB offered; today's main takes it all and grows to GBs.
     sent=$($PEER send-then-flood "$mode" 127.0.0.1 "$PORT" "$W/tp.h264" 400000000)
-    wait_log "$W/$mode.log" "disconnecting after" 10
+    wait_log "$W/$mode.log" "disconnecting after" 1 10
     hwm=$(vm_hwm_kb $rp)
     kill -INT $rp; wait_for $rp 10; rc=$?
     check "$mode flood: the sender is dropped with one line naming the level's bound" \
@@ -46,7 +46,7 @@ next_port
 "$CAMREC" receive --listen "$PORT" "$W/reset.h264" 2>"$W/reset.log" & rp=$!; PIDS+=($rp)
 wait_listen "$PORT"
 $PEER send-then-reset 127.0.0.1 "$PORT" "$W/tp.h264"
-wait_log "$W/reset.log" "went away" 10
+wait_log "$W/reset.log" "went away" 1 10
 kill -INT $rp; wait_for $rp 10; rc=$?
 check "reset after the last frame: all $expected frames kept (got $(frames_of "$W/reset.h264"), status $rc)" \
     test "$(frames_of "$W/reset.h264")" = "$expected" -a $rc -eq 0
@@ -57,7 +57,7 @@ next_port
 "$CAMREC" receive --listen "$PORT" "$W/broken.h264" 2>"$W/broken.log" & rp=$!; PIDS+=($rp)
 wait_listen "$PORT"
 $PEER send-damaged 127.0.0.1 "$PORT" "$W/tp.h264"
-wait_log "$W/broken.log" "ended the stream" 10
+wait_log "$W/broken.log" "ended the stream" 1 10
 kill -INT $rp; wait_for $rp 10; rc=$?
 check "undecodable stream: exit 65 (got $rc)" test $rc -eq 65
 check "undecodable stream: one line says every frame failed" grep -q "error: every one of the [0-9]* frames received failed to decode" "$W/broken.log"

@@ -26,7 +26,7 @@ next_port
 "$CAMREC" --test-pattern --size 320x240 --qp 5 --keyframe-interval 30 --duration 40 --listen "127.0.0.1:$PORT" \
     "$W/rec.h264" >"$W/rec.out" 2>"$W/rec.log" & cp=$!; PIDS+=($cp)
 wait_listen "$PORT" || finish
-wait_log "$W/rec.log" "listening for receivers" 10
+wait_log "$W/rec.log" "listening for receivers" 1 10
 base_threads=$(threads_of $cp) base_fds=$(fds_of $cp) base_rss=$(rss_of $cp)
 echo "before the crowd: $base_threads threads, $base_fds fds, $base_rss kB resident"
 
@@ -35,7 +35,7 @@ $PEER churn 127.0.0.1 "$PORT" 20 >"$W/churn.out" 2>&1 & p2=$!
 $PEER garbage 127.0.0.1 "$PORT" 10 20 >"$W/garbage.out" 2>&1 & p3=$!
 PIDS+=($p1 $p2 $p3)
 # The normal receiver joins once the 200 are in (camrec has said so for the 200th).
-wait_log "$W/rec.log" "([0-9]* connected, #200)" 20
+wait_log "$W/rec.log" "\([0-9]* connected, #200\)" 1 20
 "$CAMREC" receive "tcp://127.0.0.1:$PORT" "$W/late.h264" >"$W/late.out" 2>"$W/late.log" & rp=$!; PIDS+=($rp)
 wait_for $p1 40; wait_for $p2 40; wait_for $p3 40
 kill -INT $rp; wait_for $rp 10; rrc=$?

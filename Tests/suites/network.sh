@@ -16,60 +16,13 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-PASS=0 FAIL=0
-pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
-fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
-
-for tool in ffmpeg ffprobe timeout; do
+SUITE=network NET_PORT_BASE=21000
+# pass/fail/check/finish, CAMREC, W, PIDS, next_port, wait_listen, wait_for, frames_of, stream-checks.sh.
+source Tests/lib/net-suite.sh
+for tool in timeout; do
     command -v "$tool" >/dev/null || { echo "network: $tool not found"; FAIL=1; finish; }
 done
-if [[ -z ${CAMREC:-} ]]; then
-    swift build --product camrec 2>&1 | tail -n 3
-    CAMREC="$(swift build --show-bin-path)/camrec"
-fi
-[[ -x $CAMREC ]] || { echo "network: no camrec binary at $CAMREC"; FAIL=1; finish; }
-source Tests/lib/stream-checks.sh
 
-W=$(mktemp -d /tmp/camrec-network.XXXXXX)
-PIDS=()
-cleanup() {
-    for p in "${PIDS[@]}"; do kill -9 "$p" 2>/dev/null; done
-    [[ -n ${KEEP:-} ]] && echo "network: kept $W" || rm -rf "$W"
-}
-trap cleanup EXIT
-echo "network: camrec $CAMREC, work directory $W"
-
-# Ports below the kernel's ephemeral range, different on every run.
-NEXT_PORT=$((21000 + RANDOM % 8000))
-# A fresh port in PORT (not $(…): a subshell would not advance the counter).
-next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
-
-# Waits until something listens on 127.0.0.1/[::] PORT (read from /proc, so nothing connects to it).
-wait_listen() {
-    local hex; hex=$(printf '%04X' "$1")
-    for _ in $(seq 1 100); do
-        if awk -v p=":$hex" '$4 == "0A" && substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
-            /proc/net/tcp /proc/net/tcp6 2>/dev/null; then return 0; fi
-        sleep 0.1
-    done
-    echo "nothing listens on port $1"; return 1
-}
-
-# Waits up to $2 seconds for process $1 to end; kills it if it does not. Returns its status.
-wait_for() {
-    local pid=$1 limit=${2:-30} i
-    for ((i = 0; i < limit * 10; i++)); do
-        kill -0 "$pid" 2>/dev/null || { wait "$pid"; return $?; }
-        sleep 0.1
-    done
-    echo "process $pid still running after ${limit}s; killing it"
-    kill -9 "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
-    return 124
-}
-
-frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
 first_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -m 1 -o '^[01]'; }
 decode_errors() { ffmpeg -v error -i "$1" -f null - 2>&1; }
 no_decode_errors() { local e; e=$(decode_errors "$1"); [[ -z $e ]] || { echo "$1: $e" | head -n 5; return 1; }; }
