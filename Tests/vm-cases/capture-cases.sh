@@ -6,10 +6,7 @@
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
 
-if [[ ${CAMREC_VM:-} != 1 ]]; then
-    echo "capture-cases.sh: run me inside the VM (Tests/suites/vm-capture.sh does)" >&2
-    exit 2
-fi
+source "$(dirname "$0")/case-lib.sh" capture
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # vivid draws frames in a kernel thread that competes for the VM's two emulated CPUs with
 # x264; a USB webcam delivers from interrupts and is never starved like that. Running
@@ -20,14 +17,6 @@ CAMREC=(nice -n 10 "$CAMREC_BIN")
 # fault cases therefore record with CAMREC_V4L2_PRIORITY=interactive (same capture code).
 SHARED=(env CAMREC_V4L2_PRIORITY=interactive nice -n 10 "$CAMREC_BIN")
 RUN=("${CAMREC[@]}")
-R=${CAMREC_VM_RESULTS:?}/capture
-rm -rf "$R" && mkdir -p "$R"
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-T0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 
 # The capture node of vivid instance N (by bus info, so node numbering does not matter).
 capture_node() {
@@ -63,9 +52,6 @@ frame_steps() { "$PY" Tests/tools/frame-steps.py "$@"; }
 # vivid's "Move Right" moves the bars by ((width + 639) / 640) * 4 pixels every frame it makes,
 # delivered or dropped (measured with v4l2-ctl: 4 px at 320 and 640 wide, 8 at 1280).
 step_px() { echo $(( ($1 + 639) / 640 * 4 )); }
-decoded_frames() {
-    ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
-}
 # Waits until camrec has written at least N bytes to FILE (it is recording), up to S seconds.
 wait_for_bytes() {
     local file=$1 bytes=$2 limit=$3 i
@@ -447,5 +433,4 @@ cat "$R/replugged.err"
 check "recording again after vivid reconnects works (exit $rc)" test $rc = 0
 
 echo "== done in $(elapsed)"
-echo "$pass passed, $fail failed"
-((fail == 0))
+case_finish

@@ -8,21 +8,10 @@
 # CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
 
-if [[ ${CAMREC_VM:-} != 1 ]]; then
-    echo "mjpeg-cases.sh: run me inside the VM (Tests/suites/vm-mjpeg.sh does)" >&2
-    exit 2
-fi
+source "$(dirname "$0")/case-lib.sh" mjpeg
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # Niced, as in capture-cases.sh: the writer must stay on time while camrec decodes and encodes.
 CAMREC=(nice -n 10 "$CAMREC_BIN")
-R=${CAMREC_VM_RESULTS:?}/mjpeg
-rm -rf "$R" && mkdir -p "$R"
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-T0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 
 # One node per case: with exclusive_caps=1 a node is an output until a writer runs, then a
 # capture node, as webcam programs expect (camrec refuses nodes that are both); but once a
@@ -33,9 +22,6 @@ if ! insmod "${LOOPBACK_KO:?}" devices=5 video_nr=20,21,22,23,24 exclusive_caps=
 fi
 
 field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
-decoded_frames() {
-    ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
-}
 # Frame numbers of the keyframes, space-separated (ffprobe prints an empty line after a frame
 # with side data, so only non-empty lines count as frames).
 keyframes() {
@@ -221,5 +207,4 @@ fi
 stop_writer
 
 echo "== done ($(elapsed))"
-echo "$pass passed, $fail failed"
-[[ $fail == 0 ]]
+case_finish

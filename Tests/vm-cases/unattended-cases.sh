@@ -5,18 +5,11 @@
 # ExecStart from systemd/camrec@.service, so what the README shows is what runs here.
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
-[[ ${CAMREC_VM:-} == 1 ]] || { echo "unattended-cases.sh: run me inside the VM" >&2; exit 2; }
+source "$(dirname "$0")/case-lib.sh" unattended
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
 # As in capture-cases.sh, camrec runs niced: vivid draws frames in a kernel thread that competes with
 # x264 for the one emulated CPU, and un-niced runs dropped frames even on a quiet host.
 NICE=(nice -n 10)
-R=${CAMREC_VM_RESULTS:?}/unattended
-rm -rf "$R" && mkdir -p "$R"
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-decoded_frames() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
 decodes_clean() { [[ -z $(ffmpeg -v error -i "$1" -f null - 2>&1) ]]; }
 first_is_key() { ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null | grep -v '^$' | head -1 | grep -q '^1'; }
 # Waits until a file matching the pattern exists (with a third argument, -s: holds bytes). camrec
@@ -172,5 +165,4 @@ check "full disk: the file is under its final name" test -f "$R/small/cam-1.h264
 decodes_as_summary "full disk" "$R/small/cam-1.h264" "$R/full.log"
 umount "$R/small"
 
-echo "$pass passed, $fail failed"
-[[ $fail == 0 ]]
+case_finish

@@ -6,24 +6,13 @@
 # LIBVA_DRIVERS_PATH (the built test driver). Ends with "N passed, N failed".
 set -uo pipefail
 
-if [[ ${CAMREC_VM:-} != 1 ]]; then
-    echo "vaapi-vm.sh: run me inside the VM (Tests/suites/vaapi-vm.sh does)" >&2
-    exit 2
-fi
+source "$(dirname "$0")/case-lib.sh" vaapi
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
 : "${LIBVA_DRIVER_NAME:?}" "${LIBVA_DRIVERS_PATH:?}"
-R=${CAMREC_VM_RESULTS:?}/vaapi
-rm -rf "$R" && mkdir -p "$R"
 # Big I_PCM streams stay in the VM's RAM (/tmp); only logs go to the results share.
 W=$(mktemp -d /tmp/vaapi-vm.XXXXXX)
 chmod 1777 "$W"   # the permission cases run as nobody and write here
 NODE=/dev/dri/renderD128
-pass=0 fail=0
-ok() { echo "PASS: $*"; pass=$((pass + 1)); }
-bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
-check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-T0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
 
 STRICT=(-err_detect +crccheck+bitstream+buffer+explode)
 decoded_frames() {
@@ -258,5 +247,4 @@ rm -f /dev/dri/renderD129 /dev/dri/renderD130 "$W/multi-auto.h264"
 
 rm -rf "$W"
 echo "== done ($(elapsed))"
-echo "$pass passed, $fail failed"
-[[ $fail -eq 0 ]]
+case_finish
