@@ -1,0 +1,159 @@
+import CV4L2
+import Glibc
+import SystemPackage
+
+/// A dequeued buffer on its way into a pool buffer: checked whole, then handed on (zero-copy),
+/// decoded (MJPEG), converted by libv4lconvert, or converted in one pass.
+extension V4L2CaptureSource {
+    func dequeue() -> Dequeued {
+        var buffer = emptyBuffer()
+        do {
+            try device.ioctl(.dequeueBuffer, &buffer)
+        } catch {
+            if error.errno.rawValue == EAGAIN { return .nothing }
+            return .failed(error)
+        }
+        let index = buffer.index
+        let now = MonotonicClock.now()
+        let previousSignOfLife = lastSignOfLife
+        lastSignOfLife = now
+        framesSeen += 1
+        // Whatever happens to the frame, the buffer goes straight back to the camera.
+        defer { requeue(index) }
+
+        let flags = V4L2BufferFlags(rawValue: buffer.flags)
+        let gap = sequences.record(buffer.sequence)
+        let wraps = sequences.wraps
+        state.withLock {
+            $0.statistics.dropped += gap
+            $0.statistics.sequenceWraps = wraps
+        }
+        if flags.contains(.error) {
+            state.withLock {
+                $0.statistics.dropped += 1
+                $0.statistics.errored += 1
+            }
+            return .skipped
+        }
+        // A short buffer (bytesused below one frame) is as corrupt as a flagged one.
+        func corrupt() -> Dequeued {
+            state.withLock {
+                $0.statistics.dropped += 1
+                $0.statistics.errored += 1
+            }
+            return .skipped
+        }
+        func poolEmpty() -> Dequeued {
+            state.withLock { $0.statistics.dropped += 1 }
+            return .skipped
+        }
+        if memory == V4L2_MEMORY_USERPTR {
+            guard holdsWholeFrame(buffer) else { return corrupt() }
+            // The filled buffer goes on as it is; a free one takes its place in the ring.
+            guard let replacement = pool?.tryTake() else { return poolEmpty() }
+            let filled = slots[Int(index)]!
+            slots[Int(index)] = replacement
+            return deliver(filled, buffer, flags: flags, now: now, copied: false)
+        }
+        if let jpegDecoder {
+            guard let out = pool?.tryTake() else { return poolEmpty() }
+            do {
+                try jpegDecoder.decode(jpegPayload(buffer, index: Int(index)), into: out)
+                jpegFailure = nil
+            } catch {
+                out.recycle()
+                jpegFailure = error
+                // An undecodable frame is no sign of life (see `jpegFailure`).
+                lastSignOfLife = previousSignOfLife
+                return corrupt()
+            }
+            return deliver(out, buffer, flags: flags, now: now)
+        }
+        let image: FrameConverter.CameraImage
+        if let libraryConverter {
+            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mappings[Int(index)][0].length
+            guard let converted = libraryConverter.convert(mappings[Int(index)][0].base, byteCount: used) else {
+                return corrupt()
+            }
+            image = converted
+        } else {
+            guard let own = cameraImage(buffer, index: Int(index)) else { return corrupt() }
+            image = own
+        }
+        guard let out = pool?.tryTake() else { return poolEmpty() }
+        FrameConverter.convert(image, into: out)
+        return deliver(out, buffer, flags: flags, now: now)
+    }
+
+    /// Stamps a filled pool buffer with the frame's sequence and times, and counts it.
+    /// `copied`: the CPU wrote the frame into `out` (every path but zero-copy).
+    func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64,
+                         copied: Bool = true) -> Dequeued {
+        let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
+        let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
+        out.sequence = sequences.extended
+        out.captureTimeNanoseconds = captured
+        out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
+        let written = copied ? UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height }) : 0
+        state.withLock {
+            $0.statistics.delivered += 1
+            $0.statistics.bytesWrittenByCPU += written
+        }
+        return .frame(out)
+    }
+
+    /// Whether a dequeued USERPTR buffer holds a whole frame where the pool buffer expects it.
+    func holdsWholeFrame(_ buffer: v4l2_buffer) -> Bool {
+        if let geometry {
+            let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+            let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+            return offset == 0 && (used == 0 || used >= geometry.byteCount)
+        }
+        for p in 0..<memoryPlaneCount {
+            let rows = p == 0 ? frameSize.height : (frameSize.height + 1) / 2
+            let used = Int(planeScratch[p].bytesused)
+            // Data further into the plane than its start would be a shifted picture.
+            if planeScratch[p].data_offset != 0 || (used != 0 && used < bytesPerLine[p] * rows) { return false }
+        }
+        return true
+    }
+
+    /// The JPEG bytes of a dequeued buffer: `bytesused` (past `data_offset` when multi-planar),
+    /// empty when the driver reports none or more than the buffer holds.
+    func jpegPayload(_ buffer: v4l2_buffer, index: Int) -> UnsafeRawBufferPointer {
+        let mapping = mappings[index][0]
+        let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+        let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+        guard used > offset, used <= mapping.length else { return UnsafeRawBufferPointer(start: nil, count: 0) }
+        return UnsafeRawBufferPointer(start: mapping.base + offset, count: used - offset)
+    }
+
+    /// The planes of a dequeued buffer, or nil when it holds less than one frame.
+    func cameraImage(_ buffer: v4l2_buffer, index: Int) -> FrameConverter.CameraImage? {
+        let mapping = mappings[index]
+        var planes: [UnsafeRawPointer] = []
+        var strides: [Int] = []
+        if let geometry {
+            let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
+            let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
+            if used != 0 && used - offset < geometry.byteCount { return nil }
+            if mapping[0].length - offset < geometry.byteCount { return nil }
+            planes = geometry.offsets.map { UnsafeRawPointer(mapping[0].base + offset + $0) }
+            strides = geometry.strides
+        } else {
+            for p in 0..<memoryPlaneCount {
+                let offset = Int(planeScratch[p].data_offset)
+                let rows = p == 0 || layout == .nv16 || layout == .nv61 || layout == .yuv422p
+                    ? frameSize.height : (frameSize.height + 1) / 2
+                let needed = bytesPerLine[p] * rows
+                let used = Int(planeScratch[p].bytesused)
+                if used != 0 && used - offset < needed { return nil }
+                if mapping[p].length - offset < needed { return nil }
+                planes.append(UnsafeRawPointer(mapping[p].base + offset))
+                strides.append(bytesPerLine[p])
+            }
+        }
+        return FrameConverter.CameraImage(layout: layout!, width: frameSize.width, height: frameSize.height,
+                                          planes: planes, strides: strides)
+    }
+}
