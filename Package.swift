@@ -22,12 +22,15 @@ let package = Package(
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
         .target(name: "Bitstream"),
 
+        // Frames, as CoreVideo stands under capture and encoding: pixel buffers, formats, pools,
+        // conversions, the clock that stamps them. Pure Swift.
+        .target(name: "Frames"),
         // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
         .target(name: "Capture", dependencies: [
-            "CV4L2", "CFFmpeg", "Libav",
+            "Frames", "CV4L2", "CFFmpeg", "Libav",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Capture", "Bitstream"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline"),
         // What travels on the wire besides H.264: the timing SEI, access-unit reassembly. Pure Swift.
         .target(name: "NetStream", dependencies: ["Bitstream"]),
@@ -39,21 +42,21 @@ let package = Package(
             "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
         ]),
         .target(name: "Recorder", dependencies: [
-            "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
+            "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Capture", "Encoder", "Libav", "Outputs", "Receiver",
+            "Recorder", "Bitstream", "Frames", "Capture", "Encoder", "Libav", "Outputs", "Receiver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
 
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Capture", "Pipeline", "CFFmpeg"]),
-        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Capture", "Bitstream"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
-        .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Capture", "camrec"]),
+        .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Frames", "Capture", "camrec"]),
     ],
     swiftLanguageModes: [.v6]
 )

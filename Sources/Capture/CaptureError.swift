@@ -1,3 +1,4 @@
+import Frames
 /// Failures of a frame source, each with what went wrong and what to do.
 public struct CaptureError: Error, Sendable, CustomStringConvertible {
     public enum Kind: Sendable {

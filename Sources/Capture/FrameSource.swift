@@ -1,3 +1,4 @@
+import Frames
 /// Why a source stopped delivering frames.
 public enum SourceEnd: Sendable, Equatable {
     /// A file or pipe reached its end, or `stop()` was called.

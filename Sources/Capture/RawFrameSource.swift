@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import SystemPackage
+import Frames
 
 /// Raw frames from a file or a pipe (`-` is stdin), read as fast as the pipeline
 /// takes them, so `ffmpeg … -f rawvideo - | camrec --input - …` works.

@@ -1,5 +1,6 @@
 import Glibc
 import Synchronization
+import Frames
 
 /// A built-in moving pattern paced in real time like a camera.
 ///

@@ -1,4 +1,4 @@
-import Capture
+import Frames
 
 /// H.264 profiles camrec offers.
 public enum H264Profile: String, Sendable, CaseIterable {

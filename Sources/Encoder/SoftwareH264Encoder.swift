@@ -1,6 +1,6 @@
 import CFFmpeg
 import Libav
-import Capture
+import Frames
 
 /// H.264 in software: libx264 through libavcodec.
 ///

@@ -1,7 +1,7 @@
 import CFFmpeg
 import Libav
 import Bitstream
-import Capture
+import Frames
 
 /// One black frame encoded inside `start()`, before any output exists.
 ///

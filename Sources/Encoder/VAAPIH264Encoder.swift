@@ -1,6 +1,6 @@
 import CFFmpeg
 import Libav
-import Capture
+import Frames
 import Glibc
 
 /// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.

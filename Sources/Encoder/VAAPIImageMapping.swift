@@ -1,5 +1,5 @@
 import CFFmpeg
-import Capture
+import Frames
 
 /// The upload path that does not trust `vaDeriveImage`: an NV12 VA image of its own
 /// (`vaCreateImage`), mapped for writing only, which the driver copies into a surface with

@@ -1,6 +1,6 @@
 import CFFmpeg
 import Libav
-import Capture
+import Frames
 import Synchronization
 
 /// Pool memory that is a VA surface, mapped for writing: when a pool buffer is taken it gets

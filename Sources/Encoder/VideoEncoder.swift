@@ -1,4 +1,4 @@
-import Capture
+import Frames
 
 /// One encoded access unit, as the backend produced it.
 ///

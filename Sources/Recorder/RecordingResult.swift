@@ -1,4 +1,5 @@
 import Capture
+import Frames
 import Outputs
 
 /// What a finished recording did.

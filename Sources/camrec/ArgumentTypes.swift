@@ -1,5 +1,6 @@
 import ArgumentParser
 import Capture
+import Frames
 import Encoder
 
 extension FrameSize: ExpressibleByArgument {

@@ -1,4 +1,5 @@
 import Capture
+import Frames
 import Glibc
 
 /// Retries `open` while the camera is busy, for up to `seconds` (`--wait`): overlapping cron or

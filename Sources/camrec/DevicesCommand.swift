@@ -1,5 +1,6 @@
 import ArgumentParser
 import Capture
+import Frames
 import Recorder
 
 /// `camrec devices`: the cameras camrec can record from, with their formats, sizes and rates.

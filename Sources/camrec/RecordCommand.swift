@@ -1,5 +1,6 @@
 import ArgumentParser
 import Capture
+import Frames
 import Encoder
 import Glibc
 import Logging

@@ -1,4 +1,5 @@
 import Capture
+import Frames
 import Foundation
 import XCTest
 

@@ -1,4 +1,5 @@
 @testable import Capture
+import Frames
 import Glibc
 import XCTest
 

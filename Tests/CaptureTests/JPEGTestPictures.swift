@@ -1,5 +1,6 @@
 import CFFmpeg
 @testable import Capture
+import Frames
 import XCTest
 
 /// Real JPEGs for the MJPEG tests: the test pattern, made full range, encoded with

@@ -1,5 +1,6 @@
 import CFFmpeg
 @testable import Capture
+import Frames
 import XCTest
 
 /// MJPEGDecoder with real JPEGs from libavcodec's mjpeg encoder, fed the way V4L2 hands

@@ -1,4 +1,5 @@
 @testable import Capture
+import Frames
 import XCTest
 
 /// Camera layouts → NV12/I420, each against values worked out by hand.

@@ -1,4 +1,5 @@
 @testable import Capture
+import Frames
 import XCTest
 
 final class V4L2FormatChooserTests: XCTestCase {

@@ -1,5 +1,6 @@
 import CFFmpeg
 @testable import Capture
+import Frames
 import CV4L2
 import Glibc
 import Synchronization

@@ -1,4 +1,5 @@
 @testable import Capture
+import Frames
 import CV4L2
 import XCTest
 

@@ -1,5 +1,6 @@
 import Bitstream
 import Capture
+import Frames
 import Encoder
 import XCTest
 

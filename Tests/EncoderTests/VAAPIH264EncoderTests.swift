@@ -1,5 +1,6 @@
 import Bitstream
 import Capture
+import Frames
 @testable import Encoder
 import Glibc
 import XCTest

@@ -1,3 +1,4 @@
+import Frames
 // Decoded JPEG pictures → pool buffers. Kept apart from FrameConverter.swift: camera
 // layouts come with fixed subsampling and limited range, decoded JPEGs with any of
 // 4:2:0, 4:2:2, 4:4:0, 4:4:4, 4:1:1 or luma only, and usually full range.

@@ -1,5 +1,6 @@
 import CFFmpeg
 import Libav
+import Frames
 
 /// Decodes a camera's MJPEG frames with libavcodec's `mjpeg` decoder, each straight into
 /// a pool buffer (one conversion pass from the decoded picture, full → limited range).

@@ -1,3 +1,4 @@
+import Frames
 /// Why one MJPEG frame from a camera could not be used. The frame is dropped and counted
 /// as errored; the recording goes on (UVC cameras send such frames after USB errors).
 public enum MJPEGFrameError: Error, Sendable, Equatable, CustomStringConvertible {

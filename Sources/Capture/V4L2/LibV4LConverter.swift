@@ -1,5 +1,6 @@
 import CV4L2
 import Glibc
+import Frames
 
 /// Formats camrec has no converter of its own for (Bayer, vendor formats of old webcams, …),
 /// turned into planar YUV 4:2:0 by libv4lconvert, the conversion library behind libv4l2.

@@ -1,3 +1,4 @@
+import Frames
 /// Turns device capture timestamps into presentation times starting at zero.
 ///
 /// Presentation time is the capture time minus the first capture time, accumulated

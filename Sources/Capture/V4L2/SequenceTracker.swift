@@ -1,3 +1,4 @@
+import Frames
 /// Follows V4L2's 32-bit buffer sequence numbers: counts the frames missing between two
 /// buffers (the device dropped them) and extends the count to 64 bits across a wrap.
 struct SequenceTracker {

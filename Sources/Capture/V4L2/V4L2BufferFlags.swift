@@ -1,4 +1,5 @@
 import CV4L2
+import Frames
 
 /// `v4l2_buffer.flags`, the bits camrec reacts to.
 struct V4L2BufferFlags: OptionSet, Sendable {

@@ -1,4 +1,5 @@
 import CV4L2
+import Frames
 
 /// What a V4L2 node can do (`v4l2_capability.device_caps`, or `capabilities` on old
 /// drivers that do not report per-node caps).

@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import SystemPackage
+import Frames
 
 /// The camera's ring of buffers: requested and queued at start (USERPTR into the pool, or mmap),
 /// queued again after each frame, released at the end.

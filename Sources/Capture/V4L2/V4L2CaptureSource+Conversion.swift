@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import SystemPackage
+import Frames
 
 /// A dequeued buffer on its way into a pool buffer: checked whole, then handed on (zero-copy),
 /// decoded (MJPEG), converted by libv4lconvert, or converted in one pass.

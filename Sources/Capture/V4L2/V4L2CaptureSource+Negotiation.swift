@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import SystemPackage
+import Frames
 
 /// Opening the node and settling its format and rate, before any output exists.
 extension V4L2CaptureSource {

@@ -2,6 +2,7 @@ import CV4L2
 import Glibc
 import Synchronization
 import SystemPackage
+import Frames
 
 /// Frames from a V4L2 camera, by mmap streaming.
 ///

@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import SystemPackage
+import Frames
 
 /// An open V4L2 node: its descriptor and the one place ioctls are made.
 final class V4L2Device: @unchecked Sendable {

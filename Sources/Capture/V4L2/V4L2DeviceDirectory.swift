@@ -1,4 +1,5 @@
 import Glibc
+import Frames
 
 /// The V4L2 nodes on this machine, and which of them capture video.
 public enum V4L2DeviceDirectory {

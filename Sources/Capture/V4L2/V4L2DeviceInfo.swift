@@ -1,4 +1,5 @@
 import CV4L2
+import Frames
 
 /// What `camrec devices` shows about one node: identity, and for capture nodes every
 /// format with its sizes and rates. Reading it takes no lock and changes no setting,

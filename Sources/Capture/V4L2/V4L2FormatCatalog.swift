@@ -1,5 +1,6 @@
 import CV4L2
 import Glibc
+import Frames
 
 /// A frame interval as V4L2 gives it: seconds per frame as a fraction.
 public struct V4L2Fraction: Hashable, Sendable, CustomStringConvertible {

@@ -1,3 +1,4 @@
+import Frames
 /// What the user asked for; nil means "camrec chooses".
 public struct V4L2FormatRequest: Sendable, Equatable {
     public var size: FrameSize?

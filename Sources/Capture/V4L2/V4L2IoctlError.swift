@@ -1,4 +1,5 @@
 import SystemPackage
+import Frames
 
 /// A failed ioctl: which request, and the kernel's errno. Prints as
 /// "VIDIOC_S_FMT: Device or resource busy", the form users can search for.

@@ -1,3 +1,4 @@
+import Frames
 /// A V4L2 pixel format: the four-character code in a `UInt32`, as the kernel stores it
 /// (first character in the lowest byte). Prints as its code, e.g. `YUYV`.
 public struct V4L2PixelFormat: RawRepresentable, Hashable, Sendable, CustomStringConvertible {

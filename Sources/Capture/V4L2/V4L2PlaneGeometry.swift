@@ -1,3 +1,4 @@
+import Frames
 /// Where the planes of one frame lie when a format keeps them all in one buffer (the
 /// single-planar API, and NV12/YU12 rather than NM12/YM12): V4L2 defines the chroma
 /// planes' strides from the first plane's `bytesperline`, and each plane starts right

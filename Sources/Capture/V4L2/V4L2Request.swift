@@ -1,4 +1,5 @@
 import CV4L2
+import Frames
 
 /// An ioctl request code with the name errors are reported under.
 struct V4L2Request: Sendable, CustomStringConvertible {

@@ -1,4 +1,5 @@
 import Glibc
+import Frames
 
 /// The system calls the V4L2 layer makes, behind a protocol so tests can stand in
 /// for a camera (swift-system's mocking idea, by injection). Every call returns the

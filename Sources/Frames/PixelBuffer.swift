@@ -46,7 +46,7 @@ public final class PixelBuffer: @unchecked Sendable {
     static let alignment = 64
 
     /// The stride of a row of `width` bytes: padded to the alignment.
-    static func paddedStride(_ width: Int) -> Int { (width + alignment - 1) / alignment * alignment }
+    public static func paddedStride(_ width: Int) -> Int { (width + alignment - 1) / alignment * alignment }
 
     /// - Parameter allocate: false for a backed pool: no memory of its own until needed.
     init(format: PixelFormat, width: Int, height: Int, index: Int, allocate: Bool = true) {

@@ -18,7 +18,7 @@ public enum MonotonicClock {
 
 /// The presentation time of frame `sequence` at `fps`, exact for whole rates (no drift from a
 /// truncated frame interval: frame 270 at 30 fps is 9 s, not 8.99999991 s).
-func presentationTime(of sequence: UInt64, fps: Double) -> UInt64 {
+public func presentationTime(of sequence: UInt64, fps: Double) -> UInt64 {
     if fps == fps.rounded() { return sequence * 1_000_000_000 / UInt64(fps) }
     return UInt64((Double(sequence) * 1e9 / fps).rounded())
 }
