@@ -38,6 +38,8 @@ let package = Package(
             "Bitstream", "Pipeline", "NetStream",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
+        // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
+        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "Bitstream"]),
         .target(name: "Receiver", dependencies: [
             "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
         ]),
@@ -46,7 +48,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Frames", "Capture", "Encoder", "Libav", "Outputs", "Receiver",
+            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "Outputs", "Receiver",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -55,6 +57,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
         .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Frames", "Capture", "camrec"]),
     ],

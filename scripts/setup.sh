@@ -4,7 +4,7 @@
 #   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva)
 set -euo pipefail
 
-packages=(pkg-config libavcodec-dev libavutil-dev libv4l-dev libva-dev)
+packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd)
 fi

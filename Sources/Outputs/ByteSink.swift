@@ -9,3 +9,12 @@ public protocol ByteSink: AnyObject {
     /// Settles the destination. `keep` is false when nothing was ever written.
     func close(keep: Bool) throws -> String?
 }
+
+/// A sink whose write position can move back: a container muxer fills in its header (duration,
+/// index position) when the file ends. Reads are never needed.
+public protocol SeekableByteSink: ByteSink {
+    /// Moves the write position to `offset` bytes from the start and returns it.
+    func seek(to offset: Int) throws -> Int
+    /// How far the file reaches: the end of everything written so far.
+    var size: Int { get }
+}

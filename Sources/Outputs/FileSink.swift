@@ -4,7 +4,7 @@ import SystemPackage
 /// A recording file written under a temporary name beside its final one, then
 /// fsync'd and moved into place when recording ends, so a half-written file never
 /// carries the final name. An existing file is never replaced unless asked.
-public final class FileSink: ByteSink {
+public final class FileSink: SeekableByteSink {
     public let path: String
     public let overwrite: Bool
     public var label: String { path }
@@ -12,7 +12,10 @@ public final class FileSink: ByteSink {
     public let temporaryPath: String
 
     private var descriptor: FileDescriptor?
+    /// Where the file ends; a seek back (a container's header) does not move it.
     private var written = 0
+    /// Where the next write lands.
+    private var position = 0
     /// Bytes that end on an access-unit boundary: a later failed write is cut back to here.
     private var committed = 0
 
@@ -110,7 +113,8 @@ public final class FileSink: ByteSink {
             while offset < bytes.count {
                 offset += try descriptor.write(UnsafeRawBufferPointer(rebasing: bytes[offset...]), retryOnInterrupt: true)
             }
-            written += bytes.count
+            position += bytes.count
+            written = max(written, position)
         } catch let error as Errno {
             if error == .noSpace || error == .diskQuotaExceeded {
                 throw OutputError(.diskFull, "disk full writing \(path) after \(committed) bytes; "
@@ -118,6 +122,21 @@ public final class FileSink: ByteSink {
             }
             throw OutputError(.unwritable, "writing \(path) failed: \(error)")
         }
+    }
+
+    public var size: Int { written }
+
+    public func seek(to offset: Int) throws -> Int {
+        guard let descriptor else { return 0 }
+        guard offset >= 0, offset <= written else {
+            throw OutputError(.unwritable, "seeking \(path) to byte \(offset) of \(written) is outside the file")
+        }
+        do {
+            position = Int(try descriptor.seek(offset: Int64(offset), from: .start))
+        } catch let error as Errno {
+            throw OutputError(.unwritable, "seeking in \(path) failed: \(error)")
+        }
+        return position
     }
 
     public func commitBoundary() {

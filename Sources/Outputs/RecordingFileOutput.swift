@@ -19,9 +19,16 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         public var segmentSeconds: Double?
         public var saveTimestamps: Bool
         public var retention: RetentionPolicy
+        /// The container of every file; anything but raw needs `makeContainer`.
+        public var format: ContainerFormat
+        public var makeContainer: ContainerWriterFactory?
 
         public init(pattern: OutputNamePattern, device: String, overwrite: Bool, segmentSeconds: Double? = nil,
-                    saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy()) {
+                    saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy(),
+                    format: ContainerFormat = .raw, makeContainer: ContainerWriterFactory? = nil) {
+            precondition(format == .raw || makeContainer != nil, "a container needs its writer")
+            self.format = format
+            self.makeContainer = makeContainer
             self.pattern = pattern
             self.device = device
             self.overwrite = overwrite
@@ -52,6 +59,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     // Owned by the output thread once open() returns.
     private var sink: FileSink?
+    /// The current file's container writer; nil for raw Annex-B.
+    private var container: ContainerWriter?
     private var current: FinishedFile?
     private var timestamps: TimestampsFile?
     private var segmentIndex = 0
@@ -128,8 +137,12 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
         guard let sink, current != nil else { return }
         if current!.frames == 0 { segmentStartPresentation = pts }
-        try chunk.bytes.withUnsafeBytes { try sink.write($0) }
-        sink.commitBoundary()
+        if let container {
+            try container.write(chunk)
+        } else {
+            try chunk.bytes.withUnsafeBytes { try sink.write($0) }
+            sink.commitBoundary()
+        }
         if current!.frames > 0, pts > lastPresentation { frameInterval = pts - lastPresentation }
         lastPresentation = pts
         current!.frames += 1
@@ -170,7 +183,17 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
             }
         }
         writtenThisRun.insert(path)
-        current = FinishedFile(path: path, frames: 0, idrFrames: 0, bytes: 0, durationSeconds: 0)
+        if configuration.format != .raw, let make = configuration.makeContainer, let sink {
+            do {
+                container = try make(configuration.format, sink)
+            } catch {
+                _ = try? sink.close(keep: false)
+                self.sink = nil
+                throw error
+            }
+        }
+        current = FinishedFile(path: path, frames: 0, idrFrames: 0, bytes: 0, durationSeconds: 0,
+                               format: configuration.format)
         timestamps = configuration.saveTimestamps ? TimestampsFile(forVideo: path) : nil
         if configuration.retention.isActive {
             for deleted in configuration.retention.apply(pattern: pattern, device: configuration.device, current: path) {
@@ -186,10 +209,18 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         let keep = file.frames > 0
         file.durationSeconds = keep ? Double(lastPresentation - segmentStartPresentation + frameInterval) / 1e9 : 0
         var closeError: Error?
+        if let container {
+            self.container = nil
+            file.clampedTimestamps = container.clampedTimestamps
+            // The trailer; a file whose trailer fails still ends on its last whole fragment.
+            if keep {
+                do { try container.finish() } catch { closeError = error }
+            }
+        }
         do {
             _ = try sink.close(keep: keep)
         } catch {
-            closeError = error
+            closeError = closeError ?? error
         }
         if keep, let timestamps {
             do {
@@ -203,6 +234,9 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         if let closeError {
             file.error = file.error ?? (closeError as? OutputError ?? OutputError(.unwritable, "\(closeError)"))
         }
+        // A container's bytes are not the stream's: report the file's own size.
+        var st = stat()
+        if keep, file.format != .raw, stat(file.path, &st) == 0 { file.bytes = Int(st.st_size) }
         if keep {
             shared.withLock { $0.finished.append(file) }
             onFileFinished?(file)

@@ -1,6 +1,9 @@
 import ArgumentParser
+import Containers
 import Glibc
 import Outputs
+
+extension ContainerFormat: ExpressibleByArgument {}
 
 /// How recordings are named, cut and kept: for cron, systemd and long unattended runs.
 struct FileOutputOptions: ParsableArguments {
@@ -15,6 +18,9 @@ struct FileOutputOptions: ParsableArguments {
 
     @Option(help: "Delete files of this output's name pattern older than DURATION (90s, 30m, 12h, 7d).")
     var keepFor: String?
+
+    @Option(help: ArgumentHelp("Container of the files: raw (Annex-B), mp4, mov, mkv or ts. Default: from each file's extension (.mp4/.m4v, .mov, .mkv, .ts; anything else raw).", valueName: "format"))
+    var format: ContainerFormat?
 
     func validate() throws {
         try OptionRange.checkSeconds(segment, "--segment", minimum: 0.5, inclusive: true)
@@ -31,7 +37,7 @@ struct FileOutputOptions: ParsableArguments {
     }
 
     /// A file output for `target`, which may hold strftime fields, `{device}` and `{n}`.
-    func makeOutput(_ target: String, device: String, overwrite: Bool) throws -> RecordingFileOutput {
+    func makeOutput(_ target: String, device: String, overwrite: Bool, framesPerSecond: Double) throws -> RecordingFileOutput {
         let pattern = try OutputNamePattern(target)
         if (keepFiles != nil || keepFor != nil) && !pattern.hasPlaceholders {
             throw OutputError(.unwritable, "--keep-files/--keep-for need a name pattern such as 'cam-%Y%m%d-%H%M%S.h264' or 'cam-{n}.h264'")
@@ -39,9 +45,14 @@ struct FileOutputOptions: ParsableArguments {
         if segment != nil && !pattern.hasPlaceholders {
             throw OutputError(.unwritable, "--segment needs a name that changes per file, e.g. 'cam-%H%M%S.h264' or 'cam-{n}.h264'")
         }
+        let container = format ?? ContainerFormat(fileName: target)
+        let makeContainer: ContainerWriterFactory = { format, sink in
+            try LibavContainerWriter(format: format, sink: sink, framesPerSecond: framesPerSecond)
+        }
         return RecordingFileOutput(configuration: .init(pattern: pattern, device: device, overwrite: overwrite,
                                                         segmentSeconds: segment, saveTimestamps: saveTimestamps,
-                                                        retention: retention))
+                                                        retention: retention, format: container,
+                                                        makeContainer: container == .raw ? nil : makeContainer))
     }
 }
 
@@ -102,6 +113,8 @@ func finishedFileLine(_ file: FinishedFile, dropped: UInt64, errored: UInt64 = 0
     var fields = ["output=\(quotedField(file.path))", "frames=\(file.frames)", "idr=\(file.idrFrames)",
                   "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
     if errored > 0 { fields.append("errored=\(errored)") }
+    if file.format != .raw { fields.append("format=\(file.format.rawValue)") }
+    if file.clampedTimestamps > 0 { fields.append("clamped=\(file.clampedTimestamps)") }
     if let pts = file.timestampsPath { fields.append("timestamps=\(pts)") }
     if let error = file.error {
         fields.append("cut-short=\(error.kind)")

@@ -154,7 +154,8 @@ struct RecordCommand: ParsableCommand {
             streamOutputs = try outputs.map { target -> StreamOutput in
                 if target == "-" { return QueuedOutput(sink: StandardOutputSink()) }
                 if TCPEndpoint.looksLikeURL(target) { return try makeNetworkOutput(TCPEndpoint(url: target), keyframes: keyframes) }
-                let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite)
+                let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite,
+                                                  framesPerSecond: source.framesPerSecond)
                 fileOutputs.append(output)
                 return output
             }

@@ -3,7 +3,8 @@
 
 The pattern (README, --test-pattern) draws 32 bits, most significant first, as 16x16 blocks
 (white 1, black 0) between two white marker blocks, starting at x=16, y=16. This reads them from
-the luma ffmpeg decodes, sharing no code with camrec. One number per line, in decode order;
+the luma ffmpeg decodes (every decoded frame once: no frames added or dropped to fill gaps in a
+container's timestamps), sharing no code with camrec. One number per line, in decode order;
 "?" for a frame whose markers are not found. Needs a frame at least 576 pixels wide.
 
 Usage: pattern-counters.py FILE.h264
@@ -18,7 +19,8 @@ BLOCK, BITS, X0, Y0 = 16, 32, 16, 16
 def size_of(path):
     out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries",
                           "stream=width,height", "-of", "csv=p=0", path], capture_output=True, text=True)
-    w, h = out.stdout.strip().split(",")[:2]
+    # MPEG-TS adds lines for its programs: the first line with a size is the stream's.
+    w, h = next(line for line in out.stdout.splitlines() if line.strip()).split(",")[:2]
     return int(w), int(h)
 
 
@@ -31,7 +33,8 @@ def main():
     except (ValueError, IndexError):
         print(f"pattern-counters: cannot read the size of {path}", file=sys.stderr)
         sys.exit(2)
-    decoded = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"],
+    decoded = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-vsync", "passthrough",
+                              "-f", "rawvideo", "-pix_fmt", "gray", "-"],
                              capture_output=True)
     if decoded.returncode != 0 and not decoded.stdout:
         print(f"pattern-counters: ffmpeg failed: {decoded.stderr.decode(errors='replace')}", file=sys.stderr)

@@ -1,0 +1,215 @@
+import Bitstream
+import CFFmpeg
+import Libav
+import Outputs
+
+/// One recording file in MP4, QuickTime, Matroska or MPEG-TS, written by libavformat through the
+/// file's own sink (so the temporary name, fsync, the move into place and disk-full handling stay
+/// `FileSink`'s).
+///
+/// The output is written as a stream, never seeked: MP4 and QuickTime are fragmented (an empty
+/// `moov`, then a `moof`+`mdat` fragment at every IDR and at least every second), Matroska is
+/// written cluster by cluster. libavformat holds a fragment or cluster until it is whole, so what is
+/// on disk always ends on one: after SIGKILL or a power cut the `.partial` plays up to the last one.
+///
+/// SPS and PPS go into the sample entry (`avcC` / CodecPrivate, from the file's first IDR) and stay
+/// in-band before every IDR as the stream contract wants. Timestamps are the frames' presentation
+/// times (their capture times), so dropped frames are gaps in time; a time that does not move
+/// forward is moved to just after the previous one and counted.
+public final class LibavContainerWriter: ContainerWriter {
+    public let format: ContainerFormat
+    public private(set) var clampedTimestamps = 0
+
+    private let sink: ByteSink
+    private let frameIntervalNanoseconds: UInt64
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var io: UnsafeMutablePointer<AVIOContext>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var stream: UnsafeMutablePointer<AVStream>?
+    private var firstPresentation: UInt64?
+    private var lastTimestamp: Int64 = .min
+    /// The sink's error from inside libavformat's write callback, rethrown to the caller.
+    private var writeError: Error?
+
+    /// libavformat's name for each container.
+    static func muxerName(_ format: ContainerFormat) -> String? {
+        switch format {
+        case .raw: nil
+        case .mp4: "mp4"
+        case .mov: "mov"
+        case .mkv: "matroska"
+        case .ts: "mpegts"
+        }
+    }
+
+    /// - Parameter framesPerSecond: the source's rate, for the last frame's duration.
+    public init(format: ContainerFormat, sink: ByteSink, framesPerSecond: Double) throws {
+        guard let name = Self.muxerName(format) else { preconditionFailure("raw Annex-B needs no container writer") }
+        self.format = format
+        self.sink = sink
+        let fps = framesPerSecond.isFinite && framesPerSecond > 0 ? framesPerSecond : 30
+        frameIntervalNanoseconds = UInt64((1e9 / fps).rounded())
+        var made: UnsafeMutablePointer<AVFormatContext>?
+        guard avformat_alloc_output_context2(&made, nil, name, nil) >= 0, let made else {
+            throw OutputError(.unwritable, "this FFmpeg cannot write \(format.rawValue) (no \(name) muxer)")
+        }
+        context = made
+        let bufferSize: Int32 = 1 << 16
+        // Matroska fills in its duration, index (Cues) and SeekHead at the end when it can seek
+        // back, so a finished .mkv is seekable; everything else is written strictly forward.
+        let seeks = format == .mkv && sink is SeekableByteSink
+        let seek: (@convention(c) (UnsafeMutableRawPointer?, Int64, Int32) -> Int64)? = seeks ? { opaque, offset, whence in
+            Unmanaged<LibavContainerWriter>.fromOpaque(opaque!).takeUnretainedValue().seekOut(offset, whence)
+        } : nil
+        guard let buffer = av_malloc(Int(bufferSize)),
+              let io = avio_alloc_context(buffer.assumingMemoryBound(to: UInt8.self), bufferSize, 1,
+                                          Unmanaged.passUnretained(self).toOpaque(), nil, { opaque, bytes, count in
+                  let writer = Unmanaged<LibavContainerWriter>.fromOpaque(opaque!).takeUnretainedValue()
+                  return writer.writeOut(bytes, count)
+              }, seek) else {
+            throw OutputError(.unwritable, "out of memory setting up the \(format.rawValue) writer")
+        }
+        self.io = io
+        made.pointee.pb = io
+        made.pointee.flags |= AVFMT_FLAG_CUSTOM_IO
+        packet = av_packet_alloc()
+    }
+
+    deinit {
+        var p = packet
+        av_packet_free(&p)
+        if let context {
+            avformat_free_context(context)
+        }
+        if let io {
+            var buffer: UnsafeMutablePointer<UInt8>? = io.pointee.buffer
+            av_freep(&buffer)
+            var i: UnsafeMutablePointer<AVIOContext>? = io
+            avio_context_free(&i)
+        }
+    }
+
+    private func writeOut(_ bytes: UnsafeMutablePointer<UInt8>?, _ count: Int32) -> Int32 {
+        guard let bytes, count > 0 else { return 0 }
+        if writeError != nil { return camrec_averror(EIO) }
+        do {
+            try sink.write(UnsafeRawBufferPointer(start: bytes, count: Int(count)))
+            return count
+        } catch {
+            writeError = error
+            return camrec_averror(EIO)
+        }
+    }
+
+    private func seekOut(_ offset: Int64, _ whence: Int32) -> Int64 {
+        guard let sink = sink as? SeekableByteSink, writeError == nil else { return Int64(camrec_averror(EIO)) }
+        if whence & AVSEEK_SIZE != 0 { return Int64(sink.size) }
+        let target: Int64
+        switch whence & ~AVSEEK_FORCE {
+        case SEEK_SET: target = offset
+        case SEEK_END: target = Int64(sink.size) &+ offset
+        default: return Int64(camrec_averror(EINVAL))
+        }
+        guard let to = Int(exactly: target) else { return Int64(camrec_averror(EINVAL)) }
+        do {
+            return Int64(try sink.seek(to: to))
+        } catch {
+            writeError = error
+            return Int64(camrec_averror(EIO))
+        }
+    }
+
+    private func failure(_ what: String, _ status: Int32) -> Error {
+        if let writeError { return writeError }
+        return OutputError(.unwritable, "\(what): \(libavErrorDescription(status))")
+    }
+
+    public func write(_ chunk: StreamChunk) throws {
+        guard let context, let packet else { return }
+        if stream == nil { try start(with: chunk) }
+        guard let stream else { return }
+        let first = firstPresentation ?? chunk.presentationTimeNanoseconds
+        firstPresentation = first
+        let elapsed = chunk.presentationTimeNanoseconds >= first ? chunk.presentationTimeNanoseconds - first : 0
+        var timestamp = av_rescale_q(Int64(clamping: elapsed), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
+        if timestamp <= lastTimestamp {
+            timestamp = lastTimestamp + 1
+            clampedTimestamps += 1
+        }
+        lastTimestamp = timestamp
+        let status: Int32 = chunk.bytes.withUnsafeMutableBytes { raw in
+            av_packet_unref(packet)
+            packet.pointee.data = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            packet.pointee.size = Int32(clamping: raw.count)
+            packet.pointee.stream_index = stream.pointee.index
+            packet.pointee.pts = timestamp
+            packet.pointee.dts = timestamp
+            packet.pointee.duration = av_rescale_q(Int64(frameIntervalNanoseconds), AVRational(num: 1, den: 1_000_000_000),
+                                                   stream.pointee.time_base)
+            packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
+            let written = av_write_frame(context, packet)
+            packet.pointee.data = nil
+            packet.pointee.size = 0
+            return written
+        }
+        guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
+        avio_flush(context.pointee.pb)
+        if let writeError { throw writeError }
+        sink.commitBoundary()
+    }
+
+    /// Describes the stream from the file's first access unit (an IDR with SPS and PPS) and writes
+    /// the container's header.
+    private func start(with chunk: StreamChunk) throws {
+        guard let context else { return }
+        let units = AnnexBScanner.units(in: chunk.bytes)
+        guard let spsUnit = units.first(where: \.isSPS), let ppsUnit = units.first(where: \.isPPS) else {
+            throw OutputError(.unwritable, "\(sink.label): the first frame of a \(format.rawValue) file carries no SPS/PPS")
+        }
+        let sps = try? SequenceParameterSet(nalUnit: spsUnit)
+        guard let stream = avformat_new_stream(context, nil) else {
+            throw OutputError(.unwritable, "out of memory setting up the \(format.rawValue) writer")
+        }
+        let parameters = stream.pointee.codecpar!
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.codec_id = AV_CODEC_ID_H264
+        parameters.pointee.width = Int32(clamping: sps?.width ?? 0)
+        parameters.pointee.height = Int32(clamping: sps?.height ?? 0)
+        // Annex-B SPS+PPS: the MP4 and Matroska muxers turn them into avcC themselves.
+        let extradata = [0, 0, 0, 1] + spsUnit.bytes + [0, 0, 0, 1] + ppsUnit.bytes
+        guard let copy = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+            throw OutputError(.unwritable, "out of memory setting up the \(format.rawValue) writer")
+        }
+        extradata.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        parameters.pointee.extradata = copy.assumingMemoryBound(to: UInt8.self)
+        parameters.pointee.extradata_size = Int32(extradata.count)
+        stream.pointee.time_base = AVRational(num: 1, den: 90_000)
+
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        if format == .mp4 || format == .mov {
+            // Fragments: at every IDR (frag_keyframe) and at least every second, after an empty moov.
+            av_dict_set(&options, "movflags", "+frag_keyframe+empty_moov+default_base_moof", 0)
+            av_dict_set(&options, "frag_duration", "1000000", 0)
+        } else if format == .mkv {
+            // A cluster at every IDR and at least every second, as MP4's fragments.
+            av_dict_set(&options, "cluster_time_limit", "1000", 0)
+        }
+        let status = avformat_write_header(context, &options)
+        guard status >= 0 else { throw failure("starting the \(format.rawValue) file \(sink.label) failed", status) }
+        self.stream = stream
+        avio_flush(context.pointee.pb)
+        if let writeError { throw writeError }
+        sink.commitBoundary()
+    }
+
+    public func finish() throws {
+        guard let context, stream != nil else { return }
+        let status = av_write_trailer(context)
+        avio_flush(context.pointee.pb)
+        self.stream = nil
+        guard status >= 0 else { throw failure("finishing the \(format.rawValue) file \(sink.label) failed", status) }
+        if let writeError { throw writeError }
+        sink.commitBoundary()
+    }
+}

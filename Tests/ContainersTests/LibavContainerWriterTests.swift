@@ -1,0 +1,114 @@
+import Containers
+import Foundation
+import Outputs
+import XCTest
+
+/// The container writer against real libavformat and real files, judged by ffprobe.
+final class LibavContainerWriterTests: XCTestCase {
+    // SPS and PPS of a real camrec recording (libx264, High, 1280x720); the muxers read the SPS
+    // for the sample entry but never decode slices, so the slices are short stand-ins.
+    static let sps: [UInt8] = [0x67, 0x64, 0x00, 0x1F, 0xAC, 0xB4, 0x02, 0x80, 0x2D, 0xD0, 0x80, 0x00,
+                               0x00, 0x03, 0x00, 0x80, 0x00, 0x00, 0x1E, 0x47, 0x8C, 0x19, 0x50]
+    static let pps: [UInt8] = [0x68, 0xEF, 0x3C, 0xB0]
+    static let startCode: [UInt8] = [0, 0, 0, 1]
+
+    let pool = StreamChunkPool()
+    var directory = ""
+
+    override func setUpWithError() throws {
+        directory = NSTemporaryDirectory() + "camrec-containers-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    func chunk(idr: Bool, milliseconds: UInt64) -> StreamChunk {
+        let c = pool.take()
+        if idr {
+            c.bytes = Self.startCode + Self.sps + Self.startCode + Self.pps + Self.startCode + [0x65, 0x88, 0x84, 0x00, 0x21]
+        } else {
+            c.bytes = Self.startCode + [0x41, 0x9A, 0x02, 0x04, 0x80]
+        }
+        c.isIDR = idr
+        c.presentationTimeNanoseconds = milliseconds * 1_000_000
+        return c
+    }
+
+    func testTheFormatComesFromTheExtensionAndUnknownNamesStayRaw() {
+        let expected: [(String, ContainerFormat)] = [
+            ("out.mp4", .mp4), ("OUT.M4V", .mp4), ("a/b.c/clip.mov", .mov), ("x.mkv", .mkv), ("x.ts", .ts),
+            ("x.m2ts", .ts), ("x.h264", .raw), ("x.264", .raw), ("noextension", .raw), ("dir.mp4/file", .raw),
+            ("x.mp4.bak", .raw), (".mp4", .mp4), ("cam-%Y%m%d-{n}.mkv", .mkv),
+        ]
+        for (name, format) in expected {
+            XCTAssertEqual(ContainerFormat(fileName: name), format, name)
+        }
+    }
+
+    /// Presentation times in ms as ffprobe reads them back from `path`.
+    func packetTimes(_ path: String) throws -> [Double] {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: "/usr/bin/ffprobe")
+        probe.arguments = ["-v", "error", "-select_streams", "v:0", "-show_entries", "packet=pts_time", "-of", "csv=p=0", path]
+        let out = Pipe()
+        probe.standardOutput = out
+        probe.standardError = FileHandle.nullDevice  // it tries to decode the stand-in slices
+        try probe.run()
+        let text = String(decoding: out.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        XCTAssertEqual(probe.terminationStatus, 0, "ffprobe failed on \(path)")
+        return text.split(separator: "\n").compactMap { Double($0).map { $0 * 1000 } }
+    }
+
+    func testTimesThatGoBackOrStandStillAreMovedJustPastThePreviousOneAndCounted() throws {
+        for format in [ContainerFormat.mp4, .mkv] {
+            let path = "\(directory)/clock.\(format.rawValue)"
+            let sink = FileSink(path: path, overwrite: false)
+            try sink.open()
+            let writer = try LibavContainerWriter(format: format, sink: sink, framesPerSecond: 30)
+            // The camera's clock stands still once, then jumps back 50 ms.
+            for (idr, ms) in [(true, 1000), (false, 1033), (false, 1033), (false, 983), (false, 1100)] as [(Bool, UInt64)] {
+                let c = chunk(idr: idr, milliseconds: ms)
+                try writer.write(c)
+            }
+            try writer.finish()
+            _ = try sink.close(keep: true)
+            XCTAssertEqual(writer.clampedTimestamps, 2, "\(format)")
+            let times = try packetTimes(path)
+            XCTAssertEqual(times.count, 5, "\(format): \(times)")
+            XCTAssertEqual(times.first.map { $0 - times[0] }, 0)
+            XCTAssertEqual((times.last ?? 0) - times[0], 100, accuracy: 1.5, "\(format): the time after the jump is kept")
+            XCTAssertEqual(zip(times, times.dropFirst()).filter { $0.1 <= $0.0 }.count, 0, "\(format): \(times) go forward")
+        }
+    }
+
+    /// A sink that fails like a full disk once `limit` bytes are in.
+    final class FillingSink: ByteSink {
+        let label = "full.mp4"
+        var written = 0
+        let limit: Int
+        init(limit: Int) { self.limit = limit }
+        func open() throws {}
+        func write(_ bytes: UnsafeRawBufferPointer) throws {
+            guard written + bytes.count <= limit else { throw OutputError(.diskFull, "disk full writing full.mp4") }
+            written += bytes.count
+        }
+        func commitBoundary() {}
+        func close(keep: Bool) throws -> String? { nil }
+    }
+
+    func testASinkFailureInsideLibavformatComesBackAsTheSinksOwnError() throws {
+        let sink = FillingSink(limit: 2000)
+        let writer = try LibavContainerWriter(format: .mp4, sink: sink, framesPerSecond: 30)
+        var caught: Error?
+        for frame in 0..<200 where caught == nil {
+            let c = chunk(idr: frame % 30 == 0, milliseconds: UInt64(frame) * 33)
+            c.bytes += [UInt8](repeating: 0x55, count: 100)
+            do { try writer.write(c) } catch { caught = error }
+        }
+        XCTAssertEqual((caught as? OutputError)?.kind, .diskFull, "\(String(describing: caught))")
+        XCTAssertLessThanOrEqual(sink.written, 2000)
+    }
+}

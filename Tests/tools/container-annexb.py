@@ -1,0 +1,95 @@
+#!/usr/bin/env python3
+"""Takes the H.264 out of an MP4, QuickTime, Matroska or MPEG-TS file as Annex-B, for the tests.
+
+It shares no code with camrec. ffmpeg copies the video packets out unchanged (`-f data`: no
+bitstream filter, so nothing is added or rewritten); this script then reads them itself:
+
+  * length-prefixed packets (MP4, QuickTime, Matroska) get every 4-byte length replaced by the
+    4-byte start code 00 00 00 01, so Tests/tools/annexb-check.py can judge the in-band stream;
+  * Annex-B packets (MPEG-TS) are copied as they are;
+  * the sample entry (avcC / CodecPrivate, from ffprobe's extradata) is parsed: its version, its
+    length size, and whether its SPS and PPS are byte for byte the first in-band ones.
+
+Usage: container-annexb.py FILE OUT.h264
+Prints one JSON object: layout, avcc (or null), avcc_matches_inband, nal_units.
+Exit status: 0, or 2 when ffmpeg fails or the packets cannot be walked.
+"""
+import json
+import re
+import subprocess
+import sys
+
+
+def extradata(path):
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_streams", "-show_data", path],
+                         capture_output=True, text=True).stdout
+    lines = out.split("\n")
+    data = bytearray()
+    if "extradata=" not in lines:
+        return bytes()
+    for line in lines[lines.index("extradata=") + 1:]:
+        m = re.match(r"^[0-9a-f]{8}: ((?:[0-9a-f]{2,4} ?)+)", line)
+        if not m:
+            break
+        data += bytes.fromhex(m.group(1).replace(" ", ""))
+    return bytes(data)
+
+
+def parse_avcc(data):
+    """avcC (ISO/IEC 14496-15 5.3.3.1): version, profile, compat, level, length size, SPSs, PPSs."""
+    if len(data) < 7 or data[0] != 1:
+        return None
+    length_size = (data[4] & 3) + 1
+    pos, sets = 5, {"sps": [], "pps": []}
+    for kind, mask in (("sps", 0x1F), ("pps", 0xFF)):
+        count = data[pos] & mask
+        pos += 1
+        for _ in range(count):
+            size = int.from_bytes(data[pos:pos + 2], "big")
+            sets[kind].append(data[pos + 2:pos + 2 + size])
+            pos += 2 + size
+    return {"version": 1, "length_size": length_size, "sps": sets["sps"], "pps": sets["pps"]}
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    path, out_path = sys.argv[1], sys.argv[2]
+    run = subprocess.run(["ffmpeg", "-v", "error", "-i", path, "-map", "0:v:0", "-c", "copy", "-f", "data", "-"],
+                         capture_output=True)
+    if run.returncode != 0 or not run.stdout:
+        print(json.dumps({"error": "ffmpeg could not copy the video out: " + run.stderr.decode(errors="replace")[-200:]}))
+        sys.exit(2)
+    payload = run.stdout
+    avcc = parse_avcc(extradata(path))
+    units = []
+    if payload.startswith(b"\x00\x00\x00\x01") or payload.startswith(b"\x00\x00\x01"):
+        layout, annexb = "annexb", payload
+    else:
+        layout, pos, size_bytes = "length-prefixed", 0, (avcc or {}).get("length_size", 4)
+        parts = []
+        while pos < len(payload):
+            size = int.from_bytes(payload[pos:pos + size_bytes], "big")
+            if size == 0 or pos + size_bytes + size > len(payload):
+                print(json.dumps({"error": f"a NAL length of {size} at byte {pos} runs past the data ({len(payload)} bytes)"}))
+                sys.exit(2)
+            unit = payload[pos + size_bytes:pos + size_bytes + size]
+            units.append(unit)
+            parts += [b"\x00\x00\x00\x01", unit]
+            pos += size_bytes + size
+        annexb = b"".join(parts)
+    with open(out_path, "wb") as f:
+        f.write(annexb)
+    matches = None
+    if avcc is not None and units:
+        first_sps = next((u for u in units if u[0] & 0x1F == 7), None)
+        first_pps = next((u for u in units if u[0] & 0x1F == 8), None)
+        matches = avcc["sps"][:1] == [first_sps] and avcc["pps"][:1] == [first_pps]
+    print(json.dumps({"layout": layout,
+                      "avcc": None if avcc is None else {"length_size": avcc["length_size"],
+                                                         "sps": len(avcc["sps"]), "pps": len(avcc["pps"])},
+                      "avcc_matches_inband": matches, "nal_units": len(units)}))
+
+
+if __name__ == "__main__":
+    main()
