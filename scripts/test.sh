@@ -28,7 +28,7 @@ EXPECTED_SUITES=(
   "readme-promises     28   900"
   "seed-receivers      58  1200"
   "network-load        10  1200"
-  "containers          72   900"
+  "containers          86   900"
 )
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
 # selected in their environment (LIBVA_DRIVER_NAME, LIBVA_DRIVERS_PATH, CAMREC_VA_TEST_DISPLAY);

@@ -120,7 +120,7 @@ public struct StreamReport: Sendable, Equatable {
     }
 
     /// Fixed-point formatting without Foundation: trailing zeros trimmed ("30", "29.97").
-    static func decimal(_ value: Double, places: Int) -> String {
+    public static func decimal(_ value: Double, places: Int) -> String {
         guard value.isFinite else { return String(value) }
         var scale = 1.0
         for _ in 0..<places { scale *= 10 }

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bitstream
+import Containers
 import Glibc
 import NetStream
 import Receiver
@@ -10,11 +11,11 @@ import SystemPackage
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "List the NAL units of an H.264 Annex-B stream and check camrec's stream contract.",
+        abstract: "List the NAL units of an H.264 stream (raw Annex-B, MP4, QuickTime, Matroska or MPEG-TS) and check camrec's stream contract.",
         discussion: "Exits 0 when every NAL unit has a 4-byte start code, SPS and PPS are the two units right before every IDR slice and every picture is one slice NAL unit (or at most --slices), 1 when not (or, with --decode, when libavcodec reports an error in a picture), 65 when the file is not H.264. Without --decode only NAL units and headers are read, in bounded memory: slice data is not checked."
     )
 
-    @Argument(help: "An Annex-B H.264 file, or - for stdin.")
+    @Argument(help: "An H.264 file (Annex-B, or in MP4, QuickTime, Matroska or MPEG-TS), or - for raw Annex-B on stdin.")
     var file: String
 
     @Flag(help: "Print only the summary and the verdict, not the NAL table.")
@@ -32,6 +33,9 @@ struct InspectCommand: ParsableCommand {
 
     func run() throws {
         SignalWatcher.unblock()
+        if file != "-", ContainerReader.isContainer(path: file) {
+            return try inspectContainer()
+        }
         let descriptor: FileDescriptor
         if file == "-" {
             descriptor = .standardInput

@@ -1,4 +1,4 @@
-import Containers
+@testable import Containers
 import Foundation
 import Outputs
 import XCTest
@@ -110,5 +110,46 @@ final class LibavContainerWriterTests: XCTestCase {
         }
         XCTAssertEqual((caught as? OutputError)?.kind, .diskFull, "\(String(describing: caught))")
         XCTAssertLessThanOrEqual(sink.written, 2000)
+    }
+}
+
+/// `ContainerInspection.mp4End`: where an MP4 stops being whole, from its top-level box sizes.
+final class MP4EndTests: XCTestCase {
+    func box(_ type: String, _ payload: Int, large: Bool = false) -> [UInt8] {
+        let size = payload + (large ? 16 : 8)
+        let header: [UInt8] = large
+            ? [0, 0, 0, 1] + Array(type.utf8) + (0..<8).reversed().map { UInt8(truncatingIfNeeded: size >> ($0 * 8)) }
+            : (0..<4).reversed().map { UInt8(truncatingIfNeeded: size >> ($0 * 8)) } + Array(type.utf8)
+        return header + [UInt8](repeating: 0xEE, count: payload)
+    }
+
+    func end(of bytes: [UInt8]) throws -> ContainerInspection.FileEnd? {
+        let path = NSTemporaryDirectory() + "camrec-mp4end-\(UUID().uuidString).mp4"
+        defer { try? FileManager.default.removeItem(atPath: path) }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
+        return ContainerInspection.mp4End(path: path)
+    }
+
+    func testWholeBoxesEndWhole() throws {
+        let file = box("ftyp", 16) + box("moov", 100) + box("moof", 40) + box("mdat", 1000, large: true)
+        XCTAssertEqual(try end(of: file), .init(wholeBytes: file.count, cutBox: nil))
+    }
+
+    func testAnMdatCutShortTakesItsMoofWithIt() throws {
+        let head = box("ftyp", 16) + box("moov", 100) + box("moof", 40) + box("mdat", 500)
+        let file = head + box("moof", 40) + Array(box("mdat", 1000).prefix(300))
+        XCTAssertEqual(try end(of: file), .init(wholeBytes: head.count, cutBox: "mdat"))
+    }
+
+    func testAFileEndingAfterAMoofOrInsideABoxHeaderIsCut() throws {
+        let head = box("ftyp", 16) + box("moov", 100)
+        XCTAssertEqual(try end(of: head + box("moof", 40)), .init(wholeBytes: head.count, cutBox: "moof"))
+        XCTAssertEqual(try end(of: head + [0, 0, 1]), .init(wholeBytes: head.count, cutBox: "?"))
+    }
+
+    func testASizeOfZeroRunsToTheEndAndAnImpossibleSizeIsACut() throws {
+        let head = box("ftyp", 16)
+        XCTAssertEqual(try end(of: head + [0, 0, 0, 0] + Array("mdat".utf8) + [1, 2, 3]), .init(wholeBytes: head.count + 11, cutBox: nil))
+        XCTAssertEqual(try end(of: head + [0, 0, 0, 4] + Array("free".utf8)), .init(wholeBytes: head.count, cutBox: "free"))
     }
 }

@@ -11,7 +11,9 @@
 # SPS and PPS; every frame decodes, in order, at the time its number says; a finished file seeks.
 # Then: frames dropped under a slow encoder are gaps in time and are all counted; SIGKILL leaves a
 # .partial that plays up to its last fragment or cluster; --segment and SIGHUP cut files that each
-# start at a key frame, with no frame lost between them; --format overrides the extension.
+# start at a key frame, with no frame lost between them; --format overrides the extension; `camrec
+# inspect` reads all four, and names what is wrong in ffmpeg's own MP4 (SPS/PPS only in avcC), a
+# wrong key-frame mark, a non-H.264 file and a cut copy (with the truncate that repairs it).
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -114,6 +116,7 @@ for ext in mp4 mkv; do
     wait_log "$W/kill-$ext.log" "encoding in" 1 20 >/dev/null; sleep 4
     kill -9 $p; wait $p 2>/dev/null
     partial=$(ls "$W/kill-$ext"/*.partial 2>/dev/null | head -1)
+    [[ -n $partial ]] && cp "$partial" "$W/killed-$ext.partial"
     check "$ext SIGKILL: a .partial is left and no file under the final name" [ -n "$partial" -a ! -e "$W/kill-$ext/k.$ext" ]
     n=$(frames_of "${partial:-/nonexistent}")
     check "$ext SIGKILL: the .partial decodes without an error" no_decode_errors "${partial:-/nonexistent}"
@@ -158,5 +161,45 @@ check "--format mkv on rec.bin writes Matroska" [ "$(format_of "$W/rec.bin")" = 
 check "--format raw on raw.mp4 writes the raw Annex-B stream" contract_ok "$W/raw.mp4" --frames 30
 "$CAMREC" --test-pattern --frames 30 --format avi "$W/x.avi" 2>"$W/badformat.log"; rc=$?
 check "--format avi: usage error 64 (status $rc), no file" [ $rc -eq 64 -a ! -e "$W/x.avi" ]
+
+# --- camrec inspect reads the containers, and says what is wrong with a broken one ---
+# inspect_says FILE STATUS REGEX…: `camrec inspect --summary [--decode] FILE` exits STATUS and prints
+# a line matching each REGEX. (INSPECT_FLAGS adds options.)
+inspect_says() {
+    local file=$1 want=$2 rc out missing=""; shift 2
+    out=$("$CAMREC" inspect --summary ${INSPECT_FLAGS:-} "$file" 2>&1); rc=$?
+    for re in "$@"; do grep -qE -- "$re" <<<"$out" || missing+=" '$re'"; done
+    [[ $rc -eq $want && -z $missing ]] || { echo "$file: status $rc (want $want), missing$missing:"; tail -n 4 <<<"$out"; return 1; }
+}
+for ext in mp4 mov mkv ts; do
+    check "inspect $ext: exit 0; the stream contract and the container hold; 200 samples, 7 marked key" \
+        inspect_says "$W/rec.$ext" 0 '^stream contract: OK' '^container: OK' ' 200 samples, .* 7 marked key'
+done
+INSPECT_FLAGS=--decode check "inspect --decode mkv: libavcodec decodes all 200 pictures" \
+    inspect_says "$W/rec.mkv" 0 'decoded all 200 pictures without an error'
+check "inspect mp4: the fragmented file ends on a whole box" inspect_says "$W/rec.mp4" 0 'the file ends on a whole box'
+for ext in mp4 mkv; do
+    check "inspect of the SIGKILLed $ext .partial: exit 0, the container holds" \
+        inspect_says "$W/killed-$ext.partial" 0 '^stream contract: OK' '^container: OK'
+done
+ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 60 -c:v libx264 -g 30 "$W/ffmpeg.mp4"
+check "inspect of ffmpeg's own MP4 (SPS/PPS in avcC only): exit 1, says they are not in-band" \
+    inspect_says "$W/ffmpeg.mp4" 1 'SPS/PPS only in the sample entry, not in-band before the IDRs'
+python3 "$TOOLS/container-keys.py" "$W/rec.mkv" --mark-key 5 "$W/marked.mkv"
+check "inspect of a Matroska file with frame 5 wrongly marked key: exit 1, names sample 5" \
+    inspect_says "$W/marked.mkv" 1 'marked key but not an IDR: sample 5$'
+ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 10 -c:v mpeg4 "$W/mpeg4.mp4"
+check "inspect of an MP4 holding MPEG-4 video: exit 65, 'not H.264'" inspect_says "$W/mpeg4.mp4" 65 'holds mpeg4 video, not H.264'
+# A copy cut off in the middle (60% of the bytes): reported with the size that keeps the whole fragments.
+head -c $(($(stat -c %s "$W/rec.mp4") * 6 / 10)) "$W/rec.mp4" >"$W/cut.mp4"
+check "inspect of a cut MP4: exit 1, names the box it ends in and the truncate that repairs it" \
+    inspect_says "$W/cut.mp4" 1 "ends inside its '[a-z]{4}' box" "truncate -s [0-9]+ $W/cut.mp4"
+keep=$("$CAMREC" inspect --summary "$W/cut.mp4" 2>&1 | grep -oE 'truncate -s [0-9]+' | cut -d' ' -f3)
+truncate -s "${keep:-0}" "$W/cut.mp4"
+n=$(frames_of "$W/cut.mp4")
+INSPECT_FLAGS=--decode check "cut MP4 after that truncate: exit 0, every one of its ${n:-0} pictures decodes" \
+    inspect_says "$W/cut.mp4" 0 '^container: OK' "decoded all ${n:-x} pictures without an error"
+check "cut MP4 after that truncate: frames 0..$((${n:-1} - 1)) in order, whole fragments (a multiple of 30)" \
+    [ "$(counters_of "$W/cut.mp4")" = "$(seq -s ' ' 0 $((${n:-1} - 1)))" -a $((${n:-1} % 30)) -eq 0 ]
 
 finish

@@ -13,6 +13,8 @@ container's own tables:
     without a ReferenceBlock.
 
 Usage: container-keys.py FILE
+       container-keys.py FILE.mkv --mark-key N COPY.mkv   (a copy with SimpleBlock N marked key, to
+                                                           test a checker against a wrong mark)
 Prints "SAMPLES: I I I" (the key frames' indices from 0, in file order).
 Exit status: 0, or 2 when the file is neither or is cut inside a table.
 """
@@ -85,7 +87,8 @@ def mp4_keys(data):
     return samples, keys
 
 
-def mkv_keys(data):
+def mkv_keys(data, mark=None):
+    """Key frames of a Matroska file; with mark=N, also sets the keyframe bit of SimpleBlock N."""
     samples, keys = 0, []
 
     def vint(pos, keep_marker):
@@ -119,6 +122,8 @@ def mkv_keys(data):
             elif ident == 0xA3:  # SimpleBlock: track number, 16-bit time, flags
                 _, n, _ = vint(body, False)
                 if body + n + 2 < stop:
+                    if samples == mark:
+                        data[body + n + 2] |= 0x80
                     if data[body + n + 2] & 0x80:
                         keys.append(samples)
                     samples += 1
@@ -141,6 +146,11 @@ def mkv_keys(data):
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[2] == "--mark-key":
+        data = bytearray(open(sys.argv[1], "rb").read())
+        mkv_keys(data, mark=int(sys.argv[3]))
+        open(sys.argv[4], "wb").write(data)
+        return
     if len(sys.argv) != 2:
         sys.exit(__doc__)
     data = open(sys.argv[1], "rb").read()
