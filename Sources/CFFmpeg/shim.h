@@ -53,7 +53,97 @@ static inline camrec_log_state *camrec_log_state_get(void) {
     return &state;
 }
 
+// A thread that talks to a media server through libavformat keeps that library's error lines
+// for itself ("method ANNOUNCE failed: 404 Not Found") and puts them into camrec's own message,
+// rather than having them printed once per reconnect attempt.
+typedef struct camrec_thread_log {
+    int quiet;
+    char last_error[512];
+} camrec_thread_log;
+
+static inline camrec_thread_log *camrec_thread_log_get(void) {
+    static __thread camrec_thread_log state;
+    return &state;
+}
+
+/// Replaces the secrets of every URL in line with ***: user:password@ in the authority and the
+/// value of every query parameter (an SRT passphrase, a stream id or token). In place: the
+/// buffer needs room for up to 3 times the line's length.
+static inline void camrec_redact_urls(char *line) {
+    char *p = line;
+    while ((p = strstr(p, "://")) != NULL) {
+        char *authority = p + 3;
+        char *end = authority;
+        while (*end && *end != '/' && *end != '?' && *end != ' ' && *end != '\n' && *end != '\'' && *end != '"') end++;
+        char *at = NULL;
+        for (char *q = authority; q < end; q++) if (*q == '@') at = q;
+        if (at && at - authority >= 3) {
+            memcpy(authority, "***", 3);
+            memmove(authority + 3, at, strlen(at) + 1);
+            end -= (at - authority) - 3;
+        } else if (at) {
+            memmove(authority + 3, at, strlen(at) + 1);
+            memcpy(authority, "***", 3);
+            end += 3 - (at - authority);
+        }
+        char *q = end;
+        while (*q && *q != ' ' && *q != '\n' && *q != '?' && *q != '\'' && *q != '"') q++;
+        if (*q == '?') {
+            q++;
+            while (*q && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') {
+                while (*q && *q != '=' && *q != '&' && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') q++;
+                if (*q != '=') { if (*q == '&') q++; continue; }
+                char *value = ++q;
+                while (*q && *q != '&' && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') q++;
+                size_t length = (size_t)(q - value);
+                if (length != 3 || memcmp(value, "***", 3) != 0) {
+                    memmove(value + 3, q, strlen(q) + 1);
+                    memcpy(value, "***", 3);
+                    q = value + 3;
+                }
+                if (*q == '&') q++;
+            }
+        }
+        p = q;
+    }
+}
+
+/// Prints one libav* line the way libavutil would ("[tcp @ 0x…] …"), with URL secrets redacted.
+static inline void camrec_log_print(void *avcl, int level, const char *fmt, va_list vl) {
+    static int print_prefix = 1;
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    if (level > av_log_get_level()) return;
+    // Redaction can lengthen a line (a 1-byte query value becomes ***): room for 3 times it.
+    char line[4096];
+    va_list copy;
+    va_copy(copy, vl);
+    pthread_mutex_lock(&lock);
+    av_log_format_line2(avcl, level, fmt, copy, line, sizeof line / 3, &print_prefix);
+    va_end(copy);
+    camrec_redact_urls(line);
+    fputs(line, stderr);
+    pthread_mutex_unlock(&lock);
+}
+
 static inline void camrec_log_callback(void *avcl, int level, const char *fmt, va_list vl) {
+    camrec_thread_log *t = camrec_thread_log_get();
+    if (t->quiet) {
+        if (level <= AV_LOG_ERROR) {
+            char piece[512];
+            va_list copy;
+            va_copy(copy, vl);
+            vsnprintf(piece, sizeof piece, fmt, copy);
+            va_end(copy);
+            size_t n = strlen(piece);
+            while (n > 0 && (piece[n - 1] == '\n' || piece[n - 1] == ' ' || piece[n - 1] == '.')) piece[--n] = 0;
+            size_t have = strlen(t->last_error);
+            if (n > 0 && !strstr(t->last_error, piece))
+                snprintf(t->last_error + have, sizeof t->last_error - have, "%s%s", have ? "; " : "", piece);
+        }
+        if (av_log_get_level() < AV_LOG_INFO) return;
+        camrec_log_print(avcl, level, fmt, vl);
+        return;
+    }
     camrec_log_state *s = camrec_log_state_get();
     int quiet;
     pthread_mutex_lock(&s->lock);
@@ -83,7 +173,19 @@ static inline void camrec_log_callback(void *avcl, int level, const char *fmt, v
     }
     pthread_mutex_unlock(&s->lock);
     if (quiet && level <= AV_LOG_ERROR) return;
-    av_log_default_callback(avcl, level, fmt, vl);
+    camrec_log_print(avcl, level, fmt, vl);
+}
+
+/// This thread's libav* error lines are kept (see camrec_thread_log_take) instead of printed.
+static inline void camrec_thread_log_keep(int keep) {
+    camrec_thread_log_get()->quiet = keep;
+    camrec_thread_log_get()->last_error[0] = 0;
+}
+
+/// Copies this thread's kept error lines into buf ("" if none) and forgets them.
+static inline void camrec_thread_log_take(char *buf, size_t size) {
+    snprintf(buf, size, "%s", camrec_thread_log_get()->last_error);
+    camrec_thread_log_get()->last_error[0] = 0;
 }
 
 /// Installs the capturing callback (idempotent) and sets whether error lines are printed.
@@ -95,9 +197,13 @@ static inline void camrec_log_capture(int quiet) {
     av_log_set_callback(camrec_log_callback);
 }
 
-/// Back to libavutil's own callback: every error line printed as it comes.
+/// Every error line printed as it comes again (URL secrets still redacted).
 static inline void camrec_log_release(void) {
-    av_log_set_callback(av_log_default_callback);
+    camrec_log_state *s = camrec_log_state_get();
+    pthread_mutex_lock(&s->lock);
+    s->quiet = 0;
+    pthread_mutex_unlock(&s->lock);
+    av_log_set_callback(camrec_log_callback);
 }
 
 /// Copies the error lines kept since the last call into buf ("" if none) and forgets them.

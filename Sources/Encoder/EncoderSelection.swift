@@ -1,3 +1,5 @@
+import Libav
+
 /// Which backend `--encoder` asks for.
 public enum EncoderPreference: String, Sendable, CaseIterable {
     /// VAAPI when it can encode here, libx264 otherwise.

@@ -1,4 +1,5 @@
 import CFFmpeg
+import Libav
 import Glibc
 
 /// What a VA driver offers for H.264, as `camrec encoders` shows it.
@@ -205,25 +206,3 @@ public final class VAAPIDevice: @unchecked Sendable {
     }
 }
 
-/// Keeps libav*'s (and, through FFmpeg, libva's) last error line so it can go into camrec's
-/// own one-line message instead of being printed on its own.
-enum LibavLogCapture {
-    /// From now on error lines are kept, and printed only when camrec logs verbosely.
-    static func begin() {
-        camrec_log_capture(av_log_get_level() >= AV_LOG_INFO ? 0 : 1)
-        _ = takeLastError()
-    }
-
-    /// libavutil prints its error lines itself again (for a backend that reports them that way).
-    static func end() {
-        _ = takeLastError()
-        camrec_log_release()
-    }
-
-    static func takeLastError() -> String? {
-        var buffer = [CChar](repeating: 0, count: 2048)
-        camrec_log_take_last_error(&buffer, buffer.count)
-        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return text.isEmpty ? nil : text.split(separator: "\n").joined(separator: " ")
-    }
-}

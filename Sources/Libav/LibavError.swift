@@ -7,9 +7,3 @@ public func libavErrorDescription(_ code: Int32) -> String {
     return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
-/// Sets how much libav* prints on its own (x264 reports its CPU flags at info level).
-public enum LibavLogging {
-    public static func set(verbose: Bool) {
-        camrec_av_set_log_level(verbose ? AV_LOG_INFO : AV_LOG_ERROR)
-    }
-}
