@@ -57,7 +57,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
         .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Frames", "Capture", "camrec"]),
     ],

@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Installs what camrec needs on Debian 12, as root; installs nothing already there.
 #   scripts/setup.sh          build and run dependencies
-#   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva)
+#   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva,
+#                             nginx-rtmp and srt-live-transmit as media servers to publish to)
 set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd)
+  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
+            nginx libnginx-mod-rtmp srt-tools curl)
 fi
 
 missing=()
@@ -21,7 +23,16 @@ if ((${#missing[@]})); then
   echo "setup: installing ${missing[*]}" >&2
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+  # nginx is only a server the tests start on loopback themselves: keep its package from starting
+  # (or failing to start) a system-wide nginx on port 80 while it installs.
+  no_start=
+  if [[ ! -e /usr/sbin/policy-rc.d ]]; then
+    printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d && chmod +x /usr/sbin/policy-rc.d && no_start=1
+  fi
+  status=0
+  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
+  [[ -n $no_start ]] && rm -f /usr/sbin/policy-rc.d
+  ((status == 0)) || exit "$status"
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -3,7 +3,8 @@ import NetStream
 import Pipeline
 import Synchronization
 
-/// Sends the stream to one TCP peer from a thread of its own, behind a bounded queue.
+/// Sends the stream to one peer (a TCP receiver, a media server) from a thread of its own,
+/// behind a bounded queue; the `PeerTransport` does the writing.
 ///
 /// `offer` never blocks the encoder thread. Chunks are shared by reference, not copied.
 /// The peer starts at an IDR (which carries SPS+PPS). When its queue overflows, everything
@@ -15,8 +16,8 @@ import Synchronization
 /// than the stream, or not at all, however little it reads now and then), and as soon as
 /// it closes its side of the connection (noticed within 200 ms, even while it waits for
 /// an IDR).
-final class TCPPeerSender: @unchecked Sendable {
-    let connection: TCPConnection
+final class PeerSender: @unchecked Sendable {
+    let transport: PeerTransport
     let name: String
     private let queue: BlockingQueue<StreamChunk>
     private let log: NetworkEventLog
@@ -40,7 +41,6 @@ final class TCPPeerSender: @unchecked Sendable {
         /// Frames offered before its first IDR (it joined mid-GOP) or after it went away.
         var framesNotSent = 0
         var overflows = 0
-        var ignoredInputBytes = 0
         var failure: String?
         var latency = LatencySamples()
         var firstSequence: UInt64?
@@ -57,26 +57,23 @@ final class TCPPeerSender: @unchecked Sendable {
         var latency: LatencySamples
     }
 
-    /// Put a camrec timing note (TimestampSEI) at the head of every access unit.
-    private let sendsTimingSEI: Bool
-
-    init(connection: TCPConnection, name: String, queueCapacity: Int, stallTimeoutSeconds: Double,
-         sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
-        self.connection = connection
-        self.sendsTimingSEI = sendsTimingSEI
+    init(transport: PeerTransport, name: String, queueCapacity: Int, stallTimeoutSeconds: Double,
+         log: @escaping NetworkEventLog) {
+        self.transport = transport
         self.name = name
         self.log = log
         queue = BlockingQueue(capacity: max(2, queueCapacity))
         stallTimeoutMilliseconds = Int(stallTimeoutSeconds * 1000)
-        connection.limitSendBuffer(bytes: 256 * 1024)
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }
+    /// At least one access unit reached the peer.
+    var hasSent: Bool { state.withLock { $0.frames > 0 } }
     /// Its thread has returned: `reap` won't block.
     var hasEnded: Bool { threadEnded.load(ordering: .acquiring) }
 
     func start() {
-        let worker = WorkerThread(name: "tcp-\(name)") { [self] in self.run() }
+        let worker = WorkerThread(name: "peer-\(name)") { [self] in self.run() }
         self.worker = worker
         worker.start()
     }
@@ -132,15 +129,12 @@ final class TCPPeerSender: @unchecked Sendable {
     }
 
     private func run() {
-        var input = [UInt8](repeating: 0, count: 4096)
-        var note: [UInt8] = []
-        note.reserveCapacity(96)
-        var inputClosed = false
+        var peerClosed = false
         while true {
             guard let chunk = queue.pop(timeoutNanoseconds: 200_000_000) else {
                 if closing.load(ordering: .acquiring) && queue.isEmpty { break }
-                if !inputClosed { inputClosed = !drainInput(&input) }
-                if inputClosed { closedByPeer() }
+                if !peerClosed { peerClosed = !stillOpen() }
+                if peerClosed { closedByPeer() }
                 if !isAlive { break }
                 continue
             }
@@ -150,83 +144,58 @@ final class TCPPeerSender: @unchecked Sendable {
                 continue
             }
             do {
-                try send(chunk, note: &note)
+                try send(chunk)
                 chunk.release()
             } catch {
                 chunk.release()
                 state.withLock { $0.framesNotSent += 1 }
                 fail(error)
             }
-            if !inputClosed { inputClosed = !drainInput(&input) }
-            if inputClosed { closedByPeer() }
+            if !peerClosed { peerClosed = !stillOpen() }
+            if peerClosed { closedByPeer() }
         }
         var unsent = 0
         queue.drain { $0.release(); unsent += 1 }
         if unsent > 0 { state.withLock { $0.framesNotSent += unsent } }
-        connection.shutdownWrite()
-        connection.close()
+        transport.close(abort: { [self] in
+            let d = abortDeadline.load(ordering: .relaxed)
+            return d != 0 && monotonicNanoseconds() >= d
+        })
         threadEnded.store(true, ordering: .releasing)
     }
 
-    /// The receiver closed its side: it is gone (a receiver has nothing to say, so a
-    /// half-close is read as leaving). Frees its slot now rather than at the next failed send.
+    /// The peer closed its side: it is gone (a receiver has nothing to say, so a half-close
+    /// is read as leaving). Frees its slot now rather than at the next failed send.
     private func closedByPeer() {
         guard isAlive else { return }
-        fail(SocketError("recv", .connectionReset, address: connection.peerAddress), message: "went away (it closed the connection)")
+        fail(SocketError("recv", .connectionReset, address: transport.peerAddress), message: "went away (it closed the connection)")
     }
 
-    private func send(_ chunk: StreamChunk, note: inout [UInt8]) throws {
+    private func stillOpen() -> Bool {
+        do {
+            return try transport.isOpen()
+        } catch {
+            fail(error)
+            return false
+        }
+    }
+
+    private func send(_ chunk: StreamChunk) throws {
         let now = monotonicNanoseconds()
         let lagDeadline = now + UInt64(stallTimeoutMilliseconds) * 1_000_000
-        note.removeAll(keepingCapacity: true)
-        if sendsTimingSEI { TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: now,
-                     sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note) }
-        try chunk.bytes.withUnsafeBytes { bytes in
-            let split = TimestampSEI.insertionOffset(in: bytes)
-            try note.withUnsafeBytes { noteBytes in
-                try connection.send([UnsafeRawBufferPointer(rebasing: bytes[..<split]), noteBytes,
-                                     UnsafeRawBufferPointer(rebasing: bytes[split...])],
-                                    stallTimeoutMilliseconds: stallTimeoutMilliseconds) {
-                    let d = self.abortDeadline.load(ordering: .relaxed)
-                    let t = monotonicNanoseconds()
-                    return (d != 0 && t >= d) || t >= lagDeadline
-                }
-            }
+        try transport.send(chunk, stallTimeoutMilliseconds: stallTimeoutMilliseconds) {
+            let d = self.abortDeadline.load(ordering: .relaxed)
+            let t = monotonicNanoseconds()
+            return (d != 0 && t >= d) || t >= lagDeadline
         }
         let done = monotonicNanoseconds()
-        if done >= lagDeadline { throw SocketError("send", .timedOut, address: connection.peerAddress) }
+        if done >= lagDeadline { throw SocketError("send", .timedOut, address: transport.peerAddress) }
         state.withLock { s in
             s.frames += 1
             s.bytes += chunk.bytes.count
             if chunk.isIDR { s.idrFrames += 1 }
             if chunk.captureTimeNanoseconds > 0 && done >= chunk.captureTimeNanoseconds {
                 s.latency.add(done - chunk.captureTimeNanoseconds)
-            }
-        }
-    }
-
-    /// Reads and discards what the peer sends (receivers are not expected to send);
-    /// false once it has closed its side.
-    private func drainInput(_ buffer: inout [UInt8]) -> Bool {
-        while true {
-            let result: TCPConnection.ReceiveResult
-            do {
-                result = try buffer.withUnsafeMutableBytes { try connection.receive(into: $0, timeoutMilliseconds: 0) }
-            } catch {
-                fail(error)
-                return false
-            }
-            switch result {
-            case .timedOut:
-                return true
-            case .endOfStream:
-                return false
-            case .bytes(let n):
-                let first = state.withLock { s -> Bool in
-                    defer { s.ignoredInputBytes += n }
-                    return s.ignoredInputBytes == 0
-                }
-                if first { log("\(name): ignoring bytes the receiver sends (camrec only sends H.264 on this connection)") }
             }
         }
     }

@@ -8,7 +8,7 @@ struct PeerTotals {
     var latency = LatencySamples()
 
     /// Adds up one connection that ended.
-    mutating func add(_ s: TCPPeerSender.Summary) {
+    mutating func add(_ s: PeerSender.Summary) {
         frames += s.frames
         bytes += s.bytes
         idrFrames += s.idrFrames

@@ -2,27 +2,35 @@ import Glibc
 import Pipeline
 import Synchronization
 
-/// `tcp://HOST:PORT`: pushes the stream to a receiver that listens there.
+/// Pushes the stream to one peer that is up somewhere else: a receiver listening at
+/// `tcp://HOST:PORT`, or a media server (`rtsp://`, `rtmp://`, `srt://`, through libavformat).
 ///
-/// If the receiver is not up yet, or goes away, recording goes on and this output keeps
+/// If the peer is not up yet, or goes away, recording goes on and this output keeps
 /// reconnecting with backoff (0.25 s doubling to 5 s); each new connection resumes at an
 /// IDR (one is requested, rate-limited), so it always begins with SPS+PPS+IDR. Never
-/// reports a failure to the recorder: a receiver's trouble only affects this output.
-public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
-    public let endpoint: TCPEndpoint
-    public var label: String { endpoint.description }
+/// reports a failure to the recorder: a peer's trouble only affects this output.
+public final class PushOutput: StreamOutput, @unchecked Sendable {
+    /// A transport to the peer, connected (TCP) or connecting at its first send (a media server,
+    /// which needs the first IDR's SPS and PPS to describe the stream).
+    public typealias MakeTransport = @Sendable () throws -> PeerTransport
+
+    public let label: String
     public var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
 
+    /// "receiver" or "server", for log lines.
+    private let peerKind: String
+    private let makeTransport: MakeTransport
     private let keyframes: KeyframeRequestGate?
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
-    private let connectTimeoutMilliseconds: Int32 = 2000
-    private let current = Mutex<TCPPeerSender?>(nil)
+    private let current = Mutex<PeerSender?>(nil)
     private let stopping = Atomic<Bool>(false)
     private var connector: WorkerThread?
     private let totals = Mutex(Totals())
+    /// The current attempt's failure line is left out (the server is known to be down).
+    private let quietAttempt = Atomic<Bool>(false)
 
     private struct Totals {
         var connections = 0
@@ -30,84 +38,130 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         var sent = PeerTotals()
     }
 
-    /// Each access unit carries camrec's timing note (`--no-timing-sei` turns it off).
-    private let sendsTimingSEI: Bool
-
-    public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
-        self.endpoint = endpoint
+    public init(label: String, peerKind: String, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+                stallTimeoutSeconds: Double = 10, log: @escaping NetworkEventLog, makeTransport: @escaping MakeTransport) {
+        self.label = label
+        self.peerKind = peerKind
         self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
-        self.sendsTimingSEI = sendsTimingSEI
         self.log = log
+        self.makeTransport = makeTransport
+    }
+
+    /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, each access unit with camrec's
+    /// timing note unless `sendsTimingSEI` is false.
+    public convenience init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
+        let connectTimeoutMilliseconds: Int32 = 2000
+        self.init(label: endpoint.description, peerKind: "receiver", keyframes: keyframes, queueCapacity: queueCapacity,
+                  stallTimeoutSeconds: stallTimeoutSeconds, log: log) {
+            guard let host = endpoint.host else { throw OutputError(.unwritable, "no host") }
+            let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
+            return TCPTransport(connection: connection, name: "receiver \(connection.peerAddress)", sendsTimingSEI: sendsTimingSEI, log: log)
+        }
     }
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets
     /// the stream from its very first frame; then keeps trying in the background.
     public func open() throws {
-        let firstError = tryConnect()
+        let firstError = tryConnect(failing: false)
         if let firstError {
-            log("\(label): receiver not reachable yet (\(firstError)); recording goes on, retrying in the background")
+            log("\(label): \(peerKind) not reachable yet (\(firstError)); recording goes on, retrying in the background")
         }
-        let connector = WorkerThread(name: "tcp-connect") { [self] in self.connectLoop(initialFailure: firstError != nil) }
+        let connector = WorkerThread(name: "push-connect") { [self] in self.connectLoop(initialFailure: firstError != nil) }
         self.connector = connector
         connector.start()
     }
 
-    /// Nil on success, else why not.
-    private func tryConnect() -> String? {
-        guard let host = endpoint.host else { return "no host" }
+    /// Nil on success, else why not. A media server's session is only an attempt until its
+    /// first access unit is sent (`announceIfReached`).
+    private func tryConnect(failing: Bool) -> String? {
         do {
-            let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
-            let peer = TCPPeerSender(connection: connection, name: "receiver \(connection.peerAddress)",
-                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
-                                     sendsTimingSEI: sendsTimingSEI, log: log)
+            let transport = try makeTransport()
+            let peer = PeerSender(transport: transport, name: "\(peerKind) \(transport.peerAddress)",
+                                  queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
+                                  log: { [self] message in peerLog(message) })
+            // While the server is down, each attempt's failure is not news: the first was logged.
+            quietAttempt.store(failing && transport.connectsOnFirstSend, ordering: .relaxed)
             peer.start()
-            let n = totals.withLock { t -> Int in
-                t.connections += 1
-                return t.connections
-            }
             current.withLock { $0 = peer }
-            if n > 1 { log("\(label): reconnected (connection #\(n)); resuming at the next IDR") }
-            keyframes?.request()
+            if transport.connectsOnFirstSend {
+                // The session starts at an IDR; ask for one now unless the server is known to be
+                // down (then wait for the next regular one rather than add IDRs to every output).
+                if !failing { keyframes?.request() }
+            } else {
+                announce(afterFailures: failing)
+                keyframes?.request()
+            }
             return nil
         } catch {
             return "\(error)"
         }
     }
 
+    private func peerLog(_ message: String) {
+        if !quietAttempt.load(ordering: .relaxed) { log(message) }
+    }
+
+    /// Counts a connection that reached its peer, and says so when it is news.
+    /// `streaming` when the first access unit has already gone (a media server's session).
+    private func announce(afterFailures: Bool, streaming: Bool = false) {
+        let n = totals.withLock { t -> Int in
+            t.connections += 1
+            return t.connections
+        }
+        quietAttempt.store(false, ordering: .relaxed)
+        if n > 1 {
+            log("\(label): reconnected (connection #\(n)); \(streaming ? "resumed at an IDR" : "resuming at the next IDR")")
+        } else if afterFailures {
+            log("\(label): connected to the \(peerKind); \(streaming ? "streaming from an IDR" : "streaming from the next IDR")")
+        }
+    }
+
     private func connectLoop(initialFailure: Bool) {
         var backoff: UInt64 = 250_000_000
         var failing = initialFailure
-        var attempts = 0
+        var reached = current.withLock { $0.map { !$0.transport.connectsOnFirstSend } } ?? false
         while !stopping.load(ordering: .relaxed) {
             if let peer = current.withLock({ $0 }) {
+                if !reached && peer.hasSent {
+                    reached = true
+                    announce(afterFailures: failing, streaming: true)
+                    failing = false
+                    backoff = 250_000_000
+                }
                 if peer.isAlive {
                     sleep(nanoseconds: 100_000_000) { stopping.load(ordering: .relaxed) }
                     continue
                 }
                 current.withLock { $0 = nil }
                 account(peer.reap())
-                backoff = 250_000_000
+                if reached {
+                    backoff = 250_000_000
+                } else if !failing {
+                    // A media server refused or never answered its first access unit.
+                    log("\(label): retrying with backoff up to 5 s; recording goes on")
+                    failing = true
+                }
             }
             if failing {
                 sleep(nanoseconds: backoff) { stopping.load(ordering: .relaxed) }
                 if stopping.load(ordering: .relaxed) { break }
                 backoff = min(backoff * 2, 5_000_000_000)
             }
-            attempts += 1
-            if let error = tryConnect() {
-                if !failing { log("\(label): cannot reach the receiver (\(error)); retrying with backoff up to 5 s") }
+            if let error = tryConnect(failing: failing) {
+                if !failing { log("\(label): cannot reach the \(peerKind) (\(error)); retrying with backoff up to 5 s") }
                 failing = true
+                reached = false
             } else {
-                failing = false
-                attempts = 0
+                reached = current.withLock { $0.map { !$0.transport.connectsOnFirstSend } } ?? false
+                if reached { failing = false }
             }
         }
     }
 
-    private func account(_ s: TCPPeerSender.Summary) {
+    private func account(_ s: PeerSender.Summary) {
         totals.withLock { $0.sent.add(s) }
     }
 
@@ -124,13 +178,13 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         stopping.store(true, ordering: .relaxed)
         connector?.join()
         connector = nil
-        if let peer = current.withLock({ p -> TCPPeerSender? in defer { p = nil }; return p }) {
+        if let peer = current.withLock({ p -> PeerSender? in defer { p = nil }; return p }) {
             account(peer.finish(flushTimeoutSeconds: 5))
         }
         let all = totals.withLock { $0 }
         let t = all.sent
         var words = ["\(label): sent \(t.frames) frames over \(all.connections) connection\(all.connections == 1 ? "" : "s")"]
-        if all.connections == 0 { words = ["\(label): the receiver was never reachable; nothing sent"] }
+        if all.connections == 0 { words = ["\(label): the \(peerKind) was never reachable; nothing sent"] }
         if all.missedWhileDisconnected > 0 { words.append("\(all.missedWhileDisconnected) recorded while disconnected") }
         if t.skipped > 0 { words.append("\(t.skipped) skipped in \(t.overflows) catch-ups to an IDR") }
         if let latency = t.latency.summary { words.append("capture to sent: \(latency)") }

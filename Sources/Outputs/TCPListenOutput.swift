@@ -8,10 +8,10 @@ import Synchronization
 ///
 /// The accept thread never waits on a peer: it takes every pending connection in one
 /// go (backlog 512) and joins only peer threads that have already ended. Peers that
-/// fall behind or close are evicted by `TCPPeerSender`, so their slots free up within
+/// fall behind or close are evicted by `PeerSender`, so their slots free up within
 /// `stallTimeoutSeconds`.
 ///
-/// Each receiver gets its own `TCPPeerSender` (thread, bounded queue, skip-to-IDR) and
+/// Each receiver gets its own `PeerSender` (thread, bounded queue, skip-to-IDR) and
 /// starts with SPS+PPS+IDR; a join asks the encoder for an IDR (rate-limited), so a late
 /// joiner waits at most about a frame, not a GOP. A receiver leaving or failing never
 /// affects the others, the recording or its files.
@@ -31,7 +31,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     private var listener: TCPListener?
     private var acceptor: WorkerThread?
     private let stopping = Atomic<Bool>(false)
-    private let peers = Mutex<[TCPPeerSender]>([])
+    private let peers = Mutex<[PeerSender]>([])
     private let totals = Mutex(Totals())
 
     private struct Totals {
@@ -124,9 +124,9 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
                 connection.close()
                 continue
             }
-            let peer = TCPPeerSender(connection: connection, name: "receiver \(connection.peerAddress)",
-                                     queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
-                                     sendsTimingSEI: sendsTimingSEI, log: log)
+            let name = "receiver \(connection.peerAddress)"
+            let peer = PeerSender(transport: TCPTransport(connection: connection, name: name, sendsTimingSEI: sendsTimingSEI, log: log),
+                                  name: name, queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
             peer.start()
             peers.withLock { $0.append(peer) }
             let n = totals.withLock { t -> Int in
@@ -141,7 +141,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     /// Takes out peers whose threads have ended; never waits for one.
     private func reapDeadPeers() {
-        let dead = peers.withLock { list -> [TCPPeerSender] in
+        let dead = peers.withLock { list -> [PeerSender] in
             let dead = list.filter { $0.hasEnded }
             if !dead.isEmpty { list.removeAll { $0.hasEnded } }
             return dead
@@ -149,7 +149,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         for peer in dead { account(peer, peer.reap(), ending: "left") }
     }
 
-    private func account(_ peer: TCPPeerSender, _ s: TCPPeerSender.Summary, ending: String) {
+    private func account(_ peer: PeerSender, _ s: PeerSender.Summary, ending: String) {
         totals.withLock { $0.sent.add(s) }
         var line = "\(peer.name) \(ending) after \(s.frames) frames"
         if s.skippedFrames > 0 { line += ", \(s.skippedFrames) skipped in \(s.overflows) catch-ups" }
@@ -171,7 +171,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         acceptor?.join()
         acceptor = nil
         listener?.close()
-        let remaining = peers.withLock { list -> [TCPPeerSender] in defer { list = [] }; return list }
+        let remaining = peers.withLock { list -> [PeerSender] in defer { list = [] }; return list }
         // Flush all at once: each has its own thread, so a slow one costs the others nothing.
         let deadline = 5.0
         for peer in remaining { peer.beginFinish(flushTimeoutSeconds: deadline) }

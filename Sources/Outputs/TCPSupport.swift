@@ -91,7 +91,7 @@ func monotonicNanoseconds() -> UInt64 {
 }
 
 /// Sleeps in short slices until `nanoseconds` pass or `stop()` says so.
-func sleep(nanoseconds: UInt64, unless stop: () -> Bool) {
+public func sleep(nanoseconds: UInt64, unless stop: () -> Bool) {
     let deadline = monotonicNanoseconds() + nanoseconds
     while !stop() {
         let now = monotonicNanoseconds()

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Containers
 import Capture
 import Frames
 import Encoder
@@ -91,7 +92,7 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
     var maxReceivers: Int?
 
-    @Argument(help: "Where the stream goes, any number of: a file path, - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers).")
+    @Argument(help: "Where the stream goes, any number of: a file path (.mp4, .mkv, .ts: a container; else raw H.264), - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers), rtmp://HOST/APP/STREAM, rtsp://HOST[:PORT]/PATH or srt://HOST:PORT (publish to a media server).")
     var outputs: [String] = []
 
     func validate() throws {
@@ -117,7 +118,7 @@ struct RecordCommand: ParsableCommand {
         if !x264Presets.contains(preset) {
             throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
         }
-        if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, or tcp://HOST:PORT") }
+        if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, or a media server (rtsp://, rtmp://, srt://)") }
         _ = try networkEndpoints()
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
     }
@@ -154,6 +155,7 @@ struct RecordCommand: ParsableCommand {
             streamOutputs = try outputs.map { target -> StreamOutput in
                 if target == "-" { return QueuedOutput(sink: StandardOutputSink()) }
                 if TCPEndpoint.looksLikeURL(target) { return try makeNetworkOutput(TCPEndpoint(url: target), keyframes: keyframes) }
+                if MediaServerURL.looksLikeURL(target) { return makePublishOutput(try MediaServerURL(target), keyframes: keyframes) }
                 let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite,
                                                   framesPerSecond: source.framesPerSecond)
                 fileOutputs.append(output)
@@ -244,9 +246,14 @@ struct RecordCommand: ParsableCommand {
         return choice.encoder
     }
 
-    /// The tcp:// outputs and --listen values, parsed (a usage error names the bad one).
+    /// The tcp://, rtsp://, rtmp:// and srt:// outputs and --listen values, parsed (a usage error
+    /// names the bad one); any other NAME://… is refused rather than taken for a file name.
     private func networkEndpoints() throws -> [TCPEndpoint] {
         do {
+            for target in outputs where MediaServerURL.looksLikeURL(target) { _ = try MediaServerURL(target) }
+            if let other = outputs.first(where: { MediaServerURL.schemeSeparator($0) != nil && !TCPEndpoint.looksLikeURL($0) && !MediaServerURL.looksLikeURL($0) }) {
+                throw TCPEndpointError("\(MediaServerURL.redact(other)): camrec sends to tcp://, rtsp://, rtmp:// and srt:// (to write a file by that name, give it as ./NAME)")
+            }
             return try outputs.filter(TCPEndpoint.looksLikeURL).map { try TCPEndpoint(url: $0) }
                 + listen.map { try TCPEndpoint(listenSpec: $0) }
         } catch let error as TCPEndpointError {
@@ -254,20 +261,32 @@ struct RecordCommand: ParsableCommand {
         }
     }
 
+    /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push.
+    private func makePublishOutput(_ server: MediaServerURL, keyframes: KeyframeRequestGate) -> StreamOutput {
+        PushOutput(label: server.redacted, peerKind: "server", keyframes: keyframes, log: networkLog()) {
+            MediaServerTransport(server: server)
+        }
+    }
+
     /// A push (tcp://HOST:PORT) or listening (?listen, --listen) output. Its messages (joins,
     /// leaves, skips, reconnects) go to stderr as they happen.
     private func makeNetworkOutput(_ endpoint: TCPEndpoint, keyframes: KeyframeRequestGate) -> StreamOutput {
-        let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
-        let quiet = logLevel > .notice
-        let log: NetworkEventLog = { message in
-            guard !quiet else { return }
-            writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
-        }
+        let log = networkLog()
         if endpoint.listen {
             return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return TCPPushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
+        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
+    }
+
+    /// Where network outputs' event lines go: stderr, above the status line.
+    private func networkLog() -> NetworkEventLog {
+        let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
+        let quiet = logLevel > .notice
+        return { message in
+            guard !quiet else { return }
+            writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
+        }
     }
 
     /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.
@@ -277,13 +296,14 @@ struct RecordCommand: ParsableCommand {
             // An output that never got a frame was removed; the error line says why.
             if output.frames == 0 && result.failure != nil { continue }
             // File outputs print one line per file as each is finished.
-            if output.label != "stdout" && !output.label.hasPrefix("tcp") { continue }
+            if output.label != "stdout" && !output.label.hasPrefix("tcp") && !MediaServerURL.looksLikeURL(output.label) { continue }
             var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
             if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
-            if output.path == nil && output.label != "stdout" && !TCPEndpoint.looksLikeURL(output.label) { fields.append("saved=no") }
+            if output.path == nil && output.label != "stdout" && !TCPEndpoint.looksLikeURL(output.label)
+                && !MediaServerURL.looksLikeURL(output.label) { fields.append("saved=no") }
             lines.append("camrec: finished " + fields.joined(separator: " "))
         }
         return lines

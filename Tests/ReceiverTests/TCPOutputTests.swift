@@ -247,7 +247,7 @@ final class TCPOutputTests: XCTestCase {
         let requests = Atomic<Int>(0)
         let gate = KeyframeRequestGate(minimumIntervalSeconds: 0)
         gate.connect { requests.add(1, ordering: .relaxed) }
-        let output = TCPPushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate) { [events] line in events.append(line) }
+        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate) { [events] line in events.append(line) }
         try output.open()
         XCTAssertTrue(events.withLock { $0.contains { $0.contains("not reachable yet") } })
         for i in 0..<10 { output.submit(chunk(i)) }  // dropped: nobody listens

@@ -12,6 +12,8 @@
   churn HOST PORT SECONDS                       connect and close, over and over
   garbage HOST PORT N SECONDS                   N connections sending random bytes
   receive HOST PORT OUT SECONDS                 read what comes into OUT for SECONDS (or until EOF)
+  silent-server HOST PORT SECONDS               listen, accept every connection, never read or answer
+        (a media server that hangs); prints how many connections it accepted
 """
 import fcntl, os, random, socket, struct, sys, termios, time
 
@@ -141,7 +143,23 @@ def receive(host, port, out, seconds):
                 break
             f.write(b)
 
+def silent_server(host, port, seconds):
+    srv = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    srv.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    srv.bind((host, int(port)))
+    srv.listen(16)
+    srv.settimeout(0.2)
+    held, end = [], time.time() + float(seconds)
+    while time.time() < end:
+        try:
+            c, _ = srv.accept()
+            held.append(c)
+        except socket.timeout:
+            pass
+    print(len(held))
+
 if __name__ == "__main__":
     cmd, args = sys.argv[1], sys.argv[2:]
     {"send-then-flood": send_then_flood, "send-then-reset": send_then_reset, "send-damaged": send_damaged,
-     "never-read": hold, "churn": churn, "garbage": garbage, "receive": receive}[cmd](*args)
+     "never-read": hold, "churn": churn, "garbage": garbage, "receive": receive,
+     "silent-server": silent_server}[cmd](*args)

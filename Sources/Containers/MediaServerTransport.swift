@@ -1,0 +1,186 @@
+import Bitstream
+import CFFmpeg
+import Libav
+import Outputs
+
+/// One publishing session to a media server, written by libavformat: RTSP ANNOUNCE/RECORD
+/// (interleaved over the RTSP TCP connection), FLV over RTMP, or MPEG-TS over SRT.
+///
+/// The session starts at the first access unit sent, an IDR whose SPS and PPS describe the stream
+/// to the server (the SDP's sprop-parameter-sets, FLV's AVC sequence header); SPS and PPS also stay
+/// in-band before every IDR. Every libavformat call that can wait on the network runs under an
+/// interrupt callback that ends it once the sender's `abort` says so (a stalled server, the
+/// recording's end), so nothing here blocks longer than the sender allows.
+public final class MediaServerTransport: PeerTransport {
+    public let server: MediaServerURL
+    public var peerAddress: String { server.redacted }
+    public var connectsOnFirstSend: Bool { true }
+
+    private var context: UnsafeMutablePointer<AVFormatContext>?
+    private var stream: UnsafeMutablePointer<AVStream>?
+    private let packet: UnsafeMutablePointer<AVPacket>
+    private var firstPresentation: UInt64?
+    private var lastTimestamp: Int64 = .min
+    /// Polled by libavformat's interrupt callback while a call waits.
+    private var abort: () -> Bool = { false }
+    private var interrupted = false
+
+    public init(server: MediaServerURL) {
+        self.server = server
+        packet = av_packet_alloc()
+    }
+
+    deinit {
+        var p: UnsafeMutablePointer<AVPacket>? = packet
+        av_packet_free(&p)
+        release()
+    }
+
+    private func release() {
+        guard let context else { return }
+        if server.kind != .rtsp, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
+        avformat_free_context(context)
+        self.context = nil
+        stream = nil
+    }
+
+    /// A server that goes away shows at the next write; it never sends anything to read here.
+    public func isOpen() throws -> Bool { true }
+
+    public func send(_ chunk: StreamChunk, stallTimeoutMilliseconds: Int, abort: () -> Bool) throws {
+        try withoutActuallyEscaping(abort) { abort in
+            self.abort = abort
+            LibavLogging.keepThreadErrors(true)
+            defer {
+                self.abort = { false }
+                LibavLogging.keepThreadErrors(false)
+            }
+            try write(chunk)
+        }
+    }
+
+    private func write(_ chunk: StreamChunk) throws {
+        if context == nil {
+            guard firstPresentation == nil else { throw OutputError(.unwritable, "the session to \(peerAddress) has ended") }
+            try start(with: chunk)
+        }
+        guard let context, let stream else { return }
+        let first = firstPresentation ?? chunk.presentationTimeNanoseconds
+        firstPresentation = first
+        let elapsed = chunk.presentationTimeNanoseconds >= first ? chunk.presentationTimeNanoseconds - first : 0
+        var timestamp = av_rescale_q(Int64(clamping: elapsed), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
+        if timestamp <= lastTimestamp { timestamp = lastTimestamp + 1 }
+        lastTimestamp = timestamp
+        let status: Int32 = chunk.bytes.withUnsafeMutableBytes { raw in
+            av_packet_unref(packet)
+            packet.pointee.data = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            packet.pointee.size = Int32(clamping: raw.count)
+            packet.pointee.stream_index = stream.pointee.index
+            packet.pointee.pts = timestamp
+            packet.pointee.dts = timestamp
+            packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
+            let written = av_write_frame(context, packet)
+            packet.pointee.data = nil
+            packet.pointee.size = 0
+            return written
+        }
+        if status >= 0, let pb = context.pointee.pb { avio_flush(pb) }
+        let ioError = context.pointee.pb.map { $0.pointee.error } ?? 0
+        if status < 0 || ioError < 0 { throw failure("sending", status < 0 ? status : ioError) }
+    }
+
+    /// Opens the session: the connection, then the muxer's header (which, for RTSP, is the
+    /// whole OPTIONS/ANNOUNCE/SETUP/RECORD exchange).
+    private func start(with chunk: StreamChunk) throws {
+        let units = AnnexBScanner.units(in: chunk.bytes)
+        guard let sps = units.first(where: \.isSPS), let pps = units.first(where: \.isPPS) else {
+            throw OutputError(.unwritable, "\(peerAddress): the first access unit carries no SPS/PPS")
+        }
+        var made: UnsafeMutablePointer<AVFormatContext>?
+        guard avformat_alloc_output_context2(&made, nil, server.kind.muxer, server.url) >= 0, let made else {
+            throw OutputError(.unwritable, "this FFmpeg cannot publish \(server.kind.rawValue) (no \(server.kind.muxer) muxer)")
+        }
+        context = made
+        made.pointee.interrupt_callback = AVIOInterruptCB(callback: { opaque in
+            let transport = Unmanaged<MediaServerTransport>.fromOpaque(opaque!).takeUnretainedValue()
+            if transport.abort() { transport.interrupted = true; return 1 }
+            return 0
+        }, opaque: Unmanaged.passUnretained(self).toOpaque())
+        guard let stream = avformat_new_stream(made, nil) else { throw OutputError(.unwritable, "out of memory") }
+        let parameters = stream.pointee.codecpar!
+        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
+        parameters.pointee.codec_id = AV_CODEC_ID_H264
+        if let parsed = try? SequenceParameterSet(nalUnit: sps) {
+            parameters.pointee.width = Int32(clamping: parsed.width)
+            parameters.pointee.height = Int32(clamping: parsed.height)
+        }
+        let extradata = [0, 0, 0, 1] + sps.bytes + [0, 0, 0, 1] + pps.bytes
+        guard let copy = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
+            throw OutputError(.unwritable, "out of memory")
+        }
+        extradata.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
+        parameters.pointee.extradata = copy.assumingMemoryBound(to: UInt8.self)
+        parameters.pointee.extradata_size = Int32(extradata.count)
+        stream.pointee.time_base = AVRational(num: 1, den: 90_000)
+
+        var options: OpaquePointer?
+        defer { av_dict_free(&options) }
+        switch server.kind {
+        case .rtsp:
+            av_dict_set(&options, "rtsp_transport", "tcp", 0)
+        case .rtmp:
+            av_dict_set(&options, "flvflags", "no_duration_filesize", 0)
+        case .srt:
+            break
+        }
+        if server.kind != .rtsp {
+            var ioOptions: OpaquePointer?
+            defer { av_dict_free(&ioOptions) }
+            // SRT's live mode drops what is still unsent when the socket closes: the last frames
+            // of a recording. Wait up to 3 s for them (a `linger` in the URL takes precedence).
+            if server.kind == .srt { av_dict_set(&ioOptions, "linger", "3", 0) }
+            let opened = avio_open2(&made.pointee.pb, server.url, AVIO_FLAG_WRITE, &made.pointee.interrupt_callback, &ioOptions)
+            guard opened >= 0 else { throw failure("connecting", opened) }
+        }
+        let status = avformat_write_header(made, &options)
+        guard status >= 0 else { throw failure(server.kind == .rtsp ? "connecting and announcing the stream" : "starting the stream", status) }
+        self.stream = stream
+    }
+
+    /// An SRT receiver hands data on only after its latency window (120 ms by default) and
+    /// drops what it still holds when the sender closes: the last frames of every recording.
+    /// Closing a second later lets them out (linger only waits for them to be acknowledged).
+    private func waitForSRTDelivery(abort: () -> Bool) {
+        sleep(nanoseconds: 1_000_000_000, unless: abort)
+    }
+
+    /// What went wrong, with libavformat's own error lines ("method ANNOUNCE failed: 404 Not
+    /// Found") when it logged any: they say more than its return code.
+    private func failure(_ doing: String, _ status: Int32) -> Error {
+        let detail = LibavLogging.takeThreadErrors().map { " (\(LibavLogging.redactURLs($0)))" } ?? ""
+        if interrupted || status == camrec_averror(EINTR) || status == -0x54495845 /* AVERROR_EXIT */ {
+            if stream == nil {
+                return OutputError(.unwritable, "\(doing) gave up: no answer in time\(detail)")
+            }
+            return SocketError("send", .timedOut, address: peerAddress)
+        }
+        return OutputError(.unwritable, "\(doing) failed: \(libavErrorDescription(status))\(detail)")
+    }
+
+    public func close(abort: () -> Bool) {
+        withoutActuallyEscaping(abort) { abort in
+            self.abort = abort
+            LibavLogging.keepThreadErrors(true)  // a server already gone: said when sending failed
+            defer {
+                self.abort = { false }
+                LibavLogging.keepThreadErrors(false)
+            }
+            if let context, stream != nil {
+                _ = av_write_trailer(context)  // RTSP: TEARDOWN; FLV and MPEG-TS: nothing that matters live
+                if let pb = context.pointee.pb { avio_flush(pb) }
+                if server.kind == .srt { waitForSRTDelivery(abort: abort) }
+            }
+            release()
+        }
+    }
+}

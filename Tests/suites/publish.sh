@@ -1,0 +1,241 @@
+#!/bin/bash
+# Tests/suites/publish.sh — publishing to media servers (issue 12): rtmp://, rtsp:// and srt://
+# outputs, judged by real servers on loopback that share no code with camrec: ffmpeg's own RTMP,
+# RTSP and SRT listeners, srt-live-transmit (Haivision's SRT tools), and nginx with the RTMP module
+# (recording to FLV and cutting HLS, served over HTTP as a player would fetch it).
+#
+# ffmpeg listeners that must start writing at once are run with -probesize 32 -analyzeduration 0
+# (otherwise ffmpeg probes the stream for 5 s before it writes anything).
+#
+# Checks: each server receives every frame 0..149 in order, decodable, with key frames exactly at
+# camrec's IDRs; a server killed mid-stream and started again gets the rest of the stream from an
+# IDR to the last frame, and camrec says it reconnected; a server that accepts and never answers
+# neither stalls the file recorded beside it nor keeps camrec from ending; credentials and query
+# values in a URL never reach stderr (at the default log level and with libav's own lines at debug);
+# malformed URLs are usage errors (64) that leave no file.
+#
+# Environment: CAMREC=path   test this binary instead of building with `swift build`
+#              KEEP=1        keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+SUITE=publish
+NET_PORT_BASE=41000
+source Tests/lib/net-suite.sh
+for tool in nginx srt-live-transmit curl; do
+    command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || { fail "$tool not found (scripts/setup.sh --test installs it)"; finish; }
+done
+NGINX=$(command -v nginx || echo /usr/sbin/nginx)
+RTMP_MODULE=/usr/lib/nginx/modules/ngx_rtmp_module.so
+[[ -f $RTMP_MODULE ]] || { fail "no $RTMP_MODULE (Debian's libnginx-mod-rtmp)"; finish; }
+
+# Waits until something has UDP port $1 open (an SRT listener), read from /proc.
+wait_udp() {
+    local hex; hex=$(printf '%04X' "$1")
+    for _ in $(seq 1 100); do
+        if awk -v p=":$hex" 'substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' /proc/net/udp /proc/net/udp6 2>/dev/null; then return 0; fi
+        sleep 0.1
+    done
+    echo "nothing has UDP port $1 open"; return 1
+}
+no_decode_errors() { local e; e=$(ffmpeg -v error -i "$1" -f null - 2>&1); [[ -z $e ]] || { echo "$1: $e" | head -3; return 1; }; }
+# The summary line of output $2 in log $1 says frames=$3 and dropped=0.
+summary_says() { grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 .*dropped=0( |$)" "$1" || { grep finished "$1"; return 1; }; }
+KEYS="0 30 60 90 120"
+
+# publish NAME URL RECEIVED: camrec sends 150 frames (an IDR every 30) to URL while a server writes
+# RECEIVED; the server ($SERVER, already started) must end by itself when the stream ends.
+publish() {
+    local name=$1 url=$2 received=$3 rc
+    "$CAMREC" --test-pattern --frames 150 --keyframe-interval 30 "$url" 2>"$W/$name.log"; rc=$?
+    wait_for "$SERVER" 20 >/dev/null; SERVER=
+    check "$name: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+    check "$name: the summary says frames=150, dropped=0" summary_says "$W/$name.log" "$url" 150
+    check "$name: the server received every frame 0..149, in order" counters_run "$received" 0 149
+    check "$name: key frames exactly at camrec's IDRs ($KEYS)" [ "$(key_frames "$received")" = "$KEYS" ]
+    check "$name: decodes without an error" no_decode_errors "$received"
+}
+
+# --- 1. ffmpeg's listeners: RTMP, RTSP (ANNOUNCE/RECORD, interleaved TCP), SRT -------------------
+next_port
+ffmpeg -v error -y -listen 1 -f flv -i "rtmp://127.0.0.1:$PORT/live/cam" -c copy -f mpegts "$W/rtmp.ts" 2>"$W/rtmp-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT" && publish "rtmp to ffmpeg" "rtmp://127.0.0.1:$PORT/live/cam" "$W/rtmp.ts"
+
+next_port
+ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/rtsp.ts" 2>"$W/rtsp-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT" && publish "rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp.ts"
+
+next_port
+ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts "$W/srt.ts" 2>"$W/srt-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_udp "$PORT" && publish "srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt.ts"
+
+# --- 2. srt-live-transmit: SRT as Haivision's own tools speak it ---------------------------------
+next_port
+srt-live-transmit -q -a:no "srt://127.0.0.1:$PORT?mode=listener" file://con >"$W/slt.ts" 2>"$W/slt-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_udp "$PORT" && publish "srt to srt-live-transmit" "srt://127.0.0.1:$PORT" "$W/slt.ts"
+
+# --- 3. nginx-rtmp: records FLV and cuts HLS, served over HTTP ----------------------------------
+N=$W/nginx
+mkdir -p "$N/rec" "$N/hls" "$N/tmp"
+next_port; RTMP_PORT=$PORT
+next_port; HTTP_PORT=$PORT
+cat >"$N/nginx.conf" <<EOF
+load_module $RTMP_MODULE;
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $N/error.log warn;
+pid $N/nginx.pid;
+events { worker_connections 64; }
+rtmp {
+    server {
+        listen 127.0.0.1:$RTMP_PORT;
+        application live {
+            live on;
+            record all;
+            record_path $N/rec;
+            record_unique off;
+            hls on;
+            hls_path $N/hls;
+            hls_fragment 1s;
+            hls_playlist_length 60s;
+            hls_cleanup off;
+        }
+    }
+}
+http {
+    access_log off;
+    client_body_temp_path $N/tmp; proxy_temp_path $N/tmp; fastcgi_temp_path $N/tmp;
+    uwsgi_temp_path $N/tmp; scgi_temp_path $N/tmp;
+    server {
+        listen 127.0.0.1:$HTTP_PORT;
+        location /hls { root $N; types { application/vnd.apple.mpegurl m3u8; video/mp2t ts; } }
+    }
+}
+EOF
+"$NGINX" -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
+NGINX_PID=$!; PIDS+=($NGINX_PID)
+if wait_listen "$RTMP_PORT" && wait_listen "$HTTP_PORT"; then
+    url="rtmp://127.0.0.1:$RTMP_PORT/live/cam"
+    "$CAMREC" --test-pattern --frames 150 --keyframe-interval 30 "$url" 2>"$W/nginx.log"; rc=$?
+    check "nginx-rtmp: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+    check "nginx-rtmp: the summary says frames=150, dropped=0" summary_says "$W/nginx.log" "$url" 150
+    sleep 1  # nginx closes the recording and the last HLS fragment when the publisher has gone
+    check "nginx-rtmp: its FLV recording holds every frame 0..149, in order" counters_run "$N/rec/cam.flv" 0 149
+    check "nginx-rtmp: its FLV recording has key frames exactly at $KEYS" [ "$(key_frames "$N/rec/cam.flv")" = "$KEYS" ]
+    # A player's view: the playlist and its fragments fetched over HTTP, played one after another.
+    curl -sf "http://127.0.0.1:$HTTP_PORT/hls/cam.m3u8" >"$W/cam.m3u8"
+    : >"$W/hls.ts"
+    for fragment in $(grep -v '^#' "$W/cam.m3u8"); do
+        curl -sf "http://127.0.0.1:$HTTP_PORT/hls/$fragment" >>"$W/hls.ts"
+    done
+    check "nginx-rtmp: HLS over HTTP, $(grep -vc '^#' "$W/cam.m3u8") fragments, plays every frame 0..149 in order" \
+        counters_run "$W/hls.ts" 0 149
+else
+    fail "nginx-rtmp did not start: $(cat "$N/error.log" "$N/stderr" 2>/dev/null | head -3)"
+fi
+kill "$NGINX_PID" 2>/dev/null; wait "$NGINX_PID" 2>/dev/null
+
+# --- 4. a server killed mid-stream and started again on the same port ----------------------------
+next_port
+url="rtmp://127.0.0.1:$PORT/live/cam"
+ffmpeg -v error -y -probesize 32 -analyzeduration 0 -listen 1 -f flv -i "$url" -c copy -flush_packets 1 -f mpegts "$W/first.ts" 2>/dev/null &
+SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT"
+"$CAMREC" --test-pattern --frames 300 --keyframe-interval 30 "$url" "$W/beside-restart.h264" 2>"$W/restart.log" &
+CAM=$!; PIDS+=($CAM)
+sleep 3
+kill -9 "$SERVER"; wait "$SERVER" 2>/dev/null
+sleep 1
+ffmpeg -v error -y -listen 1 -f flv -i "$url" -c copy -f mpegts "$W/second.ts" 2>/dev/null &
+SERVER=$!; PIDS+=($SERVER)
+wait_for "$CAM" 40; rc=$?
+wait_for "$SERVER" 20 >/dev/null
+check "server restarted: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+check "server restarted: camrec says it reconnected" grep -q "reconnected (connection #2)" "$W/restart.log"
+check "server restarted: the file beside it has all 300 frames, dropped=0" summary_says "$W/restart.log" "$W/beside-restart.h264" 300
+starts_at_zero_and_rises() { [ "$(counters_of "$1" | cut -d' ' -f1)" = 0 ] && counters_increasing "$1" but-last; }
+check "server restarted: the first server's frames start at 0 and rise" starts_at_zero_and_rises "$W/first.ts"
+first=$(counters_of "$W/second.ts"); first=${first%% *}
+check "server restarted: the second server's stream starts at a key frame (frame ${first:-none})" \
+    [ "$(key_frames "$W/second.ts" | cut -d' ' -f1)" = 0 ]
+check "server restarted: the second server has every frame from ${first:-none} to 299, in order" \
+    counters_run "$W/second.ts" "${first:-1000}" 299
+# The one IDR asked for is the immediate reconnect's when the session broke; none while the server
+# was known to be down (the session resumed at the next IDR of camrec's cadence).
+idrs=$(key_frames "$W/beside-restart.h264")
+check "server restarted: the second server's first frame ($first) is an IDR of the file beside it ($idrs)" \
+    grep -qw "${first:-none}" <<<"$idrs"
+check "server restarted: at most one IDR forced for it: the file beside has at most 11 IDRs in 300 frames ($(wc -w <<<"$idrs"))" \
+    [ "$(wc -w <<<"$idrs")" -le 11 ]
+
+# --- 5. servers that accept and never answer --------------------------------------------------------
+for proto in rtmp rtsp; do
+    next_port
+    $PEER silent-server 127.0.0.1 "$PORT" 30 >"$W/silent-$proto.count" &
+    SILENT=$!; PIDS+=($SILENT)
+    wait_listen "$PORT"
+    url="$proto://127.0.0.1:$PORT/live/cam"
+    start=$(date +%s%N)
+    "$CAMREC" --test-pattern --frames 150 --keyframe-interval 30 "$url" "$W/beside-$proto.h264" 2>"$W/silent-$proto.log" &
+    CAM=$!; PIDS+=($CAM)
+    wait_for "$CAM" 40; rc=$?
+    took=$((($(date +%s%N) - start) / 1000000))
+    check "$proto server that never answers: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+    # 150 frames take 5 s; at the end a server gets up to 5 s to take what is queued.
+    check "$proto server that never answers: camrec ends within 5 s of its last frame (took ${took} ms, bound 12000)" \
+        [ "$took" -lt 12000 ]
+    check "$proto server that never answers: the file beside it has all 150 frames, dropped=0" \
+        summary_says "$W/silent-$proto.log" "$W/beside-$proto.h264" 150
+    check "$proto server that never answers: the file's frames are 0..149 in order" counters_run "$W/beside-$proto.h264" 0 149
+    check "$proto server that never answers: camrec says the server gave no answer" \
+        grep -q "gave up: no answer in time" "$W/silent-$proto.log"
+    check "$proto server that never answers: the summary says 0 frames reached it" \
+        grep -qE "finished output=$proto://127\.0\.0\.1:$PORT/live/cam frames=0 " "$W/silent-$proto.log"
+    kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
+done
+
+# --- 6. credentials never printed ------------------------------------------------------------------
+next_port; SILENT_PORT=$PORT
+$PEER silent-server 127.0.0.1 "$SILENT_PORT" 20 >/dev/null &
+SILENT=$!; PIDS+=($SILENT)
+wait_listen "$SILENT_PORT"
+next_port; REFUSED=$PORT
+for level in notice debug; do
+    "$CAMREC" --test-pattern --frames 60 --log-level "$level" \
+        "rtmp://alice:pw-s3cret@127.0.0.1:$SILENT_PORT/live/cam?token=tk-hunter2" \
+        "rtsp://bob:pw-rtsp99@127.0.0.1:$REFUSED/cam" \
+        "srt://127.0.0.1:$REFUSED?passphrase=pp-verysecret&streamid=sid-private" \
+        "$W/cred-$level.h264" >/dev/null 2>"$W/cred-$level.log"; rc=$?
+    check "credentials ($level): camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+    check "credentials ($level): no password, token, passphrase or stream id on stderr ($(wc -l <"$W/cred-$level.log") lines)" \
+        bash -c "! grep -E 'pw-s3cret|tk-hunter2|pw-rtsp99|pp-verysecret|sid-private|alice|bob' '$W/cred-$level.log'"
+    check "credentials ($level): the outputs are named with *** in their place" \
+        grep -qF "rtmp://***@127.0.0.1:$SILENT_PORT/live/cam?token=***" "$W/cred-$level.log"
+done
+check "credentials (debug): libav's own lines were printed too (so their redaction was exercised)" \
+    grep -qE '^\[(tcp|rtmp|rtsp|srt|libsrt) @' "$W/cred-debug.log"
+kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
+
+# --- 7. malformed URLs: usage errors (64), no file, no secret in the message -------------------------
+while IFS='|' read -r url why; do
+    rm -f "$W/bad.h264"
+    "$CAMREC" --test-pattern --frames 10 "$url" "$W/bad.h264" >/dev/null 2>"$W/bad.log"; rc=$?
+    check "bad URL $url ($why): exit 64 (status $rc), no file, one line naming it" \
+        bash -c "[ $rc -eq 64 ] && [ ! -e '$W/bad.h264' ] && grep -q 'camrec\|Error' '$W/bad.log' && ! grep -q 'pw-x' '$W/bad.log'"
+done <<'EOF'
+rtmp://127.0.0.1/live|no stream name
+rtmp://user:pw-x@127.0.0.1|no application (password must not be echoed)
+srt://127.0.0.1|no port
+rtsp://127.0.0.1:70000/cam|port out of range
+rtsp://127.0.0.1:8554|no path
+rtmp://127.0.0.1:0/live/cam|port 0
+http://127.0.0.1/cam|a scheme camrec does not send to
+rtsp://[::1/cam|unclosed IPv6 bracket
+EOF
+
+finish
