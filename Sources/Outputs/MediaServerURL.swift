@@ -1,4 +1,5 @@
-/// A media server to publish to: `rtsp://HOST[:PORT]/PATH` (ANNOUNCE/RECORD), `rtmp://HOST[:PORT]/APP/STREAM`,
+/// A media server to publish to: `rtsp://HOST[:PORT]/PATH` (ANNOUNCE/RECORD), `rtmp://HOST[:PORT]/APP/STREAM`
+/// (or `/PATH`, as MediaMTX takes it),
 /// `srt://HOST:PORT[?streamid=…]` (MPEG-TS over SRT).
 ///
 /// The URL is kept whole for libavformat, but only `redacted` is ever shown: user and password
@@ -77,8 +78,9 @@ public struct MediaServerURL: Sendable, Hashable, CustomStringConvertible {
         case .srt:
             guard port != nil else { throw TCPEndpointError("\(Self.redact(text)): SRT needs a port, e.g. \(example)") }
         case .rtmp:
-            guard path.split(separator: "/").count >= 2 else {
-                throw TCPEndpointError("\(Self.redact(text)): RTMP needs an application and a stream name, e.g. \(example)")
+            // APP/STREAM for nginx-rtmp and most ingests; MediaMTX also takes a bare path (rtmp://host/cam).
+            guard path.split(separator: "/").count >= 1 else {
+                throw TCPEndpointError("\(Self.redact(text)): RTMP needs a path (an application and a stream name), e.g. \(example)")
             }
         case .rtsp:
             guard path.split(separator: "/").count >= 1 else {

@@ -25,8 +25,8 @@ final class MediaServerURLTests: XCTestCase {
 
     func testRefusesMalformedURLsWithoutEchoingTheirSecrets() {
         let bad = [
-            "rtmp://127.0.0.1/live": "application and a stream name",
-            "rtmp://u:pw-secret@127.0.0.1": "application and a stream name",
+            "rtmp://127.0.0.1": "needs a path",
+            "rtmp://u:pw-secret@127.0.0.1/": "needs a path",
             "srt://127.0.0.1": "needs a port",
             "rtsp://127.0.0.1:70000/cam": "1 to 65535",
             "rtsp://127.0.0.1:0/cam": "1 to 65535",

@@ -2,7 +2,8 @@
 # Tests/suites/publish.sh — publishing to media servers (issue 12): rtmp://, rtsp:// and srt://
 # outputs, judged by real servers on loopback that share no code with camrec: ffmpeg's own RTMP,
 # RTSP and SRT listeners, srt-live-transmit (Haivision's SRT tools), and nginx with the RTMP module
-# (recording to FLV and cutting HLS, served over HTTP as a player would fetch it).
+# (recording to FLV, fanning out to a viewer that pulls RTMP, and cutting HLS, served over HTTP as a
+# player would fetch it).
 #
 # ffmpeg listeners that must start writing at once are run with -probesize 32 -analyzeduration 0
 # (otherwise ffmpeg probes the stream for 5 s before it writes anything).
@@ -121,12 +122,22 @@ EOF
 NGINX_PID=$!; PIDS+=($NGINX_PID)
 if wait_listen "$RTMP_PORT" && wait_listen "$HTTP_PORT"; then
     url="rtmp://127.0.0.1:$RTMP_PORT/live/cam"
+    # A viewer pulling the stream from nginx, there before the camera: nginx fans out what camrec
+    # publishes. (ffmpeg does not notice the end of a live RTMP stream: it stops at 150 frames.)
+    ffmpeg -v error -y -probesize 32 -analyzeduration 0 -i "$url" -c copy -frames:v 150 -flush_packets 1 \
+        -f mpegts "$W/nginx-viewer.ts" 2>"$W/nginx-viewer.log" &
+    VIEWER=$!; PIDS+=($VIEWER)
+    sleep 1
     "$CAMREC" --test-pattern --frames 150 --keyframe-interval 30 "$url" 2>"$W/nginx.log"; rc=$?
+    wait_for "$VIEWER" 10 >/dev/null
     check "nginx-rtmp: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
     check "nginx-rtmp: the summary says frames=150, dropped=0" summary_says "$W/nginx.log" "$url" 150
     sleep 1  # nginx closes the recording and the last HLS fragment when the publisher has gone
     check "nginx-rtmp: its FLV recording holds every frame 0..149, in order" counters_run "$N/rec/cam.flv" 0 149
     check "nginx-rtmp: its FLV recording has key frames exactly at $KEYS" [ "$(key_frames "$N/rec/cam.flv")" = "$KEYS" ]
+    check "nginx-rtmp: a viewer pulling RTMP from nginx got every frame 0..149, in order" \
+        counters_run "$W/nginx-viewer.ts" 0 149
+    check "nginx-rtmp: the viewer's key frames are exactly at $KEYS" [ "$(key_frames "$W/nginx-viewer.ts")" = "$KEYS" ]
     # A player's view: the playlist and its fragments fetched over HTTP, played one after another.
     curl -sf "http://127.0.0.1:$HTTP_PORT/hls/cam.m3u8" >"$W/cam.m3u8"
     : >"$W/hls.ts"
@@ -228,8 +239,8 @@ while IFS='|' read -r url why; do
     check "bad URL $url ($why): exit 64 (status $rc), no file, one line naming it" \
         bash -c "[ $rc -eq 64 ] && [ ! -e '$W/bad.h264' ] && grep -q 'camrec\|Error' '$W/bad.log' && ! grep -q 'pw-x' '$W/bad.log'"
 done <<'EOF'
-rtmp://127.0.0.1/live|no stream name
-rtmp://user:pw-x@127.0.0.1|no application (password must not be echoed)
+rtmp://127.0.0.1|no path
+rtmp://user:pw-x@127.0.0.1/|no path (password must not be echoed)
 srt://127.0.0.1|no port
 rtsp://127.0.0.1:70000/cam|port out of range
 rtsp://127.0.0.1:8554|no path
