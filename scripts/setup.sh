@@ -2,13 +2,14 @@
 # Installs what camrec needs on Debian 12, as root; installs nothing already there.
 #   scripts/setup.sh          build and run dependencies
 #   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva,
-#                             nginx-rtmp and srt-live-transmit as media servers to publish to)
+#                             nginx-rtmp and srt-live-transmit as media servers to publish to, headless
+#                             Chromium with Selenium from PyPI to play recordings in a browser)
 set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
-            nginx libnginx-mod-rtmp srt-tools curl)
+            nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver)
 fi
 
 missing=()
@@ -33,6 +34,12 @@ if ((${#missing[@]})); then
   apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null || status=$?
   [[ -n $no_start ]] && rm -f /usr/sbin/policy-rc.d
   ((status == 0)) || exit "$status"
+fi
+
+if [[ "${1:-}" == "--test" ]] && ! python3 -c 'import selenium' 2>/dev/null; then
+  echo "setup: installing Selenium (PyPI) for python3" >&2
+  python3 -m pip install -q --disable-pip-version-check 'selenium>=4.20,<5' 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
+  python3 -c 'import selenium' || { echo "setup: Selenium did not install for $(command -v python3)" >&2; exit 1; }
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

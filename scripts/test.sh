@@ -30,6 +30,7 @@ EXPECTED_SUITES=(
   "network-load        10  1200"
   "containers          86   900"
   "publish             62   600"
+  "browser             24   600"
 )
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
 # selected in their environment (LIBVA_DRIVER_NAME, LIBVA_DRIVERS_PATH, CAMREC_VA_TEST_DISPLAY);
