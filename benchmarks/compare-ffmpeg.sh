@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # camrec and ffmpeg side by side on the same raw 1920x1080 YUYV input, same libx264 settings
 # (ultrafast, zerolatency, gop 30, 6 Mbit/s with a one-second VBV, NV12 into x264), alternating runs.
-# Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, then camrec's
-# heap allocations per frame in steady state (from the difference between a long and a short run).
+# Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, for raw H.264 and
+# for fragmented MP4 (both writing a fragment at every key frame), then camrec's heap allocations per
+# frame in steady state (from the difference between a long and a short run).
 #   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
 #   CAMREC_BENCH_ARGS="--threads 2" benchmarks/compare-ffmpeg.sh   (extra camrec options, e.g. its threading)
 set -euo pipefail
@@ -33,6 +34,11 @@ for ((i = 0; i < runs; i++)); do
     -b:v 6M -maxrate 6M -bufsize 6M -f h264 "$work/ffmpeg.h264"
   measure camrec "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h264"
+  measure ffmpeg-mp4 ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
+    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 \
+    -b:v 6M -maxrate 6M -bufsize 6M -movflags +frag_keyframe+empty_moov+default_base_moof -f mp4 "$work/ffmpeg.mp4"
+  measure camrec-mp4 "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
+    --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.mp4"
 done
 
 python3 - "$work" "$frames" "$runs" <<'PY'
@@ -44,12 +50,14 @@ def load(name):
     cpu = statistics.median(r[1] + r[2] for r in rows)
     rss = statistics.median(r[3] for r in rows) / 1024
     return wall, cpu, rss
-fw, fc, fr = load("ffmpeg"); cw, cc, cr = load("camrec")
 print(f"{frames} frames 1920x1080 YUYV, libx264 ultrafast zerolatency gop 30 6M, median of {runs}")
-print(f"{'':8} {'CPU s':>8} {'wall s':>8} {'peak RSS MiB':>13}")
-print(f"{'ffmpeg':8} {fc:8.2f} {fw:8.2f} {fr:13.1f}")
-print(f"{'camrec':8} {cc:8.2f} {cw:8.2f} {cr:13.1f}")
-print(f"{'ratio':8} {cc/fc:8.2f} {cw/fw:8.2f} {cr/fr:13.2f}   (camrec/ffmpeg; below 1 is better)")
+for title, suffix in (("raw H.264", ""), ("fragmented MP4", "-mp4")):
+    fw, fc, fr = load("ffmpeg" + suffix); cw, cc, cr = load("camrec" + suffix)
+    print(f"{title}:")
+    print(f"  {'':8} {'CPU s':>8} {'wall s':>8} {'peak RSS MiB':>13}")
+    print(f"  {'ffmpeg':8} {fc:8.2f} {fw:8.2f} {fr:13.1f}")
+    print(f"  {'camrec':8} {cc:8.2f} {cw:8.2f} {cr:13.1f}")
+    print(f"  {'ratio':8} {cc/fc:8.2f} {cw/fw:8.2f} {cr/fr:13.2f}   (camrec/ffmpeg; below 1 is better)")
 PY
 
 # Heap allocations per frame in steady state: run twice with different lengths and divide the difference.
