@@ -18,16 +18,16 @@ import Outputs
 /// forward is moved to just after the previous one and counted.
 public final class LibavContainerWriter: ContainerWriter {
     public let format: ContainerFormat
-    public private(set) var clampedTimestamps = 0
+    public var clampedTimestamps: Int { track?.clampedTimestamps ?? 0 }
 
     private let sink: ByteSink
     private let frameIntervalNanoseconds: UInt64
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
-    private var stream: UnsafeMutablePointer<AVStream>?
-    private var firstPresentation: UInt64?
-    private var lastTimestamp: Int64 = .min
+    private var track: H264Track?
+    /// The header is written and the trailer not yet.
+    private var started = false
     /// The sink's error from inside libavformat's write callback, rethrown to the caller.
     private var writeError: Error?
 
@@ -126,32 +126,10 @@ public final class LibavContainerWriter: ContainerWriter {
 
     public func write(_ chunk: StreamChunk) throws {
         guard let context, let packet else { return }
-        if stream == nil { try start(with: chunk) }
-        guard let stream else { return }
-        let first = firstPresentation ?? chunk.presentationTimeNanoseconds
-        firstPresentation = first
-        let elapsed = chunk.presentationTimeNanoseconds >= first ? chunk.presentationTimeNanoseconds - first : 0
-        var timestamp = av_rescale_q(Int64(clamping: elapsed), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
-        if timestamp <= lastTimestamp {
-            timestamp = lastTimestamp + 1
-            clampedTimestamps += 1
-        }
-        lastTimestamp = timestamp
-        let status: Int32 = chunk.bytes.withUnsafeMutableBytes { raw in
-            av_packet_unref(packet)
-            packet.pointee.data = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            packet.pointee.size = Int32(clamping: raw.count)
-            packet.pointee.stream_index = stream.pointee.index
-            packet.pointee.pts = timestamp
-            packet.pointee.dts = timestamp
-            packet.pointee.duration = av_rescale_q(Int64(frameIntervalNanoseconds), AVRational(num: 1, den: 1_000_000_000),
-                                                   stream.pointee.time_base)
-            packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
-            let written = av_write_frame(context, packet)
-            packet.pointee.data = nil
-            packet.pointee.size = 0
-            return written
-        }
+        if track == nil { try start(with: chunk) }
+        guard started, var track else { return }
+        let status = track.write(chunk, frameIntervalNanoseconds: frameIntervalNanoseconds, into: context, using: packet)
+        self.track = track
         guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
         avio_flush(context.pointee.pb)
         if let writeError { throw writeError }
@@ -162,28 +140,7 @@ public final class LibavContainerWriter: ContainerWriter {
     /// the container's header.
     private func start(with chunk: StreamChunk) throws {
         guard let context else { return }
-        let units = AnnexBScanner.units(in: chunk.bytes)
-        guard let spsUnit = units.first(where: \.isSPS), let ppsUnit = units.first(where: \.isPPS) else {
-            throw OutputError(.unwritable, "\(sink.label): the first frame of a \(format.rawValue) file carries no SPS/PPS")
-        }
-        let sps = try? SequenceParameterSet(nalUnit: spsUnit)
-        guard let stream = avformat_new_stream(context, nil) else {
-            throw OutputError(.unwritable, "out of memory setting up the \(format.rawValue) writer")
-        }
-        let parameters = stream.pointee.codecpar!
-        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        parameters.pointee.codec_id = AV_CODEC_ID_H264
-        parameters.pointee.width = Int32(clamping: sps?.width ?? 0)
-        parameters.pointee.height = Int32(clamping: sps?.height ?? 0)
-        // Annex-B SPS+PPS: the MP4 and Matroska muxers turn them into avcC themselves.
-        let extradata = [0, 0, 0, 1] + spsUnit.bytes + [0, 0, 0, 1] + ppsUnit.bytes
-        guard let copy = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-            throw OutputError(.unwritable, "out of memory setting up the \(format.rawValue) writer")
-        }
-        extradata.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        parameters.pointee.extradata = copy.assumingMemoryBound(to: UInt8.self)
-        parameters.pointee.extradata_size = Int32(extradata.count)
-        stream.pointee.time_base = AVRational(num: 1, den: 90_000)
+        track = try H264Track(in: context, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -197,17 +154,17 @@ public final class LibavContainerWriter: ContainerWriter {
         }
         let status = avformat_write_header(context, &options)
         guard status >= 0 else { throw failure("starting the \(format.rawValue) file \(sink.label) failed", status) }
-        self.stream = stream
+        started = true
         avio_flush(context.pointee.pb)
         if let writeError { throw writeError }
         sink.commitBoundary()
     }
 
     public func finish() throws {
-        guard let context, stream != nil else { return }
+        guard let context, started else { return }
         let status = av_write_trailer(context)
         avio_flush(context.pointee.pb)
-        self.stream = nil
+        started = false
         guard status >= 0 else { throw failure("finishing the \(format.rawValue) file \(sink.label) failed", status) }
         if let writeError { throw writeError }
         sink.commitBoundary()

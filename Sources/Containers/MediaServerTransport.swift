@@ -17,10 +17,10 @@ public final class MediaServerTransport: PeerTransport {
     public var connectsOnFirstSend: Bool { true }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
-    private var stream: UnsafeMutablePointer<AVStream>?
+    private var track: H264Track?
+    /// The header (the announce) is written: packets may follow.
+    private var streaming = false
     private let packet: UnsafeMutablePointer<AVPacket>
-    private var firstPresentation: UInt64?
-    private var lastTimestamp: Int64 = .min
     /// Polled by libavformat's interrupt callback while a call waits.
     private var abort: () -> Bool = { false }
     private var interrupted = false
@@ -41,7 +41,7 @@ public final class MediaServerTransport: PeerTransport {
         if server.kind != .rtsp, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
         avformat_free_context(context)
         self.context = nil
-        stream = nil
+        streaming = false
     }
 
     /// A server that goes away shows at the next write; it never sends anything to read here.
@@ -61,29 +61,12 @@ public final class MediaServerTransport: PeerTransport {
 
     private func write(_ chunk: StreamChunk) throws {
         if context == nil {
-            guard firstPresentation == nil else { throw OutputError(.unwritable, "the session to \(peerAddress) has ended") }
+            guard track == nil else { throw OutputError(.unwritable, "the session to \(peerAddress) has ended") }
             try start(with: chunk)
         }
-        guard let context, let stream else { return }
-        let first = firstPresentation ?? chunk.presentationTimeNanoseconds
-        firstPresentation = first
-        let elapsed = chunk.presentationTimeNanoseconds >= first ? chunk.presentationTimeNanoseconds - first : 0
-        var timestamp = av_rescale_q(Int64(clamping: elapsed), AVRational(num: 1, den: 1_000_000_000), stream.pointee.time_base)
-        if timestamp <= lastTimestamp { timestamp = lastTimestamp + 1 }
-        lastTimestamp = timestamp
-        let status: Int32 = chunk.bytes.withUnsafeMutableBytes { raw in
-            av_packet_unref(packet)
-            packet.pointee.data = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
-            packet.pointee.size = Int32(clamping: raw.count)
-            packet.pointee.stream_index = stream.pointee.index
-            packet.pointee.pts = timestamp
-            packet.pointee.dts = timestamp
-            packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
-            let written = av_write_frame(context, packet)
-            packet.pointee.data = nil
-            packet.pointee.size = 0
-            return written
-        }
+        guard let context, streaming, var track else { return }
+        let status = track.write(chunk, frameIntervalNanoseconds: nil, into: context, using: packet)
+        self.track = track
         if status >= 0, let pb = context.pointee.pb { avio_flush(pb) }
         let ioError = context.pointee.pb.map { $0.pointee.error } ?? 0
         if status < 0 || ioError < 0 { throw failure("sending", status < 0 ? status : ioError) }
@@ -92,10 +75,6 @@ public final class MediaServerTransport: PeerTransport {
     /// Opens the session: the connection, then the muxer's header (which, for RTSP, is the
     /// whole OPTIONS/ANNOUNCE/SETUP/RECORD exchange).
     private func start(with chunk: StreamChunk) throws {
-        let units = AnnexBScanner.units(in: chunk.bytes)
-        guard let sps = units.first(where: \.isSPS), let pps = units.first(where: \.isPPS) else {
-            throw OutputError(.unwritable, "\(peerAddress): the first access unit carries no SPS/PPS")
-        }
         var made: UnsafeMutablePointer<AVFormatContext>?
         guard avformat_alloc_output_context2(&made, nil, server.kind.muxer, server.url) >= 0, let made else {
             throw OutputError(.unwritable, "this FFmpeg cannot publish \(server.kind.rawValue) (no \(server.kind.muxer) muxer)")
@@ -106,22 +85,7 @@ public final class MediaServerTransport: PeerTransport {
             if transport.abort() { transport.interrupted = true; return 1 }
             return 0
         }, opaque: Unmanaged.passUnretained(self).toOpaque())
-        guard let stream = avformat_new_stream(made, nil) else { throw OutputError(.unwritable, "out of memory") }
-        let parameters = stream.pointee.codecpar!
-        parameters.pointee.codec_type = AVMEDIA_TYPE_VIDEO
-        parameters.pointee.codec_id = AV_CODEC_ID_H264
-        if let parsed = try? SequenceParameterSet(nalUnit: sps) {
-            parameters.pointee.width = Int32(clamping: parsed.width)
-            parameters.pointee.height = Int32(clamping: parsed.height)
-        }
-        let extradata = [0, 0, 0, 1] + sps.bytes + [0, 0, 0, 1] + pps.bytes
-        guard let copy = av_mallocz(extradata.count + Int(AV_INPUT_BUFFER_PADDING_SIZE)) else {
-            throw OutputError(.unwritable, "out of memory")
-        }
-        extradata.withUnsafeBytes { copy.copyMemory(from: $0.baseAddress!, byteCount: $0.count) }
-        parameters.pointee.extradata = copy.assumingMemoryBound(to: UInt8.self)
-        parameters.pointee.extradata_size = Int32(extradata.count)
-        stream.pointee.time_base = AVRational(num: 1, den: 90_000)
+        track = try H264Track(in: made, firstAccessUnit: chunk.bytes, what: peerAddress)
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -144,7 +108,7 @@ public final class MediaServerTransport: PeerTransport {
         }
         let status = avformat_write_header(made, &options)
         guard status >= 0 else { throw failure(server.kind == .rtsp ? "connecting and announcing the stream" : "starting the stream", status) }
-        self.stream = stream
+        streaming = true
     }
 
     /// An SRT receiver hands data on only after its latency window (120 ms by default) and
@@ -159,7 +123,7 @@ public final class MediaServerTransport: PeerTransport {
     private func failure(_ doing: String, _ status: Int32) -> Error {
         let detail = LibavLogging.takeThreadErrors().map { " (\(LibavLogging.redactURLs($0)))" } ?? ""
         if interrupted || status == camrec_averror(EINTR) || status == -0x54495845 /* AVERROR_EXIT */ {
-            if stream == nil {
+            if !streaming {
                 return OutputError(.unwritable, "\(doing) gave up: no answer in time\(detail)")
             }
             return SocketError("send", .timedOut, address: peerAddress)
@@ -175,7 +139,7 @@ public final class MediaServerTransport: PeerTransport {
                 self.abort = { false }
                 LibavLogging.keepThreadErrors(false)
             }
-            if let context, stream != nil {
+            if let context, streaming {
                 _ = av_write_trailer(context)  // RTSP: TEARDOWN; FLV and MPEG-TS: nothing that matters live
                 if let pb = context.pointee.pb { avio_flush(pb) }
                 if server.kind == .srt { waitForSRTDelivery(abort: abort) }
