@@ -74,3 +74,13 @@ wait_log() {
     done
     echo "waited ${limit}s for $want line(s) matching '$pattern' in $file"; return 1
 }
+
+# killed_partial FILE LOG: records the test pattern to FILE (stderr to LOG), SIGKILLs camrec 4 s after
+# it starts encoding, and prints the .partial it left beside FILE (nothing if none).
+killed_partial() {
+    local p
+    "$CAMREC" --test-pattern --frames 100000 "$1" >/dev/null 2>"$2" & p=$!
+    wait_log "$2" "encoding in" 1 20 >/dev/null; sleep 4
+    kill -9 $p; wait $p 2>/dev/null
+    ls "$(dirname "$1")"/*.partial 2>/dev/null | head -1
+}

@@ -47,10 +47,7 @@ done
 # --- The .partial SIGKILL leaves: plays in the browser once renamed, as a user would after a crash ---
 for ext in mp4 mkv; do
     mkdir -p "$W/kill-$ext"
-    "$CAMREC" --test-pattern --frames 100000 "$W/kill-$ext/k.$ext" 2>"$W/kill-$ext.log" & p=$!; PIDS+=($p)
-    wait_log "$W/kill-$ext.log" "encoding in" 1 20 >/dev/null; sleep 4
-    kill -9 $p; wait $p 2>/dev/null
-    partial=$(ls "$W/kill-$ext"/*.partial 2>/dev/null | head -1)
+    partial=$(killed_partial "$W/kill-$ext/k.$ext" "$W/kill-$ext.log")
     if [[ -z $partial ]]; then fail "$ext SIGKILL: no .partial left"; continue; fi
     cp "$partial" "$W/crashed.$ext"
     frames=$(frames_of "$W/crashed.$ext")

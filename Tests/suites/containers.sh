@@ -112,10 +112,7 @@ check "slow encoder: duration ${d}s is the wall-clock span of frames 0..$last at
 # --- SIGKILL: the .partial plays up to its last whole fragment (MP4) or cluster (Matroska) ---
 for ext in mp4 mkv; do
     mkdir -p "$W/kill-$ext"
-    "$CAMREC" --test-pattern --frames 100000 "$W/kill-$ext/k.$ext" 2>"$W/kill-$ext.log" & p=$!; PIDS+=($p)
-    wait_log "$W/kill-$ext.log" "encoding in" 1 20 >/dev/null; sleep 4
-    kill -9 $p; wait $p 2>/dev/null
-    partial=$(ls "$W/kill-$ext"/*.partial 2>/dev/null | head -1)
+    partial=$(killed_partial "$W/kill-$ext/k.$ext" "$W/kill-$ext.log")
     [[ -n $partial ]] && cp "$partial" "$W/killed-$ext.partial"
     check "$ext SIGKILL: a .partial is left and no file under the final name" [ -n "$partial" -a ! -e "$W/kill-$ext/k.$ext" ]
     n=$(frames_of "${partial:-/nonexistent}")
