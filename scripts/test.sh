@@ -29,7 +29,7 @@ EXPECTED_SUITES=(
   "seed-receivers      58  1200"
   "network-load        10  1200"
   "containers          86   900"
-  "publish             62   600"
+  "publish             78   600"
   "browser             24   600"
 )
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
