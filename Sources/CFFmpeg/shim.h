@@ -66,41 +66,34 @@ static inline camrec_thread_log *camrec_thread_log_get(void) {
     return &state;
 }
 
+static inline char *camrec_star(char *from, char *to) {
+    // Replaces [from, to) with ***, moving the rest of the string; returns the end of the stars.
+    memmove(from + 3, to, strlen(to) + 1);
+    memcpy(from, "***", 3);
+    return from + 3;
+}
+
 /// Replaces the secrets of every URL in line with ***: user:password@ in the authority and the
 /// value of every query parameter (an SRT passphrase, a stream id or token). In place: the
 /// buffer needs room for up to 3 times the line's length.
 static inline void camrec_redact_urls(char *line) {
+    // A URL ends at a space, a line end or a quote.
     char *p = line;
     while ((p = strstr(p, "://")) != NULL) {
         char *authority = p + 3;
-        char *end = authority;
-        while (*end && *end != '/' && *end != '?' && *end != ' ' && *end != '\n' && *end != '\'' && *end != '"') end++;
+        char *end = authority + strcspn(authority, "/? \n'\"");
         char *at = NULL;
         for (char *q = authority; q < end; q++) if (*q == '@') at = q;
-        if (at && at - authority >= 3) {
-            memcpy(authority, "***", 3);
-            memmove(authority + 3, at, strlen(at) + 1);
-            end -= (at - authority) - 3;
-        } else if (at) {
-            memmove(authority + 3, at, strlen(at) + 1);
-            memcpy(authority, "***", 3);
-            end += 3 - (at - authority);
-        }
-        char *q = end;
-        while (*q && *q != ' ' && *q != '\n' && *q != '?' && *q != '\'' && *q != '"') q++;
+        if (at) end = camrec_star(authority, at) + (end - at);
+        char *q = end + strcspn(end, "? \n'\"");
         if (*q == '?') {
             q++;
-            while (*q && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') {
-                while (*q && *q != '=' && *q != '&' && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') q++;
+            while (*q && !strchr(" \n'\"", *q)) {
+                q += strcspn(q, "=& \n'\"");
                 if (*q != '=') { if (*q == '&') q++; continue; }
                 char *value = ++q;
-                while (*q && *q != '&' && *q != ' ' && *q != '\n' && *q != '\'' && *q != '"') q++;
-                size_t length = (size_t)(q - value);
-                if (length != 3 || memcmp(value, "***", 3) != 0) {
-                    memmove(value + 3, q, strlen(q) + 1);
-                    memcpy(value, "***", 3);
-                    q = value + 3;
-                }
+                q += strcspn(q, "& \n'\"");
+                if (q - value != 3 || memcmp(value, "***", 3) != 0) q = camrec_star(value, q);
                 if (*q == '&') q++;
             }
         }

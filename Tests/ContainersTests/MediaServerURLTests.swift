@@ -63,6 +63,7 @@ final class MediaServerURLTests: XCTestCase {
             "Opening 'rtmp://a:b@h/live/cam?t=1' and rtsp://user:pw@h:554/p for writing":
                 "Opening 'rtmp://***@h/live/cam?t=***' and rtsp://***@h:554/p for writing",
             "rtmp://me@corp:p@ss@h/app/s": "rtmp://***@h/app/s",
+            "rtmp://@h/app/s and srt://h:1?x=\"y\"": "rtmp://***@h/app/s and srt://h:1?x=***\"y\"",
             "tcp://h:1?a=&b=2&flag": "tcp://h:1?a=***&b=***&flag",
             "no url here": "no url here",
         ]
