@@ -118,15 +118,20 @@ static inline void camrec_log_print(void *avcl, int level, const char *fmt, va_l
     pthread_mutex_unlock(&lock);
 }
 
+/// One log call's text (without libavutil's "[name @ 0x…]" prefix), leaving vl usable.
+static inline void camrec_log_piece(char *piece, size_t size, const char *fmt, va_list vl) {
+    va_list copy;
+    va_copy(copy, vl);
+    vsnprintf(piece, size, fmt, copy);
+    va_end(copy);
+}
+
 static inline void camrec_log_callback(void *avcl, int level, const char *fmt, va_list vl) {
     camrec_thread_log *t = camrec_thread_log_get();
     if (t->quiet) {
         if (level <= AV_LOG_ERROR) {
             char piece[512];
-            va_list copy;
-            va_copy(copy, vl);
-            vsnprintf(piece, sizeof piece, fmt, copy);
-            va_end(copy);
+            camrec_log_piece(piece, sizeof piece, fmt, vl);
             size_t n = strlen(piece);
             while (n > 0 && (piece[n - 1] == '\n' || piece[n - 1] == ' ' || piece[n - 1] == '.')) piece[--n] = 0;
             size_t have = strlen(t->last_error);
@@ -143,10 +148,7 @@ static inline void camrec_log_callback(void *avcl, int level, const char *fmt, v
     quiet = s->quiet;
     if (level <= AV_LOG_ERROR) {
         char piece[1024];
-        va_list copy;
-        va_copy(copy, vl);
-        vsnprintf(piece, sizeof piece, fmt, copy);
-        va_end(copy);
+        camrec_log_piece(piece, sizeof piece, fmt, vl);
         size_t used = strlen(s->pending);
         snprintf(s->pending + used, sizeof s->pending - used, "%s", piece);
         size_t n = strlen(s->pending);
