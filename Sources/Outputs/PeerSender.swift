@@ -235,7 +235,17 @@ final class PeerSender: @unchecked Sendable {
 
     /// Lets the thread send what is queued and close, without waiting for it (see `reap`).
     func beginFinish(flushTimeoutSeconds: Double) {
-        abortDeadline.store(monotonicNanoseconds() + UInt64(flushTimeoutSeconds * 1e9), ordering: .relaxed)
+        let deadline = monotonicNanoseconds() + UInt64(flushTimeoutSeconds * 1e9)
+        // An earlier abortNow stands.
+        _ = abortDeadline.compareExchange(expected: 0, desired: deadline, ordering: .relaxed)
+        closing.store(true, ordering: .releasing)
+        queue.close()
+    }
+
+    /// Gives up at once whatever the peer is waiting on (a send, a flush, a close): a second
+    /// interrupt means stop waiting. What it already took stays sent.
+    func abortNow() {
+        abortDeadline.store(max(1, monotonicNanoseconds()), ordering: .relaxed)
         closing.store(true, ordering: .releasing)
         queue.close()
     }

@@ -31,6 +31,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     private let totals = Mutex(Totals())
     /// The current attempt's failure line is left out (the server is known to be down).
     private let quietAttempt = Atomic<Bool>(false)
+    private let abandoned = Atomic<Bool>(false)
 
     private struct Totals {
         var connections = 0
@@ -165,6 +166,13 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         totals.withLock { $0.sent.add(s) }
     }
 
+    /// A second interrupt: stop waiting for the peer (connecting, sending or flushing) now.
+    public func abandon() {
+        abandoned.store(true, ordering: .relaxed)
+        stopping.store(true, ordering: .relaxed)
+        current.withLock { $0 }?.abortNow()
+    }
+
     public func submit(_ chunk: StreamChunk) {
         if let peer = current.withLock({ $0 }) {
             peer.offer(chunk)
@@ -178,8 +186,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         stopping.store(true, ordering: .relaxed)
         connector?.join()
         connector = nil
-        if let peer = current.withLock({ p -> PeerSender? in defer { p = nil }; return p }) {
-            account(peer.finish(flushTimeoutSeconds: 5))
+        // The peer stays in `current` while it flushes, so `abandon` can reach it.
+        if let peer = current.withLock({ $0 }) {
+            account(peer.finish(flushTimeoutSeconds: abandoned.load(ordering: .relaxed) ? 0 : 5))
+            current.withLock { $0 = nil }
         }
         let all = totals.withLock { $0 }
         let t = all.sent

@@ -32,6 +32,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     private var acceptor: WorkerThread?
     private let stopping = Atomic<Bool>(false)
     private let peers = Mutex<[PeerSender]>([])
+    private let abandoned = Atomic<Bool>(false)
     private let totals = Mutex(Totals())
 
     private struct Totals {
@@ -166,16 +167,24 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         chunk.release()
     }
 
+    /// A second interrupt: stop waiting for receivers that are still taking the end of the stream.
+    public func abandon() {
+        abandoned.store(true, ordering: .relaxed)
+        for peer in peers.withLock({ $0 }) { peer.abortNow() }
+    }
+
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
         acceptor?.join()
         acceptor = nil
         listener?.close()
-        let remaining = peers.withLock { list -> [PeerSender] in defer { list = [] }; return list }
-        // Flush all at once: each has its own thread, so a slow one costs the others nothing.
-        let deadline = 5.0
+        // Flush all at once: each has its own thread, so a slow one costs the others nothing. They
+        // stay in `peers` while they flush, so `abandon` can reach them.
+        let remaining = peers.withLock { $0 }
+        let deadline = abandoned.load(ordering: .relaxed) ? 0 : 5.0
         for peer in remaining { peer.beginFinish(flushTimeoutSeconds: deadline) }
         for peer in remaining { account(peer, peer.reap(), ending: peer.isAlive ? "served to the end" : "left") }
+        peers.withLock { $0 = [] }
         let (receivers, t) = totals.withLock { ($0.receivers, $0.sent) }
         var line = "\(label): served \(receivers) receiver\(receivers == 1 ? "" : "s"), \(t.frames) frames in all"
         if t.skipped > 0 { line += ", \(t.skipped) skipped" }

@@ -39,7 +39,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .outputError: return "an output cannot be created or written"
         case .outputExists: return "the output file exists and --overwrite was not given"
         case .diskFull: return "the disk filled up while recording (the file is saved)"
-        case .interrupted: return "interrupted twice: stopped waiting for stdout (files are still finished and kept)"
+        case .interrupted: return "interrupted twice: stopped waiting for stdout and network peers (files are still finished and kept)"
         }
     }
 

@@ -189,7 +189,7 @@ struct RecordCommand: ParsableCommand {
             }
             if interrupts.add(1, ordering: .relaxed).newValue == 2 {
                 // A second signal means "stop waiting", never "throw away": files are finished.
-                writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout\n")
+                writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout or network peers\n")
                 recorder.abandonBlockingOutputs()
             }
             recorder.stop()

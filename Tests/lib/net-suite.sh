@@ -2,7 +2,7 @@
 # (hostile-input.sh, network-load.sh). Source it after `cd` to the repository root with
 # SUITE set to the suite's name. Gives: pass/fail/check/finish, CAMREC (built if unset), W (a
 # work directory removed at exit unless KEEP=1), PIDS (killed at exit), next_port, wait_listen,
-# wait_for, frames_of, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
+# wait_for, frames_of, summary_says, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
 export PATH="/opt/swift/usr/bin:$PATH"
 PASS=0 FAIL=0
 pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
@@ -59,5 +59,7 @@ wait_for() {
 }
 
 frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
+# The summary line of output $2 in log $1 says frames=$3 and dropped=0.
+summary_says() { grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 .*dropped=0( |$)" "$1" || { grep finished "$1"; return 1; }; }
 # Peak resident memory of a live process, in kB.
 vm_hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }

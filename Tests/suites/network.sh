@@ -7,7 +7,8 @@
 # decode from their first frame without errors; `camrec receive` from an ffmpeg server (3-byte start
 # codes, B-frames); two receivers joining at different times plus a slow reader: the file and the
 # fast ones unaffected, the slow one skipped to IDRs and still decodes; receivers and senders killed
-# mid-stream, reconnects both ways; peers that send garbage; usage and bind errors.
+# mid-stream, reconnects both ways; peers that send garbage; usage and bind errors; a receiver
+# that never reads: a second interrupt stops the wait for it at once and the file is still finished.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -289,5 +290,25 @@ wait_listen "$P"
 "$CAMREC" --test-pattern --fps 30 --size 320x240 --frames 30 "$W/namesrc.h264" "tcp://localhost:$P" 2>"$W/names.log"
 wait_log "$W/namer.log" "ended the stream after 30 frames"; kill -INT $R; wait_for $R 10
 check "host name: localhost reaches the dual-stack listener, copy identical" cmp -s "$W/namesrc.h264" "$W/name.h264"
+
+# Two interrupts while a receiver that never reads holds the end of the stream: one interrupt gives it
+# up to 5 s to take what is queued; the second means stop waiting, and the file is still finished.
+next_port; P=$PORT
+"$CAMREC" --test-pattern --frames 100000 --bitrate 20000000 --listen "127.0.0.1:$P" "$W/twice.h264" 2>"$W/twice.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+$PEER never-read 127.0.0.1 "$P" 1 30 >/dev/null 2>&1 & NR=$!; PIDS+=($NR)
+wait_log "$W/twice.log" "joined" 1 20 >/dev/null; sleep 3
+kill -INT $CAM; sleep 0.5
+second=$(date +%s%N); kill -INT $CAM
+wait_for $CAM 20; rc=$?
+took=$((($(date +%s%N) - second) / 1000000))
+check "two interrupts: camrec exits 130 (status $rc)" [ $rc -eq 130 ]
+check "two interrupts: it stops waiting for the receiver at the second ($took ms after it, bound 3000)" [ "$took" -lt 3000 ]
+frames=$(frames_of "$W/twice.h264")
+check "two interrupts: the file is finished under its name, every frame 0..$((${frames:-1} - 1)) in order" \
+    counters_run "$W/twice.h264" 0 $((${frames:-1} - 1))
+check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
+    summary_says "$W/twice.log" "$W/twice.h264" "${frames:-none}"
+kill $NR 2>/dev/null; wait $NR 2>/dev/null
 
 finish

@@ -11,7 +11,8 @@
 # Checks: each server receives every frame 0..149 in order, decodable, with key frames exactly at
 # camrec's IDRs; a server killed mid-stream and started again gets the rest of the stream from an
 # IDR to the last frame, and camrec says it reconnected (RTMP, RTSP and SRT); a server that accepts and never answers
-# neither stalls the file recorded beside it nor keeps camrec from ending; credentials and query
+# neither stalls the file recorded beside it nor keeps camrec from ending, and a second interrupt
+# stops the wait for it at once; credentials and query
 # values in a URL never reach stderr (at the default log level and with libav's own lines at debug);
 # malformed URLs are usage errors (64) that leave no file.
 #
@@ -40,8 +41,6 @@ wait_udp() {
     echo "nothing has UDP port $1 open"; return 1
 }
 no_decode_errors() { local e; e=$(ffmpeg -v error -i "$1" -f null - 2>&1); [[ -z $e ]] || { echo "$1: $e" | head -3; return 1; }; }
-# The summary line of output $2 in log $1 says frames=$3 and dropped=0.
-summary_says() { grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 .*dropped=0( |$)" "$1" || { grep finished "$1"; return 1; }; }
 KEYS="0 30 60 90 120"
 
 # publish NAME URL RECEIVED: camrec sends 150 frames (an IDR every 30) to URL while a server writes
@@ -228,6 +227,28 @@ for proto in rtmp rtsp; do
         grep -qE "finished output=$proto://127\.0\.0\.1:$PORT/live/cam frames=0 " "$W/silent-$proto.log"
     kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 done
+
+# --- 5b. two interrupts while a server holds the end: the second means stop waiting ----------------
+next_port
+$PEER silent-server 127.0.0.1 "$PORT" 30 >/dev/null &
+SILENT=$!; PIDS+=($SILENT)
+wait_listen "$PORT"
+"$CAMREC" --test-pattern --frames 100000 "rtmp://127.0.0.1:$PORT/live/cam" "$W/twice.h264" 2>"$W/twice.log" &
+CAM=$!; PIDS+=($CAM)
+wait_log "$W/twice.log" "encoding in" 1 20 >/dev/null; sleep 3
+kill -INT "$CAM"; sleep 0.5
+second=$(date +%s%N); kill -INT "$CAM"
+wait_for "$CAM" 20; rc=$?
+took=$((($(date +%s%N) - second) / 1000000))
+check "two interrupts: camrec exits 130 (status $rc)" [ $rc -eq 130 ]
+# Without the second signal it would give the server up to 5 s to take what is queued.
+check "two interrupts: it stops waiting for the server at the second ($took ms after it, bound 3000)" [ "$took" -lt 3000 ]
+frames=$(frames_of "$W/twice.h264")
+check "two interrupts: the file is finished under its name, every frame 0..$((${frames:-1} - 1)) in order" \
+    counters_run "$W/twice.h264" 0 $((${frames:-1} - 1))
+check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
+    summary_says "$W/twice.log" "$W/twice.h264" "${frames:-none}"
+kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 
 # --- 6. credentials never printed ------------------------------------------------------------------
 next_port; SILENT_PORT=$PORT
