@@ -2,7 +2,7 @@
 # (hostile-input.sh, network-load.sh). Source it after `cd` to the repository root with
 # SUITE set to the suite's name. Gives: pass/fail/check/finish, CAMREC (built if unset), W (a
 # work directory removed at exit unless KEEP=1), PIDS (killed at exit), next_port, wait_listen,
-# wait_for, frames_of, summary_says, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
+# wait_for, frames_of, summary_says, check_two_interrupts, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
 export PATH="/opt/swift/usr/bin:$PATH"
 PASS=0 FAIL=0
 pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
@@ -61,5 +61,23 @@ wait_for() {
 frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
 # The summary line of output $2 in log $1 says frames=$3 and dropped=0.
 summary_says() { grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 .*dropped=0( |$)" "$1" || { grep finished "$1"; return 1; }; }
+# check_two_interrupts PID FILE LOG PEER: interrupts camrec (PID, recording FILE, stderr in LOG) twice,
+# 0.5 s apart, while PEER ("receiver", "server") holds the end of the stream. One interrupt alone
+# would give the peer up to 5 s to take what is queued; the second must end the wait at once (bound
+# 3 s), exit 130, and still leave FILE finished with every frame in order and counted in the summary.
+check_two_interrupts() {
+    local pid=$1 file=$2 log=$3 peer=$4 second rc took frames
+    kill -INT "$pid"; sleep 0.5
+    second=$(date +%s%N); kill -INT "$pid"
+    wait_for "$pid" 20; rc=$?
+    took=$((($(date +%s%N) - second) / 1000000))
+    check "two interrupts: camrec exits 130 (status $rc)" [ $rc -eq 130 ]
+    check "two interrupts: it stops waiting for the $peer at the second ($took ms after it, bound 3000)" [ "$took" -lt 3000 ]
+    frames=$(frames_of "$file")
+    check "two interrupts: the file is finished under its name, every frame 0..$((${frames:-1} - 1)) in order" \
+        counters_run "$file" 0 $((${frames:-1} - 1))
+    check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
+        summary_says "$log" "$file" "${frames:-none}"
+}
 # Peak resident memory of a live process, in kB.
 vm_hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }

@@ -298,17 +298,7 @@ next_port; P=$PORT
 wait_listen "$P"
 $PEER never-read 127.0.0.1 "$P" 1 30 >/dev/null 2>&1 & NR=$!; PIDS+=($NR)
 wait_log "$W/twice.log" "joined" 1 20 >/dev/null; sleep 3
-kill -INT $CAM; sleep 0.5
-second=$(date +%s%N); kill -INT $CAM
-wait_for $CAM 20; rc=$?
-took=$((($(date +%s%N) - second) / 1000000))
-check "two interrupts: camrec exits 130 (status $rc)" [ $rc -eq 130 ]
-check "two interrupts: it stops waiting for the receiver at the second ($took ms after it, bound 3000)" [ "$took" -lt 3000 ]
-frames=$(frames_of "$W/twice.h264")
-check "two interrupts: the file is finished under its name, every frame 0..$((${frames:-1} - 1)) in order" \
-    counters_run "$W/twice.h264" 0 $((${frames:-1} - 1))
-check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
-    summary_says "$W/twice.log" "$W/twice.h264" "${frames:-none}"
+check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" receiver
 kill $NR 2>/dev/null; wait $NR 2>/dev/null
 
 finish

@@ -236,18 +236,7 @@ wait_listen "$PORT"
 "$CAMREC" --test-pattern --frames 100000 "rtmp://127.0.0.1:$PORT/live/cam" "$W/twice.h264" 2>"$W/twice.log" &
 CAM=$!; PIDS+=($CAM)
 wait_log "$W/twice.log" "encoding in" 1 20 >/dev/null; sleep 3
-kill -INT "$CAM"; sleep 0.5
-second=$(date +%s%N); kill -INT "$CAM"
-wait_for "$CAM" 20; rc=$?
-took=$((($(date +%s%N) - second) / 1000000))
-check "two interrupts: camrec exits 130 (status $rc)" [ $rc -eq 130 ]
-# Without the second signal it would give the server up to 5 s to take what is queued.
-check "two interrupts: it stops waiting for the server at the second ($took ms after it, bound 3000)" [ "$took" -lt 3000 ]
-frames=$(frames_of "$W/twice.h264")
-check "two interrupts: the file is finished under its name, every frame 0..$((${frames:-1} - 1)) in order" \
-    counters_run "$W/twice.h264" 0 $((${frames:-1} - 1))
-check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
-    summary_says "$W/twice.log" "$W/twice.h264" "${frames:-none}"
+check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" server
 kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 
 # --- 6. credentials never printed ------------------------------------------------------------------
