@@ -3,7 +3,7 @@ import PackageDescription
 
 let package = Package(
     name: "camrec",
-    platforms: [.macOS(.v13)],
+    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "camrec", targets: ["camrec"]),
     ],
@@ -11,6 +11,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.5.0"),
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
+        .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
+        .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.0.0"),
     ],
     targets: [
         // C shims: only what Swift cannot import by itself.
@@ -40,6 +44,15 @@ let package = Package(
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "Bitstream"]),
+        // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
+        .target(name: "HTTPServer", dependencies: [
+            "Containers", "Outputs", "Bitstream",
+            .product(name: "Hummingbird", package: "hummingbird"),
+            .product(name: "HummingbirdCore", package: "hummingbird"),
+            .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+            .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+        ]),
         .target(name: "Receiver", dependencies: [
             "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
         ]),
@@ -48,7 +61,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "Outputs", "Receiver",
+            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "Outputs", "Receiver", "HTTPServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -22,6 +22,8 @@ public final class LibavContainerWriter: ContainerWriter {
 
     private let sink: ByteSink
     private let frameIntervalNanoseconds: UInt64
+    /// MP4 only: a fragment for every access unit, written as soon as it is given (live viewing).
+    private let fragmentEveryFrame: Bool
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
@@ -43,9 +45,12 @@ public final class LibavContainerWriter: ContainerWriter {
     }
 
     /// - Parameter framesPerSecond: the source's rate, for the last frame's duration.
-    public init(format: ContainerFormat, sink: ByteSink, framesPerSecond: Double) throws {
+    /// - Parameter fragmentEveryFrame: MP4 only: one `moof`+`mdat` per access unit, handed to the
+    ///   sink (with a boundary) as soon as the frame is written, not when the next one comes.
+    public init(format: ContainerFormat, sink: ByteSink, framesPerSecond: Double, fragmentEveryFrame: Bool = false) throws {
         guard let name = Self.muxerName(format) else { preconditionFailure("raw Annex-B needs no container writer") }
         self.format = format
+        self.fragmentEveryFrame = fragmentEveryFrame && format == .mp4
         self.sink = sink
         let fps = framesPerSecond.isFinite && framesPerSecond > 0 ? framesPerSecond : 30
         frameIntervalNanoseconds = UInt64((1e9 / fps).rounded())
@@ -131,6 +136,11 @@ public final class LibavContainerWriter: ContainerWriter {
         let status = track.write(chunk, frameIntervalNanoseconds: frameIntervalNanoseconds, into: context, using: packet)
         self.track = track
         guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
+        if fragmentEveryFrame {
+            // With frag_custom a null packet closes the fragment now.
+            let flushed = av_write_frame(context, nil)
+            guard flushed >= 0 else { throw failure("writing a fragment into \(sink.label) failed", flushed) }
+        }
         avio_flush(context.pointee.pb)
         if let writeError { throw writeError }
         sink.commitBoundary()
@@ -144,7 +154,9 @@ public final class LibavContainerWriter: ContainerWriter {
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
-        if format == .mp4 || format == .mov {
+        if fragmentEveryFrame {
+            av_dict_set(&options, "movflags", "+frag_custom+empty_moov+default_base_moof", 0)
+        } else if format == .mp4 || format == .mov {
             // Fragments: at every IDR (frag_keyframe) and at least every second, after an empty moov.
             av_dict_set(&options, "movflags", "+frag_keyframe+empty_moov+default_base_moof", 0)
             av_dict_set(&options, "frag_duration", "1000000", 0)

@@ -3,6 +3,7 @@ import Containers
 import Capture
 import Frames
 import Encoder
+import HTTPServer
 import Glibc
 import Logging
 import Outputs
@@ -89,6 +90,15 @@ struct RecordCommand: ParsableCommand {
     @Option(help: ArgumentHelp("Serve the stream to the receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
     var listen: [String] = []
 
+    @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given.", valueName: "[HOST:]PORT"))
+    var http: String?
+
+    @Option(help: ArgumentHelp("With --http: only a browser that gives the user name and password in FILE's first line (user:password) may watch; needed to listen beyond loopback.", valueName: "FILE"))
+    var httpAuthFile: String?
+
+    @Flag(help: "With --http on an address other machines reach: serve without a password (anyone who can reach the port can watch).")
+    var httpInsecure = false
+
     @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
     var maxReceivers: Int?
 
@@ -118,8 +128,18 @@ struct RecordCommand: ParsableCommand {
         if !x264Presets.contains(preset) {
             throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
         }
-        if outputs.isEmpty && listen.isEmpty { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, or a media server (rtsp://, rtmp://, srt://)") }
+        if outputs.isEmpty && listen.isEmpty && http == nil { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, or a media server (rtsp://, rtmp://, srt://)") }
         _ = try networkEndpoints()
+        if let http {
+            let endpoint: TCPEndpoint
+            do { endpoint = try TCPEndpoint(listenSpec: http) } catch { throw ValidationError("--http \(error.description)") }
+            let host = endpoint.host ?? "127.0.0.1"
+            if !HTTPAccess.isLoopback(host: host) && httpAuthFile == nil && !httpInsecure {
+                throw ValidationError("--http \(http) can be reached from other machines: give --http-auth-file FILE (a line user:password), or --http-insecure to serve it to anyone")
+            }
+        } else if httpAuthFile != nil || httpInsecure {
+            throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT")
+        }
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
     }
 
@@ -165,11 +185,19 @@ struct RecordCommand: ParsableCommand {
         } catch {
             throw report(Recorder.classifyForCLI(error))
         }
+        var liveView: LiveViewOutput?
+        if http != nil {
+            let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, log: networkLog())
+            live.onKeyframeWanted = { keyframes.request() }
+            streamOutputs.append(live)
+            liveView = live
+        }
         logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), slicesPerPicture: slices,
                                 logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
+        let httpServer = try liveView.map { try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder) }
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         for output in fileOutputs {
@@ -203,6 +231,7 @@ struct RecordCommand: ParsableCommand {
         status?.start()
         let result = recorder.run()
         status?.stop()
+        httpServer?.stop()
         if let vaapi = videoEncoder as? VAAPIH264Encoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         if let failure = result.failure {

@@ -2,7 +2,7 @@
 # (hostile-input.sh, network-load.sh). Source it after `cd` to the repository root with
 # SUITE set to the suite's name. Gives: pass/fail/check/finish, CAMREC (built if unset), W (a
 # work directory removed at exit unless KEEP=1), PIDS (killed at exit), next_port, wait_listen,
-# wait_for, frames_of, summary_says, check_two_interrupts, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
+# wait_for, frames_of, summary_says, check_two_interrupts, no_decode_errors, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
 export PATH="/opt/swift/usr/bin:$PATH"
 PASS=0 FAIL=0
 pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
@@ -79,5 +79,7 @@ check_two_interrupts() {
     check "two interrupts: the summary counts the ${frames:-0} frames the file holds" \
         summary_says "$log" "$file" "${frames:-none}"
 }
+# no_decode_errors FILE: ffmpeg decodes FILE to the end and says nothing at level error.
+no_decode_errors() { local e; e=$(ffmpeg -v error -i "$1" -f null - 2>&1); [[ -z $e ]] || { echo "$1: $e" | head -3; return 1; }; }
 # Peak resident memory of a live process, in kB.
 vm_hwm_kb() { awk '/^VmHWM:/ { print $2 }' "/proc/$1/status"; }

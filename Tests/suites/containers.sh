@@ -33,7 +33,6 @@ container_keys() { python3 "$TOOLS/container-keys.py" "$1"; }
 # Indices of the packets ffprobe flags key (from its parser), space-separated.
 key_packets() { packets_of "$1" | awk -F, '$2 ~ /^K/ { printf "%s%d", s, NR - 1; s = " " }'; }
 duration_of() { ffprobe -v error -show_entries format=duration -of csv=p=0 "$1"; }
-no_decode_errors() { local e; e=$(ffmpeg -v error -i "$1" -f null - 2>&1); [[ -z $e ]] || { echo "$1: $e" | head -3; return 1; }; }
 # near A B TOLERANCE: |A - B| <= TOLERANCE.
 near() { awk -v a="$1" -v b="$2" -v t="$3" 'BEGIN { d = a - b; exit !(a != "" && d <= t && -d <= t) }'; }
 

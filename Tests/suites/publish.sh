@@ -40,7 +40,6 @@ wait_udp() {
     done
     echo "nothing has UDP port $1 open"; return 1
 }
-no_decode_errors() { local e; e=$(ffmpeg -v error -i "$1" -f null - 2>&1); [[ -z $e ]] || { echo "$1: $e" | head -3; return 1; }; }
 KEYS="0 30 60 90 120"
 
 # publish NAME URL RECEIVED: camrec sends 150 frames (an IDR every 30) to URL while a server writes

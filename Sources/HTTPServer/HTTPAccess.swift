@@ -1,0 +1,62 @@
+import ExtrasBase64
+import Glibc
+import Hummingbird
+
+/// Who may use the web server: anyone who can reach it (loopback, or `--http-insecure`), or only a
+/// browser that sends the one user name and password of `--http-auth-file` (HTTP Basic; browsers
+/// ask for it once and send it with the WebSocket too).
+public struct HTTPAccess: Sendable {
+    /// `Basic base64(user:password)`: the whole Authorization header a browser must send.
+    let expectedAuthorization: [UInt8]?
+
+    public static let open = HTTPAccess(expectedAuthorization: nil)
+
+    public struct LoadError: Error, CustomStringConvertible {
+        public let description: String
+    }
+
+    /// Reads `user:password` from the first line of `path` (at most 4 KiB; the password may hold ':').
+    public static func load(authFile path: String) throws -> HTTPAccess {
+        guard let file = fopen(path, "r") else {
+            throw LoadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        defer { fclose(file) }
+        var line = [CChar](repeating: 0, count: 4096)
+        guard fgets(&line, Int32(line.count), file) != nil else {
+            throw LoadError(description: "\(path) is empty: write one line user:password")
+        }
+        var text = String(cString: line)
+        while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
+        guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex else {
+            throw LoadError(description: "\(path): the first line must be user:password (both not empty)")
+        }
+        return HTTPAccess(expectedAuthorization: Array(("Basic " + String(base64Encoding: Array(text.utf8))).utf8))
+    }
+
+    /// True for the loopback addresses, where only this machine's users can connect.
+    public static func isLoopback(host: String) -> Bool {
+        host == "localhost" || host == "::1" || host.hasPrefix("127.")
+    }
+
+    func allows(_ request: Request) -> Bool {
+        guard let expected = expectedAuthorization else { return true }
+        guard let given = request.headers[.authorization] else { return false }
+        // Compared in time that does not depend on where they differ.
+        let bytes = Array(given.utf8)
+        var difference = bytes.count ^ expected.count
+        for index in expected.indices { difference |= Int(expected[index] ^ (index < bytes.count ? bytes[index] : 0)) }
+        return difference == 0
+    }
+}
+
+/// Answers 401 to every request without the right credentials.
+struct HTTPAccessMiddleware<Context: RequestContext>: RouterMiddleware {
+    let access: HTTPAccess
+
+    func handle(_ request: Request, context: Context, next: (Request, Context) async throws -> Response) async throws -> Response {
+        guard access.allows(request) else {
+            return Response(status: .unauthorized, headers: [.wwwAuthenticate: "Basic realm=\"camrec\", charset=\"UTF-8\""])
+        }
+        return try await next(request, context)
+    }
+}

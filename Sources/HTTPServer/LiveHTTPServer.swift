@@ -1,0 +1,132 @@
+import Dispatch
+import Glibc
+import Hummingbird
+import HummingbirdCore
+import HummingbirdWebSocket
+import Logging
+import NIOCore
+import ServiceLifecycle
+import Synchronization
+
+/// `--http`: camrec's web server. `/` is the live page, `/live` the WebSocket that feeds it.
+/// Hummingbird runs on its own event loop threads; the recording never waits for it.
+public final class LiveHTTPServer: @unchecked Sendable {
+    public struct StartError: Error, CustomStringConvertible {
+        public let description: String
+        var underlying: Error?
+    }
+
+    private let host: String
+    private let port: Int
+    private let live: LiveViewOutput
+    private let access: HTTPAccess
+    private let status: @Sendable () -> LiveStatus
+    private let logger: Logger
+    private var group: ServiceGroup?
+    private let stopped = DispatchSemaphore(value: 0)
+
+    public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
+                status: @escaping @Sendable () -> LiveStatus, logger: Logger) {
+        self.host = host
+        self.port = port
+        self.live = live
+        self.access = access
+        self.status = status
+        self.logger = logger
+    }
+
+    /// Binds and starts serving; returns the port it listens on (the one asked, or the one the
+    /// kernel chose for 0). Throws when it cannot bind.
+    public func start() throws -> Int {
+        let router = Router(context: BasicWebSocketRequestContext.self)
+        router.add(middleware: HTTPAccessMiddleware(access: access))
+        router.get("/api/status") { [status, live] _, _ -> LiveStatus in
+            var now = status()
+            now.viewers = live.viewerCount
+            return now
+        }
+        router.get("/") { _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: LivePage.html)))
+        }
+        router.ws("/live", shouldUpgrade: { [live] _, _ in
+            guard live.viewerCount < live.maximumViewers else {
+                throw HTTPError(.serviceUnavailable, message: "\(live.maximumViewers) viewers are watching already")
+            }
+            return .upgrade([:])
+        }) { [live] inbound, outbound, _ in
+            guard let viewer = live.join() else { return }
+            defer { live.leave(viewer) }
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                // The browser says nothing; its close (or a dead connection) ends the sending too.
+                group.addTask { for try await _ in inbound {} }
+                group.addTask {
+                    for await piece in viewer.pieces {
+                        switch piece {
+                        case .description(let json): try await outbound.write(.text(json))
+                        case .initSegment(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                        case .fragment(let bytes):
+                            try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                            viewer.sent()
+                        }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+        }
+        let started = DispatchSemaphore(value: 0)
+        let outcome = Mutex<Result<Int, StartError>?>(nil)
+        var quiet = logger
+        quiet.logLevel = .warning
+        let app = Application(
+            router: router,
+            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            // Connections of every kind, idle ones included: each costs a little memory and a descriptor.
+            configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
+                                 availableConnectionsDelegate: MaximumAvailableConnections(256)),
+            onServerRunning: { channel in
+                outcome.withLock { $0 = .success(channel.localAddress?.port ?? 0) }
+                started.signal()
+            },
+            logger: quiet
+        )
+        // No signals: camrec's own watcher handles SIGINT/SIGTERM and stops the server itself.
+        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: quiet))
+        self.group = group
+        Task.detached { [stopped] in
+            defer { stopped.signal() }
+            do {
+                try await group.run()
+            } catch {
+                let first = outcome.withLock { o -> Bool in
+                    guard o == nil else { return false }
+                    o = .failure(StartError(description: "\(error)", underlying: error))
+                    return true
+                }
+                if first { started.signal() }
+            }
+        }
+        if started.wait(timeout: .now() + 10) == .timedOut {
+            throw StartError(description: "the HTTP server did not start within 10 s")
+        }
+        return try outcome.withLock { $0! }.get()
+    }
+
+    /// One line for a start failure: the system's words for a socket error (a port in use).
+    public static func describe(_ error: Error) -> String {
+        if let start = error as? StartError, let io = start.underlying as? IOError {
+            return String(cString: strerror(io.errnoCode))
+        }
+        return "\(error)"
+    }
+
+    /// Closes the listener and, once they are done, every connection (the live view's end when the
+    /// recording has finished). Waits at most 2 s for them.
+    public func stop() {
+        guard let group else { return }
+        self.group = nil
+        Task.detached { await group.triggerGracefulShutdown() }
+        _ = stopped.wait(timeout: .now() + 2)
+    }
+}

@@ -1,0 +1,28 @@
+import Hummingbird
+
+/// What `/api/status` answers (and the page shows): the recording as it is now.
+public struct LiveStatus: ResponseEncodable, Sendable {
+    public var source: String
+    public var width: Int
+    public var height: Int
+    public var framesPerSecond: Double
+    public var encoder: String
+    public var frames: Int
+    public var dropped: Int
+    public var bytes: Int
+    public var uptimeSeconds: Double
+    public var viewers = 0
+
+    public init(source: String, width: Int, height: Int, framesPerSecond: Double, encoder: String,
+                frames: Int, dropped: Int, bytes: Int, uptimeSeconds: Double) {
+        self.source = source
+        self.width = width
+        self.height = height
+        self.framesPerSecond = framesPerSecond
+        self.encoder = encoder
+        self.frames = frames
+        self.dropped = dropped
+        self.bytes = bytes
+        self.uptimeSeconds = uptimeSeconds
+    }
+}

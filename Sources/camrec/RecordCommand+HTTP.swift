@@ -1,0 +1,41 @@
+import Capture
+import Encoder
+import HTTPServer
+import Logging
+import Outputs
+import Recorder
+
+extension RecordCommand {
+    /// Starts `--http` before capture, so a port in use fails before anything is recorded.
+    func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
+                                 encoder: VideoEncoder) throws -> LiveHTTPServer {
+        guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
+        let access: HTTPAccess
+        do {
+            access = try httpAuthFile.map { try HTTPAccess.load(authFile: $0) } ?? .open
+        } catch {
+            printError("--http-auth-file: \(error)")
+            throw ReportedFailure(status: .usage)
+        }
+        let host = endpoint.host ?? "127.0.0.1"
+        let started = ContinuousClock.now
+        let (size, rate, sourceSummary, encoderName) = (source.frameSize, source.framesPerSecond, source.summary, encoder.name)
+        let server = LiveHTTPServer(host: host, port: Int(endpoint.port), live: live, access: access, status: { [weak recorder] in
+            let progress = recorder?.progress
+            let elapsed = ContinuousClock.now - started
+            return LiveStatus(source: sourceSummary, width: size.width, height: size.height, framesPerSecond: rate,
+                              encoder: encoderName, frames: progress?.frames ?? 0, dropped: Int(clamping: progress?.dropped ?? 0),
+                              bytes: progress?.bytes ?? 0,
+                              uptimeSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
+        }, logger: Logger(label: "camrec"))
+        do {
+            let port = try server.start()
+            let shown = host.contains(":") ? "[\(host)]" : host
+            writeStandardError("camrec: live view on http://\(shown):\(port)/\n")
+        } catch {
+            printError("cannot serve HTTP on \(host):\(endpoint.port): \(LiveHTTPServer.describe(error)); choose another port with --http")
+            throw ReportedFailure(status: .outputError)
+        }
+        return server
+    }
+}
