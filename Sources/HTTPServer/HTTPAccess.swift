@@ -16,8 +16,19 @@ public struct HTTPAccess: Sendable {
     }
 
     /// Reads `user:password` from the first line of `path` (at most 4 KiB; the password may hold ':').
+    /// Only a regular file: a FIFO or a device would block or never end.
     public static func load(authFile path: String) throws -> HTTPAccess {
-        guard let file = fopen(path, "r") else {
+        let descriptor = Glibc.open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw LoadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
+        }
+        var status = stat()
+        guard fstat(descriptor, &status) == 0, status.st_mode & S_IFMT == S_IFREG else {
+            Glibc.close(descriptor)
+            throw LoadError(description: "\(path) is not a regular file: write user:password into a file")
+        }
+        guard let file = fdopen(descriptor, "r") else {
+            Glibc.close(descriptor)
             throw LoadError(description: "cannot read \(path): \(String(cString: strerror(errno)))")
         }
         defer { fclose(file) }

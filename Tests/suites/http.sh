@@ -11,8 +11,9 @@
 # MP4 starting on a key frame and holding consecutive burned-in frame numbers. /api/status answers
 # JSON that agrees with the recording. Viewers that never read neither stall the recording nor keep
 # camrec from ending; past the viewer limit, upgrades are refused. A non-loopback address without
-# credentials is a usage error (64) and records nothing; with --http-auth-file, no or wrong
-# credentials get 401 (the WebSocket too), the right ones 200; a port in use is 75 with nothing recorded.
+# credentials, or an auth file that is a FIFO, is a usage error (64) and records nothing; with
+# --http-auth-file, no or wrong credentials get 401 (a WebSocket upgrade is refused), the right ones
+# 200; a port in use is 75 with nothing recorded.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -110,6 +111,11 @@ next_port; P=$PORT
 check "non-loopback without credentials: usage error 64 (status $rc), nothing recorded" [ $rc -eq 64 -a ! -e "$W/open.h264" ]
 check "non-loopback without credentials: the line names --http-auth-file and --http-insecure" \
     grep -q -- "--http-auth-file.*--http-insecure" "$W/open.log"
+# A FIFO as the auth file would block a plain open forever: refused at once instead.
+mkfifo "$W/auth.fifo"
+timeout -s KILL 20 "$CAMREC" --test-pattern --frames 30 --http "0.0.0.0:$P" --http-auth-file "$W/auth.fifo" "$W/fifo.h264" 2>"$W/fifo.log"; rc=$?
+check "auth file that is a FIFO: usage error 64 (status $rc), nothing recorded" [ $rc -eq 64 -a ! -e "$W/fifo.h264" ]
+check "auth file that is a FIFO: the line says it is not a regular file" grep -q "auth.fifo is not a regular file" "$W/fifo.log"
 printf 'viewer:pa:ss w0rd\n' >"$W/auth"
 next_port; P=$PORT
 "$CAMREC" --test-pattern --size 640x360 --frames 240 --http "0.0.0.0:$P" --http-auth-file "$W/auth" "$W/auth.h264" 2>"$W/auth.log" & CAM=$!; PIDS+=($CAM)
