@@ -21,17 +21,19 @@ public final class LiveHTTPServer: @unchecked Sendable {
     private let live: LiveViewOutput
     private let access: HTTPAccess
     private let status: @Sendable () -> LiveStatus
+    private let actions: LiveActions
     private let logger: Logger
     private var group: ServiceGroup?
     private let stopped = DispatchSemaphore(value: 0)
 
     public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
-                status: @escaping @Sendable () -> LiveStatus, logger: Logger) {
+                status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, logger: Logger) {
         self.host = host
         self.port = port
         self.live = live
         self.access = access
         self.status = status
+        self.actions = actions
         self.logger = logger
     }
 
@@ -44,6 +46,18 @@ public final class LiveHTTPServer: @unchecked Sendable {
             var now = status()
             now.viewers = live.viewerCount
             return now
+        }
+        router.post("/api/keyframe") { [actions] _, _ -> EditedResponse<ActionAnswer> in
+            actions.keyframe()
+                ? EditedResponse(status: .accepted, response: ActionAnswer(done: true, message: "an IDR was asked for"))
+                : EditedResponse(status: .tooManyRequests,
+                                 response: ActionAnswer(done: false, message: "an IDR was asked for less than a second ago; try again"))
+        }
+        router.post("/api/rotate") { [actions] _, _ -> EditedResponse<ActionAnswer> in
+            let files = actions.rotate()
+            return files > 0
+                ? EditedResponse(status: .accepted, response: ActionAnswer(done: true, message: "\(files) file output\(files == 1 ? " starts" : "s start") a new file at the next IDR"))
+                : EditedResponse(status: .conflict, response: ActionAnswer(done: false, message: "this recording writes no files"))
         }
         router.get("/") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],

@@ -8,7 +8,7 @@ import Recorder
 extension RecordCommand {
     /// Starts `--http` before capture, so a port in use fails before anything is recorded.
     func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
-                                 encoder: VideoEncoder) throws -> LiveHTTPServer {
+                         encoder: VideoEncoder, actions: LiveActions) throws -> LiveHTTPServer {
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -27,7 +27,7 @@ extension RecordCommand {
                               encoder: encoderName, frames: progress?.frames ?? 0, dropped: Int(clamping: progress?.dropped ?? 0),
                               bytes: progress?.bytes ?? 0,
                               uptimeSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        }, logger: Logger(label: "camrec"))
+        }, actions: actions, logger: Logger(label: "camrec"))
         do {
             let port = try server.start()
             let shown = host.contains(":") ? "[\(host)]" : host

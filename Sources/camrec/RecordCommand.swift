@@ -197,7 +197,12 @@ struct RecordCommand: ParsableCommand {
                                 limits: .init(frames: frames, durationSeconds: duration), slicesPerPicture: slices,
                                 logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
-        let httpServer = try liveView.map { try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder) }
+        let rotatingFiles = fileOutputs
+        let actions = LiveActions(keyframe: { keyframes.request() },
+                                  rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count })
+        let httpServer = try liveView.map {
+            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder, actions: actions)
+        }
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         for output in fileOutputs {

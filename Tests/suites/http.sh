@@ -13,7 +13,9 @@
 # camrec from ending; past the viewer limit, upgrades are refused. A non-loopback address without
 # credentials, or an auth file that is a FIFO, is a usage error (64) and records nothing; with
 # --http-auth-file, no or wrong credentials get 401 (a WebSocket upgrade is refused), the right ones
-# 200; a port in use is 75 with nothing recorded.
+# 200; POST /api/keyframe puts an IDR into the file (and a second one within a second is refused),
+# POST /api/rotate continues the recording in a new file from an IDR, as SIGHUP does; a port in use
+# is 75 with nothing recorded.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -132,7 +134,38 @@ check "auth: a WebSocket with them gets video ($(field "$R" binary) messages)" a
 check "auth: an unknown path gets 404" [ "$(http_code -u 'viewer:pa:ss w0rd' "http://127.0.0.1:$P/etc/passwd")" = 404 ]
 wait_for $CAM 40
 
-# --- 5. A port in use -------------------------------------------------------------------------------
+# --- 5. Actions: POST /api/keyframe and /api/rotate -------------------------------------------------
+# Without --http's viewers and with --keyframe-interval 1000, the only IDRs after frame 0 are the ones asked for.
+next_port; P=$PORT
+"$CAMREC" --test-pattern --size 640x360 --fps 30 --frames 240 --keyframe-interval 1000 --http "$P" "$W/rot.h264" 2>"$W/rot.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"; sleep 1.5
+first=$(curl -s -X POST -o "$W/kf1.json" -w '%{http_code}' "http://127.0.0.1:$P/api/keyframe")
+second=$(curl -s -X POST -o "$W/kf2.json" -w '%{http_code}' "http://127.0.0.1:$P/api/keyframe")
+check "keyframe: POST /api/keyframe answers 202 ($first: $(cat "$W/kf1.json"))" [ "$first" = 202 ]
+check "keyframe: a second one within a second answers 429 ($second: $(cat "$W/kf2.json"))" [ "$second" = 429 ]
+sleep 1.5
+rotated=$(curl -s -X POST -o "$W/rot.json" -w '%{http_code}' "http://127.0.0.1:$P/api/rotate")
+check "rotate: POST /api/rotate answers 202 naming the one file output ($rotated: $(cat "$W/rot.json"))" \
+    bash -c "[ '$rotated' = 202 ] && grep -q '1 file output starts' '$W/rot.json'"
+check "rotate: a GET does nothing ($(http_code "http://127.0.0.1:$P/api/rotate"))" [ "$(http_code "http://127.0.0.1:$P/api/rotate")" != 202 ]
+wait_for $CAM 40; rc=$?
+check "actions: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+keys=$(key_frames "$W/rot.h264")
+check "keyframe: the first file has IDRs at frame 0 and at the one asked for, no others ($keys)" \
+    bash -c "set -- $keys; [ \$# -eq 2 ] && [ \$1 -eq 0 ] && [ \$2 -ge 30 ]"
+split=$(frames_of "$W/rot.h264")
+check "rotate: rot.h264 holds frames 0..$((${split:-1} - 1))" counters_run "$W/rot.h264" 0 $((${split:-1} - 1))
+check "rotate: a second file, rot-2.h264, was started" [ -s "$W/rot-2.h264" ]
+check "rotate: the recording goes on in rot-2.h264, frames ${split:-?}..239" counters_run "$W/rot-2.h264" "${split:-0}" 239
+check "rotate: rot-2.h264 starts on its only IDR ($(key_frames "$W/rot-2.h264"))" [ "$(key_frames "$W/rot-2.h264")" = 0 ]
+next_port; P=$PORT
+"$CAMREC" --test-pattern --size 640x360 --frames 90 --http "$P" 2>"$W/nofile.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+nofile=$(curl -s -X POST -o "$W/nofile.json" -w '%{http_code}' "http://127.0.0.1:$P/api/rotate")
+check "rotate: with no file outputs it answers 409 ($nofile: $(cat "$W/nofile.json"))" [ "$nofile" = 409 ]
+wait_for $CAM 40
+
+# --- 6. A port in use -------------------------------------------------------------------------------
 next_port; P=$PORT
 python3 -c 'import socket, sys, time; s = socket.socket(); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(); time.sleep(20)' "$P" & BLOCK=$!; PIDS+=($BLOCK)
 wait_listen "$P"
