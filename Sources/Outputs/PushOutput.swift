@@ -182,6 +182,19 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    public var counters: OutputCounters {
+        let (all, peer) = totals.withLock { t in (t, current.withLock { $0 }) }
+        var sent = all.sent
+        if let peer { sent.add(peer.summary) }
+        var counters = OutputCounters()
+        counters.frames = sent.frames
+        counters.bytes = sent.bytes
+        counters.skippedFrames = sent.skipped
+        counters.reconnects = max(0, all.connections - 1)
+        counters.peers = peer?.isAlive == true ? 1 : 0
+        return counters
+    }
+
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
         connector?.join()

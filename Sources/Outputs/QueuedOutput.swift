@@ -72,6 +72,14 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
         queue.drain { $0.release() }
     }
 
+    public var counters: OutputCounters {
+        let report = state.withLock { $0.report }
+        var counters = OutputCounters()
+        counters.frames = report.frames
+        counters.bytes = report.bytes
+        return counters
+    }
+
     public func finish() -> OutputReport {
         queue.close()
         // Wait for the writer, but not past a second interrupt: it may be stuck in write(2).

@@ -51,6 +51,9 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private let queue: BlockingQueue<StreamChunk>
     private var worker: WorkerThread?
     private let shared = Mutex(Shared())
+    /// Stream bytes and access units handed to files so far (a container's own bytes are not counted).
+    private let framesWritten = Atomic<Int>(0)
+    private let bytesWritten = Atomic<Int>(0)
     private struct Shared {
         var failure: OutputError?
         var rotateRequested = false
@@ -76,6 +79,10 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     public var failure: OutputError? { shared.withLock { $0.failure } }
+
+    /// The names this output writes, and the device they are named after.
+    public var namePattern: OutputNamePattern { configuration.pattern }
+    public var deviceName: String { configuration.device }
 
     /// Every file finished so far.
     public var finishedFiles: [FinishedFile] { shared.withLock { $0.finished } }
@@ -147,6 +154,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         lastPresentation = pts
         current!.frames += 1
         current!.bytes += chunk.bytes.count
+        framesWritten.add(1, ordering: .relaxed)
+        bytesWritten.add(chunk.bytes.count, ordering: .relaxed)
         if chunk.isIDR { current!.idrFrames += 1 }
         timestamps?.append(presentationNanoseconds: pts)
     }
@@ -242,6 +251,13 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
             onFileFinished?(file)
         }
         if let closeError { throw closeError }
+    }
+
+    public var counters: OutputCounters {
+        var counters = OutputCounters()
+        counters.frames = framesWritten.load(ordering: .relaxed)
+        counters.bytes = bytesWritten.load(ordering: .relaxed)
+        return counters
     }
 
     public func finish() -> OutputReport {

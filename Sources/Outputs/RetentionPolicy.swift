@@ -27,17 +27,9 @@ public struct RetentionPolicy: Sendable {
     /// - Parameter current: the file being written now, never deleted.
     @discardableResult
     public func apply(pattern: OutputNamePattern, device: String, current: String?, now: time_t = time(nil)) -> [String] {
-        var candidates: [(path: String, mtime: Int)] = []
-        let root = pattern.fixedDirectory
-        let depth = pattern.template.dropFirst(root == "." ? 0 : root.count).filter { $0 == "/" }.count
-        walk(root, depth: max(1, depth)) { path in
-            let comparable = root == "." && !pattern.template.hasPrefix("./") ? String(path.dropFirst(2)) : path
-            guard comparable != current, path != current, pattern.matches(comparable, device: device) else { return }
-            var st = stat()
-            guard stat(path, &st) == 0, (st.st_mode & S_IFMT) == S_IFREG else { return }
-            candidates.append((path, st.st_mtim.tv_sec))
-        }
-        candidates.sort { $0.mtime != $1.mtime ? $0.mtime < $1.mtime : $0.path < $1.path }
+        let candidates = pattern.existingFiles(device: device)
+            .filter { $0.path != current }
+            .map { (path: $0.path, mtime: $0.modifiedSeconds) }
         var doomed = Set<String>()
         if let age = maximumAgeSeconds {
             for c in candidates where Double(now - c.mtime) > age { doomed.insert(c.path) }
@@ -55,22 +47,5 @@ public struct RetentionPolicy: Sendable {
             }
         }
         return deleted
-    }
-
-    private func walk(_ directory: String, depth: Int, _ visit: (String) -> Void) {
-        guard depth > 0, let dir = opendir(directory) else { return }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name == "." || name == ".." { continue }
-            let path = directory == "/" ? "/" + name : directory + "/" + name
-            if entry.pointee.d_type == UInt8(DT_DIR) {
-                walk(path, depth: depth - 1, visit)
-            } else {
-                visit(path)
-            }
-        }
     }
 }

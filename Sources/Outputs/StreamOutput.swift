@@ -16,6 +16,20 @@ public struct OutputReport: Sendable {
     }
 }
 
+/// What an output has done so far (for `/metrics`); read from any thread while it runs.
+public struct OutputCounters: Sendable, Equatable {
+    /// Access units written or sent (summed over every receiver of a network output).
+    public var frames = 0
+    public var bytes = 0
+    /// Access units a slow receiver skipped to catch up at an IDR.
+    public var skippedFrames = 0
+    /// Connections after the first (outputs that connect out).
+    public var reconnects = 0
+    /// Receivers or viewers connected now.
+    public var peers = 0
+    public init() {}
+}
+
 /// A destination of the finished stream: a file, stdout, a TCP peer.
 ///
 /// `open()` runs before capture starts, so a bad path fails before anything is
@@ -28,6 +42,8 @@ public protocol StreamOutput: AnyObject, Sendable {
     func submit(_ chunk: StreamChunk)
     /// Writes out everything queued and closes; nothing submitted before is lost.
     func finish() -> OutputReport
+    /// What it has written or sent so far.
+    var counters: OutputCounters { get }
     /// Set once the output has failed for good; the recorder stops on a failed file.
     var failure: OutputError? { get }
     /// Called once, from the output's own thread, when it fails.

@@ -173,6 +173,18 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         for peer in peers.withLock({ $0 }) { peer.abortNow() }
     }
 
+    public var counters: OutputCounters {
+        let (ended, live) = totals.withLock { t in (t.sent, peers.withLock { $0 }) }
+        var sent = ended
+        for peer in live { sent.add(peer.summary) }
+        var counters = OutputCounters()
+        counters.frames = sent.frames
+        counters.bytes = sent.bytes
+        counters.skippedFrames = sent.skipped
+        counters.peers = live.filter(\.isAlive).count
+        return counters
+    }
+
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
         acceptor?.join()

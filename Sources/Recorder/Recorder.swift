@@ -35,6 +35,18 @@ public final class Recorder: @unchecked Sendable {
         public var lastPresentationNanoseconds: UInt64 = 0
     }
 
+    /// How long one access unit took, for `/metrics`.
+    public struct FrameTiming: Sendable {
+        /// From handing the frame to the encoder to its access unit coming out.
+        public var encodeNanoseconds: UInt64?
+        /// From capture (the buffer's monotonic timestamp) to the access unit being handed to the outputs.
+        public var captureToOutputsNanoseconds: UInt64?
+    }
+    /// Called on the encoder thread for every access unit; must be quick.
+    public var onFrameTimed: (@Sendable (FrameTiming) -> Void)?
+    /// When recent frames went into the encoder, by sequence number modulo its size.
+    private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
+
     private let source: FrameSource
     private let encoder: VideoEncoder
     private let outputs: [StreamOutput]
@@ -152,6 +164,10 @@ public final class Recorder: @unchecked Sendable {
             let force = sinceKeyframe == 0 || sinceKeyframe >= keyframeInterval || requested
             if force { sinceKeyframe = 0 }
             sinceKeyframe += 1
+            if onFrameTimed != nil {
+                let entry = (buffer.sequence, MonotonicClock.now())
+                encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
+            }
             do {
                 try encoder.encode(buffer, forceKeyframe: force)
             } catch {
@@ -248,6 +264,14 @@ public final class Recorder: @unchecked Sendable {
             $0.progress.frames += 1
             $0.progress.bytes += chunk.bytes.count
             $0.progress.lastPresentationNanoseconds = packet.presentationTimeNanoseconds
+        }
+        if let onFrameTimed {
+            let now = MonotonicClock.now()
+            let started = encodeStarts.withLock { $0[Int(packet.sequence % 64)] }
+            onFrameTimed(FrameTiming(
+                encodeNanoseconds: started.sequence == packet.sequence && now >= started.nanoseconds ? now - started.nanoseconds : nil,
+                captureToOutputsNanoseconds: packet.captureTimeNanoseconds > 0 && now >= packet.captureTimeNanoseconds
+                    ? now - packet.captureTimeNanoseconds : nil))
         }
         chunk.retain(outputs.count + 1)
         for output in outputs { output.submit(chunk) }
