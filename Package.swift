@@ -13,6 +13,7 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
         .package(url: "https://github.com/swift-extras/swift-extras-base64", from: "1.0.0"),
     ],
@@ -46,12 +47,13 @@ let package = Package(
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "Bitstream"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream",
+            "Containers", "Outputs", "Bitstream", "Libav",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+            .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "Receiver", dependencies: [
             "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
@@ -72,6 +74,7 @@ let package = Package(
         .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
+        .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Frames", "Capture", "camrec"]),
     ],
     swiftLanguageModes: [.v6]

@@ -22,12 +22,17 @@ public final class LiveHTTPServer: @unchecked Sendable {
     private let access: HTTPAccess
     private let status: @Sendable () -> LiveStatus
     private let actions: LiveActions
+    private let recordings: RecordingShelf
+    private let metrics: LiveMetrics
     private let logger: Logger
     private var group: ServiceGroup?
     private let stopped = DispatchSemaphore(value: 0)
 
     public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
-                status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, logger: Logger) {
+                status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, metrics: LiveMetrics, recordings: RecordingShelf,
+                logger: Logger) {
+        self.recordings = recordings
+        self.metrics = metrics
         self.host = host
         self.port = port
         self.live = live
@@ -59,6 +64,29 @@ public final class LiveHTTPServer: @unchecked Sendable {
                 ? EditedResponse(status: .accepted, response: ActionAnswer(done: true, message: "\(files) file output\(files == 1 ? " starts" : "s start") a new file at the next IDR"))
                 : EditedResponse(status: .conflict, response: ActionAnswer(done: false, message: "this recording writes no files"))
         }
+        router.get("/metrics") { [metrics] _, _ -> Response in
+            Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
+                     body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))
+        }
+        router.get("/api/recordings") { [recordings] _, _ in RecordingShelf.Listing(recordings: recordings.list()) }
+        router.get("/recordings/**") { [recordings] request, _ in try recordings.response(to: request) }
+        let snapshot = LiveSnapshot(live: live)
+        router.get("/snapshot.jpg") { _, _ -> Response in
+            do throws(LiveSnapshot.Failure) {
+                let (sequence, jpeg) = try await snapshot.jpeg()
+                return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store",
+                                                       HTTPFields.Element.Name("X-Camrec-Frame")!: "\(sequence)"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: jpeg)))
+            } catch {
+                switch error {
+                case .busy: throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"],
+                                            message: "\(LiveSnapshot.maximumWaiting) snapshots are being made; ask again in a second")
+                case .noPicture: throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"],
+                                                 message: "no picture yet: the recording has not reached its first IDR")
+                case .failed(let why): throw HTTPError(.internalServerError, message: "the snapshot failed: \(why)")
+                }
+            }
+        }
         router.get("/") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
                      body: ResponseBody(byteBuffer: ByteBuffer(string: LivePage.html)))
@@ -81,7 +109,7 @@ public final class LiveHTTPServer: @unchecked Sendable {
                         case .initSegment(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
                         case .fragment(let bytes):
                             try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-                            viewer.sent()
+                            viewer.sent(bytes: bytes.count)
                         }
                     }
                 }

@@ -1,7 +1,9 @@
 /// The page at `/`: a live `<video>` fed by Media Source Extensions from the WebSocket at `/live`.
 /// Everything is inline (no build step, no CDN). It keeps close to the live edge: when more than
 /// 1.5 s is buffered ahead it jumps to just before the end, between 0.5 and 1.5 s it plays a little
-/// faster, and it removes what lies more than 10 s behind.
+/// faster, and it removes what lies more than 10 s behind. Below it: the status, a snapshot link,
+/// the two actions, and the finished recordings (MP4 plays in the page, anything downloads). File
+/// names reach the page only through `textContent` and URL attributes, never as HTML.
 enum LivePage {
     static let html = #"""
 <!doctype html>
@@ -12,15 +14,40 @@ enum LivePage {
 <title>camrec live</title>
 <style>
   body { margin: 0; background: #111; color: #ddd; font: 14px system-ui, sans-serif; }
-  video { display: block; width: 100%; max-height: 90vh; background: #000; }
-  #state, #status { padding: 6px 10px; }
-  #status { color: #aaa; font-size: 13px; }
+  main { max-width: 1280px; margin: 0 auto; }
+  video { display: block; width: 100%; max-height: 80vh; background: #000; }
+  #state, #status, nav, section { padding: 6px 10px; }
+  #status { color: #aaa; font-size: 13px; overflow-wrap: anywhere; }
+  nav { display: flex; flex-wrap: wrap; gap: 8px; align-items: center; }
+  nav a, nav button { font: inherit; color: #ddd; background: #2a2a2a; border: 1px solid #444; border-radius: 4px;
+                      padding: 6px 12px; text-decoration: none; cursor: pointer; }
+  #answer { color: #aaa; font-size: 13px; }
+  h2 { font-size: 15px; margin: 8px 0; }
+  table { width: 100%; border-collapse: collapse; font-size: 13px; }
+  td { padding: 4px 6px; border-top: 1px solid #333; overflow-wrap: anywhere; }
+  td.n { text-align: right; white-space: nowrap; }
+  a { color: #8cf; }
+  #playback { margin-bottom: 8px; }
 </style>
 </head>
 <body>
+<main>
 <video id="live" muted autoplay playsinline></video>
 <div id="state">connecting…</div>
 <div id="status"></div>
+<nav>
+  <a id="snapshot" href="/snapshot.jpg" target="_blank" rel="noopener">Snapshot</a>
+  <button id="keyframe" type="button">Key frame now</button>
+  <button id="rotate" type="button">Start a new file</button>
+  <span id="answer"></span>
+</nav>
+<section>
+  <h2>Recordings</h2>
+  <video id="playback" controls playsinline hidden></video>
+  <table><tbody id="files"></tbody></table>
+  <p id="nofiles">No finished recordings yet.</p>
+</section>
+</main>
 <script>
 "use strict";
 const video = document.getElementById("live");
@@ -77,11 +104,49 @@ async function refreshStatus() {
     status.textContent = s.source + " · " + s.width + "×" + s.height + " @ " + s.framesPerSecond + " fps · " +
       s.encoder + " · " + s.frames + " frames, " + s.dropped + " dropped · " +
       (8 * s.bytes / Math.max(s.uptimeSeconds, 1) / 1e6).toFixed(2) + " Mbit/s · " +
-      s.viewers + " watching · up " + minutes + ":" + String(seconds).padStart(2, "0");
+      s.receivers + " receiving, " + s.viewers + " watching here · up " + minutes + ":" + String(seconds).padStart(2, "0");
   } catch (e) { status.textContent = "status unavailable"; }
 }
 refreshStatus();
 setInterval(refreshStatus, 2000);
+
+const answer = document.getElementById("answer");
+for (const [id, path] of [["keyframe", "/api/keyframe"], ["rotate", "/api/rotate"]]) {
+  document.getElementById(id).addEventListener("click", async () => {
+    try { answer.textContent = (await (await fetch(path, { method: "POST" })).json()).message; }
+    catch (e) { answer.textContent = "no answer: " + e; }
+  });
+}
+
+const files = document.getElementById("files"), nofiles = document.getElementById("nofiles");
+const playback = document.getElementById("playback");
+function cell(row, text, numeric) {
+  const td = row.insertCell(); td.textContent = text; if (numeric) td.className = "n"; return td;
+}
+function link(td, text, href, onclick) {
+  const a = document.createElement("a"); a.textContent = text; a.href = href;
+  if (onclick) a.addEventListener("click", (e) => { e.preventDefault(); onclick(); });
+  td.append(a, " ");
+}
+async function refreshRecordings() {
+  try {
+    const list = (await (await fetch("/api/recordings", { cache: "no-store" })).json()).recordings;
+    files.replaceChildren();
+    nofiles.hidden = list.length > 0;
+    for (const r of list) {
+      const row = files.insertRow();
+      cell(row, r.name);
+      cell(row, (r.bytes / 1e6).toFixed(1) + " MB", true);
+      const d = r.durationSeconds;
+      cell(row, d == null ? "" : Math.floor(d / 60) + ":" + String(Math.round(d % 60)).padStart(2, "0"), true);
+      const actions = cell(row, "");
+      if (r.playsInPage) link(actions, "play", r.url, () => { playback.hidden = false; playback.src = r.url; playback.play().catch(() => {}); });
+      link(actions, "download", r.url + "?download");
+    }
+  } catch (e) { nofiles.textContent = "recordings unavailable"; nofiles.hidden = false; }
+}
+refreshRecordings();
+setInterval(refreshRecordings, 5000);
 </script>
 </body>
 </html>

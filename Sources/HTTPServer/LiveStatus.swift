@@ -11,10 +11,14 @@ public struct LiveStatus: ResponseEncodable, Sendable {
     public var dropped: Int
     public var bytes: Int
     public var uptimeSeconds: Double
+    /// Browsers on the live page.
     public var viewers = 0
+    /// Receivers of the other network outputs (TCP, media servers) connected now.
+    public var receivers = 0
 
     public init(source: String, width: Int, height: Int, framesPerSecond: Double, encoder: String,
-                frames: Int, dropped: Int, bytes: Int, uptimeSeconds: Double) {
+                frames: Int, dropped: Int, bytes: Int, uptimeSeconds: Double, receivers: Int) {
+        self.receivers = receivers
         self.source = source
         self.width = width
         self.height = height

@@ -20,6 +20,9 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         /// Frames, IDRs and bytes made; frames viewers skipped (added as each leaves).
         var totals: OutputReport
         var servedViewers = 0
+        var pictureGroup: PictureGroup
+        /// Fragments sent to browsers that have left (for `/metrics`).
+        var sentToViewers = (frames: 0, bytes: 0)
     }
     private let state: Mutex<State>
     private let queueLimit: Int
@@ -36,7 +39,8 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         self.log = log
         self.queueLimit = queueLimit
         self.maximumViewers = maximumViewers
-        state = Mutex(State(fragmenter: try LiveMP4Fragmenter(framesPerSecond: framesPerSecond), totals: OutputReport(label: label)))
+        state = Mutex(State(fragmenter: try LiveMP4Fragmenter(framesPerSecond: framesPerSecond), totals: OutputReport(label: label),
+                            pictureGroup: PictureGroup(maximumFrames: 1200, maximumBytes: 64 << 20)))
     }
 
     public func open() throws {}
@@ -44,6 +48,7 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
     public func submit(_ chunk: StreamChunk) {
         defer { chunk.release() }
         state.withLock { s in
+            s.pictureGroup.add(chunk)
             guard let fragmenter = s.fragmenter else { return }
             let fragment: [UInt8]?
             do {
@@ -92,14 +97,31 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
             guard let index = s.viewers.firstIndex(where: { $0 === viewer }) else { return }
             s.viewers.remove(at: index)
             s.totals.skippedFrames += skipped
+            s.sentToViewers.frames += viewer.sent.frames
+            s.sentToViewers.bytes += viewer.sent.bytes
         }
     }
 
     public var viewerCount: Int { state.withLock { $0.viewers.count } }
 
+    /// The access units from the newest IDR to the newest frame (for `/snapshot.jpg`).
+    var newestPictureGroup: (accessUnits: [[UInt8]], sequence: UInt64)? { state.withLock { $0.pictureGroup.newest } }
+
+    public var counters: OutputCounters {
+        let (totals, viewers, left) = state.withLock { ($0.totals, $0.viewers, $0.sentToViewers) }
+        var counters = OutputCounters()
+        // What reached browsers, as for the other network outputs (not the fragments made).
+        counters.frames = left.frames + viewers.reduce(0) { $0 + $1.sent.frames }
+        counters.bytes = left.bytes + viewers.reduce(0) { $0 + $1.sent.bytes }
+        counters.skippedFrames = totals.skippedFrames + viewers.reduce(0) { $0 + $1.skippedFrames }
+        counters.peers = viewers.count
+        return counters
+    }
+
     public func finish() -> OutputReport {
         let viewers = state.withLock { s -> [LiveViewer] in
             s.fragmenter = nil
+            s.pictureGroup.clear()
             return s.viewers
         }
         for viewer in viewers { leave(viewer) }

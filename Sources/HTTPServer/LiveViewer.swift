@@ -17,6 +17,8 @@ final class LiveViewer: Sendable {
         var queued = 0
         var waitingForIDR = true
         var skippedFrames = 0
+        var sentFrames = 0
+        var sentBytes = 0
     }
     private let state = Mutex(State())
     let queueLimit: Int
@@ -52,12 +54,18 @@ final class LiveViewer: Sendable {
         return queue
     }
 
-    /// One fragment left for the browser.
-    func sent() {
-        state.withLock { $0.queued -= 1 }
+    /// One fragment of `bytes` left for the browser.
+    func sent(bytes: Int) {
+        state.withLock {
+            $0.queued -= 1
+            $0.sentFrames += 1
+            $0.sentBytes += bytes
+        }
     }
 
     var skippedFrames: Int { state.withLock { $0.skippedFrames } }
+    /// Fragments sent to this browser, and their bytes.
+    var sent: (frames: Int, bytes: Int) { state.withLock { ($0.sentFrames, $0.sentBytes) } }
 
     func end() { continuation.finish() }
 }

@@ -8,7 +8,8 @@ import Recorder
 extension RecordCommand {
     /// Starts `--http` before capture, so a port in use fails before anything is recorded.
     func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
-                         encoder: VideoEncoder, actions: LiveActions) throws -> LiveHTTPServer {
+                         encoder: VideoEncoder, actions: LiveActions,
+                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput]) throws -> LiveHTTPServer {
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -26,8 +27,11 @@ extension RecordCommand {
             return LiveStatus(source: sourceSummary, width: size.width, height: size.height, framesPerSecond: rate,
                               encoder: encoderName, frames: progress?.frames ?? 0, dropped: Int(clamping: progress?.dropped ?? 0),
                               bytes: progress?.bytes ?? 0,
-                              uptimeSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18)
-        }, actions: actions, logger: Logger(label: "camrec"))
+                              uptimeSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
+                              receivers: outputs.reduce(0) { $0 + ($1 is LiveViewOutput ? 0 : $1.counters.peers) })
+        }, actions: actions, metrics: makeMetrics(recorder: recorder, source: source, outputs: outputs), recordings: RecordingShelf(shelves: fileOutputs.map { output in
+            RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
+        }), logger: Logger(label: "camrec"))
         do {
             let port = try server.start()
             let shown = host.contains(":") ? "[\(host)]" : host
@@ -37,5 +41,36 @@ extension RecordCommand {
             throw ReportedFailure(status: .outputError)
         }
         return server
+    }
+
+    /// `/metrics`: the recorder's and every output's counters, and each access unit's timing.
+    private func makeMetrics(recorder: Recorder, source: FrameSource, outputs: [StreamOutput]) -> LiveMetrics {
+        let metrics = LiveMetrics { [weak recorder] in
+            var now = LiveMetrics.Snapshot()
+            let statistics = source.statistics
+            now.framesCaptured = Int(clamping: statistics.delivered)
+            now.framesDropped = Int(clamping: statistics.dropped)
+            now.framesErrored = Int(clamping: statistics.errored)
+            if let progress = recorder?.progress {
+                now.framesEncoded = progress.frames
+                now.bytesEncoded = progress.bytes
+            }
+            now.outputs = outputs.map { output in
+                let kind = switch output {
+                case is RecordingFileOutput: "file"
+                case is QueuedOutput: "stdout"
+                case is PushOutput: "push"
+                case is TCPListenOutput: "listen"
+                case is LiveViewOutput: "browser"
+                default: "other"
+                }
+                return (output.label, kind, output.counters)
+            }
+            return now
+        }
+        recorder.onFrameTimed = { timing in
+            metrics.record(encodeNanoseconds: timing.encodeNanoseconds, captureToOutputsNanoseconds: timing.captureToOutputsNanoseconds)
+        }
+        return metrics
     }
 }

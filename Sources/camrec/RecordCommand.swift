@@ -201,7 +201,8 @@ struct RecordCommand: ParsableCommand {
         let actions = LiveActions(keyframe: { keyframes.request() },
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count })
         let httpServer = try liveView.map {
-            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder, actions: actions)
+            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder, actions: actions,
+                                fileOutputs: fileOutputs, outputs: streamOutputs)
         }
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""

@@ -1,0 +1,82 @@
+import Outputs
+import Prometheus
+import Synchronization
+
+/// `/metrics`: the recording in Prometheus text (swift-prometheus's registry).
+///
+/// Counters that camrec keeps anyway (frames, drops, bytes per output) are read when scraped and
+/// added to the registry's counters by their growth since the last scrape, so they never go
+/// down. The two histograms are fed per access unit from the encoder thread.
+public final class LiveMetrics: Sendable {
+    /// The recording's own counters at one moment.
+    public struct Snapshot: Sendable {
+        public var framesCaptured = 0
+        public var framesEncoded = 0
+        public var framesDropped = 0
+        public var framesErrored = 0
+        public var bytesEncoded = 0
+        public var outputs: [(label: String, kind: String, counters: OutputCounters)] = []
+        public init() {}
+    }
+
+    private let registry = PrometheusCollectorRegistry()
+    private let snapshot: @Sendable () -> Snapshot
+    private let encodeTime: DurationHistogram
+    private let captureToOutputs: DurationHistogram
+    /// The values already added to each counter, by the counter's name and labels.
+    private let added = Mutex<[String: Int]>([:])
+
+    public init(snapshot: @escaping @Sendable () -> Snapshot) {
+        self.snapshot = snapshot
+        let milliseconds: [Duration] = [1, 2, 5, 10, 20, 33, 50, 100, 200, 500, 1000, 2000].map { .milliseconds($0) }
+        encodeTime = registry.makeDurationHistogram(
+            descriptor: Self.name("encode", "seconds", "From handing a frame to the encoder to its access unit coming out"),
+            buckets: milliseconds)
+        captureToOutputs = registry.makeDurationHistogram(
+            descriptor: Self.name("capture_to_outputs", "seconds", "From a frame's capture timestamp to its access unit being handed to the outputs"),
+            buckets: milliseconds)
+    }
+
+    /// One access unit's timing (the recorder's encoder thread).
+    public func record(encodeNanoseconds: UInt64?, captureToOutputsNanoseconds: UInt64?) {
+        if let n = encodeNanoseconds, let value = Int64(exactly: n) { encodeTime.recordNanoseconds(value) }
+        if let n = captureToOutputsNanoseconds, let value = Int64(exactly: n) { captureToOutputs.recordNanoseconds(value) }
+    }
+
+    /// The Prometheus text exposition of everything now.
+    public func render() -> [UInt8] {
+        let now = snapshot()
+        added.withLock { added in
+            func count(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) {
+                let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
+                // Made even at zero, so a scraper sees every series from the start.
+                let counter = registry.makeCounter(descriptor: Self.name(name, "total", help), labels: labels)
+                let growth = value - added[key, default: 0]
+                guard growth > 0 else { return }
+                added[key] = value
+                counter.increment(by: Int64(growth))
+            }
+            count("frames_captured", "Frames the source handed to the encoder", now.framesCaptured)
+            count("frames_encoded", "Access units the encoder produced and the stream writer passed on", now.framesEncoded)
+            count("frames_dropped", "Frames lost before the encoder (device sequence gaps, errored buffers, empty pool)", now.framesDropped)
+            count("frames_errored", "Of the dropped frames, those the device delivered corrupt", now.framesErrored)
+            count("encoded_bytes", "Bytes of H.264 the stream writer passed on", now.bytesEncoded)
+            for output in now.outputs {
+                let labels = [("output", output.label), ("kind", output.kind)]
+                count("output_frames", "Access units an output wrote or sent (summed over its receivers)", output.counters.frames, labels: labels)
+                count("output_bytes", "Stream bytes an output wrote or sent (summed over its receivers)", output.counters.bytes, labels: labels)
+                count("output_skipped_frames", "Access units a slow receiver of an output skipped to catch up at an IDR", output.counters.skippedFrames, labels: labels)
+                count("output_reconnects", "Connections an output made after its first", output.counters.reconnects, labels: labels)
+            }
+        }
+        for output in now.outputs {
+            registry.makeGauge(descriptor: Self.name("output", "receivers", "Receivers or viewers an output has connected now"),
+                               labels: [("output", output.label), ("kind", output.kind)]).set(to: Double(output.counters.peers))
+        }
+        return registry.emitToBuffer()
+    }
+
+    private static func name(_ metric: String, _ unit: String, _ help: String) -> MetricNameDescriptor {
+        MetricNameDescriptor(namespace: "camrec", metricName: metric, unitName: unit, helpText: help)
+    }
+}
