@@ -3,7 +3,8 @@
 #   scripts/setup.sh          build and run dependencies
 #   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva,
 #                             nginx-rtmp and srt-live-transmit as media servers to publish to, headless
-#                             Chromium with Selenium from PyPI to play recordings in a browser)
+#                             Chromium with Selenium from PyPI to play recordings in a browser, and
+#                             prometheus-client from PyPI, whose parser reads /metrics)
 set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev)
@@ -36,10 +37,15 @@ if ((${#missing[@]})); then
   ((status == 0)) || exit "$status"
 fi
 
-if [[ "${1:-}" == "--test" ]] && ! python3 -c 'import selenium' 2>/dev/null; then
-  echo "setup: installing Selenium (PyPI) for python3" >&2
-  python3 -m pip install -q --disable-pip-version-check 'selenium>=4.20,<5' 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
-  python3 -c 'import selenium' || { echo "setup: Selenium did not install for $(command -v python3)" >&2; exit 1; }
+# From PyPI for whichever python3 the tests run: Selenium drives Chromium, prometheus-client parses /metrics.
+if [[ "${1:-}" == "--test" ]]; then
+  for module in "selenium selenium>=4.20,<5" "prometheus_client prometheus-client>=0.16,<1"; do
+    read -r name requirement <<<"$module"
+    python3 -c "import $name" 2>/dev/null && continue
+    echo "setup: installing $requirement (PyPI) for python3" >&2
+    python3 -m pip install -q --disable-pip-version-check "$requirement" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
+    python3 -c "import $name" || { echo "setup: $requirement did not install for $(command -v python3)" >&2; exit 1; }
+  done
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

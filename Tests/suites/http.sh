@@ -1,6 +1,6 @@
 #!/bin/bash
 # Tests/suites/http.sh — `--http`: the live page in a real browser, the WebSocket that feeds it, the
-# status API and the rules for who may connect (issue 13, first part).
+# status API, the snapshot, the metrics, the recordings it serves and the rules for who may connect (issue 13).
 #
 # Checks: headless Chromium (Debian's chromium + chromium-driver, driven by Selenium:
 # Tests/tools/browser-live.py) loads camrec's page and plays live video within seconds, advancing with
@@ -15,7 +15,15 @@
 # --http-auth-file, no or wrong credentials get 401 (a WebSocket upgrade is refused), the right ones
 # 200; POST /api/keyframe puts an IDR into the file (and a second one within a second is refused),
 # POST /api/rotate continues the recording in a new file from an IDR, as SIGHUP does; a port in use
-# is 75 with nothing recorded.
+# is 75 with nothing recorded. /snapshot.jpg is a 640x360 JPEG (ffprobe) of the newest frame: its
+# burned-in number is the frame it names, and lies between the frames encoded before and after the
+# request. /metrics parses with prometheus_client's own parser, every family with its type, frames
+# rising with the clock, every encoded frame in both histograms, a TCP receiver counted. The finished
+# segments are listed with their sizes on disk and ffprobe's durations, served byte for byte, in
+# ranges and as downloads; traversal spellings, a symlink out of the directory and a FIFO named like a
+# segment get 404. On an emulated phone screen (390x844) the page needs no sideways scrolling, lists
+# the recordings, plays one in the page and shows the answer to "Key frame now". 200 idle connections
+# neither stop the status or a snapshot nor keep camrec from ending with every frame recorded.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -173,5 +181,108 @@ wait_listen "$P"
 check "port in use: exit 75 (status $rc), nothing recorded" [ $rc -eq 75 -a ! -e "$W/inuse.h264" ]
 check "port in use: one line saying so" grep -q "cannot serve HTTP on 127.0.0.1:$P: Address already in use" "$W/inuse.log"
 kill $BLOCK 2>/dev/null
+
+# --- 7. Snapshot, metrics, recordings, a phone, and 200 idle connections ----------------------------
+next_port; P=$PORT; next_port; L=$PORT
+mkdir -p "$W/shelf"; echo "secret: not a recording" >"$W/secret.txt"
+# Names the pattern produces but camrec never wrote: a symlink out of the directory, and a FIFO.
+ln -s ../secret.txt "$W/shelf/seg-99.mp4"; mkfifo "$W/shelf/seg-98.mp4"
+"$CAMREC" --test-pattern --size 640x360 --fps 30 --frames 450 --segment 2 --listen "$L" --http "$P" "$W/shelf/seg-{n}.mp4" \
+    2>"$W/shelf.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+python3 -c 'import socket, sys
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
+while s.recv(65536): pass' "$L" & RECV=$!; PIDS+=($RECV)
+sleep 2
+U="http://127.0.0.1:$P"
+before=$(field "$(curl -s "$U/api/status")" frames)
+snap=$(curl -s -D "$W/snap.head" -o "$W/snap.jpg" -w '%{http_code}' "$U/snapshot.jpg")
+after=$(field "$(curl -s "$U/api/status")" frames)
+frame=$(grep -i '^x-camrec-frame:' "$W/snap.head" | tr -dc 0-9)
+check "snapshot: 200 with Content-Type image/jpeg ($snap)" bash -c "[ '$snap' = 200 ] && grep -qi '^content-type: image/jpeg' '$W/snap.head'"
+check "snapshot: ffprobe reads a 640x360 JPEG ($(ffprobe -v error -show_entries stream=codec_name,width,height -of csv=p=0 "$W/snap.jpg"))" \
+    [ "$(ffprobe -v error -show_entries stream=codec_name,width,height -of csv=p=0 "$W/snap.jpg")" = "mjpeg,640,360" ]
+shown=$(python3 "$TOOLS/pattern-counters.py" "$W/snap.jpg")
+check "snapshot: the number burned into the picture is the frame it names (${shown:-?} = ${frame:-?})" [ -n "$frame" -a "$shown" = "$frame" ]
+# The newest frame: no older than the last one encoded when it was asked for, no newer than the last when it came.
+check "snapshot: frame ${frame:-?} is the newest, within $((${before:-1} - 1))..$((${after:-1} - 1)) (frames encoded around the request)" \
+    bash -c "[ -n '$frame' ] && [ '$frame' -ge $((${before:-1} - 1)) ] && [ '$frame' -le $((${after:-1} - 1)) ]"
+M1=$(python3 "$TOOLS/metrics-read.py" "$U/metrics"); sleep 1; M2=$(python3 "$TOOLS/metrics-read.py" "$U/metrics")
+# sample JSON KEY: one sample's value, as prometheus_client's parser read it.
+sample() { python3 -c 'import json, sys; v = json.loads(sys.argv[1]).get("samples", {}).get(sys.argv[2]); print("" if v is None else int(v))' "$1" "$2" 2>/dev/null; }
+check "metrics: prometheus_client's parser reads it ($(field "$M1" error)), served as text/plain version 0.0.4" \
+    bash -c "[ -z '$(field "$M1" error)' ] && grep -q 'text/plain; version=0.0.4' <<<'$(field "$M1" content_type)'"
+types=$(python3 -c 'import json, sys; t = json.loads(sys.argv[1])["types"]; print(" ".join(f"{k}={t.get(k)}" for k in sys.argv[2:]))' "$M1" \
+    camrec_frames_captured camrec_frames_encoded camrec_frames_dropped camrec_frames_errored camrec_output_bytes \
+    camrec_output_skipped_frames camrec_output_reconnects camrec_output_receivers camrec_encode_seconds camrec_capture_to_outputs_seconds 2>/dev/null)
+check "metrics: every family with its type ($types)" [ "$types" = "camrec_frames_captured=counter camrec_frames_encoded=counter camrec_frames_dropped=counter camrec_frames_errored=counter camrec_output_bytes=counter camrec_output_skipped_frames=counter camrec_output_reconnects=counter camrec_output_receivers=gauge camrec_encode_seconds=histogram camrec_capture_to_outputs_seconds=histogram" ]
+e1=$(sample "$M1" camrec_frames_encoded_total) e2=$(sample "$M2" camrec_frames_encoded_total)
+check "metrics: frames encoded rose by about 30 in the second between scrapes (${e1:-?} -> ${e2:-?}, 20 to 45)" \
+    bash -c "[ -n '$e1' -a -n '$e2' ] && [ $((${e2:-0} - ${e1:-0})) -ge 20 ] && [ $((${e2:-0} - ${e1:-0})) -le 45 ]"
+c=$(sample "$M2" camrec_encode_seconds_count) l=$(sample "$M2" camrec_capture_to_outputs_seconds_count)
+# The histograms are fed just after the counter in the same frame: a scrape may fall between.
+check "metrics: each encoded frame is in both histograms (encoded ${e2:-?}, encode time ${c:-?}, capture to outputs ${l:-?})" \
+    bash -c "[ -n '$c' -a -n '$l' ] && [ ${c:-0} -le ${e2:-0} -a ${c:-0} -ge $((${e2:-0} - 1)) ] && [ ${l:-0} -le ${e2:-0} -a ${l:-0} -ge $((${e2:-0} - 1)) ]"
+check "metrics: the TCP receiver is counted ($(sample "$M2" "camrec_output_receivers{kind=\"listen\",output=\"tcp://:$L?listen\"}") receiver on tcp://:$L?listen)" \
+    [ "$(sample "$M2" "camrec_output_receivers{kind=\"listen\",output=\"tcp://:$L?listen\"}")" = 1 ]
+fb=$(sample "$M2" "camrec_output_frames_total{kind=\"file\",output=\"$W/shelf/seg-{n}.mp4\"}")
+check "metrics: the file output has written frames, at most those encoded (${fb:-?} of ${e2:-?})" \
+    bash -c "[ -n '$fb' ] && [ ${fb:-0} -gt 0 -a ${fb:-0} -le ${e2:-0} ]"
+check "metrics: nothing dropped or errored ($(sample "$M2" camrec_frames_dropped_total), $(sample "$M2" camrec_frames_errored_total))" \
+    [ "$(sample "$M2" camrec_frames_dropped_total) $(sample "$M2" camrec_frames_errored_total)" = "0 0" ]
+sleep 3
+LIST=$(curl -s "$U/api/recordings")
+names=$(python3 -c 'import json, sys; print(" ".join(sorted(r["name"] for r in json.loads(sys.argv[1])["recordings"])))' "$LIST" 2>/dev/null)
+check "recordings: the finished segments are listed and nothing else ($names)" \
+    bash -c "grep -qx 'seg-1.mp4 seg-2.mp4\( seg-[3-7].mp4\)*' <<<'$names'"
+# Segments end at the first IDR after 2 s: ffprobe says how long each one really is.
+sizes=$(python3 -c 'import json, os, subprocess, sys
+for r in json.loads(sys.argv[1])["recordings"]:
+    path = os.path.join(sys.argv[2], r["name"])
+    probed = float(subprocess.run(["ffprobe", "-v", "error", "-show_entries", "format=duration", "-of", "csv=p=0", path],
+                                  capture_output=True, text=True).stdout)
+    print(r["name"], r["bytes"] == os.path.getsize(path), r["durationSeconds"] is not None and abs(r["durationSeconds"] - probed) < 0.01,
+          r["url"] == "/recordings/0/" + r["name"])' "$LIST" "$W/shelf" 2>&1)
+check "recordings: each one's size is its size on disk, its duration ffprobe's, its URL under /recordings/0/ ($(tr '\n' ';' <<<"$sizes"))" \
+    bash -c "[ -n '$sizes' ] && ! grep -q False <<<'$sizes'"
+code=$(curl -s -o "$W/got.mp4" -w '%{http_code}' "$U/recordings/0/seg-1.mp4")
+check "recordings: GET serves seg-1.mp4 byte for byte ($code)" cmp -s "$W/got.mp4" "$W/shelf/seg-1.mp4"
+code=$(curl -s -r 100-199 -D "$W/range.head" -o "$W/range.bin" -w '%{http_code}' "$U/recordings/0/seg-1.mp4")
+check "recordings: a range request gets 206 and exactly bytes 100..199 ($code)" \
+    bash -c "[ '$code' = 206 ] && cmp -s '$W/range.bin' <(tail -c +101 '$W/shelf/seg-1.mp4' | head -c 100)"
+check "recordings: ?download asks the browser to save it as seg-1.mp4" \
+    bash -c "curl -s -D - -o /dev/null '$U/recordings/0/seg-1.mp4?download' | grep -qi '^content-disposition: attachment; filename=\"seg-1.mp4\"'"
+for path in /recordings/0/../secret.txt /recordings/0/%2e%2e/secret.txt /recordings/0/..%2fsecret.txt /recordings/0/%2E%2E%2Fsecret.txt \
+            /recordings/0/seg-99.mp4 /recordings/0/%2fetc%2fpasswd /recordings/0//etc/passwd /recordings/1/seg-1.mp4 /recordings/-1/seg-1.mp4 \
+            "/recordings/0/seg-1.mp4%00.txt" /recordings/0/./seg-1.mp4 /recordings/../../etc/passwd; do
+    code=$(curl -s --path-as-is -m 5 -o "$W/trav.out" -w '%{http_code}' "$U$path")
+    check "traversal: $path gets 404 ($code), nothing from outside" bash -c "[ '$code' = 404 ] && ! grep -q secret '$W/trav.out'"
+done
+code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$U/recordings/0/seg-98.mp4")
+check "recordings: a FIFO named like a segment is not listed and answers 404 at once ($code)" \
+    bash -c "[ '$code' = 404 ] && ! grep -q seg-98 <<<'$names'"
+PAGE=$(python3 "$TOOLS/browser-page.py" "$U/" 2 "$W/phone.png" 2>"$W/page.err") ||
+    PAGE="{\"error\": \"browser-page failed: $(tail -1 "$W/page.err" | tr -d '"\\')\"}"
+echo "phone: $PAGE"
+check "phone: the page works on a 390x844 screen ($(field "$PAGE" error))" [ -z "$(field "$PAGE" error)" ]
+check "phone: it lists the recordings ($(python3 -c 'import json, sys; print(len(json.loads(sys.argv[1]).get("rows") or []))' "$PAGE") rows, at least 2)" \
+    python3 -c 'import json, sys; sys.exit(len(json.loads(sys.argv[1]).get("rows") or []) < 2)' "$PAGE"
+check "phone: nothing needs sideways scrolling ($(field "$PAGE" overflow) px) and the live video is as wide as the screen ($(field "$PAGE" video_width) of $(field "$PAGE" window_width))" \
+    [ "$(field "$PAGE" overflow)" = 0 -a "$(field "$PAGE" video_width)" = 390 -a "$(field "$PAGE" window_width)" = 390 ]
+check "phone: 'play' plays the newest recording in the page ($(field "$PAGE" played) s in 1.5 s, at least 1.0; $(field "$PAGE" played_src))" \
+    bash -c "at_least() { awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { exit !(a != \"\" && a + 0 >= b) }'; }; at_least '$(field "$PAGE" played)' 1.0 && grep -q '/recordings/0/seg-' <<<'$(field "$PAGE" played_src)'"
+check "phone: 'Key frame now' shows the server's answer ($(field "$PAGE" answer))" grep -q "IDR" <<<"$(field "$PAGE" answer)"
+python3 -c 'import socket, sys, time
+held = [socket.create_connection(("127.0.0.1", int(sys.argv[1]))) for _ in range(200)]
+print(len(held), flush=True); time.sleep(6)' "$P" >"$W/idle.out" & IDLE=$!; PIDS+=($IDLE)
+for _ in $(seq 50); do [ -s "$W/idle.out" ] && break; sleep 0.1; done
+check "200 idle connections: all 200 were accepted ($(cat "$W/idle.out"))" [ "$(cat "$W/idle.out")" = 200 ]
+check "200 idle connections: the status still answers (200)" [ "$(http_code -m 5 "$U/api/status")" = 200 ]
+check "200 idle connections: a snapshot still comes (200)" [ "$(http_code -m 10 "$U/snapshot.jpg")" = 200 ]
+wait_for $CAM 60; rc=$?
+kill $IDLE $RECV 2>/dev/null
+check "shelf: camrec exits 0 with the idle connections still open (status $rc)" [ $rc -eq 0 ]
+all=$(for f in $(ls "$W"/shelf/seg-?.mp4 | sort -V); do counters_of "$f"; echo; done | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')
+check "shelf: the segments hold every frame 0..449 in order" [ "$all" = "$(seq -s ' ' 0 449)" ]
 
 finish
