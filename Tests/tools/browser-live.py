@@ -16,11 +16,9 @@ at the first and last sample, and "latency_ms" the median of (frames camrec has 
 /api/status, fetched just before the picture is read) minus 1 minus the number shown, over the
 frame rate: how far the picture on the page is behind capture.
 """
-import json, sys, time
+import sys, time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
+from chromium import run_reporting
 
 STATE = ("const v = document.getElementById('live'); const q = v.getVideoPlaybackQuality();"
          "const b = v.buffered; return {error: v.error ? v.error.code : null, ready: v.readyState, t: v.currentTime,"
@@ -45,53 +43,44 @@ fetch('/api/status', {cache: 'no-store'}).then(r => r.json()).then(s => {
 """
 
 
+def watch(url, seconds, screenshot, driver, result):
+    loaded = time.time()
+    driver.get(url)
+    s = driver.execute_script(STATE)
+    while time.time() < loaded + 15 and s["error"] is None and not (s["ready"] >= 2 and s["t"] > 0):
+        time.sleep(0.05)
+        s = driver.execute_script(STATE)
+    if s["error"] is not None or s["t"] <= 0:
+        result.update(error=s["error"] or "did not start", ready=s["ready"])
+        return
+    result.update(error=None, started_after=round(time.time() - loaded, 2))
+    t0, start = s["t"], time.time()
+    behind, latencies, counters = [], [], []
+    while time.time() < start + seconds:
+        time.sleep(0.25)
+        s = driver.execute_script(STATE)
+        if time.time() > start + 1 and s["end"] is not None:
+            behind.append(s["end"] - s["t"])
+        captured, shown, fps = driver.execute_async_script(SAMPLE)
+        if shown is not None:
+            counters.append(shown)
+            if captured is not None and fps:
+                latencies.append((captured - 1 - shown) / fps * 1000)
+    latencies.sort()
+    if screenshot:
+        driver.save_screenshot(screenshot)
+    result.update(advanced=round(s["t"] - t0, 3), behind_max=round(max(behind), 3) if behind else None,
+                  behind_last=round(behind[-1], 3) if behind else None, frames=s["frames"],
+                  corrupted=s["corrupted"], width=s["width"], height=s["height"], error=s["error"],
+                  counter_first=counters[0] if counters else None, counter_last=counters[-1] if counters else None,
+                  counters_read=len(counters), latency_ms=round(latencies[len(latencies) // 2]) if latencies else None)
+
+
 def main():
     url = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 6.0
     screenshot = sys.argv[3] if len(sys.argv) > 3 else None
-    options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
-                "--disable-dev-shm-usage", "--mute-audio", "--window-size=800,600"):
-        options.add_argument(arg)
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    result = {"error": "browser-live.py did not finish"}
-    try:
-        loaded = time.time()
-        driver.get(url)
-        s = driver.execute_script(STATE)
-        while time.time() < loaded + 15 and s["error"] is None and not (s["ready"] >= 2 and s["t"] > 0):
-            time.sleep(0.05)
-            s = driver.execute_script(STATE)
-        if s["error"] is not None or s["t"] <= 0:
-            result.update(error=s["error"] or "did not start", ready=s["ready"])
-            return
-        result.update(error=None, started_after=round(time.time() - loaded, 2))
-        t0, start = s["t"], time.time()
-        behind, latencies, counters = [], [], []
-        while time.time() < start + seconds:
-            time.sleep(0.25)
-            s = driver.execute_script(STATE)
-            if time.time() > start + 1 and s["end"] is not None:
-                behind.append(s["end"] - s["t"])
-            captured, shown, fps = driver.execute_async_script(SAMPLE)
-            if shown is not None:
-                counters.append(shown)
-                if captured is not None and fps:
-                    latencies.append((captured - 1 - shown) / fps * 1000)
-        latencies.sort()
-        if screenshot:
-            driver.save_screenshot(screenshot)
-        result.update(advanced=round(s["t"] - t0, 3), behind_max=round(max(behind), 3) if behind else None,
-                      behind_last=round(behind[-1], 3) if behind else None, frames=s["frames"],
-                      corrupted=s["corrupted"], width=s["width"], height=s["height"], error=s["error"],
-                      counter_first=counters[0] if counters else None, counter_last=counters[-1] if counters else None,
-                      counters_read=len(counters), latency_ms=round(latencies[len(latencies) // 2]) if latencies else None)
-    except Exception as e:
-        result["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    finally:
-        print(json.dumps(result))
-        driver.quit()
+    run_reporting("browser-live.py", lambda driver, result: watch(url, seconds, screenshot, driver, result))
 
 
 if __name__ == "__main__":

@@ -11,14 +11,12 @@ window: 0 when nothing needs sideways scrolling), "video_width" (the live video'
 clicked, and "played_src", the URL it played), "answer" (the line the page showed after "Key frame
 now" was clicked) and "error" (a reason, or null).
 """
-import json
 import sys
 import time
 
-from selenium import webdriver
-from selenium.webdriver.chrome.options import Options
-from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
+
+from chromium import run_reporting
 
 
 def wait(driver, script, seconds):
@@ -30,53 +28,42 @@ def wait(driver, script, seconds):
     return value
 
 
+def use_page(url, rows, screenshot, driver, result):
+    driver.get(url)
+    if not wait(driver, f"return document.querySelectorAll('#files tr').length >= {rows};", 15):
+        result["error"] = "the recordings table did not fill"
+        return
+    if not wait(driver, "const v = document.getElementById('live'); return v.readyState >= 2 && v.currentTime > 0;", 15):
+        result["error"] = "the live video did not play"
+        return
+    result.update(error=None, rows=driver.execute_script(
+        "return [...document.querySelectorAll('#files tr')].map(r => [...r.cells].map(c => c.textContent.trim()));"))
+    result["overflow"] = driver.execute_script(
+        "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth);")
+    result["video_width"] = driver.execute_script(
+        "return Math.round(document.getElementById('live').getBoundingClientRect().width);")
+    result["window_width"] = driver.execute_script("return window.innerWidth;")
+    plays = [a for a in driver.find_elements(By.CSS_SELECTOR, "#files a") if a.text == "play"]
+    if plays:
+        plays[0].click()
+        wait(driver, "const p = document.getElementById('playback'); return p.readyState >= 2 && p.currentTime > 0;", 10)
+        start = driver.execute_script("return document.getElementById('playback').currentTime;")
+        time.sleep(1.5)
+        p = driver.execute_script("const p = document.getElementById('playback');"
+                                  " return {t: p.currentTime, src: p.currentSrc, error: p.error ? p.error.code : null};")
+        result.update(played=round(p["t"] - start, 3) if p["error"] is None else None, played_src=p["src"],
+                      played_error=p["error"])
+    driver.find_element(By.ID, "keyframe").click()
+    result["answer"] = wait(driver, "return document.getElementById('answer').textContent;", 5)
+    if screenshot:
+        driver.execute_script("window.scrollTo(0, 0);")
+        driver.save_screenshot(screenshot)
+
+
 def main():
     url, rows = sys.argv[1], int(sys.argv[2])
     screenshot = sys.argv[3] if len(sys.argv) > 3 else None
-    options = Options()
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--autoplay-policy=no-user-gesture-required",
-                "--disable-dev-shm-usage", "--mute-audio"):
-        options.add_argument(arg)
-    # A window cannot be narrower than 500 px in headless Chromium: emulate the phone's screen instead.
-    options.add_experimental_option("mobileEmulation", {"deviceMetrics": {"width": 390, "height": 844, "pixelRatio": 1}})
-    options.binary_location = "/usr/bin/chromium"
-    driver = webdriver.Chrome(service=Service("/usr/bin/chromedriver"), options=options)
-    result = {"error": "browser-page.py did not finish"}
-    try:
-        driver.get(url)
-        if not wait(driver, f"return document.querySelectorAll('#files tr').length >= {rows};", 15):
-            result["error"] = "the recordings table did not fill"
-            return
-        if not wait(driver, "const v = document.getElementById('live'); return v.readyState >= 2 && v.currentTime > 0;", 15):
-            result["error"] = "the live video did not play"
-            return
-        result.update(error=None, rows=driver.execute_script(
-            "return [...document.querySelectorAll('#files tr')].map(r => [...r.cells].map(c => c.textContent.trim()));"))
-        result["overflow"] = driver.execute_script(
-            "return Math.max(0, document.documentElement.scrollWidth - window.innerWidth);")
-        result["video_width"] = driver.execute_script(
-            "return Math.round(document.getElementById('live').getBoundingClientRect().width);")
-        result["window_width"] = driver.execute_script("return window.innerWidth;")
-        plays = [a for a in driver.find_elements(By.CSS_SELECTOR, "#files a") if a.text == "play"]
-        if plays:
-            plays[0].click()
-            wait(driver, "const p = document.getElementById('playback'); return p.readyState >= 2 && p.currentTime > 0;", 10)
-            start = driver.execute_script("return document.getElementById('playback').currentTime;")
-            time.sleep(1.5)
-            p = driver.execute_script("const p = document.getElementById('playback');"
-                                      " return {t: p.currentTime, src: p.currentSrc, error: p.error ? p.error.code : null};")
-            result.update(played=round(p["t"] - start, 3) if p["error"] is None else None, played_src=p["src"],
-                          played_error=p["error"])
-        driver.find_element(By.ID, "keyframe").click()
-        result["answer"] = wait(driver, "return document.getElementById('answer').textContent;", 5)
-        if screenshot:
-            driver.execute_script("window.scrollTo(0, 0);")
-            driver.save_screenshot(screenshot)
-    except Exception as e:
-        result["error"] = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
-    finally:
-        print(json.dumps(result))
-        driver.quit()
+    run_reporting("browser-page.py", lambda driver, result: use_page(url, rows, screenshot, driver, result), phone=True)
 
 
 if __name__ == "__main__":
