@@ -123,7 +123,9 @@ public final class LiveHTTPServer: @unchecked Sendable {
         quiet.logLevel = .warning
         let app = Application(
             router: router,
-            server: .http1WebSocketUpgrade(webSocketRouter: router),
+            // A connection that sends no request for 15 s is closed, so idle ones cannot hold every slot for ever;
+            // the page asks for its status every 2 s and a WebSocket, once upgraded, is not subject to it.
+            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(http1: .init(idleTimeout: .seconds(15)))),
             // Connections of every kind, idle ones included: each costs a little memory and a descriptor.
             configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
                                  availableConnectionsDelegate: MaximumAvailableConnections(256)),

@@ -23,7 +23,8 @@
 # ranges and as downloads; traversal spellings, a symlink out of the directory and a FIFO named like a
 # segment get 404. On an emulated phone screen (390x844) the page needs no sideways scrolling, lists
 # the recordings, plays one in the page and shows the answer to "Key frame now". 200 idle connections
-# neither stop the status or a snapshot nor keep camrec from ending with every frame recorded.
+# neither stop the status or a snapshot nor keep camrec from ending with every frame recorded; a
+# connection idle after a request is closed by the server after 15 s while camrec serves on.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -47,6 +48,16 @@ http_code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 next_port; P=$PORT
 "$CAMREC" --test-pattern --size 640x360 --fps 30 --frames 600 --http "127.0.0.1:$P" "$W/rec.mp4" 2>"$W/live.log" & CAM=$!; PIDS+=($CAM)
 wait_listen "$P"
+# A connection left idle after a request (keep-alive) is closed after 15 s without another; the
+# probe then asks for the status on a new connection, to show the server itself was still up.
+python3 -c 'import json, socket, sys, time, urllib.request
+s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); s.settimeout(30)
+s.sendall(b"GET /api/status HTTP/1.1\r\nHost: camrec\r\n\r\n"); s.recv(65536)
+t = time.time()
+try: closed = round(time.time() - t, 1) if s.recv(65536) == b"" else None
+except OSError: closed = None
+up = urllib.request.urlopen(f"http://127.0.0.1:{sys.argv[1]}/api/status", timeout=5).status
+print(json.dumps({"idle": closed, "still_up": up}))' "$P" >"$W/stall.json" 2>"$W/stall.err" & STALL=$!; PIDS+=($STALL)
 LIVE=$(python3 "$TOOLS/browser-live.py" "http://127.0.0.1:$P/" 6 "$W/page.png" 2>"$W/browser.err") ||
     LIVE="{\"error\": \"browser-live failed: $(tail -1 "$W/browser.err" | tr -d '"\\')\"}"
 echo "browser: $LIVE"
@@ -63,6 +74,10 @@ first=$(field "$LIVE" counter_first) last=$(field "$LIVE" counter_last)
 check "page: the frame number in the picture went from ${first:-?} to ${last:-?} (at least 135 frames: 4.5 s at 30 fps)" \
     at_least "$(( ${last:-0} - ${first:-0} ))" 135
 echo "page: picture on the page behind capture by $(field "$LIVE" latency_ms) ms (median of $(field "$LIVE" counters_read) samples)"
+wait $STALL 2>/dev/null
+STALLED=$(cat "$W/stall.json")
+check "idle connection: closed by the server $(field "$STALLED" idle) s after its last request (15 s, under 20), camrec still serving ($(field "$STALLED" still_up))" \
+    bash -c "awk 'BEGIN { exit !(\"$(field "$STALLED" idle)\" != \"\" && \"$(field "$STALLED" idle)\" + 0 < 20) }' && [ '$(field "$STALLED" still_up)' = 200 ]"
 wait_for $CAM 60; rc=$?
 check "page: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
 check "page: the MP4 beside it holds every frame 0..599 in order" counters_run "$W/rec.mp4" 0 599
