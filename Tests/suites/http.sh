@@ -13,7 +13,7 @@
 # camrec from ending; past the viewer limit, upgrades are refused. A non-loopback address without
 # credentials, or an auth file that is a FIFO, is a usage error (64) and records nothing; with
 # --http-auth-file, no or wrong credentials get 401 (a WebSocket upgrade is refused), the right ones
-# 200; POST /api/keyframe puts an IDR into the file (and a second one within a second is refused),
+# 200 (snapshot, metrics and recordings too: 401 without); POST /api/keyframe puts an IDR into the file (and a second one within a second is refused),
 # POST /api/rotate continues the recording in a new file from an IDR, as SIGHUP does; a port in use
 # is 75 with nothing recorded. /snapshot.jpg is a 640x360 JPEG (ffprobe) of the newest frame: its
 # burned-in number is the frame it names, and lies between the frames encoded before and after the
@@ -155,6 +155,10 @@ check "auth: a WebSocket without credentials is refused ($(field "$R" status)), 
     [ "$(field "$R" status)" != 101 -a "$(field "$R" binary)" = 0 ]
 R=$($WS record 127.0.0.1 "$P" 2 "$W/authed.mp4" 'viewer:pa:ss w0rd')
 check "auth: a WebSocket with them gets video ($(field "$R" binary) messages)" at_least "$(field "$R" binary)" 10
+for path in /snapshot.jpg /metrics /api/recordings /recordings/0/auth.h264; do
+    check "auth: $path without credentials gets 401" [ "$(http_code -m 10 "http://127.0.0.1:$P$path")" = 401 ]
+done
+check "auth: /metrics with them gets 200" [ "$(http_code -m 10 -u 'viewer:pa:ss w0rd' "http://127.0.0.1:$P/metrics")" = 200 ]
 check "auth: an unknown path gets 404" [ "$(http_code -u 'viewer:pa:ss w0rd' "http://127.0.0.1:$P/etc/passwd")" = 404 ]
 wait_for $CAM 40
 
