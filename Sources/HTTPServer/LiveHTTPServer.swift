@@ -123,9 +123,7 @@ public final class LiveHTTPServer: @unchecked Sendable {
         quiet.logLevel = .warning
         let app = Application(
             router: router,
-            // A connection that sends no request for 15 s is closed, so idle ones cannot hold every slot for ever;
-            // the page asks for its status every 2 s and a WebSocket, once upgraded, is not subject to it.
-            server: .http1WebSocketUpgrade(webSocketRouter: router, configuration: .init(http1: .init(idleTimeout: .seconds(15)))),
+            server: Self.serverBuilder(router: router),
             // Connections of every kind, idle ones included: each costs a little memory and a descriptor.
             configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
                                  availableConnectionsDelegate: MaximumAvailableConnections(256)),
@@ -155,6 +153,21 @@ public final class LiveHTTPServer: @unchecked Sendable {
             throw StartError(description: "the HTTP server did not start within 10 s")
         }
         return try outcome.withLock { $0! }.get()
+    }
+
+    /// HTTP/1.1 with the WebSocket upgrade, where no connection holds a slot for long without asking for
+    /// something: 15 s for the first request head to arrive (`RequestHeadDeadline`), then 15 s idle
+    /// between requests (Hummingbird's timer). The page asks for its status every 2 s; a WebSocket, once
+    /// upgraded, and a response being sent are not subject to either.
+    private static func serverBuilder(router: Router<BasicWebSocketRequestContext>) -> HTTPServerBuilder {
+        let webSocketResponder = router.buildResponder()
+        let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: .seconds(15)))
+        return HTTPServerBuilder { responder in
+            RequestHeadDeadlineChannel(
+                base: HTTP1WebSocketUpgradeChannel(responder: responder, webSocketResponder: webSocketResponder,
+                                                   configuration: configuration),
+                deadline: .seconds(15))
+        }
     }
 
     /// One line for a start failure: the system's words for a socket error (a port in use).
