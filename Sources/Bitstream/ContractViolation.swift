@@ -5,9 +5,10 @@ public struct ContractViolation: Sendable, Hashable {
     public enum Kind: String, Sendable, CaseIterable {
         /// (a) A NAL unit preceded by a 3-byte start code.
         case threeByteStartCode
-        /// (b) An IDR picture whose access unit has no SPS and PPS before its first slice.
+        /// (b) An IDR picture whose access unit lacks a parameter set (SPS, PPS; in H.265 also VPS)
+        /// before its first slice.
         case idrWithoutParameterSets
-        /// (c) The first NAL unit (after an optional AUD and SEI units) is not an SPS.
+        /// (c) The first NAL unit (after an optional AUD and SEI units) is not an SPS (a VPS in H.265).
         case doesNotBeginWithSPS
         /// (d) forbidden_zero_bit is set.
         case forbiddenZeroBit
@@ -21,9 +22,11 @@ public struct ContractViolation: Sendable, Hashable {
         case unparsableUnit
         /// (h) A picture in more slice NAL units than allowed (one, unless `--slices`).
         case tooManySlices
-        /// (i) SPS and PPS are in the IDR's access unit but not the two units right before its
+        /// (i) The parameter sets are in the IDR's access unit but not the units right before its
         /// first slice: something (an SEI, say) stands between the PPS and the IDR slice.
         case unitBetweenParameterSetsAndIDR
+        /// (j) A random-access picture that is not an IDR (H.265 CRA or BLA).
+        case randomAccessNotIDR
     }
 
     public var kind: Kind

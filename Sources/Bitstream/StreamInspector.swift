@@ -1,5 +1,7 @@
-/// Examines an Annex B H.264 stream fed in chunks (for `camrec inspect FILE`, or a live
-/// receiver) and reports its structure and whether it keeps camrec's stream contract.
+/// Examines an Annex B H.264 or H.265 stream fed in chunks (for `camrec inspect FILE`, or a live
+/// receiver) and reports its structure and whether it keeps camrec's stream contract. The codec is
+/// given, or guessed from the first NAL unit (`VideoCodec.guess`); everything that differs between
+/// the two is asked of `VideoCodec`, so both are checked by the same rules below.
 ///
 /// Memory stays bounded by `unitKeepLimit` bytes per NAL unit (only headers are read;
 /// larger units are counted, not held) plus the records kept (at most `recordLimit`); the
@@ -9,21 +11,25 @@
 ///
 /// Contract rules checked (see `ContractViolation.Kind`):
 /// - every NAL unit has a 4-byte start code;
-/// - the stream begins with an SPS, optionally preceded by one AUD and by SEI units (the
-///   layout of an IDR access unit is `[AUD] [SEI …] SPS PPS IDR…`);
-/// - **SPS and PPS must both appear in the same access unit before its first IDR slice.**
+/// - the stream begins with its first parameter set (SPS; VPS in H.265), optionally preceded by
+///   one AUD and by SEI units (the layout of an IDR access unit is `[AUD] [SEI …] SPS PPS IDR…`,
+///   in H.265 `[AUD] [SEI …] VPS SPS PPS IDR…`);
+/// - **every parameter set must appear in the same access unit before its first IDR slice.**
 ///   AUD and SEI may come before or between them. Access units are delimited as in
-///   H.264 7.4.1.2.3: an AUD, SPS, PPS, SEI or NAL type 14–18 after a picture's slices,
-///   or a slice with `first_mb_in_slice == 0`, starts a new access unit;
+///   H.264 7.4.1.2.3 and H.265 7.4.2.4.4: an AUD, parameter set, (prefix) SEI and a few reserved
+///   types after a picture's slices, or the first slice of a picture, start a new access unit;
 /// - forbidden_zero_bit is 0 everywhere; nothing precedes the first start code;
-/// - every slice names a PPS that has appeared, whose SPS has appeared;
+/// - every slice names a PPS that has appeared, whose SPS (and in H.265 its VPS) has appeared;
 /// - the stream has at least one IDR picture;
-/// - **the two units right before the first slice of every IDR picture are SPS and PPS**
-///   (nothing between the PPS and the IDR slice);
+/// - **the units right before the first slice of every IDR picture are its parameter sets in
+///   order** (SPS PPS, or VPS SPS PPS: nothing between the PPS and the IDR slice);
+/// - random-access pictures are IDRs (an H.265 CRA or BLA is flagged: a player starting there
+///   drops its leading pictures);
 /// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default).
 ///
-/// A picture (frame) is counted at each slice with `first_mb_in_slice == 0`, so field
-/// pairs count twice; camrec writes progressive frames only.
+/// A picture (frame) is counted at each first slice of a picture (`first_mb_in_slice == 0`,
+/// `first_slice_segment_in_pic_flag`), so H.264 field pairs count twice; camrec writes
+/// progressive frames only.
 public struct StreamInspector: Sendable {
     private struct Tally: Sendable {
         var count = 0
@@ -37,23 +43,29 @@ public struct StreamInspector: Sendable {
     private var pictureOffset = 0
     private var fewestSlices = Int.max
     private var mostSlices = 0
-    /// Types of the two units before the current one (nil at the start).
-    private var previousType: NALUnitType?
-    private var typeBeforePrevious: NALUnitType?
+    /// The codec, once given or guessed from the first unit.
+    private var codec: VideoCodec?
+    /// Roles of the units before the current one, the latest last (at most three).
+    private var recentRoles: [NALRole] = []
     /// Bytes of a NAL unit held: enough for any SPS, PPS or slice header.
     public static let unitKeepLimit = 64 * 1024
     private var scanner = AnnexBScanner(keepingAtMost: StreamInspector.unitKeepLimit)
     private var records: [NALRecord] = []
     private var nalCount = 0
     private var fourByteStartCodes = 0
-    private var typeCounts: [NALUnitType: Int] = [:]
+    private var typeCounts: [UInt8: Int] = [:]
     private var tallies: [ContractViolation.Kind: Tally] = [:]
 
     private var spsByID: [Int: SequenceParameterSet] = [:]
-    private var ppsByID: [Int: PictureParameterSet] = [:]
     private var firstSPS: SequenceParameterSet?
     private var firstPPS: PictureParameterSet?
+    private var hevcSPSByID: [Int: HEVCSequenceParameterSet] = [:]
+    private var firstHEVC = StreamReport.HEVCParameterSets()
     private var distinctSPSCount = 0
+    /// Which parameter sets are known, and what each refers to: the PPS's SPS, the SPS's VPS.
+    private var ppsToSPS: [Int: Int] = [:]
+    private var spsToVPS: [Int: Int] = [:]
+    private var knownVPS: Set<Int> = []
 
     private var frameCount = 0
     private var idrFrameIndices: [Int] = []
@@ -61,15 +73,16 @@ public struct StreamInspector: Sendable {
 
     // Access-unit state.
     private var sawPictureInAccessUnit = false
-    private var spsInAccessUnit = false
-    private var ppsInAccessUnit = false
+    private var parameterSetsInAccessUnit: Set<ParameterSetKind> = []
     /// The beginning check looks at the first unit that is not a leading AUD or an SEI.
     private var checkedBeginning = false
 
     /// - Parameter recordLimit: NAL records kept for the table; counting goes on past it.
-    public init(recordLimit: Int = 1_000_000, maxSlicesPerPicture: Int = 1) {
+    /// - Parameter codec: nil to guess it from the first NAL unit.
+    public init(recordLimit: Int = 1_000_000, maxSlicesPerPicture: Int = 1, codec: VideoCodec? = nil) {
         self.recordLimit = recordLimit
         self.maxSlicesPerPicture = max(1, maxSlicesPerPicture)
+        self.codec = codec
     }
 
     public mutating func append<C: Collection>(_ chunk: C) where C.Element == UInt8 {
@@ -108,11 +121,11 @@ public struct StreamInspector: Sendable {
         }
 
         return StreamReport(
-            byteCount: byteCount, nalUnitCount: nalCount, records: records,
+            codec: codec ?? .h264, byteCount: byteCount, nalUnitCount: nalCount, records: records,
             recordsTruncated: nalCount > records.count, typeCounts: typeCounts,
             fourByteStartCodeCount: fourByteStartCodes, skippedLeadingBytes: scanner.skippedLeadingBytes,
             frameCount: frameCount, idrCount: idrCount, idrFrameIndices: idrFrameIndices, gopLengths: gopLengths,
-            sequenceParameterSet: firstSPS, pictureParameterSet: firstPPS, distinctSPSCount: distinctSPSCount,
+            sequenceParameterSet: firstSPS, pictureParameterSet: firstPPS, hevc: firstHEVC, distinctSPSCount: distinctSPSCount,
             slicesPerPicture: mostSlices > 0 ? fewestSlices...mostSlices : nil,
             allowedSlicesPerPicture: maxSlicesPerPicture, violations: violations)
     }
@@ -127,12 +140,16 @@ public struct StreamInspector: Sendable {
     // MARK: - Private
 
     private mutating func process(_ unit: NALUnit) {
-        let type = unit.type
+        let codec = self.codec ?? VideoCodec.guess(fromFirstUnit: unit.bytes)
+        self.codec = codec
+        let type = codec.typeValue(of: unit.bytes)
+        let role = codec.role(ofType: type)
+        let name = codec.shortName(ofType: type)
         nalCount += 1
         typeCounts[type, default: 0] += 1
         if records.count < recordLimit {
-            records.append(NALRecord(offset: unit.offset, startCodeLength: unit.startCodeLength, type: type,
-                                     nalRefIdc: unit.nalRefIdc, size: unit.byteCount))
+            records.append(NALRecord(offset: unit.offset, startCodeLength: unit.startCodeLength, typeValue: type, typeName: name,
+                                     nalRefIdc: codec == .h264 ? unit.nalRefIdc : 0, size: unit.byteCount))
         }
         if unit.startCodeLength == 4 {
             fourByteStartCodes += 1
@@ -140,88 +157,129 @@ public struct StreamInspector: Sendable {
             tally(.threeByteStartCode, offset: unit.offset, detail: "")
         }
         if unit.forbiddenZeroBit {
-            tally(.forbiddenZeroBit, offset: unit.offset, detail: type.shortName)
+            tally(.forbiddenZeroBit, offset: unit.offset, detail: name)
         }
-        if !checkedBeginning && !(nalCount == 1 && type == .accessUnitDelimiter) && type != .sei {
+        if !checkedBeginning && !(nalCount == 1 && role == .accessUnitDelimiter) && role != .sei {
             checkedBeginning = true
-            if type != .sps {
-                tally(.doesNotBeginWithSPS, offset: unit.offset, detail: type.shortName)
+            if role != .parameterSet(codec.parameterSetOrder[0]) {
+                tally(.doesNotBeginWithSPS, offset: unit.offset, detail: name)
             }
         }
-
-        switch type.rawValue {
-        case 6...9, 14...18:
-            // These start a new access unit when they follow a picture's slices.
-            if sawPictureInAccessUnit { startAccessUnit() }
-        default:
-            break
-        }
+        if role.startsAccessUnitAfterPicture && sawPictureInAccessUnit { startAccessUnit() }
 
         defer {
-            typeBeforePrevious = previousType
-            previousType = type
+            recentRoles.append(role)
+            if recentRoles.count > 3 { recentRoles.removeFirst() }
         }
 
-        switch type {
-        case .sps:
-            spsInAccessUnit = true
-            do {
-                let sps = try SequenceParameterSet(nalUnit: unit)
-                if spsByID[sps.seqParameterSetID] != sps { distinctSPSCount += 1 }
-                spsByID[sps.seqParameterSetID] = sps
-                if firstSPS == nil { firstSPS = sps }
-            } catch {
-                tally(.unparsableUnit, offset: unit.offset, detail: "SPS")
+        switch role {
+        case .parameterSet(let kind):
+            parameterSetsInAccessUnit.insert(kind)
+            if !rememberParameterSet(kind, unit, codec: codec) {
+                tally(.unparsableUnit, offset: unit.offset, detail: kind.rawValue)
             }
-        case .pps:
-            ppsInAccessUnit = true
-            do {
-                let pps = try PictureParameterSet(nalUnit: unit)
-                ppsByID[pps.picParameterSetID] = pps
-                if firstPPS == nil { firstPPS = pps }
-            } catch {
-                tally(.unparsableUnit, offset: unit.offset, detail: "PPS")
-            }
-        case .nonIDRSlice, .idrSlice, .slicePartitionA:
-            processSlice(unit)
+        case .idrSlice, .randomAccessSliceNotIDR, .slice:
+            processSlice(unit, role: role, name: name, codec: codec)
         default:
-            if type.isVCL { sawPictureInAccessUnit = true }
+            if role.isVCL { sawPictureInAccessUnit = true }
         }
     }
 
-    private mutating func processSlice(_ unit: NALUnit) {
-        // SliceHeader reads only a short prefix of the payload, whatever the slice size.
-        guard let header = try? SliceHeader(nalUnit: unit) else {
-            tally(.unparsableUnit, offset: unit.offset, detail: unit.type.shortName + " slice header")
+    private mutating func processSlice(_ unit: NALUnit, role: NALRole, name: String, codec: VideoCodec) {
+        // Only a short prefix of the payload is read, whatever the slice size.
+        guard let start = codec.sliceStart(of: unit) else {
+            tally(.unparsableUnit, offset: unit.offset, detail: name + " slice header")
             sawPictureInAccessUnit = true
             return
         }
-        if header.firstMbInSlice == 0 {
+        if start.firstInPicture {
             if sawPictureInAccessUnit { startAccessUnit() }
             endPicture()
             frameCount += 1
             pictureOffset = unit.offset
-            if unit.isIDR {
-                idrCount += 1
-                if idrFrameIndices.count < recordLimit { idrFrameIndices.append(frameCount - 1) }
-                if !(spsInAccessUnit && ppsInAccessUnit) {
-                    let missing = spsInAccessUnit ? "PPS" : (ppsInAccessUnit ? "SPS" : "SPS and PPS")
-                    tally(.idrWithoutParameterSets, offset: unit.offset, detail: "frame \(frameCount - 1) lacks \(missing)")
-                } else if !(typeBeforePrevious == .sps && previousType == .pps) {
-                    let between = previousType.map { $0 == .pps ? "SPS is not right before the PPS" : "\($0.shortName) stands between the PPS and the IDR slice" } ?? ""
-                    tally(.unitBetweenParameterSetsAndIDR, offset: unit.offset, detail: "frame \(frameCount - 1): \(between)")
-                }
+            if role == .randomAccessSliceNotIDR {
+                tally(.randomAccessNotIDR, offset: unit.offset, detail: "frame \(frameCount - 1) is \(name)")
             }
+            if role == .idrSlice { checkIDRParameterSets(unit, codec: codec) }
         }
         slicesInPicture += 1
         sawPictureInAccessUnit = true
-        if let pps = ppsByID[header.picParameterSetID] {
-            if spsByID[pps.seqParameterSetID] == nil {
-                tally(.unknownParameterSetID, offset: unit.offset, detail: "SPS id \(pps.seqParameterSetID)")
+        if let sps = ppsToSPS[start.picParameterSetID] {
+            if let vps = spsToVPS[sps] {
+                if codec == .hevc && !knownVPS.contains(vps) {
+                    tally(.unknownParameterSetID, offset: unit.offset, detail: "VPS id \(vps)")
+                }
+            } else {
+                tally(.unknownParameterSetID, offset: unit.offset, detail: "SPS id \(sps)")
             }
         } else {
-            tally(.unknownParameterSetID, offset: unit.offset, detail: "PPS id \(header.picParameterSetID)")
+            tally(.unknownParameterSetID, offset: unit.offset, detail: "PPS id \(start.picParameterSetID)")
         }
+    }
+
+    /// The first slice of an IDR picture: its access unit holds every parameter set, and they are
+    /// the units right before it, in order.
+    private mutating func checkIDRParameterSets(_ unit: NALUnit, codec: VideoCodec) {
+        idrCount += 1
+        if idrFrameIndices.count < recordLimit { idrFrameIndices.append(frameCount - 1) }
+        let order = codec.parameterSetOrder
+        let missing = order.filter { !parameterSetsInAccessUnit.contains($0) }
+        if !missing.isEmpty {
+            tally(.idrWithoutParameterSets, offset: unit.offset,
+                  detail: "frame \(frameCount - 1) lacks \(missing.map(\.rawValue).joined(separator: " and "))")
+        } else if recentRoles.suffix(order.count) != order.map({ NALRole.parameterSet($0) }) {
+            let between = recentRoles.last.flatMap { $0 == .parameterSet(.pps) ? nil : "\(Self.describe($0)) stands between the PPS and the IDR slice" }
+                ?? "\(Self.list(order.dropLast().map(\.rawValue))) \(order.count > 2 ? "are" : "is") not right before the PPS"
+            tally(.unitBetweenParameterSetsAndIDR, offset: unit.offset, detail: "frame \(frameCount - 1): \(between)")
+        }
+    }
+
+    /// "SPS", "SPS and PPS", "VPS, SPS and PPS".
+    static func list(_ names: [String]) -> String {
+        names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names.last!
+    }
+
+    private static func describe(_ role: NALRole) -> String {
+        switch role {
+        case .parameterSet(let kind): kind.rawValue
+        case .sei: "SEI"
+        case .accessUnitDelimiter: "AUD"
+        case .idrSlice, .randomAccessSliceNotIDR, .slice, .sliceData: "a slice"
+        case .otherStartingAccessUnit, .other: "another unit"
+        }
+    }
+
+    /// Parses and remembers a parameter set; false when it does not parse.
+    private mutating func rememberParameterSet(_ kind: ParameterSetKind, _ unit: NALUnit, codec: VideoCodec) -> Bool {
+        switch (codec, kind) {
+        case (.h264, .sps):
+            guard let sps = try? SequenceParameterSet(nalUnit: unit) else { return false }
+            if spsByID[sps.seqParameterSetID] != sps { distinctSPSCount += 1 }
+            spsByID[sps.seqParameterSetID] = sps
+            spsToVPS[sps.seqParameterSetID] = 0
+            if firstSPS == nil { firstSPS = sps }
+        case (.h264, .pps):
+            guard let pps = try? PictureParameterSet(nalUnit: unit) else { return false }
+            ppsToSPS[pps.picParameterSetID] = pps.seqParameterSetID
+            if firstPPS == nil { firstPPS = pps }
+        case (.hevc, .vps):
+            guard let vps = try? HEVCVideoParameterSet(nalUnit: unit) else { return false }
+            knownVPS.insert(vps.videoParameterSetID)
+            if firstHEVC.vps == nil { firstHEVC.vps = vps }
+        case (.hevc, .sps):
+            guard let sps = try? HEVCSequenceParameterSet(nalUnit: unit) else { return false }
+            if hevcSPSByID[sps.seqParameterSetID] != sps { distinctSPSCount += 1 }
+            hevcSPSByID[sps.seqParameterSetID] = sps
+            spsToVPS[sps.seqParameterSetID] = sps.videoParameterSetID
+            if firstHEVC.sps == nil { firstHEVC.sps = sps }
+        case (.hevc, .pps):
+            guard let pps = try? HEVCPictureParameterSet(nalUnit: unit) else { return false }
+            ppsToSPS[pps.picParameterSetID] = pps.seqParameterSetID
+            if firstHEVC.pps == nil { firstHEVC.pps = pps }
+        case (.h264, .vps):
+            return false
+        }
+        return true
     }
 
     /// Closes the slice count of the picture that just ended.
@@ -237,8 +295,7 @@ public struct StreamInspector: Sendable {
 
     private mutating func startAccessUnit() {
         sawPictureInAccessUnit = false
-        spsInAccessUnit = false
-        ppsInAccessUnit = false
+        parameterSetsInAccessUnit = []
     }
 
     private mutating func tally(_ kind: ContractViolation.Kind, offset: Int?, detail: String) {
@@ -254,14 +311,16 @@ public struct StreamInspector: Sendable {
     private func message(for kind: ContractViolation.Kind, _ tally: Tally) -> String {
         let at = tally.firstOffset.map { " at offset \($0)" } ?? ""
         let first = tally.count > 1 ? "first" : ""
+        let codec = self.codec ?? .h264
+        let sets = codec.parameterSetNames
         switch kind {
         case .threeByteStartCode:
             return "\(tally.count) of \(nalCount) NAL units have a 3-byte start code (\(first.isEmpty ? "" : "first ")\(at.dropFirst()))"
         case .idrWithoutParameterSets:
-            return "\(tally.count) of \(idrCount) IDR frames lack SPS+PPS before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
+            return "\(tally.count) of \(idrCount) IDR frames lack \(sets) before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         case .doesNotBeginWithSPS:
             return nalCount == 0 ? "stream holds no NAL units"
-                : "stream begins with \(tally.detail) instead of SPS\(at)"
+                : "stream begins with \(tally.detail) instead of \(codec.parameterSetOrder[0].rawValue)\(at)"
         case .forbiddenZeroBit:
             return "\(tally.count) NAL units have forbidden_zero_bit set (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         case .garbageBeforeFirstStartCode:
@@ -275,7 +334,11 @@ public struct StreamInspector: Sendable {
             return "\(tally.count) of \(frameCount) pictures are cut into more than \(allowed) (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
                 + "receivers that hand one NAL unit to their decoder see partial pictures"
         case .unitBetweenParameterSetsAndIDR:
-            return "\(tally.count) of \(idrCount) IDR frames do not have SPS and PPS as the two units right before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
+            let order = codec.parameterSetOrder
+            return "\(tally.count) of \(idrCount) IDR frames do not have \(Self.list(order.map(\.rawValue))) as the \(order.count == 2 ? "two" : "three") units right before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
+        case .randomAccessNotIDR:
+            return "\(tally.count) random-access pictures are not IDRs (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
+                + "a player starting there drops their leading pictures"
         case .unparsableUnit:
             return "\(tally.count) units cannot be parsed (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         }

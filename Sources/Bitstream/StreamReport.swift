@@ -9,15 +9,25 @@ public struct StreamReport: Sendable, Equatable {
         public var isRegular: Bool { minimum == maximum }
     }
 
+    /// The first parameter sets of each kind that parsed, in an H.265 stream.
+    public struct HEVCParameterSets: Sendable, Equatable {
+        public var vps: HEVCVideoParameterSet?
+        public var sps: HEVCSequenceParameterSet?
+        public var pps: HEVCPictureParameterSet?
+        public init() {}
+    }
+
+    public var codec: VideoCodec
     public var byteCount: Int
     public var nalUnitCount: Int
     /// The first `recordLimit` NAL units.
     public var records: [NALRecord]
     public var recordsTruncated: Bool
-    public var typeCounts: [NALUnitType: Int]
+    /// Units per `nal_unit_type` value (of the stream's codec).
+    public var typeCounts: [UInt8: Int]
     public var fourByteStartCodeCount: Int
     public var skippedLeadingBytes: Int
-    /// Pictures: slices with first_mb_in_slice == 0.
+    /// Pictures: first slices of a picture.
     public var frameCount: Int
     public var idrCount: Int
     /// Frame index of each IDR picture.
@@ -25,9 +35,10 @@ public struct StreamReport: Sendable, Equatable {
     /// Frames from each IDR to the next, the last one running to the end of the stream
     /// (so it may be cut short). Frames before the first IDR belong to no GOP.
     public var gopLengths: [Int]
-    /// The first SPS / PPS that parsed.
+    /// The first SPS / PPS that parsed, in an H.264 stream.
     public var sequenceParameterSet: SequenceParameterSet?
     public var pictureParameterSet: PictureParameterSet?
+    public var hevc: HEVCParameterSets
     /// How many different SPS contents appeared (more than 1 means the format changed).
     public var distinctSPSCount: Int
     /// Fewest and most slice NAL units in one picture; nil without pictures.
@@ -54,20 +65,8 @@ public struct StreamReport: Sendable, Equatable {
     public func render(verbose: Bool) -> String {
         var lines: [String] = []
         lines.append("size: \(byteCount) bytes (\(Self.humanSize(byteCount))), \(nalUnitCount) NAL units, \(frameCount) frames")
-        if let sps = sequenceParameterSet {
-            var video = "video: H.264 \(sps.profileName) profile, level \(sps.levelName), \(sps.width)x\(sps.height)"
-            if let rate = sps.frameRate {
-                video += ", \(Self.decimal(rate, places: 3)) fps"
-            } else {
-                video += ", frame rate not signalled"
-            }
-            if let pps = pictureParameterSet { video += ", \(pps.entropyCodingName)" }
-            if !sps.frameMbsOnlyFlag { video += ", interlaced" }
-            lines.append(video)
-            if distinctSPSCount > 1 { lines.append("note: \(distinctSPSCount) different SPS in the stream") }
-        } else {
-            lines.append("video: no parsable SPS")
-        }
+        lines.append(videoDescription())
+        if distinctSPSCount > 1 { lines.append("note: \(distinctSPSCount) different SPS in the stream") }
         lines.append("GOP: " + gopDescription())
         if let slices = slicesPerPicture {
             let count = slices.lowerBound == slices.upperBound ? "\(slices.lowerBound)" : "\(slices.lowerBound)–\(slices.upperBound)"
@@ -77,7 +76,7 @@ public struct StreamReport: Sendable, Equatable {
         if contractHolds {
             let slices = allowedSlicesPerPicture == 1 ? "one slice per picture" : "at most \(allowedSlicesPerPicture) slices per picture"
             lines.append("stream contract: OK — 4-byte start codes on all \(nalUnitCount) NAL units, "
-                         + "SPS+PPS right before all \(idrCount) IDRs, \(slices)")
+                         + "\(codec.parameterSetNames) right before all \(idrCount) IDRs, \(slices)")
         } else {
             let problems = violations.count == 1 ? "1 problem" : "\(violations.count) problems"
             lines.append("stream contract: BROKEN — \(problems):")
@@ -90,7 +89,7 @@ public struct StreamReport: Sendable, Equatable {
             lines.append("")
             lines.append(Self.pad("offset", 12) + "  sc  " + Self.pad("type", 18, left: true) + " ref " + Self.pad("size", 9))
             for record in records {
-                let type = "\(record.type.rawValue) \(record.type.shortName)"
+                let type = "\(record.typeValue) \(record.typeName)"
                 lines.append(Self.pad(String(record.offset), 12) + "   \(record.startCodeLength)  "
                              + Self.pad(type, 18, left: true) + "   \(record.nalRefIdc) " + Self.pad(String(record.size), 9))
             }
@@ -102,6 +101,27 @@ public struct StreamReport: Sendable, Equatable {
     }
 
     // MARK: - Private
+
+    private func videoDescription() -> String {
+        switch codec {
+        case .h264:
+            guard let sps = sequenceParameterSet else { return "video: no parsable SPS" }
+            var video = "video: H.264 \(sps.profileName) profile, level \(sps.levelName), \(sps.width)x\(sps.height)"
+            video += sps.frameRate.map { ", \(Self.decimal($0, places: 3)) fps" } ?? ", frame rate not signalled"
+            if let pps = pictureParameterSet { video += ", \(pps.entropyCodingName)" }
+            if !sps.frameMbsOnlyFlag { video += ", interlaced" }
+            return video
+        case .hevc:
+            guard let sps = hevc.sps else { return "video: H.265/HEVC, no parsable SPS" }
+            let ptl = sps.profileTierLevel
+            var video = "video: H.265/HEVC \(ptl.profileName) profile, \(ptl.tierName) tier, level \(ptl.levelName), "
+                + "\(sps.displayedWidth)x\(sps.displayedHeight), \(sps.chromaFormatName) \(sps.bitDepthLuma)-bit"
+            video += sps.framesPerSecond.map { ", \(Self.decimal($0, places: 3)) fps" } ?? ", frame rate not signalled"
+            if let pps = hevc.pps, pps.tilesEnabledFlag { video += ", tiles" }
+            if let pps = hevc.pps, pps.entropyCodingSyncEnabledFlag { video += ", wavefront" }
+            return video
+        }
+    }
 
     private func gopDescription() -> String {
         guard let summary = gopSummary, let firstIDR = idrFrameIndices.first else { return "no IDR frames" }

@@ -1,3 +1,4 @@
+import Bitstream
 import ArgumentParser
 import Capture
 import Frames
@@ -13,6 +14,12 @@ extension PixelFormat: ExpressibleByArgument {}
 extension H264Profile: ExpressibleByArgument {}
 
 /// Which encoder backend to use.
+/// `inspect --codec`: a codec, or auto to recognise it from the stream.
+enum CodecChoice: String, ExpressibleByArgument, CaseIterable {
+    case auto, h264, hevc
+    var codec: VideoCodec? { VideoCodec(rawValue: rawValue) }
+}
+
 enum EncoderChoice: String, ExpressibleByArgument, CaseIterable {
     case auto, software, vaapi
 }

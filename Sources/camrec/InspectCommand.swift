@@ -11,12 +11,15 @@ import SystemPackage
 struct InspectCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "inspect",
-        abstract: "List the NAL units of an H.264 stream (raw Annex-B, MP4, QuickTime, Matroska or MPEG-TS) and check camrec's stream contract.",
-        discussion: "Exits 0 when every NAL unit has a 4-byte start code, SPS and PPS are the two units right before every IDR slice and every picture is one slice NAL unit (or at most --slices), 1 when not (or, with --decode, when libavcodec reports an error in a picture), 65 when the file is not H.264. Without --decode only NAL units and headers are read, in bounded memory: slice data is not checked."
+        abstract: "List the NAL units of an H.264 or H.265 stream (raw Annex-B; H.264 also in MP4, QuickTime, Matroska or MPEG-TS) and check camrec's stream contract.",
+        discussion: "Exits 0 when every NAL unit has a 4-byte start code, the parameter sets (SPS PPS; VPS SPS PPS in H.265) are the units right before every IDR slice, every random-access picture is an IDR and every picture is one slice NAL unit (or at most --slices), 1 when not (or, with --decode, when libavcodec reports an error in a picture), 65 when the file is neither. The codec is recognised from the first NAL unit unless --codec says. Without --decode only NAL units and headers are read, in bounded memory: slice data is not checked."
     )
 
-    @Argument(help: "An H.264 file (Annex-B, or in MP4, QuickTime, Matroska or MPEG-TS), or - for raw Annex-B on stdin.")
+    @Argument(help: "An H.264 or H.265 Annex-B file (H.264 also in MP4, QuickTime, Matroska or MPEG-TS), or - for raw Annex-B on stdin.")
     var file: String
+
+    @Option(help: "The stream's codec: auto (from its first NAL unit), h264 or hevc.")
+    var codec: CodecChoice = .auto
 
     @Flag(help: "Print only the summary and the verdict, not the NAL table.")
     var summary = false
@@ -24,7 +27,7 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "Most slice NAL units a picture may have (what the stream was recorded with: camrec --slices).")
     var slices: Int = 1
 
-    @Flag(help: "Also run libavcodec's H.264 decoder over every picture and report its errors (holds one access unit at a time).")
+    @Flag(help: "Also run libavcodec's H.264 decoder over every picture and report its errors (holds one access unit at a time; H.264 only).")
     var decode = false
 
     func validate() throws {
@@ -57,7 +60,7 @@ struct InspectCommand: ParsableCommand {
             }
         }
         defer { if file != "-" { try? descriptor.close() } }
-        var inspector = StreamInspector(maxSlicesPerPicture: slices)
+        var inspector = StreamInspector(maxSlicesPerPicture: slices, codec: codec.codec)
         var decoding = decode ? try DecodeCheck() : nil
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
@@ -75,14 +78,19 @@ struct InspectCommand: ParsableCommand {
         let report = inspector.finish()
         if report.nalUnitCount == 0 {
             print(report.render(verbose: !summary))
-            printError("\(file) is not H.264: no Annex-B start codes found")
+            printError("\(file) is not H.264 or H.265: no Annex-B start codes found")
             throw ReportedFailure(status: .invalidInput)
         }
-        if report.sequenceParameterSet == nil && report.idrCount == 0 {
-            // A start code can turn up in any data; without an SPS nothing says this is H.264.
+        if (report.codec == .h264 ? report.sequenceParameterSet == nil : report.hevc.sps == nil) && report.idrCount == 0 {
+            // A start code can turn up in any data; without an SPS nothing says this is video.
             print(report.render(verbose: !summary))
-            printError("\(file) is not H.264: \(report.nalUnitCount) start code\(report.nalUnitCount == 1 ? "" : "s") but no sequence parameter set (SPS) and no IDR picture")
+            printError("\(file) is not H.264 or H.265: \(report.nalUnitCount) start code\(report.nalUnitCount == 1 ? "" : "s") but no sequence parameter set (SPS) and no IDR picture")
             throw ReportedFailure(status: .invalidInput)
+        }
+        if decode && report.codec != .h264 {
+            print(report.render(verbose: !summary))
+            printError("--decode checks H.264 only so far; inspect \(file) without it, or decode it with ffmpeg -v error -i \(file) -f null -")
+            throw ReportedFailure(status: .usage)
         }
         let decoded = decoding?.finish()
         print(report.render(verbose: !summary))

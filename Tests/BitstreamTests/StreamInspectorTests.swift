@@ -31,7 +31,7 @@ final class StreamInspectorTests: XCTestCase {
         XCTAssertEqual(report.sequenceParameterSet?.width, 320)
         XCTAssertEqual(report.pictureParameterSet?.isCABAC, false)
         XCTAssertEqual(report.nalUnitCount, 4 * 5 + 4 * 29 * 2)
-        XCTAssertEqual(report.typeCounts[.idrSlice], 4)
+        XCTAssertEqual(report.typeCounts[NALUnitType.idrSlice.rawValue], 4)
         XCTAssertEqual(report.records.first, NALRecord(offset: 0, startCodeLength: 4, type: .accessUnitDelimiter, nalRefIdc: 0, size: 2))
 
         let text = report.render(verbose: false)
