@@ -1,9 +1,10 @@
 /// Rewrites encoder output so it keeps camrec's stream contract, whatever the encoder does:
 ///
 /// 1. every NAL unit is written with the 4-byte start code `00 00 00 01`;
-/// 2. every IDR access unit carries the current SPS and PPS **immediately** before its first
-///    slice, so any IDR is a place where a player, a late network client or a file cut can
-///    start, and a receiver that reads "SPS, PPS, then the IDR" (seed 001) finds just that;
+/// 2. every IDR access unit carries the current SPS and PPS (in H.265 VPS, SPS and PPS)
+///    **immediately** before its first slice, so any IDR is a place where a player, a late
+///    network client or a file cut can start, and a receiver that reads "SPS, PPS, then the IDR"
+///    (seeds 001 and 003) finds just that;
 /// 3. a picture has at most `maxSlicesPerPicture` slice NAL units (camrec asks its encoders
 ///    for one), so a receiver that hands one NAL unit to its decoder gets a whole picture.
 ///
@@ -11,7 +12,8 @@
 /// the output: `[AUD] [SEI and other non-VCL units …] SPS PPS IDR-slice …` — the leading AUD
 /// if the input had one, then the units that stood before the first slice (SEI first: H.264
 /// lets SEI, SPS and PPS come in any order before the first VCL unit), then the SPS units,
-/// then the PPS units, then the slices and whatever followed them in input order. SPS/PPS
+/// then the PPS units, then the slices and whatever followed them in input order (H.265: SEI …
+/// VPS SPS PPS IDR; its prefix SEI, like H.264's, may stand anywhere before the first slice). Parameter sets
 /// found in the access unit are moved there; missing ones are taken from earlier access
 /// units (remembered per id, the latest of each id winning) and `insertedParameterSets` is
 /// set. Other access units are copied unit by unit, only their start codes rewritten.
@@ -22,34 +24,39 @@
 /// picture throws `firstPictureNotIDR`, and one without (parameter sets only, say) is held
 /// back (nothing written; its SPS/PPS are remembered).
 ///
+/// The codec's differences (NAL header, which units are parameter sets and IDR slices) come from
+/// `VideoCodec`; the rules are the same code for both.
+///
 /// No allocation per access unit in steady state: unit positions go into a scratch array
 /// that keeps its capacity, and parameter sets are only copied when they change.
 public struct AnnexBStreamWriter: Sendable {
     /// One NAL unit of the access unit being written: where it is and what it is.
     private struct UnitRef: Sendable {
         var range: Range<Int>
-        var type: NALUnitType
+        var role: NALRole
     }
 
-    private struct StoredPPS: Sendable {
+    /// A parameter set as received, and the id of the set it refers to (a PPS's SPS, an H.265 SPS's VPS).
+    private struct StoredSet: Sendable {
         var bytes: [UInt8]
-        var seqParameterSetID: Int
+        var refersTo: Int?
     }
 
     private static let startCode: [UInt8] = [0, 0, 0, 1]
 
-    private var spsByID: [Int: [UInt8]] = [:]
-    private var ppsByID: [Int: StoredPPS] = [:]
-    private var latestSPSID: Int?
-    private var latestPPSID: Int?
+    public let codec: VideoCodec
+    private var stored: [ParameterSetKind: [Int: StoredSet]] = [:]
+    private var latestID: [ParameterSetKind: Int] = [:]
     private var scratch: [UnitRef] = []
     /// Set once an IDR access unit has been written.
     public private(set) var hasStarted = false
 
-    /// The most recently received SPS, parsed.
+    /// The most recently received H.264 SPS, parsed.
     public private(set) var sequenceParameterSet: SequenceParameterSet?
-    /// The most recently received PPS, parsed.
+    /// The most recently received H.264 PPS, parsed.
     public private(set) var pictureParameterSet: PictureParameterSet?
+    /// The most recently received H.265 SPS, parsed.
+    public private(set) var hevcSequenceParameterSet: HEVCSequenceParameterSet?
 
     /// Most slice NAL units one picture may have; nil for no limit (a receiver passing on
     /// another sender's stream).
@@ -57,7 +64,8 @@ public struct AnnexBStreamWriter: Sendable {
     /// Keep libx264's/libx265's version SEI instead of dropping it.
     public let keepsEncoderVersionSEI: Bool
 
-    public init(maxSlicesPerPicture: Int? = nil, keepsEncoderVersionSEI: Bool = false) {
+    public init(codec: VideoCodec = .h264, maxSlicesPerPicture: Int? = nil, keepsEncoderVersionSEI: Bool = false) {
+        self.codec = codec
         self.maxSlicesPerPicture = maxSlicesPerPicture
         self.keepsEncoderVersionSEI = keepsEncoderVersionSEI
     }
@@ -68,11 +76,12 @@ public struct AnnexBStreamWriter: Sendable {
         hasStarted = false
     }
 
-    /// Remembers the SPS/PPS in an Annex B buffer (for example encoder extradata written
+    /// Remembers the parameter sets in an Annex B buffer (for example encoder extradata written
     /// with global headers) without writing anything.
     public mutating func rememberParameterSets(fromAnnexB buffer: UnsafeRawBufferPointer) {
         AnnexBScanner.forEachUnit(in: buffer) { range, _ in
-            remember(UnsafeRawBufferPointer(rebasing: buffer[range]))
+            let unit = UnsafeRawBufferPointer(rebasing: buffer[range])
+            if case .parameterSet(let kind) = codec.role(ofType: codec.typeValue(of: unit)) { remember(kind, unit) }
         }
     }
 
@@ -97,14 +106,14 @@ public struct AnnexBStreamWriter: Sendable {
         AnnexBScanner.forEachUnit(in: accessUnit) { range, startCodeLength in
             if !sawUnit { skippedBytes = range.lowerBound - startCodeLength }
             sawUnit = true
-            let type = NALUnitType(headerByte: accessUnit[range.lowerBound])
-            if type == .sei && !keepsEncoderVersionSEI
-                && Self.isEncoderVersionSEI(UnsafeRawBufferPointer(rebasing: accessUnit[range])) {
+            let unit = UnsafeRawBufferPointer(rebasing: accessUnit[range])
+            let role = codec.role(ofType: codec.typeValue(of: unit))
+            if role == .sei && !keepsEncoderVersionSEI && Self.isEncoderVersionSEI(unit, headerLength: codec.nalHeaderLength) {
                 droppedUnits += 1
                 return
             }
-            if type.isVCL { sliceCount += 1 }
-            scratch.append(UnitRef(range: range, type: type))
+            if role.isVCL { sliceCount += 1 }
+            scratch.append(UnitRef(range: range, role: role))
         }
         guard sawUnit else { throw StreamContractError.noNALUnits }
         if let maxSlicesPerPicture, sliceCount > maxSlicesPerPicture {
@@ -117,21 +126,20 @@ public struct AnnexBStreamWriter: Sendable {
 
         var isIDR = false
         var hasPicture = false
-        var hasSPS = false
-        var hasPPS = false
+        var present: Set<ParameterSetKind> = []
         var firstIDRIndex = 0
         for (index, unit) in scratch.enumerated() {
-            switch unit.type {
-            case .sps, .pps:
-                if unit.type == .sps { hasSPS = true } else { hasPPS = true }
-                remember(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]))
+            switch unit.role {
+            case .parameterSet(let kind):
+                present.insert(kind)
+                remember(kind, UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]))
             case .idrSlice:
                 if !isIDR { firstIDRIndex = index }
                 isIDR = true
             default:
                 break
             }
-            if unit.type.isVCL { hasPicture = true }
+            if unit.role.isVCL { hasPicture = true }
         }
 
         var info = AccessUnitInfo(isIDR: isIDR, skippedBytes: skippedBytes, droppedUnits: droppedUnits)
@@ -147,29 +155,31 @@ public struct AnnexBStreamWriter: Sendable {
                 append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
             }
             info.nalCount = scratch.count
-            info.containsSPS = hasSPS
-            info.containsPPS = hasPPS
+            info.containsSPS = present.contains(.sps)
+            info.containsPPS = present.contains(.pps)
             info.byteCount = output.count - startCount
             return info
         }
 
         // IDR: find the parameter sets it lacks before writing anything, so a throw leaves
-        // `output` untouched.
-        var insertedPPS: [UInt8]?
-        var insertedSPS: [UInt8]?
-        var ppsSPSID: Int?
-        if hasPPS {
-            ppsSPSID = firstPPSSeqID(in: accessUnit)
-        } else {
-            let idrSlice = UnsafeRawBufferPointer(rebasing: accessUnit[scratch[firstIDRIndex].range])
-            guard let stored = ppsForSlice(idrSlice) else { throw StreamContractError.missingParameterSets }
-            insertedPPS = stored.bytes
-            ppsSPSID = stored.seqParameterSetID
-        }
-        if !hasSPS {
-            let id = ppsSPSID ?? latestSPSID
-            guard let id, let bytes = spsByID[id] else { throw StreamContractError.missingParameterSets }
-            insertedSPS = bytes
+        // `output` untouched. Each set found (in the access unit, or remembered) names the one
+        // before it in the chain: PPS → SPS → VPS.
+        var inserted: [ParameterSetKind: [UInt8]] = [:]
+        var wantedID: Int?
+        for kind in codec.parameterSetOrder.reversed() {
+            if present.contains(kind) {
+                wantedID = referenceOfFirst(kind, in: accessUnit)
+                continue
+            }
+            let set: StoredSet?
+            if kind == .pps {
+                set = storedPPS(forSlice: UnsafeRawBufferPointer(rebasing: accessUnit[scratch[firstIDRIndex].range]))
+            } else {
+                set = (wantedID ?? latestID[kind]).flatMap { stored[kind]?[$0] }
+            }
+            guard let set else { throw StreamContractError.missingParameterSets }
+            inserted[kind] = set.bytes
+            wantedID = set.refersTo
         }
 
         var written = 0
@@ -177,48 +187,47 @@ public struct AnnexBStreamWriter: Sendable {
             append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
             written += 1
         }
-        let firstSlice = scratch.firstIndex { $0.type.isVCL } ?? firstIDRIndex
+        func isParameterSet(_ unit: UnitRef) -> Bool {
+            if case .parameterSet = unit.role { return true }
+            return false
+        }
+        let firstSlice = scratch.firstIndex { $0.role.isVCL } ?? firstIDRIndex
         // [AUD] [SEI and other non-VCL units that stood before the first slice]
-        for (index, unit) in scratch[..<firstSlice].enumerated() where unit.type != .sps && unit.type != .pps {
-            if unit.type == .accessUnitDelimiter && index != 0 { continue }  // a stray AUD has no place here
+        for (index, unit) in scratch[..<firstSlice].enumerated() where !isParameterSet(unit) {
+            if unit.role == .accessUnitDelimiter && index != 0 { continue }  // a stray AUD has no place here
             copy(unit)
         }
-        // SPS PPS, immediately before the first slice.
-        if let insertedSPS {
-            insertedSPS.withUnsafeBytes { append($0, to: &output) }
-            written += 1
+        // [VPS] SPS PPS, immediately before the first slice.
+        for kind in codec.parameterSetOrder {
+            if let bytes = inserted[kind] {
+                bytes.withUnsafeBytes { append($0, to: &output) }
+                written += 1
+            }
+            for unit in scratch where unit.role == .parameterSet(kind) { copy(unit) }
         }
-        for unit in scratch where unit.type == .sps { copy(unit) }
-        if let insertedPPS {
-            insertedPPS.withUnsafeBytes { append($0, to: &output) }
-            written += 1
-        }
-        for unit in scratch where unit.type == .pps { copy(unit) }
         // The slices, and whatever followed the first one, in input order.
-        for unit in scratch[firstSlice...] where unit.type != .sps && unit.type != .pps { copy(unit) }
+        for unit in scratch[firstSlice...] where !isParameterSet(unit) { copy(unit) }
 
         hasStarted = true
         info.nalCount = written
-        info.insertedParameterSets = insertedSPS != nil || insertedPPS != nil
+        info.insertedParameterSets = !inserted.isEmpty
         info.containsSPS = true
         info.containsPPS = true
         info.byteCount = output.count - startCount
         return info
     }
 
-    /// The remembered parameter sets as Annex B with 4-byte start codes, every SPS then
-    /// every PPS in id order: what a client joining mid-stream needs before the next IDR.
-    /// Nil until at least one SPS and one PPS have been seen.
+    /// The remembered parameter sets as Annex B with 4-byte start codes, each kind in the codec's
+    /// order ([VPS] SPS PPS), ids ascending: what a client joining mid-stream needs before the next
+    /// IDR. Nil until one of each kind has been seen.
     public func parameterSetsAnnexB() -> [UInt8]? {
-        guard !spsByID.isEmpty, !ppsByID.isEmpty else { return nil }
+        guard codec.parameterSetOrder.allSatisfy({ !(stored[$0]?.isEmpty ?? true) }) else { return nil }
         var output: [UInt8] = []
-        for id in spsByID.keys.sorted() {
-            output += Self.startCode
-            output += spsByID[id] ?? []
-        }
-        for id in ppsByID.keys.sorted() {
-            output += Self.startCode
-            output += ppsByID[id]?.bytes ?? []
+        for kind in codec.parameterSetOrder {
+            for (_, set) in (stored[kind] ?? [:]).sorted(by: { $0.key < $1.key }) {
+                output += Self.startCode
+                output += set.bytes
+            }
         }
         return output
     }
@@ -235,8 +244,8 @@ public struct AnnexBStreamWriter: Sendable {
     /// An SEI unit whose first message is user data unregistered (payload type 5) under an
     /// encoder's version UUID. Read on the escaped bytes: the 0xFF size bytes and these UUIDs
     /// hold no `00 00`, so no emulation-prevention byte can sit in this prefix.
-    static func isEncoderVersionSEI(_ unit: UnsafeRawBufferPointer) -> Bool {
-        var index = 1
+    static func isEncoderVersionSEI(_ unit: UnsafeRawBufferPointer, headerLength: Int = 1) -> Bool {
+        var index = headerLength
         var payloadType = 0
         while index < unit.count && unit[index] == 0xFF { payloadType += 255; index += 1 }
         guard index < unit.count else { return false }
@@ -254,57 +263,57 @@ public struct AnnexBStreamWriter: Sendable {
         output.append(contentsOf: unit)
     }
 
-    /// Stores an SPS or PPS unless an identical copy is already stored. Units that do not
+    /// Stores a parameter set unless an identical copy is already stored. Units that do not
     /// parse are still written by the caller, but never stored or inserted later.
-    private mutating func remember(_ unit: UnsafeRawBufferPointer) {
-        guard let header = unit.first else { return }
-        switch NALUnitType(headerByte: header) {
-        case .sps:
-            if let id = latestSPSID, let stored = spsByID[id], stored.elementsEqual(unit) { return }
-            for (id, stored) in spsByID where stored.elementsEqual(unit) {
-                latestSPSID = id
-                return
-            }
-            let bytes = [UInt8](unit)
-            guard let sps = try? SequenceParameterSet(nalUnit: NALUnit(bytes: bytes)) else { return }
-            spsByID[sps.seqParameterSetID] = bytes
-            latestSPSID = sps.seqParameterSetID
-            sequenceParameterSet = sps
-        case .pps:
-            if let id = latestPPSID, let stored = ppsByID[id], stored.bytes.elementsEqual(unit) { return }
-            for (id, stored) in ppsByID where stored.bytes.elementsEqual(unit) {
-                latestPPSID = id
-                return
-            }
-            let bytes = [UInt8](unit)
-            guard let pps = try? PictureParameterSet(nalUnit: NALUnit(bytes: bytes)) else { return }
-            ppsByID[pps.picParameterSetID] = StoredPPS(bytes: bytes, seqParameterSetID: pps.seqParameterSetID)
-            latestPPSID = pps.picParameterSetID
-            pictureParameterSet = pps
-        default:
+    private mutating func remember(_ kind: ParameterSetKind, _ unit: UnsafeRawBufferPointer) {
+        if let id = latestID[kind], let set = stored[kind]?[id], set.bytes.elementsEqual(unit) { return }
+        for (id, set) in stored[kind] ?? [:] where set.bytes.elementsEqual(unit) {
+            latestID[kind] = id
             return
         }
+        let bytes = [UInt8](unit)
+        let unitValue = NALUnit(bytes: bytes)
+        let parsed: (id: Int, refersTo: Int?)?
+        switch (codec, kind) {
+        case (.h264, .sps):
+            let sps = try? SequenceParameterSet(nalUnit: unitValue)
+            if let sps { sequenceParameterSet = sps }
+            parsed = sps.map { ($0.seqParameterSetID, nil) }
+        case (.h264, .pps):
+            let pps = try? PictureParameterSet(nalUnit: unitValue)
+            if let pps { pictureParameterSet = pps }
+            parsed = pps.map { ($0.picParameterSetID, $0.seqParameterSetID) }
+        case (.hevc, .vps):
+            parsed = (try? HEVCVideoParameterSet(nalUnit: unitValue)).map { ($0.videoParameterSetID, nil) }
+        case (.hevc, .sps):
+            let sps = try? HEVCSequenceParameterSet(nalUnit: unitValue)
+            if let sps { hevcSequenceParameterSet = sps }
+            parsed = sps.map { ($0.seqParameterSetID, $0.videoParameterSetID) }
+        case (.hevc, .pps):
+            parsed = (try? HEVCPictureParameterSet(nalUnit: unitValue)).map { ($0.picParameterSetID, $0.seqParameterSetID) }
+        case (.h264, .vps):
+            parsed = nil
+        }
+        guard let parsed else { return }
+        stored[kind, default: [:]][parsed.id] = StoredSet(bytes: bytes, refersTo: parsed.refersTo)
+        latestID[kind] = parsed.id
     }
 
-    /// The SPS id named by the first PPS of the access unit (as stored by `remember`).
-    private func firstPPSSeqID(in accessUnit: UnsafeRawBufferPointer) -> Int? {
-        for unit in scratch where unit.type == .pps {
-            let bytes = UnsafeRawBufferPointer(rebasing: accessUnit[unit.range])
-            for stored in ppsByID.values where stored.bytes.elementsEqual(bytes) {
-                return stored.seqParameterSetID
-            }
-            return nil
-        }
-        return nil
+    /// The id named by the first parameter set of `kind` in the access unit (as stored by `remember`).
+    private func referenceOfFirst(_ kind: ParameterSetKind, in accessUnit: UnsafeRawBufferPointer) -> Int? {
+        guard let unit = scratch.first(where: { $0.role == .parameterSet(kind) }) else { return nil }
+        let bytes = UnsafeRawBufferPointer(rebasing: accessUnit[unit.range])
+        return stored[kind]?.values.first { $0.bytes.elementsEqual(bytes) }?.refersTo
     }
 
     /// The PPS an IDR slice refers to. With a single PPS stored (the usual case) no parsing
-    /// is needed; otherwise the slice header says which one.
-    private func ppsForSlice(_ slice: UnsafeRawBufferPointer) -> StoredPPS? {
-        if ppsByID.count <= 1 { return ppsByID.values.first }
-        if let header = try? SliceHeader(escapedPayload: slice.dropFirst()) {
-            return ppsByID[header.picParameterSetID]
+    /// is needed; otherwise the slice header says which one (its first bytes are enough).
+    private func storedPPS(forSlice slice: UnsafeRawBufferPointer) -> StoredSet? {
+        let all = stored[.pps] ?? [:]
+        if all.count <= 1 { return all.values.first }
+        if let start = codec.sliceStart(of: NALUnit(bytes: Array(slice.prefix(64)))) {
+            return all[start.picParameterSetID]
         }
-        return latestPPSID.flatMap { ppsByID[$0] }
+        return latestID[.pps].flatMap { all[$0] }
     }
 }
