@@ -23,9 +23,16 @@ public enum EncoderSelection {
     /// `software`: libx264.
     public static func make(_ preference: EncoderPreference, settings: EncoderSettings,
                             vaapiDevice: String?) throws -> Choice {
+        if settings.codec == .hevc {
+            guard preference != .vaapi else {
+                throw EncoderError(.unavailable, "camrec encodes H.265 with libx265 only so far (no hevc_vaapi yet); use --encoder software")
+            }
+            return Choice(encoder: try SoftwareEncoder(settings: settings),
+                          note: preference == .auto ? "encoding H.265 in software (libx265): camrec has no VA-API H.265 encoder yet" : nil)
+        }
         switch preference {
         case .software:
-            return Choice(encoder: try SoftwareH264Encoder(settings: settings), note: nil)
+            return Choice(encoder: try SoftwareEncoder(settings: settings), note: nil)
         case .vaapi:
             let (encoder, skipped) = try openVAAPI(settings: settings, device: vaapiDevice)
             return Choice(encoder: encoder, note: joined([skipped, encoder.rateControlNote]))
@@ -36,7 +43,7 @@ public enum EncoderSelection {
                     + (encoder.rateControlNote.map { "; \($0)" } ?? "") + (skipped.map { " (\($0))" } ?? ""))
             } catch let error as EncoderError {
                 LibavLogCapture.end()
-                let software = try SoftwareH264Encoder(settings: settings)
+                let software = try SoftwareEncoder(settings: settings)
                 return Choice(encoder: software, note: "encoding in software (libx264): VA-API can't be used: \(error.message)")
             }
         }

@@ -1,3 +1,4 @@
+import Bitstream
 import Frames
 
 /// H.264 profiles camrec offers.
@@ -7,6 +8,7 @@ public enum H264Profile: String, Sendable, CaseIterable {
 
 /// What every encoder backend is asked for.
 public struct EncoderSettings: Sendable {
+    public var codec: VideoCodec
     public var size: FrameSize
     public var framesPerSecond: Double
     /// An IDR every this many frames; the recorder forces them, and backends also
@@ -16,8 +18,9 @@ public struct EncoderSettings: Sendable {
     public var bitrate: Int?
     /// Constant QP instead of a bitrate, where the backend supports it.
     public var constantQP: Int?
+    /// H.264 only; H.265 is Main (8-bit 4:2:0).
     public var profile: H264Profile
-    /// libx264 speed preset (ultrafast … veryslow).
+    /// libx264/libx265 speed preset (ultrafast … veryslow).
     public var preset: String
     /// Slice NAL units per picture. One (the default) keeps every picture in one NAL unit,
     /// which receivers that hand one NAL unit at a time to a decoder need.
@@ -27,9 +30,10 @@ public struct EncoderSettings: Sendable {
     /// 0 lets x264 choose from the cores. Sliced threads are used only with several slices.
     public var softwareThreads: Int
 
-    public init(size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
+    public init(codec: VideoCodec = .h264, size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
                 constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast",
                 slicesPerPicture: Int = 1, softwareThreads: Int = 1) {
+        self.codec = codec
         self.size = size
         self.framesPerSecond = framesPerSecond
         self.keyframeInterval = keyframeInterval

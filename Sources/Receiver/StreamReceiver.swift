@@ -276,8 +276,13 @@ public final class StreamReceiver: @unchecked Sendable {
         var arrivals: [(end: Int, time: UInt64)] = []
         var arrivalHead = 0
         var reportedErrors = 0
+        /// The stream began with H.265 parameter sets: not something this receiver decodes yet.
+        var sendsHEVC = false
 
         func garbageReason(limit: Int) -> String? {
+            if sendsHEVC {
+                return "it sends H.265, which camrec receive does not read yet (ffmpeg -f hevc -i tcp://… does)"
+            }
             if assembler.pendingByteCount > limit {
                 return assembler.nalUnitCount == 0 ? "\(assembler.pendingByteCount) bytes without an Annex-B start code"
                     : "a NAL unit over \(limit >> 20) MiB"
@@ -327,6 +332,11 @@ public final class StreamReceiver: @unchecked Sendable {
         if unit.isTruncated {
             shared.withLock { $0.truncated += 1 }
             log("dropped the last access unit from \(sender): \(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
+            return
+        }
+        if !session.started, session.frames == 0, let first = unit.units.first,
+           VideoCodec.guess(fromFirstUnit: first.bytes) == .hevc {
+            session.sendsHEVC = true
             return
         }
         let hasPicture = unit.units.contains { $0.type.isVCL }

@@ -64,8 +64,8 @@ public final class Recorder: @unchecked Sendable {
     }
 
     public init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
-                limits: Limits, slicesPerPicture: Int = 1, logger: Logger) {
-        writer = AnnexBStreamWriter(maxSlicesPerPicture: max(1, slicesPerPicture))
+                limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
+        writer = AnnexBStreamWriter(codec: codec, maxSlicesPerPicture: max(1, slicesPerPicture))
         self.source = source
         self.encoder = encoder
         self.outputs = outputs

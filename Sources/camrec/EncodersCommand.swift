@@ -36,8 +36,9 @@ struct EncodersCommand: ParsableCommand {
                 firstUsable = node.path
             }
         }
-        let x264 = SoftwareH264Encoder.isAvailable
+        let x264 = SoftwareEncoder.isAvailable
         print("libx264 (software): " + (x264 ? "available" : "not available (this FFmpeg has no libx264)"))
+        print("libx265 (software, --codec hevc): " + (SoftwareEncoder.isAvailable(.hevc) ? "available" : "not available (this FFmpeg has no libx265)"))
         print("--encoder auto uses: " + (firstUsable.map { "VA-API on \($0)" } ?? (x264 ? "libx264" : "nothing")))
         if firstUsable == nil && !x264 { throw ReportedFailure(status: .encoderUnavailable) }
     }

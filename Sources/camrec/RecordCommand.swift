@@ -63,7 +63,10 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "H.264 profile: baseline, main or high.")
     var profile: H264Profile = .high
 
-    @Option(help: "libx264 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
+    @Option(help: "Codec: h264 (libx264 or VA-API) or hevc (H.265, libx265). Default: from the outputs' extensions (.h265, .hevc, .265 mean hevc), else h264.")
+    var codec: CodecChoice = .auto
+
+    @Option(help: "libx264/libx265 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
     var preset: String = "veryfast"
 
     @Option(parsing: .unconditional, help: "Slice NAL units per picture (default 1). More slices let libx264 use sliced threads, but receivers that hand one NAL unit at a time to their decoder then see half pictures.")
@@ -102,7 +105,7 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
     var maxReceivers: Int?
 
-    @Argument(help: "Where the stream goes, any number of: a file path (.mp4, .mkv, .ts: a container; else raw H.264), - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers), rtmp://HOST/APP/STREAM, rtsp://HOST[:PORT]/PATH or srt://HOST:PORT (publish to a media server).")
+    @Argument(help: "Where the stream goes, any number of: a file path (.mp4, .mkv, .ts: a container; else raw H.264, or H.265 with --codec hevc or a .h265/.hevc/.265 name), - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers), rtmp://HOST/APP/STREAM, rtsp://HOST[:PORT]/PATH or srt://HOST:PORT (publish to a media server).")
     var outputs: [String] = []
 
     func validate() throws {
@@ -141,6 +144,7 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT")
         }
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
+        try checkCodec(chosenCodec())
     }
 
     func run() throws {
@@ -158,7 +162,8 @@ struct RecordCommand: ParsableCommand {
             throw report(Recorder.classifyForCLI(error))
         }
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
-        let settings = EncoderSettings(size: source.frameSize, framesPerSecond: source.framesPerSecond,
+        let codec = try chosenCodec()
+        let settings = EncoderSettings(codec: codec, size: source.frameSize, framesPerSecond: source.framesPerSecond,
                                        keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
                                        profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
         let videoEncoder: VideoEncoder
@@ -195,7 +200,7 @@ struct RecordCommand: ParsableCommand {
         logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
         let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), slicesPerPicture: slices,
-                                logger: logger)
+                                codec: codec, logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         let rotatingFiles = fileOutputs
         let actions = LiveActions(keyframe: { keyframes.request() },
@@ -308,10 +313,10 @@ struct RecordCommand: ParsableCommand {
     private func makeNetworkOutput(_ endpoint: TCPEndpoint, keyframes: KeyframeRequestGate) -> StreamOutput {
         let log = networkLog()
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei,
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei && (try? chosenCodec()) != .hevc,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, log: log)
+        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei && (try? chosenCodec()) != .hevc, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

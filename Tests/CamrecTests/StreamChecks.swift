@@ -24,17 +24,20 @@ enum IndependentChecker {
 /// camrec's stream contract, checked by truths from outside camrec: the independent Python checker
 /// (4-byte start codes, SPS+PPS right before every IDR slice, one slice per picture, the picture count
 /// and IDR grid) and ffprobe's decoder (which frames are key frames), beside camrec's own inspector.
-func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, file: StaticString = #filePath, line: UInt = #line) throws {
+func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, codec: VideoCodec = .h264,
+                          file: StaticString = #filePath, line: UInt = #line) throws {
     let expectedIDRs = Array(stride(from: 0, to: frames, by: interval))
-    let independent = try IndependentChecker.check(path, arguments: ["--frames", "\(frames)", "--idr-interval", "\(interval)"])
+    let independent = try IndependentChecker.check(path, arguments: ["--frames", "\(frames)", "--idr-interval", "\(interval)"]
+                                                       + (codec == .hevc ? ["--hevc"] : []))
     XCTAssertEqual(independent.status, 0, "annexb-check: \(independent.output)", file: file, line: line)
     XCTAssertEqual(independent.report?.pictures, frames, "annexb-check's picture count", file: file, line: line)
     XCTAssertEqual(independent.report?.idr_pictures, expectedIDRs, "annexb-check's IDR positions", file: file, line: line)
     XCTAssertEqual(try Tools.keyFrameIndices(path), expectedIDRs, "ffprobe's key frames", file: file, line: line)
 
-    var inspector = StreamInspector()
+    var inspector = StreamInspector(codec: codec)
     inspector.append([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
     let report = inspector.finish()
+    XCTAssertEqual(report.codec, codec, file: file, line: line)
     XCTAssertTrue(report.contractHolds, report.render(verbose: false), file: file, line: line)
     XCTAssertEqual(report.frameCount, frames, file: file, line: line)
     XCTAssertEqual(report.idrFrameIndices, expectedIDRs, file: file, line: line)

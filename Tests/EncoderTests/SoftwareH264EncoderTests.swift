@@ -4,12 +4,12 @@ import Frames
 import Encoder
 import XCTest
 
-final class SoftwareH264EncoderTests: XCTestCase {
+final class SoftwareEncoderTests: XCTestCase {
     func testForcedKeyframesBecomeIDRsAndEveryBufferReturnsToThePool() throws {
-        try XCTSkipUnless(SoftwareH264Encoder.isAvailable, "libavcodec has no libx264")
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264")
         let size = FrameSize(width: 320, height: 240)
         let settings = EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4, profile: .high, preset: "ultrafast")
-        let encoder = try SoftwareH264Encoder(settings: settings)
+        let encoder = try SoftwareEncoder(settings: settings)
         let pool = PixelBufferPool(format: encoder.inputFormat, width: size.width, height: size.height,
                                    capacity: encoder.maximumBuffersInFlight + 2)
         let source = TestPatternSource(size: size, fps: 30, realTime: false)
@@ -36,10 +36,10 @@ final class SoftwareH264EncoderTests: XCTestCase {
     }
 
     func testImpossibleSettingsAreReportedAsUnavailable() throws {
-        try XCTSkipUnless(SoftwareH264Encoder.isAvailable, "libavcodec has no libx264")
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264")
         let settings = EncoderSettings(size: FrameSize(width: 320, height: 240), framesPerSecond: 30, keyframeInterval: 30,
                                        preset: "no-such-preset")
-        let encoder = try SoftwareH264Encoder(settings: settings)
+        let encoder = try SoftwareEncoder(settings: settings)
         XCTAssertThrowsError(try encoder.start()) { error in
             XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
         }

@@ -1,17 +1,18 @@
 #!/usr/bin/env python3
-"""Independent checker of camrec's H.264 stream contract, for the tests.
+"""Independent checker of camrec's H.264 (and, with --hevc, H.265) stream contract, for the tests.
 
 It shares no code with camrec: it scans Annex-B itself, reads NAL headers, the first fields of
 slice headers and the SPS, groups NAL units into pictures and checks:
 
   * every NAL unit starts with a 4-byte start code 00 00 00 01;
   * the two NAL units right before the first slice of every IDR picture are an SPS and a PPS
-    (nothing, not even an SEI, between the PPS and the IDR slice);
+    (nothing, not even an SEI, between the PPS and the IDR slice); in H.265 the three units are
+    VPS, SPS and PPS, and every random-access picture (types 16-23) is an IDR (19, 20);
   * the stream starts with an IDR picture;
   * slices per picture (at most --slices, default 1);
   * optionally: the number of pictures (--frames) and IDRs exactly every N pictures (--idr-interval).
 
-Usage: annexb-check.py FILE|- [--frames N] [--idr-interval N] [--slices N] [--json]
+Usage: annexb-check.py FILE|- [--hevc] [--frames N] [--idr-interval N] [--slices N] [--json]
 Exit status: 0 when every check holds, 1 when one fails, 2 for a file it cannot read or that holds
 no H.264. The last line (or the JSON object) says what was found.
 """
@@ -139,9 +140,27 @@ def parse_sps(payload):
     return {"id": sps_id, "profile_idc": profile, "level_idc": level, "width": width, "height": height}
 
 
-def check(data, want_slices, want_frames, want_interval):
+def check_hevc_units(data):
+    """H.265 units: the type is bits 1-6 of the two-byte header; a slice segment starts its picture
+    when first_slice_segment_in_pic_flag (the first payload bit) is 1."""
     units = []
     for code_at, code_len, begin, end in split_units(data):
+        if end - begin < 3:
+            continue
+        t = (data[begin] >> 1) & 0x3F
+        unit = {"at": code_at, "code": code_len, "type": t, "size": end - begin}
+        if t < 32:
+            unit["first_mb"] = 0 if data[begin + 2] & 0x80 else 1
+        units.append(unit)
+    return units
+
+
+def check(data, want_slices, want_frames, want_interval, hevc=False):
+    vcl_types = range(0, 32) if hevc else VCL_TYPES
+    idr_types = (19, 20) if hevc else (5,)
+    before_idr = [32, 33, 34] if hevc else [7, 8]
+    units = [] if not hevc else check_hevc_units(data)
+    for code_at, code_len, begin, end in ([] if hevc else split_units(data)):
         if end <= begin:
             continue
         header = data[begin]
@@ -158,8 +177,8 @@ def check(data, want_slices, want_frames, want_interval):
         units.append(unit)
 
     problems = []
-    if not any(u["type"] in VCL_TYPES for u in units):
-        return {"ok": False, "units": len(units), "problems": ["no H.264 slices found"]}, 2
+    if not any(u["type"] in vcl_types for u in units):
+        return {"ok": False, "units": len(units), "problems": ["no %s slices found" % ("H.265" if hevc else "H.264")]}, 2
 
     short_codes = [u for u in units if u["code"] != 4]
     if short_codes:
@@ -169,10 +188,11 @@ def check(data, want_slices, want_frames, want_interval):
     # Pictures: a VCL unit with first_mb_in_slice == 0 starts one (camrec never uses ASO).
     pictures = []  # each: {"idr": bool, "slices": n, "first_unit": index}
     for index, u in enumerate(units):
-        if u["type"] not in VCL_TYPES:
+        if u["type"] not in vcl_types:
             continue
         if u["first_mb"] == 0 or not pictures:
-            pictures.append({"idr": u["type"] == 5, "slices": 1, "first_unit": index})
+            pictures.append({"idr": u["type"] in idr_types, "irap": 16 <= u["type"] <= 23 if hevc else u["type"] == 5,
+                             "slices": 1, "first_unit": index})
         else:
             pictures[-1]["slices"] += 1
 
@@ -183,12 +203,15 @@ def check(data, want_slices, want_frames, want_interval):
     bad_idrs = []
     for n in idr_pictures:
         i = pictures[n]["first_unit"]
-        before = [units[k]["type"] for k in (i - 2, i - 1) if k >= 0]
-        if before != [7, 8]:
+        before = [units[k]["type"] for k in range(i - len(before_idr), i) if k >= 0]
+        if before != before_idr:
             bad_idrs.append((n, before))
     if bad_idrs:
-        problems.append("%d of %d IDR pictures lack SPS PPS right before their first slice; picture %d has %s"
-                        % (len(bad_idrs), len(idr_pictures), bad_idrs[0][0], bad_idrs[0][1]))
+        problems.append("%d of %d IDR pictures lack %s right before their first slice; picture %d has %s"
+                        % (len(bad_idrs), len(idr_pictures), "VPS SPS PPS" if hevc else "SPS PPS", bad_idrs[0][0], bad_idrs[0][1]))
+    not_idr = [n for n, p in enumerate(pictures) if p["irap"] and not p["idr"]]
+    if not_idr:
+        problems.append("%d random-access pictures are not IDRs, first picture %d" % (len(not_idr), not_idr[0]))
 
     most_slices = max(p["slices"] for p in pictures)
     if most_slices > want_slices:
@@ -225,6 +248,7 @@ def main():
     p.add_argument("--frames", type=int, help="exact number of pictures expected")
     p.add_argument("--idr-interval", type=int, help="an IDR exactly every N pictures, from picture 0")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
+    p.add_argument("--hevc", action="store_true", help="the stream is H.265")
     a = p.parse_args()
     try:
         if a.file == "-":
@@ -236,7 +260,7 @@ def main():
         print("annexb-check: %s" % e, file=sys.stderr)
         return 2
     try:
-        report, status = check(data, a.slices, a.frames, a.idr_interval)
+        report, status = check(data, a.slices, a.frames, a.idr_interval, a.hevc)
     except ValueError as e:
         report, status = {"ok": False, "problems": ["unparsable: %s" % e]}, 2
     if a.json:

@@ -1,20 +1,25 @@
+import Bitstream
 import CFFmpeg
 import Libav
 import Frames
 
-/// H.264 in software: libx264 through libavcodec.
+/// H.264 or H.265 in software: libx264 or libx265 through libavcodec, each told to make IDRs
+/// exactly where the recorder asks, no B-frames, one slice per picture and no added latency.
 ///
-/// Pool buffers reach libx264 without a copy: each frame wraps the buffer's
+/// Pool buffers reach the encoder without a copy: each frame wraps the buffer's
 /// planes in an AVBuffer whose free callback hands the buffer back, so it returns
-/// to the pool exactly when libavcodec lets go of it.
-public final class SoftwareH264Encoder: VideoEncoder {
-    public let name = "libx264 (software)"
-    public let inputFormat = PixelFormat.nv12
+/// to the pool exactly when libavcodec lets go of it. libx264 takes NV12; libx265 takes no
+/// NV12, so its pool holds planar I420.
+public final class SoftwareEncoder: VideoEncoder {
+    public let name: String
+    public let inputFormat: PixelFormat
     public let maximumBuffersInFlight = 2
     public var onBufferDone: ((PixelBuffer) -> Void)?
     public var onPacket: ((EncodedPacket) -> Void)?
 
     private let settings: EncoderSettings
+    /// "libx264" or "libx265".
+    private let library: String
     private var context: UnsafeMutablePointer<AVCodecContext>?
     private let frame: UnsafeMutablePointer<AVFrame>
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -22,7 +27,10 @@ public final class SoftwareH264Encoder: VideoEncoder {
 
     public init(settings: EncoderSettings) throws {
         self.settings = settings
-        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: "libx264")
+        library = Self.library(for: settings.codec)
+        name = "\(library) (software)"
+        inputFormat = settings.codec == .h264 ? .nv12 : .i420
+        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: library)
         guard let frame = av_frame_alloc(), let packet = av_packet_alloc() else {
             throw EncoderError(.unavailable, "out of memory setting up the encoder")
         }
@@ -38,42 +46,32 @@ public final class SoftwareH264Encoder: VideoEncoder {
         if context != nil { avcodec_free_context(&context) }
     }
 
-    /// Whether this libavcodec has libx264 at all.
-    public static var isAvailable: Bool { avcodec_find_encoder_by_name("libx264") != nil }
+    static func library(for codec: VideoCodec) -> String { codec == .h264 ? "libx264" : "libx265" }
+
+    /// Whether this libavcodec has libx264 (or libx265) at all.
+    public static func isAvailable(_ codec: VideoCodec = .h264) -> Bool { avcodec_find_encoder_by_name(library(for: codec)) != nil }
+    public static var isAvailable: Bool { isAvailable(.h264) }
 
     public func start() throws {
-        guard let codec = avcodec_find_encoder_by_name("libx264") else {
-            throw EncoderError(.unavailable, "this FFmpeg has no libx264 encoder; install Debian's libavcodec59 (which links libx264)")
+        guard let codec = avcodec_find_encoder_by_name(library) else {
+            throw EncoderError(.unavailable, "this FFmpeg has no \(library) encoder; install Debian's libavcodec59 (which links libx264 and libx265)")
         }
         guard let ctx = avcodec_alloc_context3(codec) else {
-            throw EncoderError(.unavailable, "out of memory setting up libx264")
+            throw EncoderError(.unavailable, "out of memory setting up \(library)")
         }
         context = ctx
         let rate = settings.frameRateRational
         ctx.pointee.width = Int32(settings.size.width)
         ctx.pointee.height = Int32(settings.size.height)
-        ctx.pointee.pix_fmt = AV_PIX_FMT_NV12
+        ctx.pointee.pix_fmt = inputFormat == .nv12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P
         // Timestamps count frames (pts = sequence), so drops show as gaps in time.
         ctx.pointee.time_base = AVRational(num: rate.denominator, den: rate.numerator)
         ctx.pointee.framerate = AVRational(num: rate.numerator, den: rate.denominator)
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.keyint_min = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
-        // tune=zerolatency turns on sliced threads: one slice per thread, so the slice count
-        // would follow the machine's cores. One slice per picture (the default) means either
-        // one thread or frame threads; several slices means exactly that many sliced threads.
-        let slices = settings.slicesPerPicture
-        var x264Params = "scenecut=0:aud=0"
-        if slices > 1 {
-            ctx.pointee.thread_count = Int32(clamping: slices)
-            x264Params += ":sliced-threads=1:slices=\(slices)"
-        } else {
-            ctx.pointee.thread_count = Int32(clamping: settings.softwareThreads)
-            x264Params += ":sliced-threads=0:slices=1"
-        }
-        if let qp = settings.constantQP {
+        if settings.constantQP != nil {
             ctx.pointee.global_quality = 0
-            av_opt_set_int(ctx.pointee.priv_data, "qp", Int64(qp), 0)
         } else {
             let bitrate = Int64(settings.effectiveBitrate)
             ctx.pointee.bit_rate = bitrate
@@ -84,23 +82,55 @@ public final class SoftwareH264Encoder: VideoEncoder {
         let priv = ctx.pointee.priv_data
         av_opt_set(priv, "preset", settings.preset, 0)
         av_opt_set(priv, "tune", "zerolatency", 0)
-        av_opt_set(priv, "profile", settings.profile.rawValue, 0)
-        // A forced keyframe must be an IDR, and x264 must not add IDRs at scene cuts:
+        // A forced keyframe must be an IDR, and the encoder must not add IDRs at scene cuts:
         // IDRs come exactly where the recorder asks for them.
         av_opt_set(priv, "forced-idr", "1", 0)
-        av_opt_set(priv, "x264-params", x264Params, 0)
+        if settings.codec == .h264 {
+            configureX264(ctx, priv)
+        } else {
+            configureX265(ctx, priv)
+        }
         var options: OpaquePointer?
         let status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)
         guard status >= 0 else {
-            throw EncoderError(.unavailable, "libx264 refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
-                + "profile \(settings.profile.rawValue), preset \(settings.preset)): \(libavErrorDescription(status))")
+            throw EncoderError(.unavailable, "\(library) refused the settings (\(settings.size) @ \(settings.framesPerSecond) fps, "
+                + (settings.codec == .h264 ? "profile \(settings.profile.rawValue), " : "") + "preset \(settings.preset)): \(libavErrorDescription(status))")
         }
+    }
+
+    /// tune=zerolatency turns on sliced threads: one slice per thread, so the slice count would
+    /// follow the machine's cores. One slice per picture (the default) means either one thread or
+    /// frame threads; several slices means exactly that many sliced threads.
+    private func configureX264(_ ctx: UnsafeMutablePointer<AVCodecContext>, _ priv: UnsafeMutableRawPointer?) {
+        let slices = settings.slicesPerPicture
+        var params = "scenecut=0:aud=0"
+        if slices > 1 {
+            ctx.pointee.thread_count = Int32(clamping: slices)
+            params += ":sliced-threads=1:slices=\(slices)"
+        } else {
+            ctx.pointee.thread_count = Int32(clamping: settings.softwareThreads)
+            params += ":sliced-threads=0:slices=1"
+        }
+        if let qp = settings.constantQP { av_opt_set_int(priv, "qp", Int64(qp), 0) }
+        av_opt_set(priv, "profile", settings.profile.rawValue, 0)
+        av_opt_set(priv, "x264-params", params, 0)
+    }
+
+    /// libx265 makes a CRA with leading pictures at its keyframes unless told a closed GOP, and
+    /// writes its version SEI and a log line per run unless told not to. Its frame threads (one
+    /// frame of delay each) follow `softwareThreads`; wavefront threads cost no delay.
+    private func configureX265(_ ctx: UnsafeMutablePointer<AVCodecContext>, _ priv: UnsafeMutableRawPointer?) {
+        var params = "log-level=error:info=0:scenecut=0:open-gop=0:bframes=0:keyint=\(settings.keyframeInterval)"
+            + ":min-keyint=\(settings.keyframeInterval):slices=\(settings.slicesPerPicture):aud=0:repeat-headers=1"
+        params += ":frame-threads=\(max(1, settings.softwareThreads))"
+        if let qp = settings.constantQP { params += ":qp=\(qp)" }
+        av_opt_set(priv, "x265-params", params, 0)
     }
 
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
         guard let ctx = context else { preconditionFailure("start() first") }
-        frame.pointee.format = AV_PIX_FMT_NV12.rawValue
+        frame.pointee.format = (inputFormat == .nv12 ? AV_PIX_FMT_NV12 : AV_PIX_FMT_YUV420P).rawValue
         frame.pointee.width = Int32(buffer.width)
         frame.pointee.height = Int32(buffer.height)
         frame.pointee.pts = Int64(buffer.sequence)
@@ -111,6 +141,10 @@ public final class SoftwareH264Encoder: VideoEncoder {
         frame.pointee.data.1 = planes[1].base
         frame.pointee.linesize.0 = Int32(planes[0].stride)
         frame.pointee.linesize.1 = Int32(planes[1].stride)
+        if planes.count > 2 {
+            frame.pointee.data.2 = planes[2].base
+            frame.pointee.linesize.2 = Int32(planes[2].stride)
+        }
         // The AVBuffer's free callback is the "buffer done" signal.
         let token = Unmanaged.passRetained(BufferReturn(encoder: self, buffer: buffer)).toOpaque()
         guard let ref = av_buffer_create(planes[0].base, buffer.byteCount, { opaque, _ in
@@ -119,13 +153,13 @@ public final class SoftwareH264Encoder: VideoEncoder {
         }, token, 0) else {
             Unmanaged<BufferReturn>.fromOpaque(token).release()
             onBufferDone?(buffer)
-            throw EncoderError(.failed, "out of memory wrapping a frame for libx264")
+            throw EncoderError(.failed, "out of memory wrapping a frame for \(library)")
         }
         frame.pointee.buf.0 = ref
         let status = avcodec_send_frame(ctx, frame)
         av_frame_unref(frame)
         guard status >= 0 else {
-            throw EncoderError(.failed, "libx264 failed to encode frame \(buffer.sequence): \(libavErrorDescription(status))")
+            throw EncoderError(.failed, "\(library) failed to encode frame \(buffer.sequence): \(libavErrorDescription(status))")
         }
         try drain()
     }
@@ -134,7 +168,7 @@ public final class SoftwareH264Encoder: VideoEncoder {
         guard let ctx = context else { return }
         let status = avcodec_send_frame(ctx, nil)
         if status < 0 && status != camrec_AVERROR_EOF {
-            throw EncoderError(.failed, "libx264 failed to flush: \(libavErrorDescription(status))")
+            throw EncoderError(.failed, "\(library) failed to flush: \(libavErrorDescription(status))")
         }
         try drain()
     }
@@ -147,10 +181,10 @@ public final class SoftwareH264Encoder: VideoEncoder {
 
 /// Carries a pool buffer through libavcodec's free callback back to its encoder.
 final class BufferReturn {
-    weak var encoder: SoftwareH264Encoder?
+    weak var encoder: SoftwareEncoder?
     let buffer: PixelBuffer
 
-    init(encoder: SoftwareH264Encoder, buffer: PixelBuffer) {
+    init(encoder: SoftwareEncoder, buffer: PixelBuffer) {
         self.encoder = encoder
         self.buffer = buffer
     }

@@ -1,0 +1,107 @@
+import Bitstream
+import Foundation
+import XCTest
+
+/// `--codec hevc` end to end: libx265 through the one stream writer, to a file, stdout and a TCP
+/// receiver (ffmpeg), each checked by ffprobe, the independent Annex-B checker (--hevc) and the
+/// burned-in frame numbers.
+final class HEVCRecordingEndToEndTests: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        try requireFFmpeg()
+        dir = try makeScratchDirectory()
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
+
+    private func codecName(_ path: String) throws -> String {
+        try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
+            .stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    func testTwoHundredFramesWithAnIDREveryThirtyKeepTheContract() throws {
+        // The issue's own command: 1280x720 at 30 fps, libx265 veryfast.
+        let out = "\(dir)/out.h265"
+        let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--frames", "200", "--keyframe-interval", "30", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try codecName(out), "hevc")
+        XCTAssertEqual(try Tools.decodedFrameCount(out), 200)
+        XCTAssertEqual(try Tools.decodeErrors(out), "")
+        try assertStreamContract(out, idrEvery: 30, frames: 200, codec: .hevc)
+        let inspect = try Tools.camrec(["inspect", "--summary", out])
+        XCTAssertEqual(inspect.status, 0, inspect.stdoutText)
+        XCTAssertTrue(inspect.stdoutText.contains("video: H.265/HEVC Main profile"), inspect.stdoutText)
+        XCTAssertTrue(r.stderr.contains("frames=200 idr=7"), r.stderr)
+    }
+
+    func testTheExtensionChoosesTheCodecAndEveryFrameArrivesInOrder() throws {
+        let out = "\(dir)/clip.hevc"
+        let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--keyframe-interval", "20", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try codecName(out), "hevc")
+        XCTAssertEqual(try Tools.patternCounters(out), (0..<60).map { UInt64($0) })
+        try assertStreamContract(out, idrEvery: 20, frames: 60, codec: .hevc)
+    }
+
+    func testStdoutCarriesTheSameContract() throws {
+        let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "45", "--keyframe-interval", "15", "-"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let out = "\(dir)/stdout.h265"
+        try r.stdout.write(to: URL(fileURLWithPath: out))
+        XCTAssertEqual(try Tools.patternCounters(out), (0..<45).map { UInt64($0) })
+        try assertStreamContract(out, idrEvery: 15, frames: 45, codec: .hevc)
+    }
+
+    func testFFmpegReceivesEveryFrameOverTCP() throws {
+        let port = Int.random(in: 47_000..<48_000)
+        let got = "\(dir)/got.h265"
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: Tools.which("ffmpeg")!)
+        ffmpeg.arguments = ["-v", "error", "-y", "-f", "hevc", "-i", "tcp://127.0.0.1:\(port)?listen", "-c", "copy", "-f", "hevc", got]
+        ffmpeg.standardInput = FileHandle.nullDevice
+        try ffmpeg.run()
+        defer { if ffmpeg.isRunning { ffmpeg.terminate() } }
+        try waitUntilListening(port: port)
+        let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30",
+                                  "tcp://127.0.0.1:\(port)"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        ffmpeg.waitUntilExit()
+        XCTAssertEqual(try Tools.patternCounters(got), (0..<90).map { UInt64($0) }, r.stderr)
+        try assertStreamContract(got, idrEvery: 30, frames: 90, codec: .hevc)
+    }
+
+    /// Waits for a listening socket on `port` without connecting to it (ffmpeg's listener takes one
+    /// connection only): the kernel's table says when it is there.
+    private func waitUntilListening(port: Int) throws {
+        let hex = String(format: ":%04X ", port)
+        for _ in 0..<100 {
+            for table in ["/proc/net/tcp", "/proc/net/tcp6"] {
+                let lines = (try? String(contentsOfFile: table, encoding: .utf8))?.split(separator: "\n") ?? []
+                // local_address is the second column, st the fourth; 0A is LISTEN.
+                if lines.contains(where: { $0.contains(hex) && $0.split(separator: " ").dropFirst(3).first == "0A" }) { return }
+            }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        XCTFail("ffmpeg did not listen on port \(port) within 5 s")
+    }
+
+    func testWhatCannotCarryH265YetIsRefusedBeforeRecording() throws {
+        let cases: [([String], String)] = [
+            (["--codec", "hevc", "\(dir)/a.mp4"], "H.265 in MP4"),
+            (["--codec", "hevc", "rtmp://127.0.0.1/live/x"], "RTMP carries H.264 only"),
+            (["--http", "0", "\(dir)/b.h265"], "--http shows H.264 only"),
+            (["--encoder", "vaapi", "\(dir)/c.h265"], "libx265 only"),
+            (["\(dir)/d.h264", "\(dir)/e.h265"], "one codec at a time"),
+            (["--codec", "h264", "\(dir)/f.h265"], "names H.265/HEVC but --codec is h264"),
+        ]
+        for (arguments, words) in cases {
+            let r = try Tools.camrec(["--test-pattern", "--frames", "5"] + arguments)
+            XCTAssertEqual(r.status, 64, "\(arguments): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(words), "\(arguments): \(r.stderr)")
+        }
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "nothing recorded")
+    }
+}
