@@ -78,6 +78,17 @@ public enum VideoCodec: String, Sendable, Hashable, CaseIterable {
         }
     }
 
+    /// Whether `unit` begins a new access unit when it follows a picture's slices: a unit whose
+    /// role says so, or the first slice of a picture. Read from the header and the first payload bit
+    /// only (first_mb_in_slice's leading 1 bit means 0; first_slice_segment_in_pic_flag is the bit).
+    public func startsAccessUnit(_ unit: NALUnit) -> Bool {
+        let role = role(ofType: typeValue(of: unit.bytes))
+        if role.startsAccessUnitAfterPicture { return true }
+        guard role == .idrSlice || role == .randomAccessSliceNotIDR || role == .slice, unit.bytes.count > nalHeaderLength
+        else { return false }
+        return unit.bytes[nalHeaderLength] & 0x80 != 0
+    }
+
     /// The codec of a stream whose first NAL unit is `unit`: H.265 when that unit reads as an H.265
     /// VPS, SPS, PPS, AUD or prefix SEI of the base layer, which as H.264 headers would be types no
     /// stream starts with (0, 2, 6 with nal_ref_idc 2, 14); H.264 otherwise.

@@ -2,6 +2,7 @@ import Bitstream
 
 /// One access unit put back together from a byte stream.
 public struct ReceivedAccessUnit: Sendable {
+    public var codec: VideoCodec
     /// The NAL units in stream order, without camrec timing notes.
     public var units: [NALUnit]
     /// The camrec timing note it carried, if the sender was camrec.
@@ -39,9 +40,10 @@ public struct ReceivedAccessUnit: Sendable {
 /// (one byte at a time, whole frames, or anything between), with `AnnexBScanner` doing
 /// the start-code work.
 ///
-/// An access unit ends where the next one begins (H.264 7.4.1.2.3, as decoders apply it):
-/// after a picture's slices, an AUD, SPS, PPS, SEI or types 14–18 start a new one, and so
-/// does a slice whose first_mb_in_slice is 0. Since that is only known once the next unit's
+/// An access unit ends where the next one begins (H.264 7.4.1.2.3 and H.265 7.4.2.4.4, as
+/// decoders apply them): after a picture's slices, an AUD, parameter set, (prefix) SEI or a few
+/// reserved types start a new one, and so does the first slice of a picture
+/// (`VideoCodec.startsAccessUnit`). The codec is given, or guessed from the first NAL unit. Since that is only known once the next unit's
 /// start code has arrived, an access unit is returned when the following one starts, or by
 /// `finish()`.
 public struct AccessUnitAssembler: Sendable {
@@ -51,8 +53,12 @@ public struct AccessUnitAssembler: Sendable {
     private var currentHasPicture = false
     private var lastUnitEnd = 0
     private var unitsSeen = 0
+    /// Given, or guessed from the first unit.
+    public private(set) var codec: VideoCodec?
 
-    public init() {}
+    public init(codec: VideoCodec? = nil) {
+        self.codec = codec
+    }
 
     /// Bytes taken in that are not yet part of a returned unit: the unit being collected
     /// (or leading garbage). A receiver bounds this so a stream without start codes can't
@@ -88,18 +94,20 @@ public struct AccessUnitAssembler: Sendable {
     private mutating func take(_ unit: NALUnit, into completed: inout [ReceivedAccessUnit]) {
         unitsSeen += 1
         lastUnitEnd = unit.offset + unit.startCodeLength + unit.bytes.count
-        let type = unit.type
-        if currentHasPicture && Self.startsAccessUnit(unit) {
+        let codec = self.codec ?? VideoCodec.guess(fromFirstUnit: unit.bytes)
+        self.codec = codec
+        let role = codec.role(ofType: codec.typeValue(of: unit.bytes))
+        if currentHasPicture && codec.startsAccessUnit(unit) {
             if let done = closeCurrent() { completed.append(done) }
         }
         if currentStartOffset == nil { currentStartOffset = unit.offset }
-        if type == .sei, let note = TimestampSEI(nalUnit: unit.bytes) {
+        if role == .sei, let note = TimestampSEI(nalUnit: unit.bytes, codec: codec) {
             // A second note before the picture would mean two access units; keep the first.
             if currentTimestamp == nil { currentTimestamp = note }
             currentEnd = lastUnitEnd
             return
         }
-        if type.isVCL { currentHasPicture = true }
+        if role.isVCL { currentHasPicture = true }
         current.append(unit)
         currentEnd = lastUnitEnd
     }
@@ -108,18 +116,6 @@ public struct AccessUnitAssembler: Sendable {
     /// Stream offset of the first unit of the access unit being collected.
     private var currentStartOffset: Int?
 
-    private static func startsAccessUnit(_ unit: NALUnit) -> Bool {
-        switch unit.type.rawValue {
-        case 6, 7, 8, 9, 14, 15, 16, 17, 18:
-            return true
-        case 1, 2, 5:
-            // first_mb_in_slice is the first ue(v) of the header: a leading 1 bit means 0.
-            return unit.bytes.count > 1 && unit.bytes[1] & 0x80 != 0
-        default:
-            return false
-        }
-    }
-
     private mutating func closeCurrent() -> ReceivedAccessUnit? {
         defer {
             current.removeAll(keepingCapacity: true)
@@ -127,20 +123,20 @@ public struct AccessUnitAssembler: Sendable {
             currentHasPicture = false
             currentStartOffset = nil
         }
-        guard !current.isEmpty else { return nil }
+        guard !current.isEmpty, let codec else { return nil }
         var isIDR = false, hasSPS = false, hasPPS = false
         var bytes = 0, invalid = 0
         for unit in current {
-            switch unit.type {
+            switch codec.role(ofType: codec.typeValue(of: unit.bytes)) {
             case .idrSlice: isIDR = true
-            case .sps: hasSPS = true
-            case .pps: hasPPS = true
+            case .parameterSet(.sps): hasSPS = true
+            case .parameterSet(.pps): hasPPS = true
             default: break
             }
             if unit.forbiddenZeroBit { invalid += 1 }
             bytes += unit.startCodeLength + unit.bytes.count
         }
-        return ReceivedAccessUnit(units: current, timestamp: currentTimestamp, isIDR: isIDR, hasSPS: hasSPS, hasPPS: hasPPS,
+        return ReceivedAccessUnit(codec: codec, units: current, timestamp: currentTimestamp, isIDR: isIDR, hasSPS: hasSPS, hasPPS: hasPPS,
                                   endOffset: currentEnd, byteCount: bytes, invalidUnitCount: invalid)
     }
 }

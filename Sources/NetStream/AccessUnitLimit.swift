@@ -46,6 +46,26 @@ public enum AccessUnitLimit {
     }
 
     /// Table A-2's cpbBrNalFactor.
+    /// H.265 Table A.8: MaxCPB in units of 1000 bits (Main tier, High tier) by general_level_idc.
+    static let hevcLevels: [(idc: Int, mainTier: Int, highTier: Int)] = [
+        (30, 350, 350), (60, 1500, 1500), (63, 3000, 3000), (90, 6000, 6000), (93, 10000, 10000),
+        (120, 12000, 30000), (123, 20000, 50000), (150, 25000, 100000), (153, 40000, 160000), (156, 60000, 240000),
+        (180, 60000, 240000), (183, 120000, 480000), (186, 240000, 800000),
+    ]
+
+    /// The same bound for H.265: twice the larger of the level's CPB (NAL factor 1100) and the
+    /// picture's raw size, plus the slack.
+    public static func maximumBytes(for sps: HEVCSequenceParameterSet) -> Int {
+        let ptl = sps.profileTierLevel
+        let level = hevcLevels.first { $0.idc == ptl.levelIdc } ?? hevcLevels[hevcLevels.count - 1]
+        let cpbBytes = (ptl.tierFlag ? level.highTier : level.mainTier) * 1100 / 8
+        let chromaPerLuma = [0.0, 0.5, 1.0, 2.0][sps.chromaFormatIdc]
+        let lumaSamples = Double(sps.picWidthInLumaSamples) * Double(sps.picHeightInLumaSamples)
+        let rawBits = lumaSamples * Double(sps.bitDepthLuma) + lumaSamples * chromaPerLuma * Double(sps.bitDepthChroma)
+        let pictureBytes = Int(min(rawBits / 8, Double(1 << 40)))
+        return 2 * max(cpbBytes, pictureBytes) + slackBytes
+    }
+
     static func nalFactorBits(profileIdc: UInt8) -> Int {
         switch profileIdc {
         case 66, 77, 88: return 1200

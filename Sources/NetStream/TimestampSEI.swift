@@ -1,7 +1,7 @@
 import Bitstream
 
-/// A camrec timing note carried in the stream sent over the network: an SEI NAL unit with
-/// one `user_data_unregistered` message (payloadType 5) under camrec's own UUID.
+/// A camrec timing note carried in the stream sent over the network: an SEI NAL unit (H.265: a
+/// prefix SEI) with one `user_data_unregistered` message (payloadType 5) under camrec's own UUID.
 ///
 /// Network outputs put one at the head of every access unit they send (ahead of SPS/PPS); it
 /// holds the frame's capture time and the time the sender started sending it (both
@@ -33,7 +33,7 @@ public struct TimestampSEI: Sendable, Hashable {
 
     /// The whole NAL unit with its 4-byte start code, appended to `output` (which keeps
     /// its capacity, so a sender can reuse one buffer).
-    public func appendAnnexB(to output: inout [UInt8]) {
+    public func appendAnnexB(to output: inout [UInt8], codec: VideoCodec = .h264) {
         var rbsp: [UInt8] = []
         rbsp.reserveCapacity(Self.payloadSize + 3)
         rbsp.append(Self.payloadType)
@@ -44,7 +44,7 @@ public struct TimestampSEI: Sendable, Hashable {
             for shift in stride(from: 56, through: 0, by: -8) { rbsp.append(UInt8(truncatingIfNeeded: value >> UInt64(shift))) }
         }
         rbsp.append(0x80)  // rbsp_trailing_bits
-        output.append(contentsOf: [0, 0, 0, 1, 0x06])
+        output.append(contentsOf: codec == .h264 ? [0, 0, 0, 1, 0x06] : [0, 0, 0, 1, 0x4E, 0x01])
         output.append(contentsOf: RBSP.addingEmulationPrevention(rbsp))
     }
 
@@ -54,13 +54,15 @@ public struct TimestampSEI: Sendable, Hashable {
         return bytes
     }
 
-    /// Reads a camrec timing note from a NAL unit (header byte first, still escaped).
-    /// Nil for any other unit, including SEI units from encoders.
-    public init?(nalUnit bytes: [UInt8]) {
-        guard bytes.count >= 2 + 16, bytes[0] & 0x1F == 6, bytes[0] & 0x80 == 0 else { return nil }
+    /// Reads a camrec timing note from a NAL unit (header first, still escaped). Nil for any
+    /// other unit, including SEI units from encoders.
+    public init?(nalUnit bytes: [UInt8], codec: VideoCodec = .h264) {
+        let header = codec.nalHeaderLength
+        guard bytes.count >= header + 1 + 16, bytes[0] & 0x80 == 0,
+              codec.role(ofType: codec.typeValue(of: bytes)) == .sei else { return nil }
         // Cheap rejection before un-escaping: our message is the first and only one.
-        guard bytes[1] == Self.payloadType else { return nil }
-        let rbsp = RBSP.removingEmulationPrevention(bytes.dropFirst())
+        guard bytes[header] == Self.payloadType else { return nil }
+        let rbsp = RBSP.removingEmulationPrevention(bytes.dropFirst(header))
         guard rbsp.count >= 2 + Self.payloadSize, rbsp[0] == Self.payloadType, Int(rbsp[1]) == Self.payloadSize,
               Array(rbsp[2..<18]) == Self.uuid, rbsp[18] == Self.version else { return nil }
         func field(_ index: Int) -> UInt64 {
@@ -77,11 +79,12 @@ public struct TimestampSEI: Sendable, Hashable {
     /// Where a timing note goes in an access unit written by camrec's stream writer
     /// (4-byte start codes): at its head, after a leading AUD if there is one — so in an IDR
     /// access unit it stands ahead of the SPS, and SPS, PPS and the IDR slice stay together.
-    public static func insertionOffset(in accessUnit: UnsafeRawBufferPointer) -> Int {
-        let leadingAUD = accessUnit.count >= 6 && accessUnit[0] == 0 && accessUnit[1] == 0 && accessUnit[2] == 0
-            && accessUnit[3] == 1 && accessUnit[4] & 0x1F == 9
-        guard leadingAUD else { return 0 }
-        // An AUD is 2 bytes after its start code (header + primary_pic_type and trailing bits).
-        return 6
+    public static func insertionOffset(in accessUnit: UnsafeRawBufferPointer, codec: VideoCodec = .h264) -> Int {
+        // An AUD is its header plus one byte (pic type and trailing bits) after its start code.
+        let audLength = 4 + codec.nalHeaderLength + 1
+        guard accessUnit.count >= audLength, accessUnit[0] == 0, accessUnit[1] == 0, accessUnit[2] == 0, accessUnit[3] == 1,
+              codec.role(ofType: codec.typeValue(of: UnsafeRawBufferPointer(rebasing: accessUnit[4...]))) == .accessUnitDelimiter
+        else { return 0 }
+        return audLength
     }
 }

@@ -1,3 +1,4 @@
+import Bitstream
 import Glibc
 import Pipeline
 import Synchronization
@@ -53,13 +54,14 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, each access unit with camrec's
     /// timing note unless `sendsTimingSEI` is false.
     public convenience init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, log: @escaping NetworkEventLog) {
+                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, codec: VideoCodec = .h264,
+                            log: @escaping NetworkEventLog) {
         let connectTimeoutMilliseconds: Int32 = 2000
         self.init(label: endpoint.description, peerKind: "receiver", keyframes: keyframes, queueCapacity: queueCapacity,
                   stallTimeoutSeconds: stallTimeoutSeconds, log: log) {
             guard let host = endpoint.host else { throw OutputError(.unwritable, "no host") }
             let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
-            return TCPTransport(connection: connection, name: "receiver \(connection.peerAddress)", sendsTimingSEI: sendsTimingSEI, log: log)
+            return TCPTransport(connection: connection, name: "receiver \(connection.peerAddress)", sendsTimingSEI: sendsTimingSEI, codec: codec, log: log)
         }
     }
 

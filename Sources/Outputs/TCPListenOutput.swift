@@ -1,3 +1,4 @@
+import Bitstream
 import Glibc
 import Pipeline
 import Synchronization
@@ -42,9 +43,12 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     /// Each access unit carries camrec's timing note (`--no-timing-sei` turns it off).
     private let sendsTimingSEI: Bool
+    /// The stream's codec: the timing note is an SEI of that codec.
+    private let codec: VideoCodec
 
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
+                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, codec: VideoCodec = .h264, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
+        self.codec = codec
         self.endpoint = endpoint
         self.keyframes = keyframes
         self.queueCapacity = queueCapacity
@@ -126,7 +130,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
                 continue
             }
             let name = "receiver \(connection.peerAddress)"
-            let peer = PeerSender(transport: TCPTransport(connection: connection, name: name, sendsTimingSEI: sendsTimingSEI, log: log),
+            let peer = PeerSender(transport: TCPTransport(connection: connection, name: name, sendsTimingSEI: sendsTimingSEI, codec: codec, log: log),
                                   name: name, queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
             peer.start()
             peers.withLock { $0.append(peer) }

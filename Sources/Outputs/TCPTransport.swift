@@ -1,3 +1,4 @@
+import Bitstream
 import NetStream
 import Synchronization
 
@@ -8,14 +9,16 @@ final class TCPTransport: PeerTransport {
     var peerAddress: String { connection.peerAddress }
     var connectsOnFirstSend: Bool { false }
     private let sendsTimingSEI: Bool
+    private let codec: VideoCodec
     private let log: NetworkEventLog
     private let name: String
     private var note: [UInt8] = []
     private var input = [UInt8](repeating: 0, count: 4096)
     private var ignoredInputBytes = 0
 
-    init(connection: TCPConnection, name: String, sendsTimingSEI: Bool, log: @escaping NetworkEventLog) {
+    init(connection: TCPConnection, name: String, sendsTimingSEI: Bool, codec: VideoCodec = .h264, log: @escaping NetworkEventLog) {
         self.connection = connection
+        self.codec = codec
         self.name = name
         self.sendsTimingSEI = sendsTimingSEI
         self.log = log
@@ -27,10 +30,10 @@ final class TCPTransport: PeerTransport {
         note.removeAll(keepingCapacity: true)
         if sendsTimingSEI {
             TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: monotonicNanoseconds(),
-                         sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note)
+                         sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note, codec: codec)
         }
         try chunk.bytes.withUnsafeBytes { bytes in
-            let split = TimestampSEI.insertionOffset(in: bytes)
+            let split = TimestampSEI.insertionOffset(in: bytes, codec: codec)
             try note.withUnsafeBytes { noteBytes in
                 try connection.send([UnsafeRawBufferPointer(rebasing: bytes[..<split]), noteBytes,
                                      UnsafeRawBufferPointer(rebasing: bytes[split...])],

@@ -1,7 +1,8 @@
+import Bitstream
 import CFFmpeg
 import Libav
 
-/// Decodes H.264 access units with libavcodec's own decoder, to check what arrives.
+/// Decodes H.264 (or H.265) access units with libavcodec's own decoder, to check what arrives.
 ///
 /// Errors are made to surface as return codes (`AV_EF_EXPLODE`), and frames the decoder
 /// marks corrupt are counted too. Single-threaded: one access unit in, its picture out,
@@ -22,14 +23,18 @@ public final class H264Decoder {
         public var error: String?
     }
 
-    public init() throws(DecoderError) {
+    public let codec: VideoCodec
+
+    public init(codec: VideoCodec = .h264) throws(DecoderError) {
+        self.codec = codec
         do {
-            session = try LibavDecoderSession(codec: AV_CODEC_ID_H264, errorRecognition: Int32(AV_EF_BITSTREAM | AV_EF_BUFFER))
+            session = try LibavDecoderSession(codec: codec == .h264 ? AV_CODEC_ID_H264 : AV_CODEC_ID_HEVC,
+                                              errorRecognition: Int32(AV_EF_BITSTREAM | AV_EF_BUFFER))
         } catch {
             switch error {
-            case .noDecoder: throw DecoderError("this FFmpeg has no H.264 decoder")
-            case .outOfMemory: throw DecoderError("out of memory setting up the H.264 decoder")
-            case .refused(let why): throw DecoderError("cannot open the H.264 decoder: \(why)")
+            case .noDecoder: throw DecoderError("this FFmpeg has no \(codec.displayName) decoder")
+            case .outOfMemory: throw DecoderError("out of memory setting up the \(codec.displayName) decoder")
+            case .refused(let why): throw DecoderError("cannot open the \(codec.displayName) decoder: \(why)")
             }
         }
     }

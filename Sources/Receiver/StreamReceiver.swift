@@ -248,7 +248,7 @@ public final class StreamReceiver: @unchecked Sendable {
                 }
                 if let reason = session.garbageReason(limit: options.garbageLimitBytes) {
                     shared.withLock { $0.garbageConnections += 1 }
-                    ending = "sender \(sender) is not sending H.264: \(reason); disconnecting"
+                    ending = "sender \(sender) is not sending H.264 or H.265: \(reason); disconnecting"
                     break loop
                 }
                 if let reason = session.oversizeReason(limitOverride: options.accessUnitLimitBytes) {
@@ -276,13 +276,8 @@ public final class StreamReceiver: @unchecked Sendable {
         var arrivals: [(end: Int, time: UInt64)] = []
         var arrivalHead = 0
         var reportedErrors = 0
-        /// The stream began with H.265 parameter sets: not something this receiver decodes yet.
-        var sendsHEVC = false
 
         func garbageReason(limit: Int) -> String? {
-            if sendsHEVC {
-                return "it sends H.265, which camrec receive does not read yet (ffmpeg -f hevc -i tcp://… does)"
-            }
             if assembler.pendingByteCount > limit {
                 return assembler.nalUnitCount == 0 ? "\(assembler.pendingByteCount) bytes without an Annex-B start code"
                     : "a NAL unit over \(limit >> 20) MiB"
@@ -295,7 +290,16 @@ public final class StreamReceiver: @unchecked Sendable {
 
         /// Once started, one access unit may not outgrow what the SPS's level allows.
         func oversizeReason(limitOverride: Int?) -> String? {
-            guard started, let sps = writer.sequenceParameterSet else { return nil }
+            guard started else { return nil }
+            if writer.codec == .hevc {
+                guard let sps = writer.hevcSequenceParameterSet else { return nil }
+                let limit = limitOverride ?? AccessUnitLimit.maximumBytes(for: sps)
+                let open = assembler.openAccessUnitByteCount
+                guard open > limit else { return nil }
+                return "sent an access unit of over \(open) bytes, more than level \(sps.profileTierLevel.levelName) allows "
+                    + "for \(sps.displayedWidth)x\(sps.displayedHeight) (limit \(limit) bytes)"
+            }
+            guard let sps = writer.sequenceParameterSet else { return nil }
             let limit = limitOverride ?? AccessUnitLimit.maximumBytes(for: sps)
             let open = assembler.openAccessUnitByteCount
             guard open > limit else { return nil }
@@ -334,12 +338,15 @@ public final class StreamReceiver: @unchecked Sendable {
             log("dropped the last access unit from \(sender): \(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
             return
         }
-        if !session.started, session.frames == 0, let first = unit.units.first,
-           VideoCodec.guess(fromFirstUnit: first.bytes) == .hevc {
-            session.sendsHEVC = true
-            return
+        if !session.started && unit.codec != session.writer.codec {
+            // The assembler recognised the codec from the sender's first unit.
+            session.writer = AnnexBStreamWriter(codec: unit.codec)
         }
-        let hasPicture = unit.units.contains { $0.type.isVCL }
+        if decoder?.codec != unit.codec {
+            if let old = decoder { shared.withLock { $0.decodedFrames += old.flush().frames } }
+            decoder = try? H264Decoder(codec: unit.codec)
+        }
+        let hasPicture = unit.units.contains { unit.codec.role(ofType: unit.codec.typeValue(of: $0.bytes)).isVCL }
         session.output.removeAll(keepingCapacity: true)
         let info: AccessUnitInfo
         do {

@@ -7,13 +7,13 @@ import Receiver
 import Recorder
 import Synchronization
 
-/// `camrec receive`: takes a raw H.264 stream over TCP, verifies it by decoding, stores it.
+/// `camrec receive`: takes a raw H.264 or H.265 stream over TCP, verifies it by decoding, stores it.
 struct ReceiveCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
-        abstract: "Receive a raw H.264 stream over TCP, check every frame by decoding it, and save it.",
+        abstract: "Receive a raw H.264 or H.265 stream over TCP (recognised from its first NAL unit), check every frame by decoding it, and save it.",
         discussion: """
-        camrec receive tcp://CAMERA:PORT [OUTPUT]      connect to a sender (camrec --listen, or any raw H.264 TCP server);
+        camrec receive tcp://CAMERA:PORT [OUTPUT]      connect to a sender (camrec --listen, or any raw H.264/H.265 TCP server);
                                                       reconnects when it goes away
         camrec receive --listen [HOST:]PORT [OUTPUT]  accept a sender that pushes (camrec ... tcp://THIS-HOST:PORT)
 
@@ -166,7 +166,7 @@ struct ReceiveCommand: ParsableCommand {
             throw ReportedFailure(status: .invalidInput)
         }
         if p.frames == 0 && p.garbageConnections + p.oversizedConnections > 0 {
-            printError("nothing received was H.264; check that the sender sends a raw Annex-B H.264 stream")
+            printError("nothing received was H.264 or H.265; check that the sender sends a raw Annex-B stream")
             throw ReportedFailure(status: .invalidInput)
         }
     }

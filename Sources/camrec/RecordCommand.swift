@@ -313,10 +313,10 @@ struct RecordCommand: ParsableCommand {
     private func makeNetworkOutput(_ endpoint: TCPEndpoint, keyframes: KeyframeRequestGate) -> StreamOutput {
         let log = networkLog()
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei && (try? chosenCodec()) != .hevc,
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: (try? chosenCodec()) ?? .h264,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei && (try? chosenCodec()) != .hevc, log: log)
+        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: (try? chosenCodec()) ?? .h264, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

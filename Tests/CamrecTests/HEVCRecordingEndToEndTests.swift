@@ -73,6 +73,30 @@ final class HEVCRecordingEndToEndTests: XCTestCase {
         try assertStreamContract(got, idrEvery: 30, frames: 90, codec: .hevc)
     }
 
+    func testCamrecReceiveDecodesEveryFrameAndKeepsTheSendersBytes() throws {
+        let port = Int.random(in: 48_000..<49_000)
+        let received = "\(dir)/received.h265", sent = "\(dir)/sent.h265"
+        let receiver = Process()
+        receiver.executableURL = URL(fileURLWithPath: Tools.camrec)
+        receiver.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--frames", "90", received]
+        let receiverErrors = Pipe()
+        receiver.standardError = receiverErrors
+        try receiver.run()
+        defer { if receiver.isRunning { receiver.terminate() } }
+        try waitUntilListening(port: port)
+        let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30",
+                                  sent, "tcp://127.0.0.1:\(port)"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        receiver.waitUntilExit()
+        let log = String(decoding: receiverErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(receiver.terminationStatus, 0, log)
+        XCTAssertTrue(log.contains("frames=90 idr=3") && log.contains("decoded=90 decode_errors=0"), log)
+        XCTAssertTrue(log.contains("latency capture to received"), "the timing note, an H.265 SEI, was read: " + log)
+        // The timing notes are stripped again: what was saved is the sender's stream, byte for byte.
+        XCTAssertEqual(try Data(contentsOf: URL(fileURLWithPath: received)), try Data(contentsOf: URL(fileURLWithPath: sent)))
+        try assertStreamContract(received, idrEvery: 30, frames: 90, codec: .hevc)
+    }
+
     /// Waits for a listening socket on `port` without connecting to it (ffmpeg's listener takes one
     /// connection only): the kernel's table says when it is there.
     private func waitUntilListening(port: Int) throws {
