@@ -2,8 +2,10 @@
 # camrec and ffmpeg side by side on the same raw 1920x1080 YUYV input, same libx264 settings
 # (ultrafast, zerolatency, gop 30, 6 Mbit/s with a one-second VBV, NV12 into x264), alternating runs.
 # Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, for raw H.264 and
-# for fragmented MP4 (both writing a fragment at every key frame), then camrec's heap allocations per
-# frame in steady state (from the difference between a long and a short run).
+# for fragmented MP4 (both writing a fragment at every key frame) and for raw H.265 (libx265 ultrafast,
+# zerolatency, closed GOP 30, no B-frames, one frame thread, the same 6 Mbit/s VBV, I420 into x265),
+# then camrec's heap allocations per frame in steady state (from the difference between a long and a
+# short run).
 #   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
 #   CAMREC_BENCH_ARGS="--threads 2" benchmarks/compare-ffmpeg.sh   (extra camrec options, e.g. its threading)
 set -euo pipefail
@@ -39,6 +41,12 @@ for ((i = 0; i < runs; i++)); do
     -b:v 6M -maxrate 6M -bufsize 6M -movflags +frag_keyframe+empty_moov+default_base_moof -f mp4 "$work/ffmpeg.mp4"
   measure camrec-mp4 "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.mp4"
+  measure ffmpeg-hevc ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
+    -pix_fmt yuv420p -c:v libx265 -preset ultrafast -tune zerolatency -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
+    -x265-params log-level=error:info=0:scenecut=0:open-gop=0:keyint=30:min-keyint=30:repeat-headers=1:frame-threads=1 \
+    -f hevc "$work/ffmpeg.h265"
+  measure camrec-hevc "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
+    --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h265"
 done
 
 python3 - "$work" "$frames" "$runs" <<'PY'
@@ -50,8 +58,8 @@ def load(name):
     cpu = statistics.median(r[1] + r[2] for r in rows)
     rss = statistics.median(r[3] for r in rows) / 1024
     return wall, cpu, rss
-print(f"{frames} frames 1920x1080 YUYV, libx264 ultrafast zerolatency gop 30 6M, median of {runs}")
-for title, suffix in (("raw H.264", ""), ("fragmented MP4", "-mp4")):
+print(f"{frames} frames 1920x1080 YUYV, ultrafast zerolatency gop 30 6M, median of {runs}")
+for title, suffix in (("raw H.264 (libx264)", ""), ("fragmented MP4 (libx264)", "-mp4"), ("raw H.265 (libx265)", "-hevc")):
     fw, fc, fr = load("ffmpeg" + suffix); cw, cc, cr = load("camrec" + suffix)
     print(f"{title}:")
     print(f"  {'':8} {'CPU s':>8} {'wall s':>8} {'peak RSS MiB':>13}")
