@@ -291,20 +291,20 @@ public final class StreamReceiver: @unchecked Sendable {
         /// Once started, one access unit may not outgrow what the SPS's level allows.
         func oversizeReason(limitOverride: Int?) -> String? {
             guard started else { return nil }
-            if writer.codec == .hevc {
-                guard let sps = writer.hevcSequenceParameterSet else { return nil }
-                let limit = limitOverride ?? AccessUnitLimit.maximumBytes(for: sps)
-                let open = assembler.openAccessUnitByteCount
-                guard open > limit else { return nil }
-                return "sent an access unit of over \(open) bytes, more than level \(sps.profileTierLevel.levelName) allows "
-                    + "for \(sps.displayedWidth)x\(sps.displayedHeight) (limit \(limit) bytes)"
+            // The level's bound and how to name it, from the SPS of the stream's codec.
+            let level: (bytes: Int, name: String, size: String)
+            if let sps = writer.hevcSequenceParameterSet, writer.codec == .hevc {
+                level = (AccessUnitLimit.maximumBytes(for: sps), sps.profileTierLevel.levelName, "\(sps.displayedWidth)x\(sps.displayedHeight)")
+            } else if let sps = writer.sequenceParameterSet, writer.codec == .h264 {
+                level = (AccessUnitLimit.maximumBytes(for: sps), Self.levelName(sps.levelIdc),
+                         "\(sps.picWidthInMbs * 16)x\(sps.picHeightInMapUnits * (sps.frameMbsOnlyFlag ? 16 : 32))")
+            } else {
+                return nil
             }
-            guard let sps = writer.sequenceParameterSet else { return nil }
-            let limit = limitOverride ?? AccessUnitLimit.maximumBytes(for: sps)
+            let limit = limitOverride ?? level.bytes
             let open = assembler.openAccessUnitByteCount
             guard open > limit else { return nil }
-            return "sent an access unit of over \(open) bytes, more than level \(Self.levelName(sps.levelIdc)) allows "
-                + "for \(sps.picWidthInMbs * 16)x\(sps.picHeightInMapUnits * (sps.frameMbsOnlyFlag ? 16 : 32)) (limit \(limit) bytes)"
+            return "sent an access unit of over \(open) bytes, more than level \(level.name) allows for \(level.size) (limit \(limit) bytes)"
         }
 
         static func levelName(_ idc: UInt8) -> String { idc == 9 ? "1b" : "\(idc / 10).\(idc % 10)" }

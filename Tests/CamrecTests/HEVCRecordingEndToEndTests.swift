@@ -5,17 +5,7 @@ import XCTest
 /// `--codec hevc` end to end: libx265 through the one stream writer, to a file, stdout and a TCP
 /// receiver (ffmpeg), each checked by ffprobe, the independent Annex-B checker (--hevc) and the
 /// burned-in frame numbers.
-final class HEVCRecordingEndToEndTests: XCTestCase {
-    var dir = ""
-
-    override func setUpWithError() throws {
-        try requireFFmpeg()
-        dir = try makeScratchDirectory()
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
 
     private func codecName(_ path: String) throws -> String {
         try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name", "-of", "csv=p=0", path])
@@ -58,11 +48,8 @@ final class HEVCRecordingEndToEndTests: XCTestCase {
     func testFFmpegReceivesEveryFrameOverTCP() throws {
         let port = Int.random(in: 47_000..<48_000)
         let got = "\(dir)/got.h265"
-        let ffmpeg = Process()
-        ffmpeg.executableURL = URL(fileURLWithPath: Tools.which("ffmpeg")!)
-        ffmpeg.arguments = ["-v", "error", "-y", "-f", "hevc", "-i", "tcp://127.0.0.1:\(port)?listen", "-c", "copy", "-f", "hevc", got]
-        ffmpeg.standardInput = FileHandle.nullDevice
-        try ffmpeg.run()
+        let (ffmpeg, _) = try Tools.launch("ffmpeg", ["-v", "error", "-y", "-f", "hevc", "-i", "tcp://127.0.0.1:\(port)?listen",
+                                                      "-c", "copy", "-f", "hevc", got])
         defer { if ffmpeg.isRunning { ffmpeg.terminate() } }
         try waitUntilListening(port: port)
         let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30",
@@ -76,12 +63,7 @@ final class HEVCRecordingEndToEndTests: XCTestCase {
     func testCamrecReceiveDecodesEveryFrameAndKeepsTheSendersBytes() throws {
         let port = Int.random(in: 48_000..<49_000)
         let received = "\(dir)/received.h265", sent = "\(dir)/sent.h265"
-        let receiver = Process()
-        receiver.executableURL = URL(fileURLWithPath: Tools.camrec)
-        receiver.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "--frames", "90", received]
-        let receiverErrors = Pipe()
-        receiver.standardError = receiverErrors
-        try receiver.run()
+        let (receiver, receiverErrors) = try Tools.launch(Tools.camrec, ["receive", "--listen", "127.0.0.1:\(port)", "--frames", "90", received])
         defer { if receiver.isRunning { receiver.terminate() } }
         try waitUntilListening(port: port)
         let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30",

@@ -3,17 +3,7 @@ import XCTest
 
 /// `camrec inspect` on H.265 streams that FFmpeg's libx265 wrote, compared with what ffprobe says
 /// about the same files.
-final class InspectHEVCEndToEndTests: XCTestCase {
-    var dir = ""
-
-    override func setUpWithError() throws {
-        try requireFFmpeg()
-        dir = try makeScratchDirectory()
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+final class InspectHEVCEndToEndTests: ScratchDirectoryTestCase {
 
     private func ffprobe(_ path: String, _ entries: String) throws -> String {
         let r = try Tools.run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=\(entries)",

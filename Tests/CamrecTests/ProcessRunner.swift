@@ -52,6 +52,18 @@ enum Tools {
         return ProcessResult(status: process.terminationStatus, stdout: outData, stderr: String(decoding: errData, as: UTF8.self))
     }
 
+    /// Starts a process in the background with its stderr in a pipe (read it after it ends).
+    static func launch(_ executable: String, _ arguments: [String]) throws -> (process: Process, stderr: Pipe) {
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : (which(executable) ?? executable))
+        process.arguments = arguments
+        process.standardInput = FileHandle.nullDevice
+        let stderr = Pipe()
+        process.standardError = stderr
+        try process.run()
+        return (process, stderr)
+    }
+
     static func camrec(_ arguments: [String], cwd: String? = nil) throws -> ProcessResult {
         try run(camrec, arguments, cwd: cwd)
     }
@@ -108,6 +120,20 @@ final class DataBox: @unchecked Sendable {
     private var data = Data()
     func set(_ d: Data) { lock.lock(); data = d; lock.unlock() }
     func get() -> Data { lock.lock(); defer { lock.unlock() }; return data }
+}
+
+/// An end-to-end test that needs ffmpeg and gets a scratch directory `dir` of its own, removed afterwards.
+class ScratchDirectoryTestCase: XCTestCase {
+    var dir = ""
+
+    override func setUpWithError() throws {
+        try requireFFmpeg()
+        dir = try makeScratchDirectory()
+    }
+
+    override func tearDown() {
+        try? FileManager.default.removeItem(atPath: dir)
+    }
 }
 
 /// A scratch directory per test, removed afterwards.

@@ -4,17 +4,7 @@ import Foundation
 import XCTest
 
 /// The built camrec, end to end, checked by ffprobe/ffmpeg and by our own scanner.
-final class RecordingEndToEndTests: XCTestCase {
-    var dir = ""
-
-    override func setUpWithError() throws {
-        try requireFFmpeg()
-        dir = try makeScratchDirectory()
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+final class RecordingEndToEndTests: ScratchDirectoryTestCase {
 
     func testTestPatternGivesExactlyTheFramesAskedWithIDRsOnTheGrid() throws {
         let out = "\(dir)/out.h264"

@@ -4,17 +4,7 @@ import Foundation
 import XCTest
 
 /// Segments, rotation, retention, a full disk and name clashes, as cron and systemd users meet them.
-final class UnattendedRecordingTests: XCTestCase {
-    var dir = ""
-
-    override func setUpWithError() throws {
-        try requireFFmpeg()
-        dir = try makeScratchDirectory()
-    }
-
-    override func tearDown() {
-        try? FileManager.default.removeItem(atPath: dir)
-    }
+final class UnattendedRecordingTests: ScratchDirectoryTestCase {
 
     private func counters(_ path: String) throws -> [UInt64?] { try Tools.patternCounters(path) }
 
