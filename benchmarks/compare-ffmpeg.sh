@@ -4,8 +4,9 @@
 # Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, for raw H.264 and
 # for fragmented MP4 (both writing a fragment at every key frame) and for raw H.265 (libx265 ultrafast,
 # zerolatency, closed GOP 30, no B-frames, one frame thread, the same 6 Mbit/s VBV, I420 into x265),
-# then camrec's heap allocations per frame in steady state (from the difference between a long and a
-# short run).
+# then both encodings from one input at once (ffmpeg: one decode, two encoders; camrec: one capture, two
+# encoders sharing its pool), then camrec's heap allocations per frame in steady state (from the
+# difference between a long and a short run).
 #   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
 #   CAMREC_BENCH_ARGS="--threads 2" benchmarks/compare-ffmpeg.sh   (extra camrec options, e.g. its threading)
 set -euo pipefail
@@ -47,6 +48,14 @@ for ((i = 0; i < runs; i++)); do
     -f hevc "$work/ffmpeg.h265"
   measure camrec-hevc "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h265"
+  measure ffmpeg-dual ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
+    -map 0 -pix_fmt yuv420p -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
+    -f h264 "$work/ffmpeg-dual.h264" \
+    -map 0 -pix_fmt yuv420p -c:v libx265 -preset ultrafast -tune zerolatency -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
+    -x265-params log-level=error:info=0:scenecut=0:open-gop=0:keyint=30:min-keyint=30:repeat-headers=1:frame-threads=1 \
+    -f hevc "$work/ffmpeg-dual.h265"
+  measure camrec-dual "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
+    --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec-dual.h264" "$work/camrec-dual.h265"
 done
 
 python3 - "$work" "$frames" "$runs" <<'PY'
@@ -59,7 +68,8 @@ def load(name):
     rss = statistics.median(r[3] for r in rows) / 1024
     return wall, cpu, rss
 print(f"{frames} frames 1920x1080 YUYV, ultrafast zerolatency gop 30 6M, median of {runs}")
-for title, suffix in (("raw H.264 (libx264)", ""), ("fragmented MP4 (libx264)", "-mp4"), ("raw H.265 (libx265)", "-hevc")):
+for title, suffix in (("raw H.264 (libx264)", ""), ("fragmented MP4 (libx264)", "-mp4"), ("raw H.265 (libx265)", "-hevc"),
+                      ("H.264 and H.265 from one input (libx264 + libx265, I420)", "-dual")):
     fw, fc, fr = load("ffmpeg" + suffix); cw, cc, cr = load("camrec" + suffix)
     print(f"{title}:")
     print(f"  {'':8} {'CPU s':>8} {'wall s':>8} {'peak RSS MiB':>13}")

@@ -54,6 +54,10 @@ public protocol FrameSource: AnyObject, Sendable {
     /// into pool memory keeps its ring there); the pool must be that much larger.
     var poolBuffersHeld: Int { get }
 
+    /// A live source (a camera, the paced test pattern) drops a frame rather than wait when
+    /// the encoder is behind; a file or pipe waits, so nothing is lost.
+    var isLive: Bool { get }
+
     func start(pool: PixelBufferPool) throws
     /// The next filled buffer, owned by the caller until recycled to the pool.
     func nextFrame() throws -> PixelBuffer?
@@ -62,4 +66,5 @@ public protocol FrameSource: AnyObject, Sendable {
 
 extension FrameSource {
     public var poolBuffersHeld: Int { 0 }
+    public var isLive: Bool { true }
 }

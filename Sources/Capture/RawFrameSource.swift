@@ -6,6 +6,7 @@ import Frames
 /// Raw frames from a file or a pipe (`-` is stdin), read as fast as the pipeline
 /// takes them, so `ffmpeg … -f rawvideo - | camrec --input - …` works.
 public final class RawFrameSource: FrameSource, @unchecked Sendable {
+    public var isLive: Bool { false }
     public let frameSize: FrameSize
     public let framesPerSecond: Double
     public let pixelFormat: PixelFormat

@@ -29,6 +29,9 @@ public struct EncoderSettings: Sendable {
     /// added latency; more use frame threads (more throughput, a frame of delay per thread);
     /// 0 lets x264 choose from the cores. Sliced threads are used only with several slices.
     public var softwareThreads: Int
+    /// Planar I420 input for libx264 too (it takes NV12 otherwise): two encodings from one capture
+    /// share one pool, and libx265 takes no NV12.
+    public var planarInput = false
 
     public init(codec: VideoCodec = .h264, size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
                 constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast",

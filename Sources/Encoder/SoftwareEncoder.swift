@@ -29,7 +29,7 @@ public final class SoftwareEncoder: VideoEncoder {
         self.settings = settings
         library = Self.library(for: settings.codec)
         name = "\(library) (software)"
-        inputFormat = settings.codec == .h264 ? .nv12 : .i420
+        inputFormat = settings.codec == .h264 && !settings.planarInput ? .nv12 : .i420
         packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: library)
         guard let frame = av_frame_alloc(), let packet = av_packet_alloc() else {
             throw EncoderError(.unavailable, "out of memory setting up the encoder")

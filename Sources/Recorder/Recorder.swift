@@ -48,13 +48,13 @@ public final class Recorder: @unchecked Sendable {
     private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
 
     private let source: FrameSource
-    private let encoder: VideoEncoder
-    private let outputs: [StreamOutput]
+    /// One encoding, or one per codec; the first is the one `progress` and the result count.
+    private let branches: [EncodingBranch]
+    private var outputs: [StreamOutput] { branches.flatMap(\.outputs) }
     private let keyframeInterval: Int
     private let limits: Limits
     private let logger: Logger
     private let chunkPool = StreamChunkPool()
-    private var writer: AnnexBStreamWriter
     private let shared = Mutex(Shared())
     private struct Shared {
         var failure: RecordingFailure?
@@ -63,15 +63,20 @@ public final class Recorder: @unchecked Sendable {
         var keyframeRequested = false
     }
 
-    public init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
-                limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
-        writer = AnnexBStreamWriter(codec: codec, maxSlicesPerPicture: max(1, slicesPerPicture))
+    /// Several encodings of one capture: every branch gets every frame (or skips it when it is behind).
+    public init(source: FrameSource, branches: [EncodingBranch], keyframeInterval: Int, limits: Limits, logger: Logger) {
+        precondition(!branches.isEmpty, "at least one encoder")
         self.source = source
-        self.encoder = encoder
-        self.outputs = outputs
+        self.branches = branches
         self.keyframeInterval = max(1, keyframeInterval)
         self.limits = limits
         self.logger = logger
+    }
+
+    public convenience init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
+                            limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
+        self.init(source: source, branches: [EncodingBranch(encoder: encoder, outputs: outputs, codec: codec, slicesPerPicture: slicesPerPicture)],
+                  keyframeInterval: keyframeInterval, limits: limits, logger: logger)
     }
 
     public var progress: Progress {
@@ -126,12 +131,12 @@ public final class Recorder: @unchecked Sendable {
         }
         let pool: PixelBufferPool
         do {
-            try encoder.start()
-            // SPS/PPS the encoder gave out of band (VA-API drivers that write none in the stream).
-            if let sets = encoder.parameterSets { writer.rememberParameterSets(fromAnnexB: sets) }
-            // The encoder's own pool: for VA-API its buffers are mapped GPU surfaces.
-            pool = encoder.makePool(width: source.frameSize.width, height: source.frameSize.height,
-                                    capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
+            for branch in branches {
+                try branch.encoder.start()
+                // SPS/PPS the encoder gave out of band (VA-API drivers that write none in the stream).
+                if let sets = branch.encoder.parameterSets { branch.writer.rememberParameterSets(fromAnnexB: sets) }
+            }
+            pool = try makePool()
             try source.start(pool: pool)
             // A signal may have asked to stop before the source existed: stop it now.
             if shared.withLock({ $0.stopRequested }) { source.stop() }
@@ -141,8 +146,12 @@ public final class Recorder: @unchecked Sendable {
             result.failure = Self.classify(error)
             return result
         }
-        encoder.onBufferDone = { pool.recycle($0) }
-        encoder.onPacket = { [unowned self] packet in self.publish(packet) }
+        let release = branches.count > 1 ? SharedFrameRelease(pool: pool) : nil
+        for branch in branches {
+            branch.encoder.onBufferDone = { buffer in if let release { release.release(buffer) } else { pool.recycle(buffer) } }
+            branch.encoder.onPacket = { [unowned self, unowned branch] packet in self.publish(packet, from: branch) }
+        }
+        if let release { startBranchThreads(release: release) }
 
         let frames = BlockingQueue<PixelBuffer>(capacity: pool.capacity)
         let capture = WorkerThread(name: "capture") { [unowned self] in
@@ -151,9 +160,9 @@ public final class Recorder: @unchecked Sendable {
         capture.start()
 
         var sinceKeyframe = 0
-        var encoderFailed = false
+        let only = branches.count == 1 ? branches[0] : nil
         while let buffer = frames.pop() {
-            if encoderFailed {
+            if only?.encoderFailed == true {
                 pool.recycle(buffer)
                 continue
             }
@@ -168,16 +177,26 @@ public final class Recorder: @unchecked Sendable {
                 let entry = (buffer.sequence, MonotonicClock.now())
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
-            do {
-                try encoder.encode(buffer, forceKeyframe: force)
-            } catch {
-                encoderFailed = true
-                fail(Self.classify(error))
+            if let only {
+                // One encoding: on this thread, as the frame comes.
+                do {
+                    try only.encoder.encode(buffer, forceKeyframe: force)
+                } catch {
+                    only.encoderFailed = true
+                    fail(Self.classify(error))
+                }
+            } else if let release {
+                hand(buffer, forceKeyframe: force, release: release)
             }
         }
         capture.join()
-        if !encoderFailed {
-            do { try encoder.flush() } catch { fail(Self.classify(error)) }
+        if let only {
+            if !only.encoderFailed {
+                do { try only.encoder.flush() } catch { fail(Self.classify(error)) }
+            }
+        } else {
+            for branch in branches { branch.queue?.close() }
+            for branch in branches { branch.worker?.join() }
         }
         pool.close()
 
@@ -185,11 +204,14 @@ public final class Recorder: @unchecked Sendable {
         let progress = shared.withLock { $0.progress }
         result.framesEncoded = progress.frames
         result.bytes = progress.bytes
-        result.idrFrames = idrCount
-        result.repairedAccessUnits = repairedCount
+        result.idrFrames = branches[0].idrCount
+        result.repairedAccessUnits = branches.reduce(0) { $0 + $1.repairedCount }
+        for branch in branches where branch.skippedFrames.load(ordering: .relaxed) > 0 {
+            logger.notice("\(branch.encoder.name) skipped \(branch.skippedFrames.load(ordering: .relaxed)) frames to keep up with the capture")
+        }
         result.source = source.statistics
         logger.info("capture counters: \(result.source.fields)")
-        result.durationSeconds = firstPresentation.map { first in
+        result.durationSeconds = branches[0].firstPresentation.map { first in
             Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
         } ?? 0
         switch source.end {
@@ -204,9 +226,6 @@ public final class Recorder: @unchecked Sendable {
         return result
     }
 
-    private var idrCount = 0
-    private var repairedCount = 0
-    private var firstPresentation: UInt64?
 
     private func captureLoop(into frames: BlockingQueue<PixelBuffer>) {
         defer { frames.close() }
@@ -235,12 +254,12 @@ public final class Recorder: @unchecked Sendable {
         source.stop()
     }
 
-    /// Runs on the encoder thread for every access unit the encoder produces.
-    private func publish(_ packet: EncodedPacket) {
+    /// Runs on a branch's encoder thread for every access unit its encoder produces.
+    private func publish(_ packet: EncodedPacket, from branch: EncodingBranch) {
         let chunk = chunkPool.take()
         let info: AccessUnitInfo
         do {
-            info = try writer.write(accessUnit: packet.data, into: &chunk.bytes)
+            info = try branch.writer.write(accessUnit: packet.data, into: &chunk.bytes)
         } catch {
             chunk.retain()
             chunk.release()
@@ -257,15 +276,18 @@ public final class Recorder: @unchecked Sendable {
         chunk.sequence = packet.sequence
         chunk.presentationTimeNanoseconds = packet.presentationTimeNanoseconds
         chunk.captureTimeNanoseconds = packet.captureTimeNanoseconds
-        if info.isIDR { idrCount += 1 }
-        if info.insertedParameterSets { repairedCount += 1 }
-        if firstPresentation == nil { firstPresentation = packet.presentationTimeNanoseconds }
-        shared.withLock {
-            $0.progress.frames += 1
-            $0.progress.bytes += chunk.bytes.count
-            $0.progress.lastPresentationNanoseconds = packet.presentationTimeNanoseconds
+        if info.isIDR { branch.idrCount += 1 }
+        if info.insertedParameterSets { branch.repairedCount += 1 }
+        if branch.firstPresentation == nil { branch.firstPresentation = packet.presentationTimeNanoseconds }
+        let primary = branch === branches[0]
+        if primary {
+            shared.withLock {
+                $0.progress.frames += 1
+                $0.progress.bytes += chunk.bytes.count
+                $0.progress.lastPresentationNanoseconds = packet.presentationTimeNanoseconds
+            }
         }
-        if let onFrameTimed {
+        if primary, let onFrameTimed {
             let now = MonotonicClock.now()
             let started = encodeStarts.withLock { $0[Int(packet.sequence % 64)] }
             onFrameTimed(FrameTiming(
@@ -273,9 +295,72 @@ public final class Recorder: @unchecked Sendable {
                 captureToOutputsNanoseconds: packet.captureTimeNanoseconds > 0 && now >= packet.captureTimeNanoseconds
                     ? now - packet.captureTimeNanoseconds : nil))
         }
-        chunk.retain(outputs.count + 1)
-        for output in outputs { output.submit(chunk) }
+        chunk.retain(branch.outputs.count + 1)
+        for output in branch.outputs { output.submit(chunk) }
         chunk.release()
+    }
+
+    /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its
+    /// buffers are mapped GPU surfaces); with several, one plain pool in the format they share,
+    /// big enough for each one's frames in flight and queued.
+    private func makePool() throws -> PixelBufferPool {
+        let (width, height) = (source.frameSize.width, source.frameSize.height)
+        if branches.count == 1 {
+            let encoder = branches[0].encoder
+            return encoder.makePool(width: width, height: height, capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
+        }
+        let format = branches[0].encoder.inputFormat
+        if let other = branches.first(where: { $0.encoder.inputFormat != format }) {
+            throw EncoderError(.unavailable, "\(branches[0].encoder.name) takes \(format) and \(other.encoder.name) \(other.encoder.inputFormat): "
+                + "two encodings from one capture need one pixel format")
+        }
+        let depth = EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond)
+        let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + depth }
+        return PixelBufferPool(format: format, width: width, height: height, capacity: inFlight + 4 + source.poolBuffersHeld)
+    }
+
+    /// Several branches: each encodes on a thread of its own from its queue, and flushes at the end.
+    private func startBranchThreads(release: SharedFrameRelease) {
+        for branch in branches {
+            let queue = BlockingQueue<(PixelBuffer, Bool)>(capacity: EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond))
+            branch.queue = queue
+            let worker = WorkerThread(name: "encode-\(branch.codec.rawValue)") { [unowned self, unowned branch] in
+                while let (buffer, force) = queue.pop() {
+                    if branch.encoderFailed {
+                        release.release(buffer)
+                        continue
+                    }
+                    do {
+                        try branch.encoder.encode(buffer, forceKeyframe: force)
+                    } catch {
+                        branch.encoderFailed = true
+                        self.fail(Self.classify(error))
+                    }
+                }
+                if !branch.encoderFailed {
+                    do { try branch.encoder.flush() } catch { self.fail(Self.classify(error)) }
+                }
+            }
+            branch.worker = worker
+            worker.start()
+        }
+    }
+
+    /// Gives a frame to every branch. From a live source, one whose queue is full skips it (and owes
+    /// an IDR if this was one) so the other never waits; from a file, every branch gets every frame.
+    private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease) {
+        release.hold(buffer, count: branches.count)
+        for branch in branches {
+            let forceHere = force || branch.owesIDR
+            let taken = source.isLive ? branch.queue?.tryPush((buffer, forceHere)) : branch.queue?.push((buffer, forceHere))
+            if taken == true {
+                branch.owesIDR = false
+            } else {
+                branch.owesIDR = forceHere
+                branch.skippedFrames.add(1, ordering: .relaxed)
+                release.release(buffer)
+            }
+        }
     }
 
     static func classify(_ error: Error) -> RecordingFailure {

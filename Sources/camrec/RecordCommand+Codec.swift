@@ -3,43 +3,54 @@ import Bitstream
 import Outputs
 
 extension RecordCommand {
-    /// The recording's codec: `--codec`, else the one the file outputs' extensions name (.h265,
-    /// .hevc, .265 for H.265; .h264, .264 for H.264), else H.264. One codec per recording.
-    func chosenCodec() throws -> VideoCodec {
-        var named: [(output: String, codec: VideoCodec)] = []
-        for output in outputs where output != "-" && !TCPEndpoint.looksLikeURL(output) && !MediaServerURL.looksLikeURL(output) {
+    /// The codec of one output: a raw file's extension decides (.h265, .hevc, .265 for H.265; .h264,
+    /// .264 for H.264); everything else (stdout, TCP, containers, servers, --listen, --http) takes
+    /// `--codec`, H.264 by default. Outputs of two codecs make two encodings from one capture.
+    func codec(of output: String) -> VideoCodec {
+        if output != "-" && !TCPEndpoint.looksLikeURL(output) && !MediaServerURL.looksLikeURL(output) {
             switch output.split(separator: ".").last?.lowercased() {
-            case "h265", "hevc", "265": named.append((output, .hevc))
-            case "h264", "264": named.append((output, .h264))
+            case "h265", "hevc", "265": return .hevc
+            case "h264", "264": return .h264
             default: break
             }
         }
-        if let given = codec.codec {
-            if let clash = named.first(where: { $0.codec != given }) {
-                throw ValidationError("\(clash.output) names \(clash.codec.displayName) but --codec is \(codec.rawValue): rename it, or drop --codec")
-            }
-            return given
-        }
-        if let first = named.first, let other = named.first(where: { $0.codec != first.codec }) {
-            throw ValidationError("\(first.output) is \(first.codec.displayName) and \(other.output) is \(other.codec.displayName): "
-                + "camrec records one codec at a time so far; record them in two runs")
-        }
-        return named.first?.codec ?? .h264
+        return defaultCodec
     }
 
-    /// What H.265 cannot go to yet, said before anything is opened.
-    func checkCodec(_ codec: VideoCodec) throws {
-        guard codec == .hevc else { return }
+    /// `--codec`, or H.264.
+    var defaultCodec: VideoCodec { codec.codec ?? .h264 }
+
+    /// The codecs this recording encodes, in the order their first output was given (the first is
+    /// the one the status line and the summary count).
+    var codecsInUse: [VideoCodec] {
+        var codecs: [VideoCodec] = []
+        for output in outputs where !codecs.contains(codec(of: output)) { codecs.append(codec(of: output)) }
+        if (!listen.isEmpty || http != nil) && !codecs.contains(defaultCodec) { codecs.append(defaultCodec) }
+        return codecs.isEmpty ? [defaultCodec] : codecs
+    }
+
+    /// What each codec cannot go to yet, said before anything is opened.
+    func checkCodecs() throws {
+        let codecs = codecsInUse
+        if let given = codec.codec, !codecs.contains(given) {
+            throw ValidationError("--codec \(codec.rawValue): no output takes it (each raw file's name says its codec: "
+                + outputs.map { "\($0) is \(self.codec(of: $0).displayName)" }.joined(separator: ", ") + ")")
+        }
+        if codecs.count > 1 && encoder == .vaapi {
+            throw ValidationError("two encodings from one capture run in software so far (libx264 and libx265 share one I420 pool); "
+                + "use --encoder software or auto")
+        }
+        guard codecs.contains(.hevc) else { return }
         if encoder == .vaapi {
             throw ValidationError("H.265: camrec encodes it with libx265 only so far; use --encoder software or auto")
         }
-        if profile != .high {
+        if profile != .high && !codecs.contains(.h264) {
             throw ValidationError("--profile is for H.264; H.265 is recorded in the Main profile")
         }
-        if http != nil {
+        if http != nil && defaultCodec == .hevc {
             throw ValidationError("--http shows H.264 only so far; record H.265 without it, or record H.264")
         }
-        for output in outputs {
+        for output in outputs where codec(of: output) == .hevc {
             if MediaServerURL.looksLikeURL(output) {
                 throw ValidationError("\(output): publishing H.265 to a media server is not supported yet (RTMP carries H.264 only); record H.264 to publish")
             }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bitstream
 import Containers
 import Capture
 import Frames
@@ -63,7 +64,7 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "H.264 profile: baseline, main or high.")
     var profile: H264Profile = .high
 
-    @Option(help: "Codec: h264 (libx264 or VA-API) or hevc (H.265, libx265). Default: from the outputs' extensions (.h265, .hevc, .265 mean hevc), else h264.")
+    @Option(help: "Codec of the outputs whose name does not say (stdout, TCP, --listen, containers, servers, --http): h264 (libx264 or VA-API) or hevc (H.265, libx265); default h264. A raw file's extension decides its own (.h264/.264, .h265/.hevc/.265); outputs of both codecs make two encodings from one capture.")
     var codec: CodecChoice = .auto
 
     @Option(help: "libx264/libx265 speed preset: ultrafast, superfast, veryfast, faster, fast, medium, …")
@@ -144,7 +145,7 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT")
         }
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
-        try checkCodec(chosenCodec())
+        try checkCodecs()
     }
 
     func run() throws {
@@ -162,31 +163,49 @@ struct RecordCommand: ParsableCommand {
             throw report(Recorder.classifyForCLI(error))
         }
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
-        let codec = try chosenCodec()
-        let settings = EncoderSettings(codec: codec, size: source.frameSize, framesPerSecond: source.framesPerSecond,
-                                       keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
-                                       profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
-        let videoEncoder: VideoEncoder
-        do {
-            videoEncoder = try makeEncoder(settings: settings, logger: logger)
-        } catch {
-            throw report(Recorder.classifyForCLI(error))
+        let codecs = codecsInUse
+        var encoders: [VideoCodec: VideoEncoder] = [:]
+        for codec in codecs {
+            var settings = EncoderSettings(codec: codec, size: source.frameSize, framesPerSecond: source.framesPerSecond,
+                                           keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
+                                           profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
+            // Two encodings share one pool: libx264 takes the I420 that libx265 needs.
+            settings.planarInput = codecs.count > 1
+            do {
+                encoders[codec] = try makeEncoder(settings: settings, softwareOnly: codecs.count > 1, logger: logger)
+            } catch {
+                throw report(Recorder.classifyForCLI(error))
+            }
         }
+        let videoEncoder = encoders[codecs[0]]!
         let sourceName = stableSourceName(device: device, testPattern: testPattern, input: input)
         var fileOutputs: [RecordingFileOutput] = []
         let keyframes = KeyframeRequestGate(minimumIntervalSeconds: 1)
-        var streamOutputs: [StreamOutput]
+        var streamOutputs: [StreamOutput] = []
+        var outputsByCodec: [VideoCodec: [StreamOutput]] = [:]
+        func add(_ output: StreamOutput, _ codec: VideoCodec) {
+            streamOutputs.append(output)
+            outputsByCodec[codec, default: []].append(output)
+        }
         do {
-            streamOutputs = try outputs.map { target -> StreamOutput in
-                if target == "-" { return QueuedOutput(sink: StandardOutputSink()) }
-                if TCPEndpoint.looksLikeURL(target) { return try makeNetworkOutput(TCPEndpoint(url: target), keyframes: keyframes) }
-                if MediaServerURL.looksLikeURL(target) { return makePublishOutput(try MediaServerURL(target), keyframes: keyframes) }
-                let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite,
-                                                  framesPerSecond: source.framesPerSecond)
-                fileOutputs.append(output)
-                return output
+            for target in outputs {
+                let codec = codec(of: target)
+                if target == "-" {
+                    add(QueuedOutput(sink: StandardOutputSink()), codec)
+                } else if TCPEndpoint.looksLikeURL(target) {
+                    add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec, keyframes: keyframes), codec)
+                } else if MediaServerURL.looksLikeURL(target) {
+                    add(makePublishOutput(try MediaServerURL(target), keyframes: keyframes), codec)
+                } else {
+                    let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite,
+                                                      framesPerSecond: source.framesPerSecond)
+                    fileOutputs.append(output)
+                    add(output, codec)
+                }
             }
-            for spec in listen { streamOutputs.append(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), keyframes: keyframes)) }
+            for spec in listen {
+                add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec, keyframes: keyframes), defaultCodec)
+            }
         } catch {
             throw report(Recorder.classifyForCLI(error))
         }
@@ -194,19 +213,21 @@ struct RecordCommand: ParsableCommand {
         if http != nil {
             let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, log: networkLog())
             live.onKeyframeWanted = { keyframes.request() }
-            streamOutputs.append(live)
+            add(live, defaultCodec)
             liveView = live
         }
-        logger.info("recording \(source.summary) with \(videoEncoder.name), IDR every \(interval) frames")
-        let recorder = Recorder(source: source, encoder: videoEncoder, outputs: streamOutputs, keyframeInterval: interval,
-                                limits: .init(frames: frames, durationSeconds: duration), slicesPerPicture: slices,
-                                codec: codec, logger: logger)
+        logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
+        let branches = codecs.map { codec in
+            EncodingBranch(encoder: encoders[codec]!, outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices)
+        }
+        let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
+                                limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         let rotatingFiles = fileOutputs
         let actions = LiveActions(keyframe: { keyframes.request() },
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count })
         let httpServer = try liveView.map {
-            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: videoEncoder, actions: actions,
+            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: encoders[defaultCodec] ?? videoEncoder, actions: actions,
                                 fileOutputs: fileOutputs, outputs: streamOutputs)
         }
         // On a terminal the status line is being redrawn: clear it before a line of its own.
@@ -272,12 +293,14 @@ struct RecordCommand: ParsableCommand {
         return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request, recordPriority: !shared)
     }
 
-    private func makeEncoder(settings: EncoderSettings, logger: Logger) throws -> VideoEncoder {
-        let preference: EncoderPreference = switch encoder {
+    private func makeEncoder(settings: EncoderSettings, softwareOnly: Bool, logger: Logger) throws -> VideoEncoder {
+        let chosen: EncoderPreference = switch encoder {
         case .auto: .auto
         case .software: .software
         case .vaapi: .vaapi
         }
+        // Two encodings from one capture share a plain pool: both in software.
+        let preference = softwareOnly ? .software : chosen
         let choice = try EncoderSelection.make(preference, settings: settings, vaapiDevice: vaapiDevice)
         // auto says what it chose, in one line; an explicit choice needs no comment.
         if let note = choice.note { printLine("camrec: \(note)") }
@@ -310,13 +333,13 @@ struct RecordCommand: ParsableCommand {
 
     /// A push (tcp://HOST:PORT) or listening (?listen, --listen) output. Its messages (joins,
     /// leaves, skips, reconnects) go to stderr as they happen.
-    private func makeNetworkOutput(_ endpoint: TCPEndpoint, keyframes: KeyframeRequestGate) -> StreamOutput {
+    private func makeNetworkOutput(_ endpoint: TCPEndpoint, codec: VideoCodec, keyframes: KeyframeRequestGate) -> StreamOutput {
         let log = networkLog()
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: (try? chosenCodec()) ?? .h264,
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: codec,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: (try? chosenCodec()) ?? .h264, log: log)
+        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: codec, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

@@ -98,10 +98,10 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
         let cases: [([String], String)] = [
             (["--codec", "hevc", "\(dir)/a.mp4"], "H.265 in MP4"),
             (["--codec", "hevc", "rtmp://127.0.0.1/live/x"], "RTMP carries H.264 only"),
-            (["--http", "0", "\(dir)/b.h265"], "--http shows H.264 only"),
+            (["--codec", "hevc", "--http", "0", "\(dir)/b.h265"], "--http shows H.264 only"),
             (["--encoder", "vaapi", "\(dir)/c.h265"], "libx265 only"),
-            (["\(dir)/d.h264", "\(dir)/e.h265"], "one codec at a time"),
-            (["--codec", "h264", "\(dir)/f.h265"], "names H.265/HEVC but --codec is h264"),
+            (["--encoder", "vaapi", "\(dir)/d.h264", "\(dir)/e.h265"], "two encodings from one capture run in software"),
+            (["--codec", "h264", "\(dir)/f.h265"], "--codec h264: no output takes it"),
         ]
         for (arguments, words) in cases {
             let r = try Tools.camrec(["--test-pattern", "--frames", "5"] + arguments)
@@ -109,5 +109,40 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
             XCTAssertTrue(r.stderr.contains(words), "\(arguments): \(r.stderr)")
         }
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "nothing recorded")
+    }
+
+    // MARK: - Two encodings from one capture
+
+    func testOneCaptureGivesH264AndH265EachKeepingItsContract() throws {
+        let a264 = "\(dir)/a.h264", a265 = "\(dir)/a.h265"
+        // 640x360 so libx265 keeps up on a busy 2-core machine: a branch that falls behind skips frames
+        // (said on stderr), which would make the frame counts below depend on the load.
+        let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30", a264, a265])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertFalse(r.stderr.contains("skipped"), r.stderr)
+        XCTAssertEqual(try codecName(a264), "h264")
+        XCTAssertEqual(try codecName(a265), "hevc")
+        try assertStreamContract(a264, idrEvery: 30, frames: 90, codec: .h264)
+        try assertStreamContract(a265, idrEvery: 30, frames: 90, codec: .hevc)
+        // One capture: the same frames, numbered alike, in both.
+        XCTAssertEqual(try Tools.patternCounters(a264), (0..<90).map { UInt64($0) })
+        XCTAssertEqual(try Tools.patternCounters(a265), (0..<90).map { UInt64($0) })
+        XCTAssertTrue(r.stderr.contains("output=\(a264) frames=90 idr=3"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("output=\(a265) frames=90 idr=3"), r.stderr)
+    }
+
+    func testFromAFileBothEncodingsGetEveryFrame() throws {
+        // A file source waits for the slower encoder instead of skipping: nothing is lost in either.
+        let input = "\(dir)/in.yuv"
+        let made = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=640x360:rate=30", "-frames:v", "75",
+                                            "-pix_fmt", "yuyv422", "-f", "rawvideo", input])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let r = try Tools.camrec(["--input", input, "--input-format", "yuyv", "--size", "640x360", "--keyframe-interval", "25",
+                                  "\(dir)/b.h264", "--codec", "hevc", "-"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let stdout = "\(dir)/b-stdout.h265"
+        try r.stdout.write(to: URL(fileURLWithPath: stdout))
+        try assertStreamContract("\(dir)/b.h264", idrEvery: 25, frames: 75, codec: .h264)
+        try assertStreamContract(stdout, idrEvery: 25, frames: 75, codec: .hevc)
     }
 }

@@ -1,0 +1,80 @@
+import Bitstream
+import Encoder
+import Frames
+import Outputs
+import Pipeline
+import Synchronization
+
+/// One encoder, the stream writer that keeps its output to camrec's contract, and the outputs of
+/// that stream. A recording has one branch, or one per codec when it makes two encodings from one
+/// capture (`live.h264 archive.h265`); then each branch encodes on its own thread from a short
+/// queue of the shared pool buffers, and a branch that falls behind skips frames rather than make
+/// the other wait (a skipped forced IDR is forced at its next frame instead).
+public final class EncodingBranch: @unchecked Sendable {
+    public let encoder: VideoEncoder
+    public let outputs: [StreamOutput]
+    public let codec: VideoCodec
+    var writer: AnnexBStreamWriter
+
+    // Touched only by the thread that runs this encoder (its callbacks included).
+    var idrCount = 0
+    var repairedCount = 0
+    var firstPresentation: UInt64?
+    var encoderFailed = false
+
+    /// Access units and bytes it has written, and the last presentation time.
+    let counters = Mutex((frames: 0, bytes: 0, lastPresentation: UInt64(0)))
+    /// Frames it skipped because its queue was full (several branches only).
+    let skippedFrames = Atomic<Int>(0)
+
+    // Several branches: the encoder thread and its queue of (frame, force an IDR).
+    var queue: BlockingQueue<(PixelBuffer, Bool)>?
+    var worker: WorkerThread?
+    /// A forced IDR this branch had to skip: the next frame it takes becomes one.
+    var owesIDR = false
+
+    /// Frames a branch may be behind before it skips: half a second, so an encoder's slow start
+    /// (libx265 sets up its first frames) or a moment of contention costs nothing but pool memory.
+    static func queueDepth(framesPerSecond: Double) -> Int {
+        guard framesPerSecond.isFinite else { return 3 }
+        return min(30, max(3, Int(framesPerSecond / 2)))
+    }
+
+    public init(encoder: VideoEncoder, outputs: [StreamOutput], codec: VideoCodec, slicesPerPicture: Int = 1) {
+        self.encoder = encoder
+        self.outputs = outputs
+        self.codec = codec
+        writer = AnnexBStreamWriter(codec: codec, maxSlicesPerPicture: max(1, slicesPerPicture))
+    }
+}
+
+/// Hands each pool buffer back once every branch's encoder is done with it.
+final class SharedFrameRelease: @unchecked Sendable {
+    private let holders = Mutex<[ObjectIdentifier: Int]>([:])
+    private let pool: PixelBufferPool
+
+    init(pool: PixelBufferPool) {
+        self.pool = pool
+        holders.withLock { $0.reserveCapacity(pool.capacity) }
+    }
+
+    /// The buffer goes to `count` encoders.
+    func hold(_ buffer: PixelBuffer, count: Int) {
+        holders.withLock { $0[ObjectIdentifier(buffer)] = count }
+    }
+
+    /// One encoder (or a branch that skipped it) is done with the buffer.
+    func release(_ buffer: PixelBuffer) {
+        let last = holders.withLock { h -> Bool in
+            let id = ObjectIdentifier(buffer)
+            let left = (h[id] ?? 1) - 1
+            if left > 0 {
+                h[id] = left
+                return false
+            }
+            h[id] = nil
+            return true
+        }
+        if last { pool.recycle(buffer) }
+    }
+}
