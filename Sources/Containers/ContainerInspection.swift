@@ -1,9 +1,9 @@
 import Bitstream
 import Glibc
 
-/// What `camrec inspect` checks of a container beyond the H.264 inside it (which the stream
+/// What `camrec inspect` checks of a container beyond the H.264 or H.265 inside it (which the stream
 /// inspector judges): every IDR and only IDRs are marked as key frames, decode times rise, the
-/// sample entry carries the SPS and PPS the stream uses, and an MP4 ends on a whole box.
+/// sample entry carries the parameter sets the stream uses, and an MP4 ends on a whole box.
 public struct ContainerInspection {
     public let formatName: String
     public private(set) var samples = 0
@@ -20,12 +20,14 @@ public struct ContainerInspection {
     public let listLimit: Int
 
     private let sampleEntry: ContainerReader.SampleEntry?
-    private var firstInBandSPS: [UInt8]?
-    private var firstInBandPPS: [UInt8]?
+    private let codec: VideoCodec
+    /// The first in-band unit of each parameter-set kind.
+    private var firstInBand: [ParameterSetKind: [UInt8]] = [:]
     private var lastDecodeSeconds: Double?
 
-    public init(formatName: String, sampleEntry: ContainerReader.SampleEntry?, listLimit: Int = 1_000_000) {
+    public init(formatName: String, codec: VideoCodec = .h264, sampleEntry: ContainerReader.SampleEntry?, listLimit: Int = 1_000_000) {
         self.formatName = formatName
+        self.codec = codec
         self.sampleEntry = sampleEntry
         self.listLimit = listLimit
     }
@@ -34,9 +36,11 @@ public struct ContainerInspection {
         let index = samples
         samples += 1
         let units = AnnexBScanner.units(in: sample.annexB)
-        let isIDR = units.contains(where: \.isIDR)
-        if firstInBandSPS == nil, let sps = units.first(where: \.isSPS) { firstInBandSPS = sps.bytes }
-        if firstInBandPPS == nil, let pps = units.first(where: \.isPPS) { firstInBandPPS = pps.bytes }
+        let roles = units.map { codec.role(ofType: codec.typeValue(of: $0.bytes)) }
+        let isIDR = roles.contains(.idrSlice)
+        for (unit, role) in zip(units, roles) {
+            if case .parameterSet(let kind) = role, firstInBand[kind] == nil { firstInBand[kind] = unit.bytes }
+        }
         if sample.isKey { keySamples.append(index) }
         if sample.isKey && !isIDR { keyButNotIDR.append(index) }
         if isIDR && !sample.isKey { idrButNotKey.append(index) }
@@ -52,16 +56,16 @@ public struct ContainerInspection {
         }
         if lines.count < listLimit {
             let time = sample.presentationSeconds.map { StreamReport.decimal($0, places: 3) } ?? "-"
-            let types = units.map { $0.type.shortName }.joined(separator: " ")
+            let types = units.map { codec.shortName(ofType: codec.typeValue(of: $0.bytes)) }.joined(separator: " ")
             lines.append("sample \(index)  time \(time)  \(sample.isKey ? "key" : "   ")  \(sample.byteCount) bytes  \(types)")
         }
     }
 
-    /// The sample entry's first SPS and PPS are the stream's first in-band ones (nil: no sample
-    /// entry, as in MPEG-TS).
+    /// The sample entry's first parameter set of each kind is the stream's first in-band one (nil:
+    /// no sample entry, as in MPEG-TS, or none in-band).
     public var sampleEntryMatchesStream: Bool? {
-        guard let entry = sampleEntry, firstInBandSPS != nil || firstInBandPPS != nil else { return nil }
-        return entry.sequenceParameterSets.first == firstInBandSPS && entry.pictureParameterSets.first == firstInBandPPS
+        guard let entry = sampleEntry, !firstInBand.isEmpty else { return nil }
+        return codec.parameterSetOrder.allSatisfy { entry.parameterSets[$0]?.first == firstInBand[$0] }
     }
 
     /// What is wrong with the container, one phrase each; empty when nothing is.
@@ -71,15 +75,19 @@ public struct ContainerInspection {
             let shown = indices.prefix(5).map(String.init).joined(separator: ", ") + (indices.count > 5 ? ", …" : "")
             return indices.count == 1 ? "sample \(shown)" : "\(indices.count) samples (\(shown))"
         }
-        if samples == 0 { found.append("no H.264 samples") }
+        let sets = codec.parameterSetOrder.map(\.rawValue).joined(separator: "/")
+        if samples == 0 { found.append("no \(codec.displayName) samples") }
         if !keyButNotIDR.isEmpty { found.append("marked key but not an IDR: \(samplesNamed(keyButNotIDR))") }
         if !idrButNotKey.isEmpty { found.append("an IDR not marked key: \(samplesNamed(idrButNotKey))") }
         if !timesNotRising.isEmpty { found.append("decode time not after the one before: \(samplesNamed(timesNotRising))") }
         if samplesWithoutTime > 0 { found.append("no time on \(samplesWithoutTime) sample\(samplesWithoutTime == 1 ? "" : "s")") }
-        if sampleEntry != nil, samples > 0, firstInBandSPS == nil || firstInBandPPS == nil {
-            found.append("SPS/PPS only in the sample entry, not in-band before the IDRs (receivers of the stream and players that start mid-file need them there)")
+        if sampleEntry == nil && formatName != "mpegts" {
+            found.append("no \(codec == .h264 ? "avcC" : "hvcC") sample entry: players cannot set up the decoder")
         }
-        if sampleEntryMatchesStream == false { found.append("the sample entry's SPS/PPS differ from the stream's first in-band SPS/PPS") }
+        if sampleEntry != nil, samples > 0, !codec.parameterSetOrder.allSatisfy({ firstInBand[$0] != nil }) {
+            found.append("\(sets) only in the sample entry, not in-band before the IDRs (receivers of the stream and players that start mid-file need them there)")
+        }
+        if sampleEntryMatchesStream == false { found.append("the sample entry's \(sets) differ from the stream's first in-band \(sets)") }
         if let end, let box = end.cutBox {
             found.append("the file ends inside its '\(box)' box: cut short (a crash, or a copy in progress); "
                 + "the \(end.wholeBytes) bytes before it are whole: `truncate -s \(end.wholeBytes) \(path)` keeps them as a file that plays")

@@ -3,7 +3,7 @@ import CFFmpeg
 import Glibc
 import Libav
 
-/// Reads the H.264 samples of an MP4, QuickTime, Matroska or MPEG-TS file through libavformat, for
+/// Reads the H.264 or H.265 samples of an MP4, QuickTime, Matroska or MPEG-TS file through libavformat, for
 /// `camrec inspect`: each sample as Annex-B (4-byte start codes put where the container had
 /// lengths), with the container's own key-frame flag and times.
 ///
@@ -22,11 +22,13 @@ public final class ContainerReader {
         public var byteCount: Int
     }
 
-    /// What the file's sample entry (avcC / CodecPrivate) holds.
+    /// What the file's sample entry (avcC or hvcC / CodecPrivate) holds.
     public struct SampleEntry: Equatable {
+        /// "avcC" or "hvcC".
+        public var name: String
         public var lengthSize: Int
-        public var sequenceParameterSets: [[UInt8]]
-        public var pictureParameterSets: [[UInt8]]
+        /// The parameter sets it carries, by kind, in its order.
+        public var parameterSets: [ParameterSetKind: [[UInt8]]]
     }
 
     public struct ReadError: Error, CustomStringConvertible {
@@ -37,6 +39,9 @@ public final class ContainerReader {
     public let path: String
     /// libavformat's name for what it found ("mov,mp4,m4a,3gp,3g2,mj2", "matroska,webm", "mpegts").
     public let formatName: String
+    public let codec: VideoCodec
+    /// MP4's sample entry tag ("avc1", "hvc1", "hev1"), when the container has one.
+    public let codecTag: String?
     /// Nil for Annex-B in the container (MPEG-TS).
     public let sampleEntry: SampleEntry?
     /// The file's duration as the container states it, when it does.
@@ -90,17 +95,20 @@ public final class ContainerReader {
             throw ReadError(description: "\(path) holds no video stream")
         }
         let parameters = stream.pointee.codecpar.pointee
-        guard parameters.codec_id == AV_CODEC_ID_H264 else {
+        guard parameters.codec_id == AV_CODEC_ID_H264 || parameters.codec_id == AV_CODEC_ID_HEVC else {
             let name = String(cString: avcodec_get_name(parameters.codec_id))
             var c: UnsafeMutablePointer<AVFormatContext>? = made
             avformat_close_input(&c)
-            throw ReadError(description: "\(path) holds \(name) video, not H.264")
+            throw ReadError(description: "\(path) holds \(name) video, not H.264 or H.265")
         }
+        codec = parameters.codec_id == AV_CODEC_ID_HEVC ? .hevc : .h264
+        let tag = withUnsafeBytes(of: parameters.codec_tag.littleEndian) { Array($0) }
+        codecTag = tag.allSatisfy({ (0x20...0x7E).contains($0) }) ? String(decoding: tag, as: UTF8.self) : nil
         streamIndex = index
         timeBase = stream.pointee.time_base
         formatName = String(cString: made.pointee.iformat.pointee.name)
         let extradata = parameters.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(0, parameters.extradata_size)))) } ?? []
-        sampleEntry = Self.parseAVCC(extradata)
+        sampleEntry = codec == .h264 ? Self.parseAVCC(extradata) : Self.parseHVCC(extradata)
         durationSeconds = made.pointee.duration > 0 ? Double(made.pointee.duration) / Double(AV_TIME_BASE) : nil
         packet = av_packet_alloc()
         if formatName == "mpegts" {
@@ -143,10 +151,10 @@ public final class ContainerReader {
             }
             guard packet.pointee.stream_index == streamIndex else { continue }
             // libavformat holds the sample already (it grows it only as the file delivers); camrec's
-            // copies stop at a size no H.264 picture reaches (8K 4:2:0 uncompressed is 48 MiB).
+            // copies stop at a size no H.264 or H.265 picture reaches (8K 4:2:0 uncompressed is 48 MiB).
             guard Int(packet.pointee.size) <= Self.sampleLimit else {
                 throw ReadError(description: "\(path): sample \(samplesRead) is \(packet.pointee.size) bytes, more than "
-                    + "any H.264 picture (\(Self.sampleLimit >> 20) MiB); the file is damaged or not what it claims")
+                    + "any picture (\(Self.sampleLimit >> 20) MiB); the file is damaged or not what it claims")
             }
             let bytes = packet.pointee.data.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(0, packet.pointee.size)))) } ?? []
             let annexB: [UInt8]
@@ -178,12 +186,49 @@ public final class ContainerReader {
     /// avcC (ISO/IEC 14496-15, 5.3.3.1); nil when the extradata is not one (Annex-B, or none).
     static func parseAVCC(_ data: [UInt8]) -> SampleEntry? {
         guard data.count >= 7, data[0] == 1 else { return nil }
-        var entry = SampleEntry(lengthSize: Int(data[4] & 3) + 1, sequenceParameterSets: [], pictureParameterSets: [])
-        var position = 5
-        func sets(_ countMask: UInt8) -> [[UInt8]]? {
+        var reader = EntryReader(data: data, position: 5)
+        guard let sps = reader.units(countMask: 0x1F), let pps = reader.units(countMask: 0xFF) else { return nil }
+        return SampleEntry(name: "avcC", lengthSize: Int(data[4] & 3) + 1, parameterSets: [.sps: sps, .pps: pps])
+    }
+
+    /// hvcC (ISO/IEC 14496-15, 8.3.3.1): 22 bytes of profile and format fields, then arrays of NAL
+    /// units by type; nil when the extradata is not one.
+    static func parseHVCC(_ data: [UInt8]) -> SampleEntry? {
+        guard data.count >= 23, data[0] == 1 else { return nil }
+        var reader = EntryReader(data: data, position: 23)
+        var sets: [ParameterSetKind: [[UInt8]]] = [:]
+        for _ in 0..<Int(data[22]) {
+            guard reader.position < data.count else { return nil }
+            let type = data[reader.position] & 0x3F
+            reader.position += 1
+            guard let units = reader.units(countBytes: 2) else { return nil }
+            if case .parameterSet(let kind) = VideoCodec.hevc.role(ofType: type) { sets[kind, default: []] += units }
+        }
+        return SampleEntry(name: "hvcC", lengthSize: Int(data[21] & 3) + 1, parameterSets: sets)
+    }
+
+    /// Walks the count-then-(16-bit length, unit) lists of a sample entry, never past its end.
+    private struct EntryReader {
+        let data: [UInt8]
+        var position: Int
+
+        /// A one-byte count (masked), then the units.
+        mutating func units(countMask: UInt8) -> [[UInt8]]? {
             guard position < data.count else { return nil }
             let count = Int(data[position] & countMask)
             position += 1
+            return units(count)
+        }
+
+        /// A big-endian count of `countBytes`, then the units.
+        mutating func units(countBytes: Int) -> [[UInt8]]? {
+            guard position + countBytes <= data.count else { return nil }
+            let count = data[position..<(position + countBytes)].reduce(0) { $0 << 8 | Int($1) }
+            position += countBytes
+            return units(count)
+        }
+
+        private mutating func units(_ count: Int) -> [[UInt8]]? {
             var found: [[UInt8]] = []
             for _ in 0..<count {
                 guard position + 2 <= data.count else { return nil }
@@ -194,9 +239,5 @@ public final class ContainerReader {
             }
             return found
         }
-        guard let sps = sets(0x1F), let pps = sets(0xFF) else { return nil }
-        entry.sequenceParameterSets = sps
-        entry.pictureParameterSets = pps
-        return entry
     }
 }

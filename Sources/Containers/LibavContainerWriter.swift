@@ -3,7 +3,7 @@ import CFFmpeg
 import Libav
 import Outputs
 
-/// One recording file in MP4, QuickTime, Matroska or MPEG-TS, written by libavformat through the
+/// One recording file (H.264 or H.265) in MP4, QuickTime, Matroska or MPEG-TS, written by libavformat through the
 /// file's own sink (so the temporary name, fsync, the move into place and disk-full handling stay
 /// `FileSink`'s).
 ///
@@ -12,12 +12,14 @@ import Outputs
 /// written cluster by cluster. libavformat holds a fragment or cluster until it is whole, so what is
 /// on disk always ends on one: after SIGKILL or a power cut the `.partial` plays up to the last one.
 ///
-/// SPS and PPS go into the sample entry (`avcC` / CodecPrivate, from the file's first IDR) and stay
-/// in-band before every IDR as the stream contract wants. Timestamps are the frames' presentation
+/// The parameter sets go into the sample entry (`avcC` or `hvcC` / CodecPrivate, from the file's
+/// first IDR) and stay in-band before every IDR as the stream contract wants (they never change in
+/// a recording, so the in-band copies are the sample entry's). H.265 in MP4 is tagged `hvc1`. Timestamps are the frames' presentation
 /// times (their capture times), so dropped frames are gaps in time; a time that does not move
 /// forward is moved to just after the previous one and counted.
 public final class LibavContainerWriter: ContainerWriter {
     public let format: ContainerFormat
+    public let codec: VideoCodec
     public var clampedTimestamps: Int { track?.clampedTimestamps ?? 0 }
 
     private let sink: ByteSink
@@ -27,7 +29,7 @@ public final class LibavContainerWriter: ContainerWriter {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
-    private var track: H264Track?
+    private var track: VideoTrack?
     /// The header is written and the trailer not yet.
     private var started = false
     /// The sink's error from inside libavformat's write callback, rethrown to the caller.
@@ -47,9 +49,11 @@ public final class LibavContainerWriter: ContainerWriter {
     /// - Parameter framesPerSecond: the source's rate, for the last frame's duration.
     /// - Parameter fragmentEveryFrame: MP4 only: one `moof`+`mdat` per access unit, handed to the
     ///   sink (with a boundary) as soon as the frame is written, not when the next one comes.
-    public init(format: ContainerFormat, sink: ByteSink, framesPerSecond: Double, fragmentEveryFrame: Bool = false) throws {
+    public init(format: ContainerFormat, codec: VideoCodec = .h264, sink: ByteSink, framesPerSecond: Double,
+                fragmentEveryFrame: Bool = false) throws {
         guard let name = Self.muxerName(format) else { preconditionFailure("raw Annex-B needs no container writer") }
         self.format = format
+        self.codec = codec
         self.fragmentEveryFrame = fragmentEveryFrame && format == .mp4
         self.sink = sink
         let fps = framesPerSecond.isFinite && framesPerSecond > 0 ? framesPerSecond : 30
@@ -146,11 +150,13 @@ public final class LibavContainerWriter: ContainerWriter {
         sink.commitBoundary()
     }
 
-    /// Describes the stream from the file's first access unit (an IDR with SPS and PPS) and writes
+    /// Describes the stream from the file's first access unit (an IDR with its parameter sets) and writes
     /// the container's header.
     private func start(with chunk: StreamChunk) throws {
         guard let context else { return }
-        track = try H264Track(in: context, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
+        let track = try VideoTrack(in: context, codec: codec, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
+        if format == .mp4 || format == .mov { track.tagForMP4() }
+        self.track = track
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }

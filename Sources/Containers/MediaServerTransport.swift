@@ -6,9 +6,9 @@ import Outputs
 /// One publishing session to a media server, written by libavformat: RTSP ANNOUNCE/RECORD
 /// (interleaved over the RTSP TCP connection), FLV over RTMP, or MPEG-TS over SRT.
 ///
-/// The session starts at the first access unit sent, an IDR whose SPS and PPS describe the stream
-/// to the server (the SDP's sprop-parameter-sets, FLV's AVC sequence header); SPS and PPS also stay
-/// in-band before every IDR. Every libavformat call that can wait on the network runs under an
+/// The session starts at the first access unit sent, an IDR whose parameter sets describe the
+/// stream to the server (the SDP's sprop-parameter-sets or sprop-vps/sps/pps, FLV's AVC sequence
+/// header); they also stay in-band before every IDR. Every libavformat call that can wait on the network runs under an
 /// interrupt callback that ends it once the sender's `abort` says so (a stalled server, the
 /// recording's end), so nothing here blocks longer than the sender allows.
 public final class MediaServerTransport: PeerTransport {
@@ -17,7 +17,7 @@ public final class MediaServerTransport: PeerTransport {
     public var connectsOnFirstSend: Bool { true }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
-    private var track: H264Track?
+    private var track: VideoTrack?
     /// The header (the announce) is written: packets may follow.
     private var streaming = false
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -25,8 +25,14 @@ public final class MediaServerTransport: PeerTransport {
     private var abort: () -> Bool = { false }
     private var interrupted = false
 
-    public init(server: MediaServerURL) {
+    public let codec: VideoCodec
+
+    /// - Parameter codec: H.264 to any server; H.265 over RTSP (RFC 7798) and SRT (MPEG-TS) only,
+    ///   since FLV (RTMP) carries H.264 only: the caller refuses that before.
+    public init(server: MediaServerURL, codec: VideoCodec = .h264) {
+        precondition(codec == .h264 || server.kind != .rtmp, "RTMP carries H.264 only")
         self.server = server
+        self.codec = codec
         packet = av_packet_alloc()
     }
 
@@ -85,7 +91,7 @@ public final class MediaServerTransport: PeerTransport {
             if transport.abort() { transport.interrupted = true; return 1 }
             return 0
         }, opaque: Unmanaged.passUnretained(self).toOpaque())
-        track = try H264Track(in: made, firstAccessUnit: chunk.bytes, what: peerAddress)
+        track = try VideoTrack(in: made, codec: codec, firstAccessUnit: chunk.bytes, what: peerAddress)
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }

@@ -1,36 +1,50 @@
+import Bitstream
 import NetStream
 import Receiver
 
-/// `camrec inspect --decode`: runs libavcodec's H.264 decoder over every access unit of a
-/// file and counts what it reports, so a stream cut inside a slice or with damaged slice
+/// `camrec inspect --decode`: runs libavcodec's H.264 or H.265 decoder (the codec given, or
+/// recognised from the first NAL unit) over every access unit of a file and counts what it reports, so a stream cut inside a slice or with damaged slice
 /// data is caught (the inspector reads headers only). Holds one access unit at a time.
 struct DecodeCheck {
-    private var assembler = AccessUnitAssembler()
-    private let decoder: H264Decoder
+    private var assembler: AccessUnitAssembler
+    /// Opened for the stream's codec when its first access unit is whole.
+    private var decoder: H264Decoder?
     private(set) var accessUnits = 0
     private(set) var decodedPictures = 0
     private(set) var failedAccessUnits = 0
     private(set) var firstError: (accessUnit: Int, text: String)?
 
-    init() throws {
+    /// Opens the decoder now when the codec is given, else tries both: a libavcodec without the
+    /// one needed fails before anything is read.
+    init(codec: VideoCodec?) throws {
+        assembler = AccessUnitAssembler(codec: codec)
+        if let codec {
+            decoder = try Self.openDecoder(codec)
+        } else {
+            for codec in VideoCodec.allCases { _ = try Self.openDecoder(codec) }
+        }
+        H264Decoder.setLibraryLogging(verbose: false)  // its errors are counted and reported here
+    }
+
+    private static func openDecoder(_ codec: VideoCodec) throws -> H264Decoder {
         do {
-            decoder = try H264Decoder()
-            H264Decoder.setLibraryLogging(verbose: false)  // its errors are counted and reported here
+            return try H264Decoder(codec: codec)
         } catch {
             printError("--decode: \(error)")
             throw ReportedFailure(status: .encoderUnavailable)
         }
     }
 
-    mutating func append(_ bytes: ArraySlice<UInt8>) {
-        for unit in assembler.append(bytes) { decode(unit) }
+    mutating func append(_ bytes: ArraySlice<UInt8>) throws {
+        for unit in assembler.append(bytes) { try decode(unit) }
     }
 
-    mutating func finish() -> DecodeCheck {
-        for unit in assembler.finish() { decode(unit) }
-        let tail = decoder.flush()
-        decodedPictures += tail.frames
-        if let error = tail.error { note(error) }
+    mutating func finish() throws -> DecodeCheck {
+        for unit in assembler.finish() { try decode(unit) }
+        if let tail = decoder?.flush() {
+            decodedPictures += tail.frames
+            if let error = tail.error { note(error) }
+        }
         return self
     }
 
@@ -46,10 +60,12 @@ struct DecodeCheck {
         return line
     }
 
-    private mutating func decode(_ unit: ReceivedAccessUnit) {
+    private mutating func decode(_ unit: ReceivedAccessUnit) throws {
         accessUnits += 1
-        guard unit.units.contains(where: { $0.type.isVCL }) else { return }
-        let result = decoder.decode(unit.annexB())
+        let codec = assembler.codec ?? .h264
+        guard unit.units.contains(where: { codec.role(ofType: codec.typeValue(of: $0.bytes)).isVCL }) else { return }
+        if decoder == nil { decoder = try Self.openDecoder(codec) }
+        let result = decoder!.decode(unit.annexB())
         decodedPictures += result.frames
         if let error = result.error { note(error) }
     }

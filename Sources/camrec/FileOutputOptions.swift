@@ -1,4 +1,5 @@
 import ArgumentParser
+import Bitstream
 import Containers
 import Glibc
 import Outputs
@@ -37,7 +38,7 @@ struct FileOutputOptions: ParsableArguments {
     }
 
     /// A file output for `target`, which may hold strftime fields, `{device}` and `{n}`.
-    func makeOutput(_ target: String, device: String, overwrite: Bool, framesPerSecond: Double) throws -> RecordingFileOutput {
+    func makeOutput(_ target: String, codec: VideoCodec, device: String, overwrite: Bool, framesPerSecond: Double) throws -> RecordingFileOutput {
         let pattern = try OutputNamePattern(target)
         if (keepFiles != nil || keepFor != nil) && !pattern.hasPlaceholders {
             throw OutputError(.unwritable, "--keep-files/--keep-for need a name pattern such as 'cam-%Y%m%d-%H%M%S.h264' or 'cam-{n}.h264'")
@@ -47,7 +48,7 @@ struct FileOutputOptions: ParsableArguments {
         }
         let container = format ?? ContainerFormat(fileName: target)
         let makeContainer: ContainerWriterFactory = { format, sink in
-            try LibavContainerWriter(format: format, sink: sink, framesPerSecond: framesPerSecond)
+            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond)
         }
         return RecordingFileOutput(configuration: .init(pattern: pattern, device: device, overwrite: overwrite,
                                                         segmentSeconds: segment, saveTimestamps: saveTimestamps,

@@ -3,7 +3,7 @@ import Containers
 import Recorder
 
 extension InspectCommand {
-    /// `camrec inspect` on an MP4, QuickTime, Matroska or MPEG-TS file: the H.264 inside is judged
+    /// `camrec inspect` on an MP4, QuickTime, Matroska or MPEG-TS file: the H.264 or H.265 inside is judged
     /// as a raw stream is (start codes put where the container has NAL lengths), and the container
     /// itself is checked: key-frame marks, times, the sample entry, a cut-off end.
     func inspectContainer() throws {
@@ -14,15 +14,15 @@ extension InspectCommand {
             printError("\(error)")
             throw ReportedFailure(status: .invalidInput)
         }
-        var inspector = StreamInspector(maxSlicesPerPicture: slices)
-        var decoding = decode ? try DecodeCheck() : nil
-        var container = ContainerInspection(formatName: reader.formatName, sampleEntry: reader.sampleEntry,
+        var inspector = StreamInspector(maxSlicesPerPicture: slices, codec: reader.codec)
+        var decoding = decode ? try DecodeCheck(codec: reader.codec) : nil
+        var container = ContainerInspection(formatName: reader.formatName, codec: reader.codec, sampleEntry: reader.sampleEntry,
                                             listLimit: summary ? 0 : 1_000_000)
         var readError: String?
         do {
             while let sample = try reader.nextSample() {
                 inspector.append(sample.annexB)
-                decoding?.append(sample.annexB[...])
+                try decoding?.append(sample.annexB[...])
                 container.add(sample)
             }
         } catch {
@@ -33,7 +33,7 @@ extension InspectCommand {
         var problems = container.problems(end: end, path: file)
         // In a file cut short the last sample read is cut too; the cut is the problem to report.
         if let readError, end?.cutBox == nil { problems.append(readError) }
-        let decoded = decoding?.finish()
+        let decoded = try decoding?.finish()
 
         for line in container.lines { print(line) }
         print(report.render(verbose: !summary))
@@ -44,14 +44,17 @@ extension InspectCommand {
         }
         facts.append("\(container.keySamples.count) marked key")
         if let entry = reader.sampleEntry {
-            facts.append("sample entry avcC (\(entry.lengthSize)-byte NAL lengths; start codes put in their place for the checks above)")
+            let tag = reader.codecTag.map { "\($0), " } ?? ""
+            facts.append("sample entry \(tag)\(entry.name) (\(entry.lengthSize)-byte NAL lengths; start codes put in their place for the checks above)")
         } else {
             facts.append("Annex-B inside, no sample entry")
         }
         print(facts.joined(separator: ", "))
         if problems.isEmpty {
             var held = ["every IDR and only IDRs marked key", "decode times rise"]
-            if container.sampleEntryMatchesStream == true { held.append("the sample entry's SPS/PPS are the stream's") }
+            if container.sampleEntryMatchesStream == true {
+                held.append("the sample entry's \(reader.codec.parameterSetOrder.map(\.rawValue).joined(separator: "/")) are the stream's")
+            }
             if end != nil { held.append("the file ends on a whole box") }
             print("container: OK — " + held.joined(separator: ", "))
         } else {

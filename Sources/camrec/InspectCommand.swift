@@ -27,7 +27,7 @@ struct InspectCommand: ParsableCommand {
     @Option(help: "Most slice NAL units a picture may have (what the stream was recorded with: camrec --slices).")
     var slices: Int = 1
 
-    @Flag(help: "Also run libavcodec's H.264 decoder over every picture and report its errors (holds one access unit at a time; H.264 only).")
+    @Flag(help: "Also run libavcodec's H.264 or H.265 decoder over every picture and report its errors (holds one access unit at a time).")
     var decode = false
 
     func validate() throws {
@@ -61,7 +61,7 @@ struct InspectCommand: ParsableCommand {
         }
         defer { if file != "-" { try? descriptor.close() } }
         var inspector = StreamInspector(maxSlicesPerPicture: slices, codec: codec.codec)
-        var decoding = decode ? try DecodeCheck() : nil
+        var decoding = decode ? try DecodeCheck(codec: codec.codec) : nil
         var chunk = [UInt8](repeating: 0, count: 1 << 20)
         while true {
             let n: Int
@@ -73,7 +73,7 @@ struct InspectCommand: ParsableCommand {
             }
             if n == 0 { break }
             inspector.append(chunk[0..<n])
-            decoding?.append(chunk[0..<n])
+            try decoding?.append(chunk[0..<n])
         }
         let report = inspector.finish()
         if report.nalUnitCount == 0 {
@@ -87,12 +87,7 @@ struct InspectCommand: ParsableCommand {
             printError("\(file) is not H.264 or H.265: \(report.nalUnitCount) start code\(report.nalUnitCount == 1 ? "" : "s") but no sequence parameter set (SPS) and no IDR picture")
             throw ReportedFailure(status: .invalidInput)
         }
-        if decode && report.codec != .h264 {
-            print(report.render(verbose: !summary))
-            printError("--decode checks H.264 only so far; inspect \(file) without it, or decode it with ffmpeg -v error -i \(file) -f null -")
-            throw ReportedFailure(status: .usage)
-        }
-        let decoded = decoding?.finish()
+        let decoded = try decoding?.finish()
         print(report.render(verbose: !summary))
         if let decoded {
             print(decoded.verdict(pictures: report.frameCount))

@@ -51,12 +51,8 @@ extension RecordCommand {
             throw ValidationError("--http shows H.264 only so far; record H.265 without it, or record H.264")
         }
         for output in outputs where codec(of: output) == .hevc {
-            if MediaServerURL.looksLikeURL(output) {
-                throw ValidationError("\(output): publishing H.265 to a media server is not supported yet (RTMP carries H.264 only); record H.264 to publish")
-            }
-            if output != "-" && !TCPEndpoint.looksLikeURL(output) && (files.format ?? ContainerFormat(fileName: output)) != .raw {
-                throw ValidationError("\(output): H.265 in MP4, Matroska or MPEG-TS is not supported yet; record to a .h265 file "
-                    + "(ffmpeg -i rec.h265 -c copy rec.mp4 wraps it)")
+            if let server = try? MediaServerURL(output), server.kind == .rtmp {
+                throw ValidationError("\(server.redacted): RTMP (FLV) carries H.264 only; publish H.265 over rtsp:// or srt://, or record H.264")
             }
         }
     }

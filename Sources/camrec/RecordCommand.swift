@@ -195,9 +195,9 @@ struct RecordCommand: ParsableCommand {
                 } else if TCPEndpoint.looksLikeURL(target) {
                     add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec, keyframes: keyframes), codec)
                 } else if MediaServerURL.looksLikeURL(target) {
-                    add(makePublishOutput(try MediaServerURL(target), keyframes: keyframes), codec)
+                    add(makePublishOutput(try MediaServerURL(target), codec: codec, keyframes: keyframes), codec)
                 } else {
-                    let output = try files.makeOutput(target, device: sourceName, overwrite: overwrite,
+                    let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
                                                       framesPerSecond: source.framesPerSecond)
                     fileOutputs.append(output)
                     add(output, codec)
@@ -325,9 +325,9 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push.
-    private func makePublishOutput(_ server: MediaServerURL, keyframes: KeyframeRequestGate) -> StreamOutput {
+    private func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec, keyframes: KeyframeRequestGate) -> StreamOutput {
         PushOutput(label: server.redacted, peerKind: "server", keyframes: keyframes, log: networkLog()) {
-            MediaServerTransport(server: server)
+            MediaServerTransport(server: server, codec: codec)
         }
     }
 

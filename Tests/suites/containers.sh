@@ -14,6 +14,8 @@
 # start at a key frame, with no frame lost between them; --format overrides the extension; `camrec
 # inspect` reads all four, and names what is wrong in ffmpeg's own MP4 (SPS/PPS only in avcC), a
 # wrong key-frame mark, a non-H.264 file and a cut copy (with the truncate that repairs it).
+# H.265 (issue 14) in all four: hvc1 in MP4 and QuickTime, the hvcC holding the in-band VPS/SPS/PPS,
+# key marks, the contract inside, every frame decoded; an MP4 whose hvcC is missing is named broken.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -49,10 +51,12 @@ times_follow_counters() {
 
 # inband FILE: copies the container's H.264 out as Annex-B to FILE.h264; prints the tool's JSON.
 inband() { python3 "$TOOLS/container-annexb.py" "$1" "$1.h264"; }
-# avcc_ok JSON: the sample entry is an avcC with 4-byte lengths whose SPS and PPS are the in-band ones.
-avcc_ok() {
-    python3 -c 'import json, sys; d = json.loads(sys.argv[1]); a = d.get("avcc")
-sys.exit(not (a and a["length_size"] == 4 and d["avcc_matches_inband"] is True))' "$1" || { echo "avcC: $1"; return 1; }
+# entry_ok JSON NAME: the sample entry is NAME (avcC, hvcC) with 4-byte lengths whose parameter sets
+# are the in-band ones.
+entry_ok() {
+    python3 -c 'import json, sys; d = json.loads(sys.argv[1]); a = d.get("entry")
+sys.exit(not (a and a["name"] == sys.argv[2] and a["length_size"] == 4 and d["entry_matches_inband"] is True))' "$1" "$2" ||
+        { echo "sample entry: $1"; return 1; }
 }
 
 declare -A FORMAT_NAME=([mp4]="mov,mp4,m4a,3gp,3g2,mj2" [mov]="mov,mp4,m4a,3gp,3g2,mj2" [mkv]="matroska,webm" [ts]="mpegts")
@@ -78,7 +82,7 @@ for ext in mp4 mov mkv ts; do
     check "$ext: the stream inside keeps the contract (4-byte start codes, SPS+PPS right before each IDR, one slice per picture, 200 pictures, IDR every 30)" \
         contract_ok "$f.h264" --frames 200 --idr-interval 30
     if [[ $ext != ts ]]; then
-        check "$ext: the sample entry (avcC, 4-byte lengths) holds the first IDR's SPS and PPS byte for byte" avcc_ok "$info"
+        check "$ext: the sample entry (avcC, 4-byte lengths) holds the first IDR's SPS and PPS byte for byte" entry_ok "$info" avcC
     fi
     check "$ext: every frame 0..199 decodes, in order" counters_run "$f" 0 199
     check "$ext: decodes without an error" no_decode_errors "$f"
@@ -185,7 +189,7 @@ python3 "$TOOLS/container-keys.py" "$W/rec.mkv" --mark-key 5 "$W/marked.mkv"
 check "inspect of a Matroska file with frame 5 wrongly marked key: exit 1, names sample 5" \
     inspect_says "$W/marked.mkv" 1 'marked key but not an IDR: sample 5$'
 ffmpeg -v error -y -f lavfi -i testsrc2=size=320x240:rate=30 -frames:v 10 -c:v mpeg4 "$W/mpeg4.mp4"
-check "inspect of an MP4 holding MPEG-4 video: exit 65, 'not H.264'" inspect_says "$W/mpeg4.mp4" 65 'holds mpeg4 video, not H.264'
+check "inspect of an MP4 holding MPEG-4 video: exit 65, 'not H.264 or H.265'" inspect_says "$W/mpeg4.mp4" 65 'holds mpeg4 video, not H.264 or H.265'
 # A copy cut off in the middle (60% of the bytes): reported with the size that keeps the whole fragments.
 head -c $(($(stat -c %s "$W/rec.mp4") * 6 / 10)) "$W/rec.mp4" >"$W/cut.mp4"
 check "inspect of a cut MP4: exit 1, names the box it ends in and the truncate that repairs it" \
@@ -197,5 +201,42 @@ INSPECT_FLAGS=--decode check "cut MP4 after that truncate: exit 0, every one of 
     inspect_says "$W/cut.mp4" 0 '^container: OK' "decoded all ${n:-x} pictures without an error"
 check "cut MP4 after that truncate: frames 0..$((${n:-1} - 1)) in order, whole fragments (a multiple of 30)" \
     [ "$(counters_of "$W/cut.mp4")" = "$(seq -s ' ' 0 $((${n:-1} - 1)))" -a $((${n:-1} % 30)) -eq 0 ]
+
+# --- H.265 (issue 14): hvc1 + hvcC in MP4 and QuickTime, hvcC in Matroska, Annex-B in MPEG-TS ---
+# 640x360 so libx265 keeps up on two loaded cores (a dropped frame would shift the IDR positions).
+HKEYS="0 30 60"
+declare -A HEVC_TAG=([mp4]=",hvc1" [mov]=",hvc1" [mkv]="" [ts]="")
+for ext in mp4 mov mkv ts; do
+    f=$W/hevc.$ext
+    "$CAMREC" --test-pattern --codec hevc --size 640x360 --frames 90 --keyframe-interval 30 "$f" 2>"$W/hevc-$ext.log"; rc=$?
+    check "hevc $ext: exit 0 (status $rc)" [ $rc -eq 0 ]
+    check "hevc $ext: the summary says format=$ext, frames=90, dropped=0" \
+        grep -qE "finished output=.*hevc\.$ext frames=90 .*dropped=0 format=$ext" "$W/hevc-$ext.log"
+    got=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,codec_tag_string -of csv=p=0 "$f")
+    check "hevc $ext: ffprobe reads H.265${HEVC_TAG[$ext]:+ in a sample entry tagged hvc1} ($got)" \
+        [ "${got%%,*}${HEVC_TAG[$ext]:+,${got#*,}}" = "hevc${HEVC_TAG[$ext]}" ]
+    check "hevc $ext: 90 packets; ffprobe's parser sees key frames exactly at $HKEYS" \
+        [ "$(packets_of "$f" | wc -l) $(key_packets "$f")" = "90 $HKEYS" ]
+    [[ $ext == ts ]] || check "hevc $ext: the container itself marks exactly samples $HKEYS of 90 as key frames" \
+        [ "$(container_keys "$f")" = "90: $HKEYS" ]
+    info=$(python3 "$TOOLS/container-annexb.py" "$f" "$f.h265")
+    check "hevc $ext: the stream inside keeps the contract (4-byte start codes, VPS+SPS+PPS right before each IDR, one slice segment per picture, 90 pictures, IDR every 30)" \
+        contract_ok "$f.h265" --hevc --frames 90 --idr-interval 30
+    [[ $ext == ts ]] || check "hevc $ext: the sample entry (hvcC, 4-byte lengths) holds the first IDR's VPS, SPS and PPS byte for byte" \
+        entry_ok "$info" hvcC
+    check "hevc $ext: every frame 0..89 decodes, in order" counters_run "$f" 0 89
+    check "hevc $ext: decodes without an error" no_decode_errors "$f"
+    check "hevc $ext: each frame's time is its number / 30" times_follow_counters "$f" 30
+    INSPECT_FLAGS=--decode check "hevc $ext: camrec inspect --decode: contract and container hold, 90 samples, 3 marked key, all decoded" \
+        inspect_says "$f" 0 '^stream contract: OK .*VPS\+SPS\+PPS right before all 3 IDRs' '^container: OK' ' 90 samples, .* 3 marked key' \
+        'decoded all 90 pictures without an error'
+done
+check "hevc mp4: inspect names the sample entry hvc1 / hvcC and says its VPS/SPS/PPS are the stream's" \
+    inspect_says "$W/hevc.mp4" 0 'sample entry hvc1, hvcC' "the sample entry's VPS/SPS/PPS are the stream's"
+# The same file with its hvcC box renamed away: libavformat (and every player) cannot set up a decoder.
+python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); open(sys.argv[2], "wb").write(d.replace(b"hvcC", b"free", 1))' \
+    "$W/hevc.mp4" "$W/no-hvcc.mp4"
+check "inspect of an H.265 MP4 without its hvcC: exit 1, says the sample entry is missing" \
+    inspect_says "$W/no-hvcc.mp4" 1 'no hvcC sample entry: players cannot set up the decoder'
 
 finish

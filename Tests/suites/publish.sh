@@ -9,7 +9,7 @@
 # (otherwise ffmpeg probes the stream for 5 s before it writes anything).
 #
 # Checks: each server receives every frame 0..149 in order, decodable, with key frames exactly at
-# camrec's IDRs; a server killed mid-stream and started again gets the rest of the stream from an
+# camrec's IDRs (H.264, and H.265 over RTSP and SRT; H.265 to RTMP is a usage error); a server killed mid-stream and started again gets the rest of the stream from an
 # IDR to the last frame, and camrec says it reconnected (RTMP, RTSP and SRT); a server that accepts and never answers
 # neither stalls the file recorded beside it nor keeps camrec from ending, and a second interrupt
 # stops the wait for it at once; credentials and query
@@ -44,9 +44,10 @@ KEYS="0 30 60 90 120"
 
 # publish NAME URL RECEIVED: camrec sends 150 frames (an IDR every 30) to URL while a server writes
 # RECEIVED; the server ($SERVER, already started) must end by itself when the stream ends.
+# PUBLISH_ARGS adds camrec options.
 publish() {
     local name=$1 url=$2 received=$3 rc
-    "$CAMREC" --test-pattern --frames 150 --keyframe-interval 30 "$url" 2>"$W/$name.log"; rc=$?
+    "$CAMREC" --test-pattern ${PUBLISH_ARGS:-} --frames 150 --keyframe-interval 30 "$url" 2>"$W/$name.log"; rc=$?
     wait_for "$SERVER" 20 >/dev/null; SERVER=
     check "$name: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
     check "$name: the summary says frames=150, dropped=0" summary_says "$W/$name.log" "$url" 150
@@ -70,6 +71,24 @@ next_port
 ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts "$W/srt.ts" 2>"$W/srt-server.log" &
 SERVER=$!; PIDS+=($SERVER)
 wait_udp "$PORT" && publish "srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt.ts"
+
+# --- 1b. H.265 (issue 14): RTSP (RFC 7798 packets) and SRT (MPEG-TS) carry it; RTMP (FLV) cannot -
+codec_of() { ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$1"; }
+next_port
+ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/rtsp-hevc.ts" 2>"$W/rtsp-hevc-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp-hevc.ts"
+check "H.265 rtsp to ffmpeg: what the server received is H.265" [ "$(codec_of "$W/rtsp-hevc.ts")" = hevc ]
+
+next_port
+ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts "$W/srt-hevc.ts" 2>"$W/srt-hevc-server.log" &
+SERVER=$!; PIDS+=($SERVER)
+wait_udp "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt-hevc.ts"
+check "H.265 srt to ffmpeg: what the server received is H.265" [ "$(codec_of "$W/srt-hevc.ts")" = hevc ]
+
+"$CAMREC" --test-pattern --codec hevc --frames 10 "rtmp://127.0.0.1:1/live/cam" "$W/rtmp-hevc.h265" 2>"$W/rtmp-hevc.log"; rc=$?
+check "H.265 to rtmp://: usage error 64 (status $rc), no file, one line saying RTMP carries H.264 only" \
+    bash -c "[ $rc -eq 64 ] && [ ! -e '$W/rtmp-hevc.h265' ] && grep -q 'RTMP (FLV) carries H.264 only; publish H.265 over rtsp:// or srt://' '$W/rtmp-hevc.log'"
 
 # --- 2. srt-live-transmit: SRT as Haivision's own tools speak it ---------------------------------
 next_port

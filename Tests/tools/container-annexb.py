@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Takes the H.264 out of an MP4, QuickTime, Matroska or MPEG-TS file as Annex-B, for the tests.
+"""Takes the H.264 or H.265 out of an MP4, QuickTime, Matroska or MPEG-TS file as Annex-B, for the tests.
 
 It shares no code with camrec. ffmpeg copies the video packets out unchanged (`-f data`: no
 bitstream filter, so nothing is added or rewritten); this script then reads them itself:
@@ -7,11 +7,13 @@ bitstream filter, so nothing is added or rewritten); this script then reads them
   * length-prefixed packets (MP4, QuickTime, Matroska) get every 4-byte length replaced by the
     4-byte start code 00 00 00 01, so Tests/tools/annexb-check.py can judge the in-band stream;
   * Annex-B packets (MPEG-TS) are copied as they are;
-  * the sample entry (avcC / CodecPrivate, from ffprobe's extradata) is parsed: its version, its
-    length size, and whether its SPS and PPS are byte for byte the first in-band ones.
+  * the sample entry (avcC or hvcC / CodecPrivate, from ffprobe's extradata; which one by ffprobe's
+    codec_name) is parsed: its length size, and whether its parameter sets (SPS PPS, or VPS SPS
+    PPS) are byte for byte the first in-band ones.
 
-Usage: container-annexb.py FILE OUT.h264
-Prints one JSON object: layout, avcc (or null), avcc_matches_inband, nal_units.
+Usage: container-annexb.py FILE OUT
+Prints one JSON object: codec, layout, entry (or null: name, length_size, a count per kind),
+entry_matches_inband, nal_units.
 Exit status: 0, or 2 when ffmpeg fails or the packets cannot be walked.
 """
 import json
@@ -48,7 +50,36 @@ def parse_avcc(data):
             size = int.from_bytes(data[pos:pos + 2], "big")
             sets[kind].append(data[pos + 2:pos + 2 + size])
             pos += 2 + size
-    return {"version": 1, "length_size": length_size, "sps": sets["sps"], "pps": sets["pps"]}
+    return {"name": "avcC", "length_size": length_size, "sets": sets}
+
+
+def parse_hvcc(data):
+    """hvcC (ISO/IEC 14496-15 8.3.3.1): 22 bytes of fields (length size in byte 21), then arrays of
+    NAL units, each array a type byte, a 16-bit count and 16-bit-length units."""
+    if len(data) < 23 or data[0] != 1:
+        return None
+    pos, sets = 23, {"vps": [], "sps": [], "pps": []}
+    for _ in range(data[22]):
+        kind = {32: "vps", 33: "sps", 34: "pps"}.get(data[pos] & 0x3F)
+        count = int.from_bytes(data[pos + 1:pos + 3], "big")
+        pos += 3
+        for _ in range(count):
+            size = int.from_bytes(data[pos:pos + 2], "big")
+            if kind:
+                sets[kind].append(data[pos + 2:pos + 2 + size])
+            pos += 2 + size
+    return {"name": "hvcC", "length_size": (data[21] & 3) + 1, "sets": sets}
+
+
+def codec_name(path):
+    return subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+                           "-of", "csv=p=0", path], capture_output=True, text=True).stdout.strip()
+
+
+def kind_of(unit, hevc):
+    if hevc:
+        return {32: "vps", 33: "sps", 34: "pps"}.get((unit[0] >> 1) & 0x3F)
+    return {7: "sps", 8: "pps"}.get(unit[0] & 0x1F)
 
 
 def main():
@@ -61,12 +92,14 @@ def main():
         print(json.dumps({"error": "ffmpeg could not copy the video out: " + run.stderr.decode(errors="replace")[-200:]}))
         sys.exit(2)
     payload = run.stdout
-    avcc = parse_avcc(extradata(path))
+    codec = codec_name(path)
+    hevc = codec == "hevc"
+    entry = (parse_hvcc if hevc else parse_avcc)(extradata(path))
     units = []
     if payload.startswith(b"\x00\x00\x00\x01") or payload.startswith(b"\x00\x00\x01"):
         layout, annexb = "annexb", payload
     else:
-        layout, pos, size_bytes = "length-prefixed", 0, (avcc or {}).get("length_size", 4)
+        layout, pos, size_bytes = "length-prefixed", 0, (entry or {}).get("length_size", 4)
         parts = []
         while pos < len(payload):
             size = int.from_bytes(payload[pos:pos + size_bytes], "big")
@@ -81,15 +114,13 @@ def main():
     with open(out_path, "wb") as f:
         f.write(annexb)
     matches = None
-    if avcc is not None and units:
-        first_sps = next((u for u in units if u[0] & 0x1F == 7), None)
-        first_pps = next((u for u in units if u[0] & 0x1F == 8), None)
-        matches = avcc["sps"][:1] == [first_sps] and avcc["pps"][:1] == [first_pps]
-    print(json.dumps({"layout": layout,
-                      "avcc": None if avcc is None else {"length_size": avcc["length_size"],
-                                                         "sps": len(avcc["sps"]), "pps": len(avcc["pps"])},
-                      "avcc_matches_inband": matches, "nal_units": len(units)}))
-
+    if entry is not None and units:
+        matches = all(entry["sets"][kind][:1] == [next((u for u in units if kind_of(u, hevc) == kind), None)]
+                      for kind in entry["sets"])
+    print(json.dumps({"codec": codec, "layout": layout,
+                      "entry": None if entry is None else dict({"name": entry["name"], "length_size": entry["length_size"]},
+                                                               **{k: len(v) for k, v in entry["sets"].items()}),
+                      "entry_matches_inband": matches, "nal_units": len(units)}))
 
 if __name__ == "__main__":
     main()
