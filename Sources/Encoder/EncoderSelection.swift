@@ -1,3 +1,4 @@
+import Bitstream
 import Libav
 
 /// Which backend `--encoder` asks for.
@@ -18,18 +19,12 @@ public enum EncoderSelection {
     }
 
     /// `vaapi`: opens VAAPI or throws why not (`.unavailable`, exit 73).
-    /// `auto`: VAAPI when the device opens, its driver has an H.264 encode entrypoint and
-    /// h264_vaapi opens with these settings; otherwise libx264, with a note saying why.
-    /// `software`: libx264.
+    /// `auto`: VAAPI when the device opens, its driver has an encode entrypoint for the codec and
+    /// h264_vaapi / hevc_vaapi opens with these settings; otherwise libx264 / libx265, with a note
+    /// saying why.
+    /// `software`: libx264 or libx265.
     public static func make(_ preference: EncoderPreference, settings: EncoderSettings,
                             vaapiDevice: String?) throws -> Choice {
-        if settings.codec == .hevc {
-            guard preference != .vaapi else {
-                throw EncoderError(.unavailable, "camrec encodes H.265 with libx265 only so far (no hevc_vaapi yet); use --encoder software")
-            }
-            return Choice(encoder: try SoftwareEncoder(settings: settings),
-                          note: preference == .auto ? "encoding H.265 in software (libx265): camrec has no VA-API H.265 encoder yet" : nil)
-        }
         switch preference {
         case .software:
             return Choice(encoder: try SoftwareEncoder(settings: settings), note: nil)
@@ -44,7 +39,8 @@ public enum EncoderSelection {
             } catch let error as EncoderError {
                 LibavLogCapture.end()
                 let software = try SoftwareEncoder(settings: settings)
-                return Choice(encoder: software, note: "encoding in software (libx264): VA-API can't be used: \(error.message)")
+                return Choice(encoder: software, note: "encoding in software (\(settings.codec == .h264 ? "libx264" : "libx265")): "
+                    + "VA-API can't be used: \(error.message)")
             }
         }
     }
@@ -58,7 +54,7 @@ public enum EncoderSelection {
     /// before any output file exists. With no device given, tries every render node in order
     /// (hybrid laptops often list a decode-only NVIDIA node or vgem first) and says which it
     /// skipped and why.
-    static func openVAAPI(settings: EncoderSettings, device: String?) throws -> (VAAPIH264Encoder, skipped: String?) {
+    static func openVAAPI(settings: EncoderSettings, device: String?) throws -> (VAAPIEncoder, skipped: String?) {
         if let device { return (try openVAAPI(settings: settings, node: device), nil) }
         let nodes = RenderNode.all()
         guard nodes.count > 1 else { return (try openVAAPI(settings: settings, node: nodes.first?.path), nil) }
@@ -72,13 +68,13 @@ public enum EncoderSelection {
                 failures.append("\(node.description): \(error.message)")
             }
         }
-        throw EncoderError(.unavailable, "none of the \(nodes.count) render nodes can encode H.264: "
+        throw EncoderError(.unavailable, "none of the \(nodes.count) render nodes can encode \(settings.codec.displayName): "
             + failures.joined(separator: "; "))
     }
 
-    private static func openVAAPI(settings: EncoderSettings, node: String?) throws -> VAAPIH264Encoder {
-        let opened = try VAAPIDevice.open(node)
-        let encoder = try VAAPIH264Encoder(settings: settings, device: opened)
+    private static func openVAAPI(settings: EncoderSettings, node: String?) throws -> VAAPIEncoder {
+        let opened = try VAAPIDevice.open(node, requireEncoding: settings.codec)
+        let encoder = try VAAPIEncoder(settings: settings, device: opened)
         try encoder.start()
         return encoder
     }

@@ -1,8 +1,9 @@
+import Bitstream
 import CFFmpeg
 import Libav
 import Glibc
 
-/// What a VA driver offers for H.264, as `camrec encoders` shows it.
+/// What a VA driver offers for H.264 and H.265, as `camrec encoders` shows it.
 public struct VAAPICapabilities: Sendable {
     public struct Profile: Sendable {
         /// libva's name, e.g. "VAProfileH264ConstrainedBaseline".
@@ -20,8 +21,13 @@ public struct VAAPICapabilities: Sendable {
     public var vendor: String
     /// Every H.264 profile the driver lists, with its entrypoints.
     public var h264: [Profile]
+    /// Every H.265 profile the driver lists (Main, Main 10, …), with its entrypoints.
+    public var hevc: [Profile]
 
-    public var canEncodeH264: Bool { h264.contains { $0.canEncode || $0.canEncodeLowPower } }
+    public func profiles(_ codec: VideoCodec) -> [Profile] { codec == .h264 ? h264 : hevc }
+
+    /// An encode entrypoint exists for some profile of the codec.
+    public func canEncode(_ codec: VideoCodec) -> Bool { profiles(codec).contains { $0.canEncode || $0.canEncodeLowPower } }
 }
 
 /// An open VA-API device: libavutil's VAAPI device context (a VADisplay with the driver
@@ -54,18 +60,19 @@ public final class VAAPIDevice: @unchecked Sendable {
         RenderNode.all(directory: directory).first?.path
     }
 
-    /// Opens `device` (nil: the first render node) and checks that its driver can encode H.264.
-    /// Every failure is an `.unavailable` EncoderError whose message says why, in one line.
-    public static func open(_ device: String?, requireH264Encode: Bool = true) throws -> VAAPIDevice {
+    /// Opens `device` (nil: the first render node) and checks that its driver can encode `codec`
+    /// (nil: no check). Every failure is an `.unavailable` EncoderError whose message says why, in one line.
+    public static func open(_ device: String?, requireEncoding codec: VideoCodec? = .h264) throws -> VAAPIDevice {
         let opened = try openWithoutChecks(device)
-        if requireH264Encode && !opened.capabilities.canEncodeH264 {
+        if let codec, !opened.capabilities.canEncode(codec) {
             let caps = opened.capabilities
-            let listed = caps.h264.isEmpty ? "no H.264 profiles at all"
-                : caps.h264.map { "\(shortName($0.name)): \($0.entrypoints.map(shortName).joined(separator: ", "))" }
+            let profiles = caps.profiles(codec)
+            let listed = profiles.isEmpty ? "no \(codec.displayName) profiles at all"
+                : profiles.map { "\(shortName($0.name)): \($0.entrypoints.map(shortName).joined(separator: ", "))" }
                     .joined(separator: "; ")
             let hint = opened.device.hasPrefix(":") ? "" : "; " + RenderNode.vendor(of: opened.device).hintWhenThereIsNoEncoder
-            throw EncoderError(.unavailable, "the VA driver on \(opened.device) (\(caps.vendor)) has no H.264 encode "
-                + "entrypoint (\(listed)): this GPU or driver can't encode H.264 through VA-API\(hint)")
+            throw EncoderError(.unavailable, "the VA driver on \(opened.device) (\(caps.vendor)) has no \(codec.displayName) encode "
+                + "entrypoint (\(listed)): this GPU or driver can't encode \(codec.displayName) through VA-API\(hint)")
         }
         return opened
     }
@@ -166,10 +173,12 @@ public final class VAAPIDevice: @unchecked Sendable {
         var profileCount: Int32 = 0
         if vaQueryConfigProfiles(display, &profiles, &profileCount) != camrec_VA_STATUS_SUCCESS { profileCount = 0 }
         var h264: [VAAPICapabilities.Profile] = []
+        var hevc: [VAAPICapabilities.Profile] = []
         var entrypoints = [VAEntrypoint](repeating: VAEntrypoint(rawValue: 0), count: Int(max(1, vaMaxNumEntrypoints(display))))
         for profile in profiles.prefix(Int(profileCount)) {
             let name = String(cString: vaProfileStr(profile))
-            guard name.hasPrefix("VAProfileH264") else { continue }
+            let isHEVC = name.hasPrefix("VAProfileHEVC")
+            guard name.hasPrefix("VAProfileH264") || isHEVC else { continue }
             var count: Int32 = 0
             if vaQueryConfigEntrypoints(display, profile, &entrypoints, &count) != camrec_VA_STATUS_SUCCESS { count = 0 }
             let eps = Array(entrypoints.prefix(Int(count)))
@@ -179,13 +188,14 @@ public final class VAAPIDevice: @unchecked Sendable {
             case VAProfileH264High: .high
             default: nil
             }
-            h264.append(.init(name: name, camrecProfile: camrecProfile,
-                              entrypoints: eps.map { String(cString: vaEntrypointStr($0)) },
-                              canEncode: eps.contains(VAEntrypointEncSlice),
-                              canEncodeLowPower: eps.contains(VAEntrypointEncSliceLP),
-                              vaProfile: profile))
+            let described = VAAPICapabilities.Profile(name: name, camrecProfile: camrecProfile,
+                                                      entrypoints: eps.map { String(cString: vaEntrypointStr($0)) },
+                                                      canEncode: eps.contains(VAEntrypointEncSlice),
+                                                      canEncodeLowPower: eps.contains(VAEntrypointEncSliceLP),
+                                                      vaProfile: profile)
+            if isHEVC { hevc.append(described) } else { h264.append(described) }
         }
-        return VAAPICapabilities(vendor: vendor, h264: h264)
+        return VAAPICapabilities(vendor: vendor, h264: h264, hevc: hevc)
     }
 
     /// The rate-control modes (VA_RC_* bits) the driver offers for a profile and entrypoint.

@@ -7,19 +7,20 @@ import Frames
 ///
 /// Real drivers accept settings at `avcodec_open2` that they refuse only when the first picture
 /// is encoded (a rate-control mode, a size, a low-power entrypoint without its firmware), and
-/// some write no SPS/PPS at all when they take no packed headers. Either would surface only
+/// some write no parameter sets at all when they take no packed headers. Either would surface only
 /// after the file was created, too late for `--encoder auto` to fall back. So `start()` encodes
 /// this frame on a context of its own (an encoder that was flushed can't be reused), checks
 /// the packet, and throws `.unavailable` with the reason when it is not usable.
 enum VAAPIFirstFrame {
     /// What the first frame showed.
     struct Outcome {
-        /// The packet carried SPS and PPS, or the context's extradata did.
+        /// The packet carried every parameter set of the codec (SPS PPS, VPS SPS PPS), or the
+        /// context's extradata did.
         var hasParameterSets: Bool
         var packetBytes: Int
     }
 
-    static func encode(context: UnsafeMutablePointer<AVCodecContext>, frames: UnsafeMutablePointer<AVBufferRef>,
+    static func encode(context: UnsafeMutablePointer<AVCodecContext>, codec: VideoCodec, frames: UnsafeMutablePointer<AVBufferRef>,
                        uploadPath: VAAPIUploadPath, display: VADisplay, width: Int, height: Int) throws -> Outcome {
         guard let surface = av_frame_alloc(), let mapping = av_frame_alloc(), let packet = av_packet_alloc() else {
             throw EncoderError(.unavailable, "out of memory encoding a first frame")
@@ -35,31 +36,34 @@ enum VAAPIFirstFrame {
         surface.pointee.pict_type = AV_PICTURE_TYPE_I
         status = avcodec_send_frame(context, surface)
         av_frame_unref(surface)
-        guard status >= 0 else { throw refused("h264_vaapi failed to encode a first frame", status) }
+        let name = String(cString: context.pointee.codec.pointee.name)
+        guard status >= 0 else { throw refused("\(name) failed to encode a first frame", status) }
         status = avcodec_send_frame(context, nil)
-        guard status >= 0 else { throw refused("h264_vaapi failed to finish a first frame", status) }
+        guard status >= 0 else { throw refused("\(name) failed to finish a first frame", status) }
 
         var outcome = Outcome(hasParameterSets: false, packetBytes: 0)
-        var types = Set<UInt8>()
+        var types = Set<NALRole>()
         while true {
             status = avcodec_receive_packet(context, packet)
             if status == camrec_AVERROR_EOF { break }
-            guard status >= 0 else { throw refused("h264_vaapi failed to deliver a first frame", status) }
+            guard status >= 0 else { throw refused("\(name) failed to deliver a first frame", status) }
             let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
             outcome.packetBytes += data.count
-            nalTypes(in: data, into: &types)
+            nalTypes(in: data, codec: codec, into: &types)
             av_packet_unref(packet)
         }
         if let extradata = context.pointee.extradata, context.pointee.extradata_size > 0 {
-            nalTypes(in: UnsafeRawBufferPointer(start: extradata, count: Int(context.pointee.extradata_size)), into: &types)
+            nalTypes(in: UnsafeRawBufferPointer(start: extradata, count: Int(context.pointee.extradata_size)), codec: codec, into: &types)
         }
-        outcome.hasParameterSets = types.contains(7) && types.contains(8)
+        outcome.hasParameterSets = codec.parameterSetOrder.allSatisfy { types.contains(.parameterSet($0)) }
         return outcome
     }
 
-    /// The NAL unit types in an Annex B buffer.
-    static func nalTypes(in buffer: UnsafeRawBufferPointer, into types: inout Set<UInt8>) {
-        AnnexBScanner.forEachUnit(in: buffer) { range, _ in types.insert(buffer[range.lowerBound] & 0x1F) }
+    /// The roles of the NAL units in an Annex B buffer.
+    static func nalTypes(in buffer: UnsafeRawBufferPointer, codec: VideoCodec, into types: inout Set<NALRole>) {
+        AnnexBScanner.forEachUnit(in: buffer) { range, _ in
+            types.insert(codec.role(ofType: codec.typeValue(of: buffer[range.lowerBound..<range.upperBound])))
+        }
     }
 
     /// Y 16, Cb Cr 128, written the way frames will be (a derived mapping or a VA image).

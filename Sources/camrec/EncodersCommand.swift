@@ -1,18 +1,19 @@
+import Bitstream
 import ArgumentParser
 import Encoder
 import Recorder
 import Libav
 
-/// `camrec encoders`: which H.264 encoders this machine can use, and what `--encoder auto` picks.
+/// `camrec encoders`: which H.264 and H.265 encoders this machine can use, and what `--encoder auto` picks.
 struct EncodersCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "encoders",
-        abstract: "Show the H.264 encoders camrec can use here: VA-API (GPU) and libx264 (software).",
+        abstract: "Show the H.264 and H.265 encoders camrec can use here: VA-API (GPU), libx264 and libx265 (software).",
         discussion: """
         For VA-API: every render node under /dev/dri (or the one --vaapi-device names), with the GPU's \
-        vendor, the driver's vendor string, and each H.264 profile the driver lists with its entrypoints \
+        vendor, the driver's vendor string, and each H.264 and H.265 profile the driver lists with its entrypoints \
         (EncSlice: the GPU's encoder; EncSliceLP: its low-power encoder; VLD: decoding only). \
-        `--encoder auto` and `--encoder vaapi` use the first node that can encode. \
+        `--encoder auto` and `--encoder vaapi` use the first node that can encode the codec (H.265: the Main profile). \
         Exits 0 when at least one encoder can run, 73 when none can.
         """
     )
@@ -23,50 +24,60 @@ struct EncodersCommand: ParsableCommand {
     func run() throws {
         SignalWatcher.unblock()
         LibavLogging.set(verbose: false)
-        var firstUsable: String?
+        var firstUsable: [VideoCodec: String] = [:]
+        func note(_ codecs: Set<VideoCodec>, _ device: String) {
+            for codec in codecs where firstUsable[codec] == nil { firstUsable[codec] = device }
+        }
         if let vaapiDevice {
-            if describe(vaapiDevice, label: vaapiDevice) { firstUsable = vaapiDevice }
+            note(describe(vaapiDevice, label: vaapiDevice), vaapiDevice)
         } else {
             let nodes = RenderNode.all()
             if nodes.isEmpty {
                 print("VA-API: not usable: no GPU render node: /dev/dri has no renderD* device "
                     + "(no GPU, or its kernel driver is not loaded)")
             }
-            for node in nodes where describe(node.path, label: node.description) && firstUsable == nil {
-                firstUsable = node.path
-            }
+            for node in nodes { note(describe(node.path, label: node.description), node.path) }
         }
         let x264 = SoftwareEncoder.isAvailable
+        let x265 = SoftwareEncoder.isAvailable(.hevc)
         print("libx264 (software): " + (x264 ? "available" : "not available (this FFmpeg has no libx264)"))
-        print("libx265 (software, --codec hevc): " + (SoftwareEncoder.isAvailable(.hevc) ? "available" : "not available (this FFmpeg has no libx265)"))
-        print("--encoder auto uses: " + (firstUsable.map { "VA-API on \($0)" } ?? (x264 ? "libx264" : "nothing")))
-        if firstUsable == nil && !x264 { throw ReportedFailure(status: .encoderUnavailable) }
+        print("libx265 (software, --codec hevc): " + (x265 ? "available" : "not available (this FFmpeg has no libx265)"))
+        print("--encoder auto uses: " + (firstUsable[.h264].map { "VA-API on \($0)" } ?? (x264 ? "libx264" : "nothing"))
+            + " for H.264, " + (firstUsable[.hevc].map { "VA-API on \($0)" } ?? (x265 ? "libx265" : "nothing")) + " for H.265")
+        if firstUsable.isEmpty && !x264 && !x265 { throw ReportedFailure(status: .encoderUnavailable) }
     }
 
-    /// Prints what the VA driver on `device` offers; true when it can encode H.264.
-    private func describe(_ device: String, label: String) -> Bool {
+    /// Prints what the VA driver on `device` offers; returns the codecs it can encode.
+    private func describe(_ device: String, label: String) -> Set<VideoCodec> {
         do {
-            let opened = try VAAPIDevice.open(device, requireH264Encode: false)
+            let opened = try VAAPIDevice.open(device, requireEncoding: nil)
             let caps = opened.capabilities
             print("VA-API device: \(label)")
             print("  driver: \(caps.vendor)")
-            if caps.h264.isEmpty {
-                print("  H.264 profiles: none")
-            } else {
-                print("  H.264 profiles:")
-                for profile in caps.h264 {
-                    let camrecName = profile.camrecProfile.map { " (--profile \($0.rawValue))" } ?? ""
-                    print("    \(profile.name)\(camrecName): \(profile.entrypoints.joined(separator: ", "))")
+            var usable: Set<VideoCodec> = []
+            for codec in VideoCodec.allCases {
+                let profiles = caps.profiles(codec)
+                if profiles.isEmpty {
+                    print("  \(codec.displayName) profiles: none")
+                } else {
+                    print("  \(codec.displayName) profiles:")
+                    for profile in profiles {
+                        let camrecName = profile.camrecProfile.map { " (--profile \($0.rawValue))" } ?? ""
+                        print("    \(profile.name)\(camrecName): \(profile.entrypoints.joined(separator: ", "))")
+                    }
                 }
+                let encodes = VAAPIEncoder.chooseProfile(codec, .baseline, in: caps) != nil
+                let why = codec == .h264 ? "no H.264 encode entrypoint" : "no encode entrypoint for H.265 Main"
+                print("  \(codec.displayName) encoding: " + (encodes ? "yes" : "no (\(why))"))
+                if encodes { usable.insert(codec) }
             }
-            print("  H.264 encoding: " + (caps.canEncodeH264 ? "yes" : "no (no H.264 encode entrypoint)"))
-            return caps.canEncodeH264
+            return usable
         } catch let error as EncoderError {
             print("VA-API device: \(label): not usable: \(error.message)")
-            return false
+            return []
         } catch {
             print("VA-API device: \(label): not usable: \(error)")
-            return false
+            return []
         }
     }
 }

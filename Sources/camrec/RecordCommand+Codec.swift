@@ -41,9 +41,6 @@ extension RecordCommand {
                 + "use --encoder software or auto")
         }
         guard codecs.contains(.hevc) else { return }
-        if encoder == .vaapi {
-            throw ValidationError("H.265: camrec encodes it with libx265 only so far; use --encoder software or auto")
-        }
         if profile != .high && !codecs.contains(.h264) {
             throw ValidationError("--profile is for H.264; H.265 is recorded in the Main profile")
         }

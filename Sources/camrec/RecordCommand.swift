@@ -264,7 +264,7 @@ struct RecordCommand: ParsableCommand {
         let result = recorder.run()
         status?.stop()
         httpServer?.stop()
-        if let vaapi = videoEncoder as? VAAPIH264Encoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
+        if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         if let failure = result.failure {
             throw report(failure)
@@ -305,7 +305,7 @@ struct RecordCommand: ParsableCommand {
         // auto says what it chose, in one line; an explicit choice needs no comment.
         if let note = choice.note { printLine("camrec: \(note)") }
         logger.debug("encoder: \(choice.encoder.name)")
-        if let vaapi = choice.encoder as? VAAPIH264Encoder { logger.info("VA-API: \(vaapi.configuration)") }
+        if let vaapi = choice.encoder as? VAAPIEncoder { logger.info("VA-API: \(vaapi.configuration)") }
         return choice.encoder
     }
 

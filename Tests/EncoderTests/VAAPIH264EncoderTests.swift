@@ -26,7 +26,7 @@ final class VAAPIH264EncoderTests: XCTestCase {
         for (width, height) in [(1920, 1080), (650, 482)] {
             let size = FrameSize(width: width, height: height)
             let settings = EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4)
-            let encoder = try VAAPIH264Encoder(settings: settings, device: device)
+            let encoder = try VAAPIEncoder(settings: settings, device: device)
             let pool = PixelBufferPool(format: encoder.inputFormat, width: width, height: height,
                                        capacity: encoder.maximumBuffersInFlight)
             let source = TestPatternSource(size: size, fps: 30, realTime: false)
@@ -69,7 +69,7 @@ final class VAAPIH264EncoderTests: XCTestCase {
         let device = try openDevice()
         let (width, height) = (650, 482)
         let size = FrameSize(width: width, height: height)
-        let encoder = try VAAPIH264Encoder(settings: EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4),
+        let encoder = try VAAPIEncoder(settings: EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 4),
                                            device: device)
         try encoder.start()
         let pool = encoder.makePool(width: width, height: height, capacity: 3)
@@ -126,7 +126,9 @@ final class VAAPIH264EncoderTests: XCTestCase {
 
     func testProfileIsTheBestTheDriverHasAtOrBelowTheOneAskedFor() throws {
         let device = try openDevice()
-        XCTAssertEqual(VAAPIH264Encoder.chooseProfile(.high, in: device.capabilities)?.camrecProfile, .baseline)
-        XCTAssertEqual(VAAPIH264Encoder.chooseProfile(.baseline, in: device.capabilities)?.camrecProfile, .baseline)
+        XCTAssertEqual(VAAPIEncoder.chooseProfile(.h264, .high, in: device.capabilities)?.camrecProfile, .baseline)
+        XCTAssertEqual(VAAPIEncoder.chooseProfile(.h264, .baseline, in: device.capabilities)?.camrecProfile, .baseline)
+        XCTAssertEqual(VAAPIEncoder.chooseProfile(.hevc, .high, in: device.capabilities)?.name, "VAProfileHEVCMain",
+                       "H.265 is Main whatever --profile says")
     }
 }

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Tests/suites/vaapi-host.sh — camrec's VA-API path (h264_vaapi) end to end on this machine, with the
+# Tests/suites/vaapi-host.sh — camrec's VA-API path (h264_vaapi and hevc_vaapi) end to end on this machine, with the
 # test VA driver (Tests/fixtures/va-test-driver) under Xvfb: no GPU needed. The driver is lossless
 # (I_PCM), so decoded frames must equal the frames camrec was given, byte for byte.
 #
@@ -12,7 +12,9 @@
 # saved); derived mappings that are not the surface (wrong pitch, chroma dropped, map failing: the
 # vaCreateImage + vaPutImage path, said why) and a derived map failing mid-recording (that frame goes
 # through a VA image); "1 CPU pass" by the test driver's own call counts; low-power-only drivers,
-# drivers without vaDeriveImage, CQP/CBR, `camrec encoders`.
+# drivers without vaDeriveImage, CQP/CBR, `camrec encoders`. H.265 through hevc_vaapi (the driver's
+# HEVC side): pixel identity, the contract, the test pattern, Matroska, a failing driver, a driver
+# without HEVC (vaapi: 73; auto: libx265).
 #
 # Environment: CAMREC=path                test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
@@ -509,6 +511,53 @@ check "camrec encoders, decode-only driver: VLD listed, encoding no, auto uses l
 rc=$?
 check "camrec encoders, no render node: says so, exit 0 (libx264 is there)" \
     eval '[[ $rc == 0 ]] && grep -q "VA-API device: /dev/dri/renderD199: not usable: no render node at /dev/dri/renderD199" enc3.txt'
+
+# --- 6b. H.265 through hevc_vaapi (issue 14): the test driver's HEVC side (PCM coding units in CABAC,
+# VPS/SPS/PPS written by the driver) is lossless too, so decoded frames must equal camrec's input.
+HEVC_GOP=5
+for size in 640x480 650x482; do
+    in=in-$size.nv12 out=hevc-$size.h265
+    record "$out" --log-level info --input "$in" --input-format nv12 --size "$size" --keyframe-interval $HEVC_GOP \
+        --codec hevc --encoder vaapi --vaapi-device "$DISP" "$out"
+    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$out" -f rawvideo -pix_fmt nv12 -y "$out.nv12" 2>/dev/null
+    check "H.265 $size (hevc_vaapi): exit 0 (status $rc), HEVC Main on the test driver, 1 CPU pass per frame" \
+        eval '[[ $rc == 0 ]] && grep -qF "VA-API: HEVCMain on EncSlice" "$out.log" && grep -qF "VA-API upload: $FRAMES frames took $ONE_PASS" "$out.log"'
+    check "H.265 $size: ffprobe reads $FRAMES frames of H.265 Main at $size" \
+        [ "$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=codec_name,profile,width,height,nb_read_frames -of csv=p=0 "$out")" = "hevc,Main,${size%x*},${size#*x},$FRAMES" ]
+    check "H.265 $size: the contract holds (VPS+SPS+PPS right before IDRs 0 5 10, 4-byte start codes, one slice segment per picture)" \
+        contract_ok "$out" --hevc --frames $FRAMES --idr-interval $HEVC_GOP
+    check "H.265 $size: decoded frames identical to the input" cmp -s "$in" "$out.nv12"
+done
+record hevc-tp --log-level info --test-pattern --size 640x480 --frames 90 --keyframe-interval 30 --codec hevc --encoder vaapi \
+    --vaapi-device "$DISP" hevc-tp.h265
+check "H.265 test pattern (hevc_vaapi): exit 0 (status $rc), 90 frames, contract holds with IDRs every 30" \
+    eval '[[ $rc == 0 ]] && contract_ok hevc-tp.h265 --hevc --frames 90 --idr-interval 30'
+check "H.265 test pattern: the frames missing are exactly those reported dropped" \
+    counters_account hevc-tp.h265 "$(grep -o 'dropped=[0-9]*' hevc-tp.log | tail -n 1 | cut -d= -f2)"
+record hevc-mkv --test-pattern --size 650x482 --frames 30 --codec hevc --encoder vaapi --vaapi-device "$DISP" hevc.mkv
+check "H.265 from hevc_vaapi in Matroska (the driver gives FFmpeg no extradata; camrec's hvcC comes from the first IDR): inspect --decode holds" \
+    eval '[[ $rc == 0 ]] && "$CAMREC" inspect --summary --decode hevc.mkv | grep -q "^container: OK .*the sample entry.s VPS/SPS/PPS are the stream.s"'
+in=in-640x480.nv12
+CAMREC_TEST_VA_FAIL_AFTER=7 "$CAMREC" --input $in --input-format nv12 --size 640x480 --keyframe-interval $HEVC_GOP \
+    --codec hevc --encoder vaapi --vaapi-device "$DISP" hevc-fail.h265 >hevc-fail.log 2>&1; rc=$?
+n=$(frame_count hevc-fail.h265)
+ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i hevc-fail.h265 -f rawvideo -pix_fmt nv12 -y hevc-fail.nv12 2>/dev/null
+check "H.265, driver fails after 7 pictures: exit 74 (status $rc), ${n:-no} frames saved (6 or 7), identical to the first input frames" \
+    eval '[[ $rc == 74 && -n $n && $n -ge 6 && $n -le 7 ]] && cmp -s hevc-fail.nv12 <(head -c $((n * 640 * 480 * 3 / 2)) $in) &&
+        grep -q "^camrec: error: .*operation failed" hevc-fail.log'
+# A driver without an H.265 encoder: --encoder vaapi says so (73, no file); auto takes libx265 and says why.
+CAMREC_TEST_VA_NO_HEVC=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 --codec hevc --encoder vaapi \
+    --vaapi-device "$DISP" nohevc.h265 >nohevc.log 2>&1; rc=$?
+check "H.265 --encoder vaapi on a driver without HEVC: exit 73 (status $rc), no file, one line naming what is missing" \
+    eval '[[ $rc == 73 && ! -e nohevc.h265 ]] && grep -q "^camrec: error: .*has no H.265/HEVC encode entrypoint" nohevc.log'
+CAMREC_TEST_VA_NO_HEVC=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 --codec hevc --vaapi-device "$DISP" \
+    nohevc-auto.h265 >nohevc-auto.log 2>&1; rc=$?
+check "H.265 --encoder auto on a driver without HEVC: libx265, one line saying why, 10 frames" \
+    eval '[[ $rc == 0 && $(frame_count nohevc-auto.h265) == 10 ]] &&
+        grep -q "^camrec: encoding in software (libx265): VA-API can.t be used: .*has no H.265/HEVC encode entrypoint" nohevc-auto.log'
+check "camrec encoders: H.265 Main listed with its entrypoint, encoding yes, auto uses VA-API for both codecs" \
+    eval 'grep -q "VAProfileHEVCMain: VAEntrypointEncSlice" enc.txt && grep -q "H.265/HEVC encoding: yes" enc.txt &&
+        grep -q "auto uses: VA-API on $DISP for H.264, VA-API on $DISP for H.265" enc.txt'
 
 # --- 7. the backend's unit tests (Tests/EncoderTests/VAAPIH264EncoderTests.swift): skipped by plain
 # `swift test`, which has no driver selected; run here with one. SKIP_XCTEST=1 leaves them out.

@@ -1,9 +1,10 @@
+import Bitstream
 import CFFmpeg
 import Libav
 import Frames
 import Glibc
 
-/// H.264 on the GPU: libavcodec's `h264_vaapi` on a VA-API device.
+/// H.264 or H.265 on the GPU: libavcodec's `h264_vaapi` or `hevc_vaapi` on a VA-API device.
 ///
 /// A frame reaches the GPU in one CPU pass: the pool from `makePool` lends its buffers mapped
 /// VA surfaces (`VAAPISurfaceBacking`: `av_hwframe_map` WRITE|OVERWRITE, which is
@@ -18,14 +19,14 @@ import Glibc
 ///
 /// No B-frames and `async_depth` 1, so every frame comes out as soon as the GPU finishes it;
 /// `pict_type = I` makes the frames the recorder asks for IDRs.
-public final class VAAPIH264Encoder: VideoEncoder {
+public final class VAAPIEncoder: VideoEncoder {
     public let inputFormat = PixelFormat.nv12
     /// Only during `encode`: the buffer is recycled once it is uploaded.
     public let maximumBuffersInFlight = 1
     public var onBufferDone: ((PixelBuffer) -> Void)?
     public var onPacket: ((EncodedPacket) -> Void)?
-    /// SPS and PPS from the encoder's extradata (global headers), once started; nil when the
-    /// driver writes them only in the stream.
+    /// The parameter sets from the encoder's extradata (global headers), once started; nil when
+    /// the driver writes them only in the stream.
     public private(set) var parameterSets: [UInt8]?
 
     public let device: VAAPIDevice
@@ -71,14 +72,17 @@ public final class VAAPIH264Encoder: VideoEncoder {
     /// The same in CPU time of the threads doing it: what the upload costs the CPU.
     public var uploadCPUNanoseconds: UInt64 { encodeUploadCPUNanoseconds + (backing?.statistics.mapCPUNanoseconds ?? 0) }
 
+    /// libavcodec's name of the encoder: h264_vaapi or hevc_vaapi.
+    public var codecName: String { settings.codec == .h264 ? "h264_vaapi" : "hevc_vaapi" }
+
     public var name: String {
-        "h264_vaapi (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
+        "\(codecName) (VA-API\(usesLowPower ? " low-power" : "") on \(device.device): \(device.capabilities.vendor))"
     }
 
     public init(settings: EncoderSettings, device: VAAPIDevice) throws {
         self.settings = settings
         self.device = device
-        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: "h264_vaapi")
+        packets = PacketDrain(frameRate: settings.frameRateRational, encoderName: settings.codec == .h264 ? "h264_vaapi" : "hevc_vaapi")
         guard let hwFrame = av_frame_alloc(), let mapped = av_frame_alloc(), let packet = av_packet_alloc() else {
             throw EncoderError(.unavailable, "out of memory setting up the encoder")
         }
@@ -98,9 +102,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
         if framesRef != nil { av_buffer_unref(&framesRef) }
     }
 
-    /// The profile to encode: the one asked for if the driver encodes it, otherwise the best
-    /// one below it (most VA drivers offer all three; small ones only Constrained Baseline).
-    static func chooseProfile(_ wanted: H264Profile, in caps: VAAPICapabilities) -> VAAPICapabilities.Profile? {
+    /// The profile to encode: for H.264 the one asked for if the driver encodes it, otherwise the
+    /// best one below it (most VA drivers offer all three; small ones only Constrained Baseline);
+    /// for H.265 Main (8-bit 4:2:0, what camrec's pool holds).
+    public static func chooseProfile(_ codec: VideoCodec, _ wanted: H264Profile, in caps: VAAPICapabilities) -> VAAPICapabilities.Profile? {
+        if codec == .hevc {
+            return caps.hevc.first { $0.vaProfile == VAProfileHEVCMain && ($0.canEncode || $0.canEncodeLowPower) }
+        }
         let order: [H264Profile] = [.high, .main, .baseline]
         let candidates = order.drop { $0 != wanted }
         for p in candidates {
@@ -115,21 +123,22 @@ public final class VAAPIH264Encoder: VideoEncoder {
     public func start() throws {
         if context != nil { return }
         let caps = device.capabilities
-        // h264_vaapi takes QP 1-51: it ignores qp 0 and encodes at its default (20) instead.
+        // h264_vaapi and hevc_vaapi take QP 1-51: they ignore qp 0 and encode at their default instead.
         if settings.constantQP == 0 {
-            throw EncoderError(.unavailable, "VA-API can't encode at QP 0 (h264_vaapi takes QP 1-51 and would silently use "
-                + "its default, 20): use --qp 1, the nearest it can do")
+            throw EncoderError(.unavailable, "VA-API can't encode at QP 0 (\(codecName) takes QP 1-51 and would silently use "
+                + "its default, \(settings.codec == .h264 ? 20 : 25)): use --qp 1, the nearest it can do")
         }
-        guard let profile = Self.chooseProfile(settings.profile, in: caps) else {
-            let offered = caps.h264.filter { $0.canEncode || $0.canEncodeLowPower }.map { VAAPIDevice.shortName($0.name) }
-            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) can't encode H.264 profile \(settings.profile.rawValue) "
-                + "or lower (it encodes: \(offered.isEmpty ? "nothing" : offered.joined(separator: ", ")))")
+        guard let profile = Self.chooseProfile(settings.codec, settings.profile, in: caps) else {
+            let offered = caps.profiles(settings.codec).filter { $0.canEncode || $0.canEncodeLowPower }.map { VAAPIDevice.shortName($0.name) }
+            let wanted = settings.codec == .h264 ? "H.264 profile \(settings.profile.rawValue) or lower" : "H.265 Main (8-bit 4:2:0)"
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) can't encode \(wanted) "
+                + "(it encodes: \(offered.isEmpty ? "nothing" : offered.joined(separator: ", ")))")
         }
         chosenProfile = profile
         // The low-power entrypoint (fixed-function encoder on Intel) only when that is all there is.
         usesLowPower = !profile.canEncode
-        guard let codec = avcodec_find_encoder_by_name("h264_vaapi") else {
-            throw EncoderError(.unavailable, "this FFmpeg has no h264_vaapi encoder")
+        guard let codec = avcodec_find_encoder_by_name(codecName) else {
+            throw EncoderError(.unavailable, "this FFmpeg has no \(codecName) encoder")
         }
 
         LibavLogCapture.begin()
@@ -154,13 +163,13 @@ public final class VAAPIH264Encoder: VideoEncoder {
                                             width: settings.size.width, height: settings.size.height)
 
         // One black frame on a context of its own, so a driver that refuses the settings only
-        // at the first picture, or writes no SPS/PPS, is found out before any output exists.
+        // at the first picture, or writes no parameter sets, is found out before any output exists.
         var trial: UnsafeMutablePointer<AVCodecContext>? = try openCodec(codec, frames: frames, profile: profile)
         defer { avcodec_free_context(&trial) }
         let first: VAAPIFirstFrame.Outcome
         do {
-            first = try VAAPIFirstFrame.encode(context: trial!, frames: frames, uploadPath: uploadPath, display: device.display,
-                                               width: settings.size.width, height: settings.size.height)
+            first = try VAAPIFirstFrame.encode(context: trial!, codec: settings.codec, frames: frames, uploadPath: uploadPath,
+                                               display: device.display, width: settings.size.width, height: settings.size.height)
         } catch let error as EncoderError {
             throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) refused the settings at the first frame "
                 + "(\(describeSettings(profile))): \(error.message)")
@@ -170,11 +179,11 @@ public final class VAAPIH264Encoder: VideoEncoder {
                 + "(\(describeSettings(profile)))")
         }
         guard first.hasParameterSets else {
-            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) writes no SPS/PPS and takes none from FFmpeg "
+            throw EncoderError(.unavailable, "the VA driver (\(caps.vendor)) writes no \(settings.codec.parameterSetOrder.map(\.rawValue).joined(separator: "/")) and takes none from FFmpeg "
                 + "(no packed headers): its stream could not be decoded")
         }
         let ctx = try openCodec(codec, frames: frames, profile: profile)
-        // With global headers the SPS/PPS are also in extradata: the stream writer keeps them, so
+        // With global headers the parameter sets are also in extradata: the stream writer keeps them, so
         // every IDR gets them even where the driver writes them only once or out of band.
         if let extradata = ctx.pointee.extradata, ctx.pointee.extradata_size > 0 {
             parameterSets = Array(UnsafeRawBufferPointer(start: extradata, count: Int(ctx.pointee.extradata_size)))
@@ -183,7 +192,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
     }
 
     /// A QP for about `bitrate` when the driver has only constant QP: QP 26 at 0.1 bit per pixel, and
-    /// 6 more for each halving (H.264's step size doubles every 6 QP). Rough, as the picture decides.
+    /// 6 more for each halving (H.264's and H.265's step size doubles every 6 QP). Rough, as the picture decides.
     static func constantQP(forBitrate bitrate: Int, width: Int, height: Int, framesPerSecond: Double) -> Int {
         let bitsPerPixel = Double(bitrate) / (Double(max(1, width * height)) * max(1, framesPerSecond))
         let qp = 26 - 6 * log2(max(bitsPerPixel, 1e-6) / 0.1)
@@ -196,12 +205,12 @@ public final class VAAPIH264Encoder: VideoEncoder {
             + "\(usesLowPower ? " low-power" : ""), \(rateControl)"
     }
 
-    /// An h264_vaapi context with camrec's settings, open.
+    /// An h264_vaapi or hevc_vaapi context with camrec's settings, open.
     private func openCodec(_ codec: UnsafePointer<AVCodec>, frames: UnsafeMutablePointer<AVBufferRef>,
                            profile: VAAPICapabilities.Profile) throws -> UnsafeMutablePointer<AVCodecContext> {
         let caps = device.capabilities
         guard let ctx = avcodec_alloc_context3(codec) else {
-            throw EncoderError(.unavailable, "out of memory setting up h264_vaapi")
+            throw EncoderError(.unavailable, "out of memory setting up \(codecName)")
         }
         var opened = false
         defer {
@@ -219,7 +228,7 @@ public final class VAAPIH264Encoder: VideoEncoder {
         ctx.pointee.framerate = AVRational(num: rate.numerator, den: rate.denominator)
         ctx.pointee.gop_size = Int32(settings.keyframeInterval)
         ctx.pointee.max_b_frames = 0
-        // h264_vaapi cuts a picture into this many slices (0 would also mean one; say it).
+        // The encoder cuts a picture into this many slices (0 would also mean one; say it).
         ctx.pointee.slices = Int32(clamping: settings.slicesPerPicture)
         ctx.pointee.flags |= Int32(AV_CODEC_FLAG_GLOBAL_HEADER)
         ctx.pointee.hw_frames_ctx = av_buffer_ref(frames)
@@ -227,9 +236,9 @@ public final class VAAPIH264Encoder: VideoEncoder {
         let priv = ctx.pointee.priv_data
         try option(priv, "async_depth", 1)
         try option(priv, "low_power", usesLowPower ? 1 : 0)
-        let profileOption = switch profile.camrecProfile! {
+        let profileOption = switch profile.camrecProfile {
         case .baseline: "constrained_baseline"
-        case .main: "main"
+        case .main, nil: "main"  // nil: H.265 Main
         case .high: "high"
         }
         try option(priv, "profile", profileOption)
@@ -276,21 +285,21 @@ public final class VAAPIH264Encoder: VideoEncoder {
         let status = avcodec_open2(ctx, codec, &options)
         av_dict_free(&options)
         guard status >= 0 else {
-            throw unavailable("h264_vaapi refused the settings (\(describeSettings(profile)))", status)
+            throw unavailable("\(codecName) refused the settings (\(describeSettings(profile)))", status)
         }
         opened = true
         return ctx
     }
 
-    /// Sets a private option of h264_vaapi; an FFmpeg without it can't do what camrec needs.
+    /// Sets a private option of the encoder; an FFmpeg without it can't do what camrec needs.
     private func option(_ priv: UnsafeMutableRawPointer?, _ name: String, _ value: String) throws {
         let status = av_opt_set(priv, name, value, 0)
-        guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
+        guard status >= 0 else { throw unavailable("\(codecName) refused option \(name)=\(value)", status) }
     }
 
     private func option(_ priv: UnsafeMutableRawPointer?, _ name: String, _ value: Int64) throws {
         let status = av_opt_set_int(priv, name, value, 0)
-        guard status >= 0 else { throw unavailable("h264_vaapi refused option \(name)=\(value)", status) }
+        guard status >= 0 else { throw unavailable("\(codecName) refused option \(name)=\(value)", status) }
     }
 
     private func unavailable(_ what: String, _ status: Int32) -> EncoderError {

@@ -1,5 +1,5 @@
 /// What the VA-API encoder tells the log: the configuration at start, the upload at the end.
-extension VAAPIH264Encoder {
+extension VAAPIEncoder {
     /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
     public var configuration: String {
         let profile = chosenProfile.map { VAAPIDevice.shortName($0.name) } ?? "no profile yet"
