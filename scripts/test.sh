@@ -18,7 +18,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 EXPECTED_SUITES=(
   "swift-tests        255  2400"   # XCTest cases (swift test), the expected skips not counted
   "network             95  1200"
-  "vaapi-host          58   900"
+  "vaapi-host          73   900"
   "vaapi-vm            30  1200"
   "vm-capture         124  2400"
   "vm-mjpeg            17  1200"
@@ -28,8 +28,8 @@ EXPECTED_SUITES=(
   "readme-promises     28   900"
   "seed-receivers      58  1200"
   "network-load        10  1200"
-  "containers          86   900"
-  "publish             82   600"
+  "containers         130   900"
+  "publish             95   600"
   "browser             24   600"
   "http                98   600"
 )

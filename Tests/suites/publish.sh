@@ -73,7 +73,8 @@ SERVER=$!; PIDS+=($SERVER)
 wait_udp "$PORT" && publish "srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt.ts"
 
 # --- 1b. H.265 (issue 14): RTSP (RFC 7798 packets) and SRT (MPEG-TS) carry it; RTMP (FLV) cannot -
-codec_of() { ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$1"; }
+# (MPEG-TS lists the stream twice, once in its program: the first line is the one.)
+codec_of() { ffprobe -v error -select_streams v:0 -show_entries stream=codec_name -of csv=p=0 "$1" | head -n 1; }
 next_port
 ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/rtsp-hevc.ts" 2>"$W/rtsp-hevc-server.log" &
 SERVER=$!; PIDS+=($SERVER)
