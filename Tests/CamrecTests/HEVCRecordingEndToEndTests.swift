@@ -94,12 +94,10 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
         XCTFail("ffmpeg did not listen on port \(port) within 5 s")
     }
 
-    func testWhatCannotCarryH265YetIsRefusedBeforeRecording() throws {
+    func testWhatCannotCarryH265IsRefusedBeforeRecording() throws {
         let cases: [([String], String)] = [
-            (["--codec", "hevc", "\(dir)/a.mp4"], "H.265 in MP4"),
-            (["--codec", "hevc", "rtmp://127.0.0.1/live/x"], "RTMP carries H.264 only"),
+            (["--codec", "hevc", "rtmp://127.0.0.1/live/x"], "RTMP (FLV) carries H.264 only; publish H.265 over rtsp:// or srt://"),
             (["--codec", "hevc", "--http", "0", "\(dir)/b.h265"], "--http shows H.264 only"),
-            (["--encoder", "vaapi", "\(dir)/c.h265"], "libx265 only"),
             (["--encoder", "vaapi", "\(dir)/d.h264", "\(dir)/e.h265"], "two encodings from one capture run in software"),
             (["--codec", "h264", "\(dir)/f.h265"], "--codec h264: no output takes it"),
         ]
