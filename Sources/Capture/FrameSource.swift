@@ -26,13 +26,16 @@ public struct SourceStatistics: Sendable, Equatable {
     public var requeuedAfterRefusal: UInt64 = 0
     /// Times the device's 32-bit frame sequence number wrapped around.
     public var sequenceWraps: UInt64 = 0
+    /// Of `dropped`, frames the device never delivered: gaps in its sequence numbers (the driver
+    /// late, or its queue empty). Tests tell them from drops camrec made itself.
+    public var skippedByDevice: UInt64 = 0
 
     public init() {}
 
     /// The counters as key=value pairs, for the info log (tests read them).
     public var fields: String {
         "delivered=\(delivered) dropped=\(dropped) errored=\(errored) cpu_bytes=\(bytesWrittenByCPU) "
-            + "requeued_after_refusal=\(requeuedAfterRefusal) sequence_wraps=\(sequenceWraps)"
+            + "requeued_after_refusal=\(requeuedAfterRefusal) sequence_wraps=\(sequenceWraps) skipped_by_device=\(skippedByDevice)"
     }
 }
 

@@ -61,16 +61,23 @@ wait_for_bytes() {
     done
     return 1
 }
-# A file written up to a fault must decode, and hold every frame camrec reported; and camrec must
-# have dropped exactly DROPPED frames (default 0: what the case injected).
+# A file written up to a fault must decode, and hold every frame camrec reported; and camrec itself
+# must have dropped exactly DROPPED frames (default 0: what the case injected). Frames the camera
+# never delivered (gaps in its V4L2 sequence numbers, `skipped_by_device=`: vivid's thread running
+# late in the emulated VM while another process holds the device) are in dropped= too, but are not
+# camrec's to lose; they are shown in the check's name.
 check_saved() {
-    local name=$1 file=$2 log=$3 want=${4:-0} frames decoded
+    local name=$1 file=$2 log=$3 want=${4:-0} frames decoded dropped skipped own=unknown
     frames=$(field "$log" frames)
     decoded=$(decoded_frames "$file")
-    echo "   $name: summary frames=${frames:-none} dropped=$(field "$log" dropped), ffprobe decodes ${decoded:-none}"
+    dropped=$(field "$log" dropped)
+    skipped=$(counter "$log" skipped_by_device)
+    [[ -n $dropped && -n $skipped ]] && own=$((dropped - skipped))
+    echo "   $name: summary frames=${frames:-none} dropped=${dropped:-none} (skipped by the device ${skipped:-?}), ffprobe decodes ${decoded:-none}"
     check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
         test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
-    check "$name: $want dropped before the end (dropped=$(field "$log" dropped))" test "$(field "$log" dropped)" = "$want"
+    check "$name: $want dropped by camrec before the end (dropped=${dropped:-?}, of them ${skipped:-?} never delivered by the camera)" \
+        test "$own" = "$want"
 }
 
 # Sets a vivid control while camrec records. A fault that was never injected must not let a

@@ -27,6 +27,7 @@ extension V4L2CaptureSource {
         let wraps = sequences.wraps
         state.withLock {
             $0.statistics.dropped += gap
+            $0.statistics.skippedByDevice += gap
             $0.statistics.sequenceWraps = wraps
         }
         if flags.contains(.error) {
