@@ -75,7 +75,10 @@ let package = Package(
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav"]),
         .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
-        .testTarget(name: "CamrecTests", dependencies: ["Bitstream", "Frames", "Capture", "camrec"]),
+        .testTarget(name: "CamrecTests", dependencies: [
+            "Bitstream", "Frames", "Capture", "Encoder", "Outputs", "Recorder", "camrec",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
     ],
     swiftLanguageModes: [.v6]
 )

@@ -78,16 +78,17 @@ public final class PixelBuffer: @unchecked Sendable {
         if allocate { useOwnMemory() }
     }
 
-    deinit { free(storage) }
+    deinit { if let storage { munmap(storage, byteCount) } }
 
     /// Points `planes` at the buffer's own memory, allocating it the first time.
     func useOwnMemory() {
         if storage == nil {
-            var raw: UnsafeMutableRawPointer?
-            guard posix_memalign(&raw, PixelBuffer.alignment, byteCount) == 0, let raw else {
+            // Anonymous pages: zeroed, page-aligned, and committed only when first written, so a
+            // pool's spare buffers cost no memory until a stall actually needs them.
+            guard let raw = mmap(nil, byteCount, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+                  raw != MAP_FAILED else {
                 fatalError("out of memory allocating a \(width)x\(height) pixel buffer")
             }
-            memset(raw, 0, byteCount)
             storage = raw
         }
         var offset = 0

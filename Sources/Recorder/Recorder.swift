@@ -307,7 +307,12 @@ public final class Recorder: @unchecked Sendable {
         let (width, height) = (source.frameSize.width, source.frameSize.height)
         if branches.count == 1 {
             let encoder = branches[0].encoder
-            return encoder.makePool(width: width, height: height, capacity: encoder.maximumBuffersInFlight + 4 + source.poolBuffersHeld)
+            // A file source waits for a free buffer instead of dropping: it needs no headroom, and
+            // would only fill it (reading ahead of the encoder) and commit its memory.
+            let headroom = source.isLive
+                ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond, frameBytes: width * height * 3 / 2) : 4
+            return encoder.makePool(width: width, height: height,
+                                    capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
         }
         let format = branches[0].encoder.inputFormat
         if let other = branches.first(where: { $0.encoder.inputFormat != format }) {
@@ -317,6 +322,19 @@ public final class Recorder: @unchecked Sendable {
         let depth = EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond)
         let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + depth }
         return PixelBufferPool(format: format, width: width, height: height, capacity: inFlight + 4 + source.poolBuffersHeld)
+    }
+
+    /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
+    /// that wait while the encoder is held up (its cold first frames, another process on the CPU, a slow disk)
+    /// instead of being dropped. Two seconds of video within 64 MiB, never fewer than 4. A
+    /// buffer's memory is committed when first written, so spares a recording never needs cost
+    /// nothing. (In the test VM, 4 spares at 10 fps ran out while camrec itself started up.)
+    static func stallHeadroom(framesPerSecond: Double, frameBytes: Int) -> Int {
+        let minimum = 4
+        guard framesPerSecond.isFinite, framesPerSecond > 0, frameBytes > 0 else { return minimum }
+        let twoSeconds = Int(min(framesPerSecond * 2, 1_000).rounded(.up))
+        let withinBudget = (64 << 20) / frameBytes
+        return max(minimum, min(twoSeconds, withinBudget))
     }
 
     /// Several branches: each encodes on a thread of its own from its queue, and flushes at the end.

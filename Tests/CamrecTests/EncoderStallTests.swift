@@ -1,0 +1,83 @@
+import Capture
+import Encoder
+import Foundation
+import Frames
+import Logging
+import Outputs
+import Recorder
+import XCTest
+
+/// Real libx264, held up before its first frame for a set time: what a cold start on a slow
+/// machine does (code paged in from an SD card or, in the test VM, a 9p share), or another
+/// process taking the only CPU. The camera does not wait meanwhile.
+private final class HeldUpEncoder: VideoEncoder {
+    private let inner: SoftwareEncoder
+    private let holdSeconds: Double
+    private var heldUp = false
+
+    init(_ inner: SoftwareEncoder, holdSeconds: Double) {
+        self.inner = inner
+        self.holdSeconds = holdSeconds
+    }
+
+    var name: String { inner.name }
+    var inputFormat: PixelFormat { inner.inputFormat }
+    var maximumBuffersInFlight: Int { inner.maximumBuffersInFlight }
+    var onBufferDone: ((PixelBuffer) -> Void)? {
+        get { inner.onBufferDone }
+        set { inner.onBufferDone = newValue }
+    }
+    var onPacket: ((EncodedPacket) -> Void)? {
+        get { inner.onPacket }
+        set { inner.onPacket = newValue }
+    }
+    var parameterSets: [UInt8]? { inner.parameterSets }
+    func start() throws { try inner.start() }
+    func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
+        inner.makePool(width: width, height: height, capacity: capacity)
+    }
+    func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
+        if !heldUp {
+            heldUp = true
+            usleep(UInt32(holdSeconds * 1_000_000))
+        }
+        try inner.encode(buffer, forceKeyframe: forceKeyframe)
+    }
+    func flush() throws { try inner.flush() }
+}
+
+/// A live source keeps every frame through an encoder stall of up to two seconds (the pool's
+/// headroom), and drops and counts frames beyond it. Truth: the burned-in counters ffmpeg decodes.
+final class EncoderStallTests: ScratchDirectoryTestCase {
+    private let size = FrameSize(width: 640, height: 360)
+    private let fps = 10.0
+
+    private func record(holdingUpFor seconds: Double, frames: Int) throws -> (result: RecordingResult, counters: [UInt64?]) {
+        let settings = EncoderSettings(size: size, framesPerSecond: fps, keyframeInterval: 10, preset: "ultrafast")
+        let encoder = HeldUpEncoder(try SoftwareEncoder(settings: settings), holdSeconds: seconds)
+        let path = "\(dir)/held-up.h264"
+        let output = QueuedOutput(sink: FileSink(path: path, overwrite: true))
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: fps), encoder: encoder, outputs: [output],
+                                keyframeInterval: 10, limits: .init(frames: frames), logger: Logger(label: "test"))
+        let result = recorder.run()
+        XCTAssertNil(result.failure)
+        return (result, try Tools.patternCounters(path))
+    }
+
+    func testAnEncoderHeldUpOneAndAHalfSecondsAtTheStartLosesNoFrame() throws {
+        let (result, counters) = try record(holdingUpFor: 1.5, frames: 40)
+        XCTAssertEqual(result.source.dropped, 0)
+        XCTAssertEqual(counters, (0..<40).map { UInt64($0) }, "every frame the camera made, in order")
+    }
+
+    func testAnEncoderHeldUpFourSecondsDropsOnlyWhatItReportsAndNoMoreThanTheStallMade() throws {
+        let (result, counters) = try record(holdingUpFor: 4, frames: 60)
+        let numbers = counters.compactMap { $0 }
+        XCTAssertEqual(numbers.count, 60, "every picture carries its number")
+        let missing = zip(numbers, numbers.dropFirst()).reduce(UInt64(0)) { $0 + ($1.1 - $1.0 - 1) }
+        XCTAssertEqual(numbers, numbers.sorted(), "in order")
+        XCTAssertGreaterThan(result.source.dropped, 0, "a stall longer than the headroom drops")
+        XCTAssertLessThanOrEqual(result.source.dropped, 40, "no more than the 4 s stall made")
+        XCTAssertEqual(missing, result.source.dropped, "the pictures miss exactly the frames reported dropped")
+    }
+}
