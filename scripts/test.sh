@@ -16,7 +16,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 # under by a quarter is only reported, so the list can be brought up to date.
 # Add a line here with each new Tests/suites/NAME.sh; a suite that runs but is not listed is reported.
 EXPECTED_SUITES=(
-  "swift-tests        255  2400"   # XCTest cases (swift test), the expected skips not counted
+  "swift-tests        257  2400"   # XCTest cases (swift test), the expected skips not counted
   "network             95  1200"
   "vaapi-host          73   900"
   "vaapi-vm            30  1200"
@@ -29,7 +29,7 @@ EXPECTED_SUITES=(
   "seed-receivers      58  1200"
   "network-load        10  1200"
   "containers         130   900"
-  "publish             95   600"
+  "publish             99   600"
   "browser             24   600"
   "http                98   600"
 )

@@ -10,9 +10,9 @@
 #
 # Checks: each server receives every frame 0..149 in order, decodable, with key frames exactly at
 # camrec's IDRs (H.264, and H.265 over RTSP and SRT; H.265 to RTMP is a usage error); a server killed mid-stream and started again gets the rest of the stream from an
-# IDR to the last frame, and camrec says it reconnected (RTMP, RTSP and SRT); a server that accepts and never answers
-# neither stalls the file recorded beside it nor keeps camrec from ending, and a second interrupt
-# stops the wait for it at once; credentials and query
+# IDR to the last frame, and camrec says it reconnected (RTMP, RTSP and SRT); a server that accepts and never answers,
+# or one stopped (SIGSTOP) after taking the first seconds of H.265 over RTSP, neither stalls the file
+# recorded beside it nor keeps camrec from ending, and a second interrupt stops the wait for it at once; credentials and query
 # values in a URL never reach stderr (at the default log level and with libav's own lines at debug);
 # malformed URLs are usage errors (64) that leave no file.
 #
@@ -257,6 +257,31 @@ CAM=$!; PIDS+=($CAM)
 wait_log "$W/twice.log" "encoding in" 1 20 >/dev/null; sleep 3
 check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" server
 kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
+
+# --- 5c. H.265 to a server stopped mid-stream: ffmpeg's RTSP listener takes the handshake and the first
+# seconds, then is stopped (SIGSTOP) and never reads again. The file beside must not lose a frame and
+# camrec must end on its own. (At this rate the loopback socket buffers take the rest of the stream, so
+# this is not a full-socket case: section 5's servers never read at all.)
+next_port
+ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/stopped-hevc-server.ts" 2>/dev/null &
+SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT"
+start=$(date +%s%N)
+"$CAMREC" --test-pattern --codec hevc --size 640x360 --frames 240 --keyframe-interval 30 "rtsp://127.0.0.1:$PORT/cam" \
+    "$W/beside-stopped.h265" 2>"$W/stopped-hevc.log" &
+CAM=$!; PIDS+=($CAM)
+wait_log "$W/stopped-hevc.log" "encoding in" 1 20 >/dev/null; sleep 2
+kill -STOP "$SERVER"
+wait_for "$CAM" 40; rc=$?
+took=$((($(date +%s%N) - start) / 1000000))
+check "H.265 rtsp server stopped mid-stream: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+# 240 frames take 8 s; at the end a server gets up to 5 s to take what is queued.
+check "H.265 rtsp server stopped mid-stream: camrec ends within 5 s of its last frame (took ${took} ms, bound 15000)" \
+    [ "$took" -lt 15000 ]
+check "H.265 rtsp server stopped mid-stream: the file beside it has all 240 frames, dropped=0" \
+    summary_says "$W/stopped-hevc.log" "$W/beside-stopped.h265" 240
+check "H.265 rtsp server stopped mid-stream: the file's frames are 0..239 in order" counters_run "$W/beside-stopped.h265" 0 239
+kill -CONT "$SERVER" 2>/dev/null; kill "$SERVER" 2>/dev/null; wait "$SERVER" 2>/dev/null
 
 # --- 6. credentials never printed ------------------------------------------------------------------
 next_port; SILENT_PORT=$PORT
