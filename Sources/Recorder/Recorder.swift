@@ -310,7 +310,9 @@ public final class Recorder: @unchecked Sendable {
             // A file source waits for a free buffer instead of dropping: it needs no headroom, and
             // would only fill it (reading ahead of the encoder) and commit its memory.
             let headroom = source.isLive
-                ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond, frameBytes: width * height * 3 / 2) : 4
+                ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond,
+                                     frameBytes: encoder.inputFormat.packedFrameSize(width: width, height: height))
+                : Self.minimumSpareBuffers
             return encoder.makePool(width: width, height: height,
                                     capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
         }
@@ -321,7 +323,8 @@ public final class Recorder: @unchecked Sendable {
         }
         let depth = EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond)
         let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + depth }
-        return PixelBufferPool(format: format, width: width, height: height, capacity: inFlight + 4 + source.poolBuffersHeld)
+        return PixelBufferPool(format: format, width: width, height: height,
+                               capacity: inFlight + Self.minimumSpareBuffers + source.poolBuffersHeld)
     }
 
     /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
@@ -330,12 +333,14 @@ public final class Recorder: @unchecked Sendable {
     /// buffer's memory is committed when first written, so spares a recording never needs cost
     /// nothing. (In the test VM, 4 spares at 10 fps ran out while camrec itself started up.)
     static func stallHeadroom(framesPerSecond: Double, frameBytes: Int) -> Int {
-        let minimum = 4
-        guard framesPerSecond.isFinite, framesPerSecond > 0, frameBytes > 0 else { return minimum }
+        guard framesPerSecond.isFinite, framesPerSecond > 0, frameBytes > 0 else { return minimumSpareBuffers }
         let twoSeconds = Int(min(framesPerSecond * 2, 1_000).rounded(.up))
         let withinBudget = (64 << 20) / frameBytes
-        return max(minimum, min(twoSeconds, withinBudget))
+        return max(minimumSpareBuffers, min(twoSeconds, withinBudget))
     }
+
+    /// Spare pool buffers whatever the source: the capture side always has one to fill next.
+    static let minimumSpareBuffers = 4
 
     /// Several branches: each encodes on a thread of its own from its queue, and flushes at the end.
     private func startBranchThreads(release: SharedFrameRelease) {
