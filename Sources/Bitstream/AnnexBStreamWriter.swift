@@ -8,17 +8,26 @@
 /// 3. a picture has at most `maxSlicesPerPicture` slice NAL units (camrec asks its encoders
 ///    for one), so a receiver that hands one NAL unit to its decoder gets a whole picture.
 ///
-/// Give it one access unit (one encoded packet) at a time. Layout of an IDR access unit in
-/// the output: `[AUD] [SEI and other non-VCL units …] SPS PPS IDR-slice …` — the leading AUD
-/// if the input had one, then the units that stood before the first slice (SEI first: H.264
-/// lets SEI, SPS and PPS come in any order before the first VCL unit), then the SPS units,
-/// then the PPS units, then the slices and whatever followed them in input order (H.265: SEI …
-/// VPS SPS PPS IDR; its prefix SEI, like H.264's, may stand anywhere before the first slice). Parameter sets
-/// found in the access unit are moved there; missing ones are taken from earlier access
-/// units (remembered per id, the latest of each id winning) and `insertedParameterSets` is
-/// set. Other access units are copied unit by unit, only their start codes rewritten.
-/// Encoder version SEI (libx264's and libx265's user-data-unregistered banner, ~700 bytes
-/// that no receiver needs) is dropped unless `keepsEncoderVersionSEI`.
+/// Give it one access unit (one encoded packet) at a time. What an access unit holds in the output
+/// depends on `layout`:
+/// - `.bare` (camrec's default): nothing but parameter sets and slices. An IDR access unit is
+///   exactly `SPS PPS IDR-slice` (`VPS SPS PPS IDR-slice` in H.265), every other access unit is
+///   exactly its slice. The encoder's SEI (version banner, HRD buffering period and picture timing,
+///   recovery point), AUD, filler and end-of-sequence units are left out and counted in
+///   `droppedUnits`. A receiver that reads the first unit of an access unit as the SPS, the next as
+///   the PPS and all the rest as the IDR slice (seed 001) decodes every picture. A parameter set
+///   that comes with a non-IDR picture is remembered and left out when it equals the stored one;
+///   one that differs is kept (its picture may refer to it).
+/// - `.encoderUnits`: the encoder's own non-VCL units are kept, laid out `[AUD] [SEI and other
+///   non-VCL units …] SPS PPS IDR-slice …`: the leading AUD if the input had one, then the units that
+///   stood before the first slice (SEI first: H.264 lets SEI, SPS and PPS come in any order before
+///   the first VCL unit), then the SPS units, then the PPS units, then the slices and whatever
+///   followed them in input order (H.265: SEI … VPS SPS PPS IDR). Other access units are copied
+///   unit by unit. The encoder version SEI (libx264's and libx265's user-data-unregistered banner,
+///   ~700 bytes that no receiver needs) is still dropped unless `keepsEncoderVersionSEI`.
+/// Either way parameter sets found in an IDR access unit are moved right before its first slice;
+/// missing ones are taken from earlier access units (remembered per id, the latest of each id
+/// winning) and `insertedParameterSets` is set. Start codes are rewritten to 4 bytes.
 ///
 /// The stream must start with an IDR picture: before the first IDR, an access unit with a
 /// picture throws `firstPictureNotIDR`, and one without (parameter sets only, say) is held
@@ -61,13 +70,36 @@ public struct AnnexBStreamWriter: Sendable {
     /// Most slice NAL units one picture may have; nil for no limit (a receiver passing on
     /// another sender's stream).
     public let maxSlicesPerPicture: Int?
-    /// Keep libx264's/libx265's version SEI instead of dropping it.
+    /// Which units besides parameter sets and slices are written.
+    public enum Layout: Sendable, Hashable {
+        /// Parameter sets and slices only (camrec's stream contract).
+        case bare
+        /// The encoder's SEI, AUD and other non-VCL units too (a receiver passing on a sender's stream,
+        /// or `--encoder-sei`).
+        case encoderUnits
+    }
+
+    public let layout: Layout
+    /// With `.encoderUnits`: keep libx264's/libx265's version SEI instead of dropping it.
     public let keepsEncoderVersionSEI: Bool
 
-    public init(codec: VideoCodec = .h264, maxSlicesPerPicture: Int? = nil, keepsEncoderVersionSEI: Bool = false) {
+    public init(codec: VideoCodec = .h264, layout: Layout = .bare, maxSlicesPerPicture: Int? = nil,
+                keepsEncoderVersionSEI: Bool = false) {
         self.codec = codec
+        self.layout = layout
         self.maxSlicesPerPicture = maxSlicesPerPicture
         self.keepsEncoderVersionSEI = keepsEncoderVersionSEI
+    }
+
+    /// Whether a unit of `role` is left out of the output.
+    private func leavesOut(_ role: NALRole, _ unit: UnsafeRawBufferPointer) -> Bool {
+        switch layout {
+        case .bare:
+            if case .parameterSet = role { return false }
+            return !role.isVCL
+        case .encoderUnits:
+            return role == .sei && !keepsEncoderVersionSEI && Self.isEncoderVersionSEI(unit, headerLength: codec.nalHeaderLength)
+        }
     }
 
     /// Forgets that the stream has started (for a new file or a new client) but keeps the
@@ -108,7 +140,7 @@ public struct AnnexBStreamWriter: Sendable {
             sawUnit = true
             let unit = UnsafeRawBufferPointer(rebasing: accessUnit[range])
             let role = codec.role(ofType: codec.typeValue(of: unit))
-            if role == .sei && !keepsEncoderVersionSEI && Self.isEncoderVersionSEI(unit, headerLength: codec.nalHeaderLength) {
+            if leavesOut(role, unit) {
                 droppedUnits += 1
                 return
             }
@@ -120,7 +152,7 @@ public struct AnnexBStreamWriter: Sendable {
             throw StreamContractError.tooManySlices(found: sliceCount, allowed: maxSlicesPerPicture)
         }
         guard !scratch.isEmpty else {
-            // Only a dropped version SEI: nothing to write.
+            // Only units left out (a version SEI, an AUD): nothing to write.
             return AccessUnitInfo(skippedBytes: skippedBytes, heldBack: !hasStarted, droppedUnits: droppedUnits)
         }
 
@@ -128,11 +160,16 @@ public struct AnnexBStreamWriter: Sendable {
         var hasPicture = false
         var present: Set<ParameterSetKind> = []
         var firstIDRIndex = 0
+        // Parameter sets that differ from every stored one (checked before they are stored), one bit
+        // per unit index; units past the 62nd share the last bit, so one new set keeps them all.
+        var newSets = 0
         for (index, unit) in scratch.enumerated() {
             switch unit.role {
             case .parameterSet(let kind):
                 present.insert(kind)
-                remember(kind, UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]))
+                let bytes = UnsafeRawBufferPointer(rebasing: accessUnit[unit.range])
+                if !repeatsStored(kind, bytes) { newSets |= 1 << min(index, 62) }
+                remember(kind, bytes)
             case .idrSlice:
                 if !isIDR { firstIDRIndex = index }
                 isIDR = true
@@ -151,12 +188,18 @@ public struct AnnexBStreamWriter: Sendable {
 
         let startCount = output.count
         if !isIDR {
-            for unit in scratch {
+            for (index, unit) in scratch.enumerated() {
+                if case .parameterSet(let kind) = unit.role {
+                    if layout == .bare && newSets & (1 << min(index, 62)) == 0 {
+                        info.droppedUnits += 1
+                        continue
+                    }
+                    if kind == .sps { info.containsSPS = true }
+                    if kind == .pps { info.containsPPS = true }
+                }
                 append(UnsafeRawBufferPointer(rebasing: accessUnit[unit.range]), to: &output)
+                info.nalCount += 1
             }
-            info.nalCount = scratch.count
-            info.containsSPS = present.contains(.sps)
-            info.containsPPS = present.contains(.pps)
             info.byteCount = output.count - startCount
             return info
         }
@@ -261,6 +304,12 @@ public struct AnnexBStreamWriter: Sendable {
     private func append(_ unit: UnsafeRawBufferPointer, to output: inout [UInt8]) {
         output.append(contentsOf: Self.startCode)
         output.append(contentsOf: unit)
+    }
+
+    /// Whether `unit` is byte for byte a parameter set already stored (so a bare stream can leave it
+    /// out of a non-IDR access unit: the next IDR carries it anyway).
+    private func repeatsStored(_ kind: ParameterSetKind, _ unit: UnsafeRawBufferPointer) -> Bool {
+        (stored[kind] ?? [:]).values.contains { $0.bytes.elementsEqual(unit) }
     }
 
     /// Stores a parameter set unless an identical copy is already stored. Units that do not

@@ -27,6 +27,9 @@ public struct ContractViolation: Sendable, Hashable {
         case unitBetweenParameterSetsAndIDR
         /// (j) A random-access picture that is not an IDR (H.265 CRA or BLA).
         case randomAccessNotIDR
+        /// (k) The stream is not bare: an IDR access unit holds something besides its parameter sets
+        /// and slices (an SEI, an AUD), or another access unit something besides its slices.
+        case notBare
     }
 
     public var kind: Kind

@@ -25,7 +25,14 @@
 ///   order** (SPS PPS, or VPS SPS PPS: nothing between the PPS and the IDR slice);
 /// - random-access pictures are IDRs (an H.265 CRA or BLA is flagged: a player starting there
 ///   drops its leading pictures);
-/// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default).
+/// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default);
+/// - **the stream is bare**: an IDR access unit is exactly its parameter sets in order and its
+///   slice (`SPS PPS IDR`, `VPS SPS PPS IDR`), every other access unit exactly its slice; the first
+///   access unit that is not is named with its layout (ffmpeg's libx264 output: `SPS PPS SEI IDR`).
+///
+/// H.264 parameter sets are also measured against seed 001's fixed search windows (the PPS's start
+/// code looked for within 40 bytes of the SPS's, the IDR's within 30 of the PPS's): a larger one is
+/// a warning in the report, not a contract violation.
 ///
 /// A picture (frame) is counted at each first slice of a picture (`first_mb_in_slice == 0`,
 /// `first_slice_segment_in_pic_flag`), so H.264 field pairs count twice; camrec writes
@@ -72,6 +79,17 @@ public struct StreamInspector: Sendable {
     private var idrCount = 0
 
     // Access-unit state.
+    /// Roles and names of the units of the access unit being read (the first `layoutLimit`), where it
+    /// began and its number: for the bare-stream rule.
+    private var layoutRoles: [NALRole] = []
+    private var layoutNames: [String] = []
+    private var accessUnitUnits = 0
+    private var accessUnitOffset = 0
+    private var accessUnitCount = 0
+    private static let layoutLimit = 8
+    /// Largest H.264 SPS and PPS seen, in bytes without their start codes.
+    private var largestSPS = 0
+    private var largestPPS = 0
     private var sawPictureInAccessUnit = false
     private var parameterSetsInAccessUnit: Set<ParameterSetKind> = []
     /// The beginning check looks at the first unit that is not a leading AUD or an SEI.
@@ -97,6 +115,7 @@ public struct StreamInspector: Sendable {
             process(unit)
         }
         endPicture()
+        checkBareLayout()
         let byteCount = scanner.bytesConsumed
         if scanner.skippedLeadingBytes > 0 {
             tally(.garbageBeforeFirstStartCode, offset: 0, detail: "\(scanner.skippedLeadingBytes)")
@@ -127,7 +146,8 @@ public struct StreamInspector: Sendable {
             frameCount: frameCount, idrCount: idrCount, idrFrameIndices: idrFrameIndices, gopLengths: gopLengths,
             sequenceParameterSet: firstSPS, pictureParameterSet: firstPPS, hevc: firstHEVC, distinctSPSCount: distinctSPSCount,
             slicesPerPicture: mostSlices > 0 ? fewestSlices...mostSlices : nil,
-            allowedSlicesPerPicture: maxSlicesPerPicture, violations: violations)
+            allowedSlicesPerPicture: maxSlicesPerPicture, violations: violations,
+            largestParameterSets: codec == .hevc || largestSPS == 0 ? nil : .init(sps: largestSPS, pps: largestPPS))
     }
 
     /// Inspects a complete stream held in memory.
@@ -170,6 +190,14 @@ public struct StreamInspector: Sendable {
         defer {
             recentRoles.append(role)
             if recentRoles.count > 3 { recentRoles.removeFirst() }
+            if accessUnitUnits == 0 { accessUnitOffset = unit.offset }
+            accessUnitUnits += 1
+            if layoutRoles.count < Self.layoutLimit {
+                layoutRoles.append(role)
+                layoutNames.append(name)
+            }
+            if codec == .h264 && role == .parameterSet(.sps) { largestSPS = max(largestSPS, unit.byteCount) }
+            if codec == .h264 && role == .parameterSet(.pps) { largestPPS = max(largestPPS, unit.byteCount) }
         }
 
         switch role {
@@ -294,8 +322,33 @@ public struct StreamInspector: Sendable {
     }
 
     private mutating func startAccessUnit() {
+        checkBareLayout()
         sawPictureInAccessUnit = false
         parameterSetsInAccessUnit = []
+    }
+
+    /// The access unit just read is bare: an IDR's is its parameter sets in order and then slices
+    /// only, any other's slices only.
+    private mutating func checkBareLayout() {
+        guard accessUnitUnits > 0 else { return }
+        defer {
+            accessUnitCount += 1
+            accessUnitUnits = 0
+            layoutRoles.removeAll(keepingCapacity: true)
+            layoutNames.removeAll(keepingCapacity: true)
+        }
+        let sets = (codec ?? .h264).parameterSetOrder.map { NALRole.parameterSet($0) }
+        let complete = accessUnitUnits <= layoutRoles.count
+        let bare: Bool
+        if layoutRoles.contains(.idrSlice) {
+            bare = complete && layoutRoles.count > sets.count && Array(layoutRoles.prefix(sets.count)) == sets
+                && layoutRoles.dropFirst(sets.count).allSatisfy { $0 == .idrSlice }
+        } else {
+            bare = complete && layoutRoles.allSatisfy { $0 == .slice }
+        }
+        guard !bare else { return }
+        let layout = layoutNames.joined(separator: " ") + (complete ? "" : " … (\(accessUnitUnits) units)")
+        tally(.notBare, offset: accessUnitOffset, detail: "access unit \(accessUnitCount) is \(layout)")
     }
 
     private mutating func tally(_ kind: ContractViolation.Kind, offset: Int?, detail: String) {
@@ -339,6 +392,11 @@ public struct StreamInspector: Sendable {
         case .randomAccessNotIDR:
             return "\(tally.count) random-access pictures are not IDRs (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
                 + "a player starting there drops their leading pictures"
+        case .notBare:
+            let sets = codec.parameterSetOrder.map(\.rawValue).joined(separator: " ")
+            return "\(tally.count) of \(accessUnitCount) access units are not bare (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
+                + "an IDR access unit must be exactly \(sets) IDR and any other exactly its slice, or a receiver that reads "
+                + "the first unit as the \(codec.parameterSetOrder[0].rawValue) or the slice (seed 001) loses the picture"
         case .unparsableUnit:
             return "\(tally.count) units cannot be parsed (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         }

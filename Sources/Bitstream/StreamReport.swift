@@ -46,8 +46,24 @@ public struct StreamReport: Sendable, Equatable {
     /// The most the contract allowed (`inspect --slices`).
     public var allowedSlicesPerPicture: Int
     public var violations: [ContractViolation]
+    /// Sizes of an SPS and a PPS, in bytes without start codes.
+    public struct ParameterSetSizes: Sendable, Equatable {
+        public var sps: Int
+        public var pps: Int
+    }
+
+    /// H.264: the largest SPS and PPS (nil in H.265 or without an SPS).
+    public var largestParameterSets: ParameterSetSizes?
 
     public var contractHolds: Bool { violations.isEmpty }
+
+    /// Nothing but parameter sets and slices: IDR access units exactly `SPS PPS IDR`, others exactly a slice.
+    public var isBare: Bool { !violations.contains { $0.kind == .notBare } }
+
+    /// Seed 001's receiver finds the PPS's start code only within 40 bytes of the SPS's (so an SPS
+    /// of at most 35 bytes) and the IDR's within 30 bytes of the PPS's (a PPS of at most 25).
+    public static let seed001Windows = ParameterSetSizes(sps: 35, pps: 25)
+
 
     /// GOP lengths summarized over complete GOPs (between two IDRs); when there is only
     /// one IDR, over the single GOP that runs to the end. Nil without IDRs.
@@ -73,10 +89,20 @@ public struct StreamReport: Sendable, Equatable {
             lines.append("slices per picture: \(count)")
         }
 
+        lines.append("bare: " + (isBare ? "yes (parameter sets and slices only)" : "no"))
+        if let sizes = largestParameterSets {
+            let limits = Self.seed001Windows
+            if sizes.sps > limits.sps || sizes.pps > limits.pps {
+                lines.append("warning: the largest SPS is \(sizes.sps) bytes and PPS \(sizes.pps) (without start codes): over the \(limits.sps) and \(limits.pps) "
+                             + "that a receiver searching fixed windows for the next start code (seed 001) can take; it would not find the picture")
+            } else {
+                lines.append("parameter sets: SPS \(sizes.sps) bytes, PPS \(sizes.pps) (within seed 001's windows of \(limits.sps) and \(limits.pps))")
+            }
+        }
         if contractHolds {
             let slices = allowedSlicesPerPicture == 1 ? "one slice per picture" : "at most \(allowedSlicesPerPicture) slices per picture"
             lines.append("stream contract: OK — 4-byte start codes on all \(nalUnitCount) NAL units, "
-                         + "\(codec.parameterSetNames) right before all \(idrCount) IDRs, \(slices)")
+                         + "\(codec.parameterSetNames) right before all \(idrCount) IDRs, \(slices), bare")
         } else {
             let problems = violations.count == 1 ? "1 problem" : "\(violations.count) problems"
             lines.append("stream contract: BROKEN — \(problems):")

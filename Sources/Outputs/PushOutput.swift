@@ -51,10 +51,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         self.makeTransport = makeTransport
     }
 
-    /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, each access unit with camrec's
-    /// timing note unless `sendsTimingSEI` is false.
+    /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, bare, or each access unit with
+    /// camrec's timing note when `sendsTimingSEI`.
     public convenience init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, codec: VideoCodec = .h264,
+                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = false, codec: VideoCodec = .h264,
                             log: @escaping NetworkEventLog) {
         let connectTimeoutMilliseconds: Int32 = 2000
         self.init(label: endpoint.description, peerKind: "receiver", keyframes: keyframes, queueCapacity: queueCapacity,

@@ -1,3 +1,4 @@
+import Bitstream
 import Glibc
 import Pipeline
 import Synchronization
@@ -11,6 +12,8 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     public var onFailure: (@Sendable (OutputError) -> Void)?
 
     private let sink: ByteSink
+    /// Touched only by the writer thread.
+    private var timingNote: TimingNoteInserter?
     private let queue: BlockingQueue<StreamChunk>
     private var worker: WorkerThread?
     private let state: Mutex<State>
@@ -26,8 +29,11 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     public var failure: OutputError? { state.withLock { $0.failure } }
 
     /// - Parameter queueCapacity: access units that may wait; a few seconds of video.
-    public init(sink: ByteSink, queueCapacity: Int = 240) {
+    /// - Parameter timingSEICodec: put camrec's timing note at the head of every access unit, as an
+    ///   SEI of this codec (`--timing-sei`); nil for a bare stream.
+    public init(sink: ByteSink, queueCapacity: Int = 240, timingSEICodec: VideoCodec? = nil) {
         self.sink = sink
+        timingNote = timingSEICodec.map { TimingNoteInserter(codec: $0) }
         queue = BlockingQueue(capacity: queueCapacity)
         state = Mutex(State(report: OutputReport(label: sink.label)))
     }
@@ -49,10 +55,10 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
             defer { chunk.release() }
             if state.withLock({ $0.failure != nil }) { continue }
             do {
-                try chunk.bytes.withUnsafeBytes { try sink.write($0) }
+                let written = try sink.write(chunk, timingNote: &timingNote)
                 sink.commitBoundary()
                 state.withLock {
-                    $0.report.bytes += chunk.bytes.count
+                    $0.report.bytes += written
                     $0.report.frames += 1
                     if chunk.isIDR { $0.report.idrFrames += 1 }
                 }

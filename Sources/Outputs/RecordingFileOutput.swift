@@ -1,3 +1,4 @@
+import Bitstream
 import Glibc
 import Pipeline
 import Synchronization
@@ -22,11 +23,15 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         /// The container of every file; anything but raw needs `makeContainer`.
         public var format: ContainerFormat
         public var makeContainer: ContainerWriterFactory?
+        /// Raw files only: camrec's timing note at the head of every access unit, as an SEI of this
+        /// codec (`--timing-sei`); nil for a bare stream.
+        public var timingSEICodec: VideoCodec?
 
         public init(pattern: OutputNamePattern, device: String, overwrite: Bool, segmentSeconds: Double? = nil,
                     saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy(),
-                    format: ContainerFormat = .raw, makeContainer: ContainerWriterFactory? = nil) {
+                    format: ContainerFormat = .raw, makeContainer: ContainerWriterFactory? = nil, timingSEICodec: VideoCodec? = nil) {
             precondition(format == .raw || makeContainer != nil, "a container needs its writer")
+            self.timingSEICodec = format == .raw ? timingSEICodec : nil
             self.format = format
             self.makeContainer = makeContainer
             self.pattern = pattern
@@ -66,6 +71,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private var container: ContainerWriter?
     private var current: FinishedFile?
     private var timestamps: TimestampsFile?
+    private var timingNote: TimingNoteInserter?
     private var segmentIndex = 0
     private var firstPresentation: UInt64?
     private var segmentStartPresentation: UInt64 = 0
@@ -76,6 +82,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public init(configuration: Configuration, queueCapacity: Int = 240) {
         self.configuration = configuration
         queue = BlockingQueue(capacity: queueCapacity)
+        timingNote = configuration.timingSEICodec.map { TimingNoteInserter(codec: $0) }
     }
 
     public var failure: OutputError? { shared.withLock { $0.failure } }
@@ -144,18 +151,19 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
         guard let sink, current != nil else { return }
         if current!.frames == 0 { segmentStartPresentation = pts }
+        var written = chunk.bytes.count
         if let container {
             try container.write(chunk)
         } else {
-            try chunk.bytes.withUnsafeBytes { try sink.write($0) }
+            written = try sink.write(chunk, timingNote: &timingNote)
             sink.commitBoundary()
         }
         if current!.frames > 0, pts > lastPresentation { frameInterval = pts - lastPresentation }
         lastPresentation = pts
         current!.frames += 1
-        current!.bytes += chunk.bytes.count
+        current!.bytes += written
         framesWritten.add(1, ordering: .relaxed)
-        bytesWritten.add(chunk.bytes.count, ordering: .relaxed)
+        bytesWritten.add(written, ordering: .relaxed)
         if chunk.isIDR { current!.idrFrames += 1 }
         timestamps?.append(presentationNanoseconds: pts)
     }

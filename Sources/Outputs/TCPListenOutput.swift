@@ -41,13 +41,13 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         var sent = PeerTotals()
     }
 
-    /// Each access unit carries camrec's timing note (`--no-timing-sei` turns it off).
+    /// Each access unit carries camrec's timing note (`--timing-sei`); off, the stream is bare.
     private let sendsTimingSEI: Bool
     /// The stream's codec: the timing note is an SEI of that codec.
     private let codec: VideoCodec
 
     public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = true, codec: VideoCodec = .h264, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
+                stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = false, codec: VideoCodec = .h264, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
         self.codec = codec
         self.endpoint = endpoint
         self.keyframes = keyframes

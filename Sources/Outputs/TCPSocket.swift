@@ -241,6 +241,15 @@ public final class TCPConnection: @unchecked Sendable {
         closed = true
         Glibc.close(descriptor)
     }
+
+    /// Closes with a reset (RST) instead of an orderly end of stream: the peer reads an error, not
+    /// end of stream, so it knows the last thing it got may be cut. What was queued is discarded.
+    public func reset() {
+        guard !closed else { return }
+        var noLinger = linger(l_onoff: 1, l_linger: 0)
+        _ = setsockopt(descriptor, SOL_SOCKET, SO_LINGER, &noLinger, socklen_t(MemoryLayout<linger>.size))
+        close()
+    }
 }
 
 /// Listening sockets for one endpoint: every address a host name resolves to, or, without

@@ -2,43 +2,45 @@ import Bitstream
 import NetStream
 import Synchronization
 
-/// A raw Annex-B stream over one TCP connection, with camrec's timing note (TimestampSEI) at the
-/// head of every access unit unless `--no-timing-sei`.
+/// A raw Annex-B stream over one TCP connection: bare, or with camrec's timing note (TimestampSEI)
+/// at the head of every access unit when `--timing-sei` asks for it.
 final class TCPTransport: PeerTransport {
     let connection: TCPConnection
     var peerAddress: String { connection.peerAddress }
     var connectsOnFirstSend: Bool { false }
-    private let sendsTimingSEI: Bool
+    private var timingNote: TimingNoteInserter?
     private let codec: VideoCodec
     private let log: NetworkEventLog
     private let name: String
-    private var note: [UInt8] = []
     private var input = [UInt8](repeating: 0, count: 4096)
     private var ignoredInputBytes = 0
+    /// A send failed or was abandoned part way: the peer may hold the head of an access unit.
+    private var cutInsideAccessUnit = false
 
     init(connection: TCPConnection, name: String, sendsTimingSEI: Bool, codec: VideoCodec = .h264, log: @escaping NetworkEventLog) {
         self.connection = connection
         self.codec = codec
         self.name = name
-        self.sendsTimingSEI = sendsTimingSEI
+        timingNote = sendsTimingSEI ? TimingNoteInserter(codec: codec) : nil
         self.log = log
-        note.reserveCapacity(96)
         connection.limitSendBuffer(bytes: 256 * 1024)
     }
 
     func send(_ chunk: StreamChunk, stallTimeoutMilliseconds: Int, abort: () -> Bool) throws {
-        note.removeAll(keepingCapacity: true)
-        if sendsTimingSEI {
-            TimestampSEI(captureTimeNanoseconds: chunk.captureTimeNanoseconds, sendTimeNanoseconds: monotonicNanoseconds(),
-                         sequence: chunk.sequence, accessUnitByteCount: UInt64(chunk.bytes.count)).appendAnnexB(to: &note, codec: codec)
-        }
-        try chunk.bytes.withUnsafeBytes { bytes in
-            let split = TimestampSEI.insertionOffset(in: bytes, codec: codec)
-            try note.withUnsafeBytes { noteBytes in
-                try connection.send([UnsafeRawBufferPointer(rebasing: bytes[..<split]), noteBytes,
-                                     UnsafeRawBufferPointer(rebasing: bytes[split...])],
-                                    stallTimeoutMilliseconds: stallTimeoutMilliseconds, abort: abort)
+        cutInsideAccessUnit = true
+        try sendWhole(chunk, stallTimeoutMilliseconds: stallTimeoutMilliseconds, abort: abort)
+        cutInsideAccessUnit = false
+    }
+
+    private func sendWhole(_ chunk: StreamChunk, stallTimeoutMilliseconds: Int, abort: () -> Bool) throws {
+        guard timingNote != nil else {
+            try chunk.bytes.withUnsafeBytes {
+                try connection.send([$0], stallTimeoutMilliseconds: stallTimeoutMilliseconds, abort: abort)
             }
+            return
+        }
+        try timingNote!.withPieces(of: chunk, sendTimeNanoseconds: monotonicNanoseconds()) { pieces in
+            try connection.send(pieces, stallTimeoutMilliseconds: stallTimeoutMilliseconds, abort: abort)
         }
     }
 
@@ -58,7 +60,13 @@ final class TCPTransport: PeerTransport {
         }
     }
 
+    /// An orderly end after whole access units; a reset when the last one was cut, so a receiver
+    /// of a bare stream (which has no length to check) knows not to keep its head.
     func close(abort: () -> Bool) {
+        if cutInsideAccessUnit {
+            connection.reset()
+            return
+        }
         connection.shutdownWrite()
         connection.close()
     }

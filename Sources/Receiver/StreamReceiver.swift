@@ -58,6 +58,9 @@ public final class StreamReceiver: @unchecked Sendable {
         public var skippedBeforeStart = 0
         /// Last access units cut short by a sender going away, not written.
         public var truncated = 0
+        /// Frames that came with camrec's timing note (`--timing-sei` on the sender): the ones with
+        /// latency figures.
+        public var timedFrames = 0
         /// Connections dropped because what came was not H.264.
         public var garbageConnections = 0
         /// Connections dropped because one access unit outgrew `AccessUnitLimit`.
@@ -214,8 +217,9 @@ public final class StreamReceiver: @unchecked Sendable {
             do {
                 result = try buffer.withUnsafeMutableBytes { try connection.receive(into: $0, timeoutMilliseconds: 200) }
             } catch {
-                // A reset after the last byte still leaves every complete access unit: keep them.
-                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, final: true) }
+                // A reset leaves every access unit the next one followed; the last may be cut (camrec's
+                // sender resets a connection it gives up inside an access unit).
+                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, position: .lastBeforeReset) }
                 ending = "sender \(sender) went away (\(error))"
                 break
             }
@@ -236,14 +240,14 @@ public final class StreamReceiver: @unchecked Sendable {
                 }
                 continue
             case .endOfStream:
-                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, final: true) }
+                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, position: .lastBeforeEnd) }
                 ending = "sender \(sender) ended the stream"
                 break loop
             case .bytes(let count):
                 lastData = now
                 session.noteArrival(end: session.assembler.bytesConsumed + count, at: now)
                 for unit in session.assembler.append(buffer[0..<count]) {
-                    handle(unit, in: &session, sender: sender, final: false)
+                    handle(unit, in: &session, sender: sender, position: .followed)
                     if limitReached || outputError != nil { break }
                 }
                 if let reason = session.garbageReason(limit: options.garbageLimitBytes) {
@@ -263,6 +267,14 @@ public final class StreamReceiver: @unchecked Sendable {
         }
         if session.frames > 0 || !stopping { log(ending + " after \(session.frames) frames") }
         return session.frames
+    }
+
+    /// Where an access unit stands in its connection: followed by the next one (so it is whole),
+    /// or the last one, after an orderly end of stream or after a broken connection (a reset).
+    private enum Position {
+        case followed
+        case lastBeforeEnd
+        case lastBeforeReset
     }
 
     private struct Session {
@@ -331,11 +343,26 @@ public final class StreamReceiver: @unchecked Sendable {
         }
     }
 
-    private func handle(_ unit: ReceivedAccessUnit, in session: inout Session, sender: String, final: Bool) {
+    private func handle(_ unit: ReceivedAccessUnit, in session: inout Session, sender: String, position: Position) {
         let arrived = session.arrivalTime(ofEnd: unit.endOffset) ?? monotonicNow()
         if unit.isTruncated {
-            shared.withLock { $0.truncated += 1 }
-            log("dropped the last access unit from \(sender): \(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
+            dropLast(unit, from: sender, "\(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
+            return
+        }
+        let hasPicture = unit.units.contains { unit.codec.role(ofType: unit.codec.typeValue(of: $0.bytes)).isVCL }
+        if !hasPicture {
+            // An access unit without its picture (a stream cut inside its parameter sets or SEI) is
+            // never written; its parameter sets are still remembered for the next IDR.
+            session.writer.rememberParameterSets(fromAnnexB: unit.annexB())
+            if position != .followed && session.started {
+                dropLast(unit, from: sender, "it ended before its picture (\(unit.byteCount) bytes of parameter sets or SEI)")
+            }
+            return
+        }
+        if position == .lastBeforeReset && unit.timestamp == nil {
+            // A bare stream says nothing of an access unit's length: after a reset, the last one may
+            // be cut anywhere, and a cut slice often decodes without an error.
+            dropLast(unit, from: sender, "the connection was reset, and a bare stream cannot show that it arrived whole")
             return
         }
         if !session.started && unit.codec != session.writer.codec {
@@ -346,7 +373,6 @@ public final class StreamReceiver: @unchecked Sendable {
             if let old = decoder { shared.withLock { $0.decodedFrames += old.flush().frames } }
             decoder = try? H264Decoder(codec: unit.codec)
         }
-        let hasPicture = unit.units.contains { unit.codec.role(ofType: unit.codec.typeValue(of: $0.bytes)).isVCL }
         session.output.removeAll(keepingCapacity: true)
         let info: AccessUnitInfo
         do {
@@ -377,6 +403,11 @@ public final class StreamReceiver: @unchecked Sendable {
 
         let decoded = decoder?.decode(session.output) ?? H264Decoder.Result()
         let decodedAt = monotonicNow()
+        if position == .lastBeforeEnd && unit.timestamp == nil, let error = decoded.error {
+            // The last access unit of a bare stream: one that does not decode is taken as cut.
+            dropLast(unit, from: sender, "it does not decode (\(error)), so it was likely cut")
+            return
+        }
         if let error = decoded.error {
             session.reportedErrors += 1
             let count = shared.withLock { p -> Int in
@@ -399,6 +430,7 @@ public final class StreamReceiver: @unchecked Sendable {
         }
 
         var latency: UInt64 = 0
+        if unit.timestamp != nil { shared.withLock { $0.timedFrames += 1 } }
         if let note = unit.timestamp, note.captureTimeNanoseconds > 0, arrived >= note.captureTimeNanoseconds {
             latency = arrived - note.captureTimeNanoseconds
             arrivalLatency.add(latency)
@@ -428,6 +460,14 @@ public final class StreamReceiver: @unchecked Sendable {
         if let seconds = options.maximumDurationSeconds, let first = firstFrameTime, Double(now - first) / 1e9 >= seconds {
             limitReached = true
         }
+    }
+}
+
+extension StreamReceiver {
+    /// Leaves out the last access unit of a connection, counted in `truncated`.
+    private func dropLast(_ unit: ReceivedAccessUnit, from sender: String, _ why: String) {
+        shared.withLock { $0.truncated += 1 }
+        log("dropped the last access unit from \(sender): \(why)")
     }
 }
 

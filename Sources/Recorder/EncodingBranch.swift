@@ -40,11 +40,14 @@ public final class EncodingBranch: @unchecked Sendable {
         return min(30, max(3, Int(framesPerSecond / 2)))
     }
 
-    public init(encoder: VideoEncoder, outputs: [StreamOutput], codec: VideoCodec, slicesPerPicture: Int = 1) {
+    /// - Parameter layout: `.bare` (parameter sets and slices only, the default) or the encoder's
+    ///   SEI and AUD kept (`--encoder-sei`).
+    public init(encoder: VideoEncoder, outputs: [StreamOutput], codec: VideoCodec, slicesPerPicture: Int = 1,
+                layout: AnnexBStreamWriter.Layout = .bare) {
         self.encoder = encoder
         self.outputs = outputs
         self.codec = codec
-        writer = AnnexBStreamWriter(codec: codec, maxSlicesPerPicture: max(1, slicesPerPicture))
+        writer = AnnexBStreamWriter(codec: codec, layout: layout, maxSlicesPerPicture: max(1, slicesPerPicture))
     }
 }
 

@@ -38,7 +38,8 @@ struct FileOutputOptions: ParsableArguments {
     }
 
     /// A file output for `target`, which may hold strftime fields, `{device}` and `{n}`.
-    func makeOutput(_ target: String, codec: VideoCodec, device: String, overwrite: Bool, framesPerSecond: Double) throws -> RecordingFileOutput {
+    func makeOutput(_ target: String, codec: VideoCodec, device: String, overwrite: Bool, framesPerSecond: Double,
+                    timingSEI: Bool = false) throws -> RecordingFileOutput {
         let pattern = try OutputNamePattern(target)
         if (keepFiles != nil || keepFor != nil) && !pattern.hasPlaceholders {
             throw OutputError(.unwritable, "--keep-files/--keep-for need a name pattern such as 'cam-%Y%m%d-%H%M%S.h264' or 'cam-{n}.h264'")
@@ -53,7 +54,8 @@ struct FileOutputOptions: ParsableArguments {
         return RecordingFileOutput(configuration: .init(pattern: pattern, device: device, overwrite: overwrite,
                                                         segmentSeconds: segment, saveTimestamps: saveTimestamps,
                                                         retention: retention, format: container,
-                                                        makeContainer: container == .raw ? nil : makeContainer))
+                                                        makeContainer: container == .raw ? nil : makeContainer,
+                                                        timingSEICodec: timingSEI ? codec : nil))
     }
 }
 

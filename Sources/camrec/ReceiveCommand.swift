@@ -151,6 +151,15 @@ struct ReceiveCommand: ParsableCommand {
             fields.append("latency_p99=\(LatencySamples.milliseconds(p99))ms")
         }
         printLine("camrec: received " + fields.joined(separator: " "))
+        if p.frames > 0 && p.timedFrames == 0 {
+            // A bare stream (the sender's default) has no capture or send times to measure from.
+            var line = "camrec: no latency figures: the sender sent no timing notes (start it with --timing-sei to get them)"
+            if let latencyLog {
+                unlink(latencyLog)
+                line += "; \(latencyLog) not written"
+            }
+            printLine(line)
+        }
         if let arrival = result.arrivalLatency.summary {
             var line = "camrec: latency capture to received \(arrival)"
             if let decoded = result.decodedLatency.summary { line += "; capture to decoded \(decoded)" }

@@ -76,7 +76,14 @@ struct RecordCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "libx264 threads with one slice per picture: 1 (the default) adds no latency; N > 1 uses frame threads, about one frame of delay each; 0 lets x264 choose.")
     var threads: Int = 1
 
-    @Flag(help: "Don't put camrec's timing SEI (capture and send times, for `camrec receive`'s latency figures) into the stream sent over TCP.")
+    @Flag(help: "Put camrec's timing SEI (capture and send times, sequence number and size of the access unit) at the head of every access unit of the raw outputs (files, stdout, TCP), for `camrec receive`'s latency figures and its check of cut access units. The stream is then not bare: a receiver that reads the first NAL unit of an access unit as its SPS or slice (seed 001) drops every picture. Containers and media servers never carry it.")
+    var timingSei = false
+
+    @Flag(help: "Keep the SEI and AUD units the encoder writes (HRD buffering period and picture timing, recovery point): [AUD] [SEI …] SPS PPS IDR. By default every output gets a bare stream, parameter sets and slices only.")
+    var encoderSei = false
+
+    /// The default since the stream became bare; still accepted so scripts that give it keep working.
+    @Flag(help: .hidden)
     var noTimingSei = false
 
     @Flag(help: "Replace an existing output file. Without it camrec never replaces a file: a fixed name that exists fails with status 76; a name from a pattern that clashes gets -2, -3, … before its extension.")
@@ -191,14 +198,14 @@ struct RecordCommand: ParsableCommand {
             for target in outputs {
                 let codec = codec(of: target)
                 if target == "-" {
-                    add(QueuedOutput(sink: StandardOutputSink()), codec)
+                    add(QueuedOutput(sink: StandardOutputSink(), timingSEICodec: timingSei ? codec : nil), codec)
                 } else if TCPEndpoint.looksLikeURL(target) {
                     add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec, keyframes: keyframes), codec)
                 } else if MediaServerURL.looksLikeURL(target) {
                     add(makePublishOutput(try MediaServerURL(target), codec: codec, keyframes: keyframes), codec)
                 } else {
                     let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
-                                                      framesPerSecond: source.framesPerSecond)
+                                                      framesPerSecond: source.framesPerSecond, timingSEI: timingSei)
                     fileOutputs.append(output)
                     add(output, codec)
                 }
@@ -218,7 +225,8 @@ struct RecordCommand: ParsableCommand {
         }
         logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
         let branches = codecs.map { codec in
-            EncodingBranch(encoder: encoders[codec]!, outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices)
+            EncodingBranch(encoder: encoders[codec]!, outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices,
+                           layout: encoderSei ? .encoderUnits : .bare)
         }
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
@@ -336,10 +344,10 @@ struct RecordCommand: ParsableCommand {
     private func makeNetworkOutput(_ endpoint: TCPEndpoint, codec: VideoCodec, keyframes: KeyframeRequestGate) -> StreamOutput {
         let log = networkLog()
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: codec,
+            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: timingSei, codec: codec,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: !noTimingSei, codec: codec, log: log)
+        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: timingSei, codec: codec, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.
