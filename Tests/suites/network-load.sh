@@ -25,7 +25,7 @@ next_port
 # a second or two and is evicted (10 s later) within the test, not after it.
 "$CAMREC" --test-pattern --size 320x240 --qp 5 --keyframe-interval 30 --duration 40 --listen "127.0.0.1:$PORT" \
     "$W/rec.h264" >"$W/rec.out" 2>"$W/rec.log" & cp=$!; PIDS+=($cp)
-wait_listen "$PORT" || finish
+wait_listen "$PORT" || { fail "camrec never listened on $PORT (nothing else was checked)"; finish; }
 wait_log "$W/rec.log" "listening for receivers" 1 10
 base_threads=$(threads_of $cp) base_fds=$(fds_of $cp) base_rss=$(rss_of $cp)
 echo "before the crowd: $base_threads threads, $base_fds fds, $base_rss kB resident"

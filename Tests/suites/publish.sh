@@ -41,6 +41,9 @@ wait_udp() {
     echo "nothing has UDP port $1 open"; return 1
 }
 KEYS="0 30 60 90 120"
+# server_up WHAT COMMAND...: the wait for a server is a check of its own (a server that never
+# listens fails here instead of leaving its case out); its status is the command's.
+server_up() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; return 1; fi; }
 
 # publish NAME URL RECEIVED: camrec sends 150 frames (an IDR every 30) to URL while a server writes
 # RECEIVED; the server ($SERVER, already started) must end by itself when the stream ends.
@@ -60,17 +63,17 @@ publish() {
 next_port
 ffmpeg -v error -y -listen 1 -f flv -i "rtmp://127.0.0.1:$PORT/live/cam" -c copy -f mpegts "$W/rtmp.ts" 2>"$W/rtmp-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_listen "$PORT" && publish "rtmp to ffmpeg" "rtmp://127.0.0.1:$PORT/live/cam" "$W/rtmp.ts"
+server_up "rtmp to ffmpeg: the server listens on TCP port $PORT" wait_listen "$PORT" && publish "rtmp to ffmpeg" "rtmp://127.0.0.1:$PORT/live/cam" "$W/rtmp.ts"
 
 next_port
 ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/rtsp.ts" 2>"$W/rtsp-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_listen "$PORT" && publish "rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp.ts"
+server_up "rtsp to ffmpeg: the server listens on TCP port $PORT" wait_listen "$PORT" && publish "rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp.ts"
 
 next_port
 ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts "$W/srt.ts" 2>"$W/srt-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_udp "$PORT" && publish "srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt.ts"
+server_up "srt to ffmpeg: the server has UDP port $PORT" wait_udp "$PORT" && publish "srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt.ts"
 
 # --- 1b. H.265 (issue 14): RTSP (RFC 7798 packets) and SRT (MPEG-TS) carry it; RTMP (FLV) cannot -
 # (MPEG-TS lists the stream twice, once in its program: the first line is the one.)
@@ -78,13 +81,13 @@ codec_of() { ffprobe -v error -select_streams v:0 -show_entries stream=codec_nam
 next_port
 ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts "$W/rtsp-hevc.ts" 2>"$W/rtsp-hevc-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_listen "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp-hevc.ts"
+server_up "H.265 rtsp to ffmpeg: the server listens on TCP port $PORT" wait_listen "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" "$W/rtsp-hevc.ts"
 check "H.265 rtsp to ffmpeg: what the server received is H.265" [ "$(codec_of "$W/rtsp-hevc.ts")" = hevc ]
 
 next_port
 ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts "$W/srt-hevc.ts" 2>"$W/srt-hevc-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_udp "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt-hevc.ts"
+server_up "H.265 srt to ffmpeg: the server has UDP port $PORT" wait_udp "$PORT" && PUBLISH_ARGS="--codec hevc --size 640x360" publish "H.265 srt to ffmpeg" "srt://127.0.0.1:$PORT" "$W/srt-hevc.ts"
 check "H.265 srt to ffmpeg: what the server received is H.265" [ "$(codec_of "$W/srt-hevc.ts")" = hevc ]
 
 "$CAMREC" --test-pattern --codec hevc --frames 10 "rtmp://127.0.0.1:1/live/cam" "$W/rtmp-hevc.h265" 2>"$W/rtmp-hevc.log"; rc=$?
@@ -95,7 +98,7 @@ check "H.265 to rtmp://: usage error 64 (status $rc), no file, one line saying R
 next_port
 srt-live-transmit -q -a:no "srt://127.0.0.1:$PORT?mode=listener" file://con >"$W/slt.ts" 2>"$W/slt-server.log" &
 SERVER=$!; PIDS+=($SERVER)
-wait_udp "$PORT" && publish "srt to srt-live-transmit" "srt://127.0.0.1:$PORT" "$W/slt.ts"
+server_up "srt to srt-live-transmit: the server has UDP port $PORT" wait_udp "$PORT" && publish "srt to srt-live-transmit" "srt://127.0.0.1:$PORT" "$W/slt.ts"
 
 # --- 3. nginx-rtmp: records FLV and cuts HLS, served over HTTP ----------------------------------
 N=$W/nginx
