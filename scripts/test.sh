@@ -1,37 +1,70 @@
 #!/usr/bin/env bash
 # Runs every test: Swift unit and end-to-end tests on this machine, then the suites
-# that need the vivid VM or the test VA driver. Ends with "N passed, N failed, N skipped".
+# that need the vivid VM or the test VA driver. Ends with a table of the suites and the line
+# "N passed, N failed, N skipped" (the last line of its output).
+#
+# usage: scripts/test.sh           everything (what CI runs)
+#        scripts/test.sh --quick   the inner loop: `swift test` only (unit tests and the end-to-end
+#                                  recordings of Tests/*: file, stdout, TCP push/listen + receive,
+#                                  containers, RTMP/RTSP/SRT publishing); a few minutes
+#
+# Everything is built once up front (debug with its tests, the release camrec, the test VA
+# driver) and each suite is given its binary: CAMREC=.build/debug/camrec for the suites on this
+# machine, as they built it themselves before; the release build for the VM suites (Tests/lib/vm-suite.sh).
+# The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core)
+# run in a lane of their own beside the rest, so the run takes about as long as the longer lane.
+# Each suite's output goes to its own log; the VM lane's suites are printed whole when they end.
+#
+# Environment: TEST_JOBS=1   one suite at a time, in the old order (swift test, then
+#                            Tests/suites/*.sh by name): if running side by side proves flaky
+#              TEST_JOBS=2   (default) the VM lane beside the rest
 #
 # It fails (besides any failed check) when:
 #   - an XCTest is skipped that is not in EXPECTED_SKIPS below;
-#   - a suite in EXPECTED_SUITES is missing, or runs far fewer checks than listed (under half);
-#   - a suite (or `swift test`) runs longer than its time limit: the log says which test hung;
+#   - a suite prints a "SKIP" line not in EXPECTED_SUITE_SKIPS below for this machine, or counts
+#     more skips than it names in SKIP lines;
+#   - a suite in EXPECTED_SUITES is missing, or runs under 90% of the checks listed there;
+#   - a suite takes longer than its budget (EXPECTED_SUITES): one failure, so the total cannot creep up;
+#   - a suite (or `swift test`) runs longer than its hard limit and is stopped: the log says which test hung;
+#   - a build fails;
 #   - CI is set together with SKIP_DEFAULT, SKIP_MATRIX or SKIP_XCTEST (they leave cases out).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
-# Suites every run must have: name, about how many checks it runs, time limit in seconds.
-# A suite running under half its count fails (a case list that silently shrank); over or
-# under by a quarter is only reported, so the list can be brought up to date.
+QUICK=0
+case ${1:-} in
+    "") ;;
+    --quick) QUICK=1 ;;
+    *) echo "usage: scripts/test.sh [--quick]" >&2; exit 2 ;;
+esac
+TEST_JOBS=${TEST_JOBS:-2}
+[[ $TEST_JOBS == 1 || $TEST_JOBS == 2 ]] || { echo "test.sh: TEST_JOBS is 1 (serial) or 2 (VM lane beside the rest)" >&2; exit 2; }
+
+# Suites every run must have: name, about how many checks it runs, hard limit in seconds (the
+# suite is stopped there), budget in seconds (over it counts as one failure; about 1.5 times what
+# it took in a full run with the VM lane beside it on a 2-core machine, scripts/test.sh of 2026-11-24).
+# A suite running under 90% of its count fails (a case list that silently shrank); more than a
+# quarter over is only reported, so the list can be brought up to date.
 # Add a line here with each new Tests/suites/NAME.sh; a suite that runs but is not listed is reported.
 EXPECTED_SUITES=(
-  "swift-tests        257  2400"   # XCTest cases (swift test), the expected skips not counted
-  "network             95  1200"
-  "vaapi-host          73   900"
-  "vaapi-vm            30  1200"
-  "vm-capture         124  2400"
-  "vm-mjpeg            17  1200"
-  "vm-unattended       36  1200"
-  "fuzz                 3   900"
-  "hostile-input       23   900"
-  "readme-promises     28   900"
-  "seed-receivers      58  1200"
-  "network-load        10  1200"
-  "containers         130   900"
-  "publish             99   600"
-  "browser             24   600"
-  "http                98   600"
+  # name          checks limit budget
+  "swift-tests        257  2400   600"   # XCTest cases (swift test), the expected skips not counted
+  "network             95  1200   600"
+  "vaapi-host          73   900   600"
+  "vaapi-vm            30  1200   900"
+  "vm-capture         124  2400  1500"
+  "vm-mjpeg            17  1200   600"
+  "vm-unattended       36  1200   900"
+  "fuzz                 3   900   600"
+  "hostile-input       23   900   300"
+  "readme-promises     28   900   400"
+  "seed-receivers      58  1200   600"
+  "network-load        10  1200   300"
+  "containers         130   900   600"
+  "publish            105   600   400"
+  "browser             24   600   300"
+  "http                98   600   400"
 )
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
 # selected in their environment (LIBVA_DRIVER_NAME, LIBVA_DRIVERS_PATH, CAMREC_VA_TEST_DISPLAY);
@@ -41,11 +74,21 @@ EXPECTED_SKIPS=(
   "VAAPIH264EncoderTests.testSurfacePoolWritesInPlaceAndReleasesSurfacesOfUnencodedBuffers"
   "VAAPIH264EncoderTests.testProfileIsTheBestTheDriverHasAtOrBelowTheOneAskedFor"
 )
+# "SKIP" lines a shell suite may print, and when: suite|start of the text after SKIP|condition (bash).
+# Any other SKIP line, or one whose condition is false on this machine, fails the run.
+EXPECTED_SUITE_SKIPS=(
+  "vaapi-host|auto without a render node|[[ -e /dev/dri ]]"            # the case needs a machine without /dev/dri
+  "vaapi-host|vaapi without a render node|[[ -e /dev/dri ]]"
+  "vaapi-host|permission denied on the node|[[ \$(id -u) != 0 ]] || ! command -v setpriv >/dev/null"   # vaapi-vm checks it too
+  "vaapi-host|XCTest VAAPIH264EncoderTests (SKIP_XCTEST=1)|[[ \${SKIP_XCTEST:-} == 1 && -z \${CI:-} ]]"
+)
 
 passed=0
 failed=0
 skipped=0
 logdir=$(mktemp -d /tmp/camrec-test.XXXXXX)
+T_START=$(date +%s)
+ROWS=()
 
 problem() { failed=$((failed + 1)); echo "== test.sh: $*; counted as one failure"; }
 
@@ -55,9 +98,9 @@ if [[ -n ${CI:-} ]]; then
   done
 fi
 
-# Adds a suite's counts from its last summary line: "N passed, N failed" (our scripts) or
-# XCTest's "Executed N tests, with N failures", whichever comes last in its output.
-# Sets `ran` to the checks the suite ran (passed + failed).
+# Adds a suite's counts from its last summary line: "N passed, N failed[, N skipped]" (our scripts)
+# or XCTest's "Executed N tests, with N failures", whichever comes last in its output.
+# Sets `ran` to the checks the suite ran (passed + failed), and sp/sf/ss to its counts.
 count() {
   local log=$1 name=$2 p f s=0 plain xc line
   plain=$(grep -nE '^(.*: )?[0-9]+ passed, [0-9]+ failed' "$log" | tail -n 1)
@@ -77,7 +120,7 @@ count() {
     p=0; f=1; echo "test.sh: suite '$name' printed no summary; counted as one failure" >&2
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
-  ran=$((p + f))
+  ran=$((p + f)); sp=$p; sf=$f; ss=$s
   echo "== $name: $p passed, $f failed, $s skipped"
 }
 
@@ -95,6 +138,25 @@ check_skips() {
   done < <(grep -oE "Test Case '[^']+' skipped" "$log" | sed -E "s/Test Case '([^']+)' skipped/\1/" | sort -u)
 }
 
+# A shell suite's "SKIP ..." lines: each must be in EXPECTED_SUITE_SKIPS with its condition true
+# here, and the suite's summary must count at least as many skips as it names (none hidden).
+check_suite_skips() {
+  local name=$1 log=$2 counted=$3 line text n=0
+  while IFS= read -r line; do
+    n=$((n + 1))
+    text=$(sed -E 's/^SKIP:? +//' <<<"$line")
+    local ok=0 e sname stext cond
+    for e in "${EXPECTED_SUITE_SKIPS[@]}"; do
+      IFS='|' read -r sname stext cond <<<"$e"
+      if [[ $sname == "$name" && $text == "$stext"* ]] && eval "$cond"; then ok=1; fi
+    done
+    if [[ $ok == 1 ]]; then echo "== expected skip in $name: $text"
+    else problem "unexpected skip in $name: $text"; fi
+  done < <(grep -E '^SKIP:? ' "$log")
+  ((counted >= n)) || problem "$name prints $n SKIP lines but its summary counts $counted skipped"
+  ((counted <= n)) || problem "$name counts $counted skipped but names only $n in SKIP lines"
+}
+
 # Names the test that hung: XCTest's last "started" case without an end, or our suites' last check.
 report_hang() {
   local log=$1 name=$2 limit=$3 last
@@ -107,29 +169,12 @@ report_hang() {
   fi
 }
 
-# Runs one suite under its time limit; its output is shown and kept in $logdir.
-suite() {
-  local name=$1 limit=$2; shift 2
-  echo "== $name: $* (limit ${limit}s)"
-  local log="$logdir/$name.log"
-  # -k: a suite that ignores SIGTERM is killed 30 s later.
-  timeout -k 30 "$limit" "$@" 2>&1 | tee "$log"
-  local rc=${PIPESTATUS[0]}
-  ran=0
-  count "$log" "$name"
-  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
-    report_hang "$log" "$name" "$limit"
-  elif [[ $rc -ne 0 ]] && ! grep -qE '[1-9][0-9]* failed|with [1-9][0-9]* failures?' "$log"; then
-    problem "$name exited $rc without a counted failure"
-  fi
-}
-
-# Expected count and time limit of a listed suite ("" when it is not listed).
+# Expected count, hard limit and budget of a listed suite ("" when it is not listed).
 listed() {
-  local entry n c t
+  local entry n c t b
   for entry in "${EXPECTED_SUITES[@]}"; do
-    read -r n c t <<<"$entry"
-    [[ $n == "$1" ]] && { echo "$c $t"; return; }
+    read -r n c t b <<<"$entry"
+    [[ $n == "$1" ]] && { echo "$c $t $b"; return; }
   done
 }
 
@@ -142,33 +187,165 @@ check_count() {
     return
   fi
   read -r c _ <<<"$expected"
-  if ((ran * 2 < c)); then
-    problem "$name ran $ran checks, under half of the ~$c listed"
-  elif ((ran * 4 < c * 3 || ran * 4 > c * 5)); then
+  if ((ran * 10 < c * 9)); then
+    problem "$name ran $ran checks, under 90% of the ~$c listed"
+  elif ((ran * 4 > c * 5)); then
     echo "== $name ran $ran checks, ~$c listed: update EXPECTED_SUITES in scripts/test.sh"
   fi
 }
 
-if ! swift build 2>&1 | tail -n 30; then :; fi
-read -r _ limit <<<"$(listed swift-tests)"
-suite swift-tests "$limit" swift test
-check_skips "$logdir/swift-tests.log"
-check_count swift-tests
-seen=(swift-tests)
-for s in Tests/suites/*.sh; do
-  [[ -e "$s" ]] || continue
-  name=$(basename "$s" .sh)
-  limit=$(listed "$name"); limit=${limit#* }
-  suite "$name" "${limit:-1200}" bash "$s"
+# run_suite NAME LIMIT LIVE COMMAND...: runs one suite under its hard limit (-k: a suite that
+# ignores SIGTERM is killed 30 s later), its output in $logdir/NAME.log (and on our stdout when
+# LIVE is 1); writes "exit-status seconds" to $logdir/NAME.done when it ends.
+run_suite() {
+  local name=$1 limit=$2 live=$3; shift 3
+  local log="$logdir/$name.log" t0 rc
+  t0=$(date +%s)
+  if [[ $live == 1 ]]; then
+    echo "== $name: $* (limit ${limit}s)"
+    timeout -k 30 "$limit" "$@" 2>&1 </dev/null | tee "$log"
+    rc=${PIPESTATUS[0]}
+  else
+    timeout -k 30 "$limit" "$@" >"$log" 2>&1 </dev/null &
+    RUNNING=$!
+    wait "$RUNNING"; rc=$?
+    RUNNING=
+  fi
+  echo "$rc $(( $(date +%s) - t0 ))" >"$logdir/$name.done"
+}
+
+# collect NAME SHOW: counts a suite that ended (printing its log first when SHOW is 1), checks
+# its skips, count, limit and budget, and adds its row to the table.
+collect() {
+  local name=$1 show=$2 log="$logdir/$1.log" rc secs entry c limit budget
+  read -r rc secs <"$logdir/$name.done"
+  entry=$(listed "$name"); read -r c limit budget <<<"${entry:-- 1200 -}"
+  if [[ $show == 1 ]]; then
+    echo "== $name: (ran in the VM lane; its output follows)"
+    cat "$log"
+  fi
+  ran=0 sp=0 sf=0 ss=0
+  count "$log" "$name"
+  if [[ $name == swift-tests ]]; then check_skips "$log"; else check_suite_skips "$name" "$log" "$ss"; fi
+  if [[ $rc -eq 124 || $rc -eq 137 ]]; then
+    report_hang "$log" "$name" "$limit"
+  elif [[ $rc -ne 0 ]] && ! grep -qE '[1-9][0-9]* failed|with [1-9][0-9]* failures?' "$log"; then
+    problem "$name exited $rc without a counted failure"
+  fi
   check_count "$name"
-  seen+=("$name")
-done
-for entry in "${EXPECTED_SUITES[@]}"; do
-  read -r name _ <<<"$entry"
-  [[ " ${seen[*]} " == *" $name "* ]] || problem "the suite $name (Tests/suites/$name.sh) is listed but missing"
-done
+  local over=""
+  if [[ $budget != - && $rc -ne 124 && $rc -ne 137 ]] && ((secs > budget)); then
+    problem "$name took ${secs}s, over its budget of ${budget}s (EXPECTED_SUITES in scripts/test.sh)"
+    over=" OVER"
+  fi
+  ROWS+=("$(printf '%-16s %7s %7s %8s %8s %7s%s' "$name" "$sp" "$sf" "$ss" "$secs" "$budget" "$over")")
+  SEEN+=("$name")
+}
+
+# --- build once: debug (camrec and the XCTests), release camrec (the VM suites), the test VA driver.
+build() {
+  local what=$1; shift
+  echo "== build: $what"
+  local out rc
+  out=$("$@" 2>&1); rc=$?
+  tail -n 5 <<<"$out"
+  ((rc == 0)) || problem "build failed: $what (exit $rc)"
+}
+T_BUILD=$(date +%s)
+build "swift build --build-tests (debug)" swift build --build-tests
+DEBUG_CAMREC="$(swift build --show-bin-path)/camrec"
+if ((!QUICK)); then
+  build "swift build -c release --product camrec (the VM suites)" swift build -c release --product camrec
+  RELEASE_CAMREC="$(swift build -c release --show-bin-path)/camrec"
+  # Built here once: vaapi-host, vaapi-vm and seed-receivers all call build.sh, which would
+  # otherwise compile into the same .build-va at the same time.
+  build "the test VA driver (Tests/fixtures/va-test-driver/build.sh)" Tests/fixtures/va-test-driver/build.sh
+fi
+T_BUILD=$(( $(date +%s) - T_BUILD ))
+
+# --- the suites, in two lists: the VM lane and the rest ---
+SEEN=()
+HOST=(swift-tests) VM=() ALL=(swift-tests)
+if ((!QUICK)); then
+  for s in Tests/suites/*.sh; do
+    [[ -e "$s" ]] || continue
+    name=$(basename "$s" .sh)
+    ALL+=("$name")
+    if grep -q 'lib/vm-suite.sh' "$s"; then VM+=("$name"); else HOST+=("$name"); fi
+  done
+fi
+# The command of a suite in CMD; the VM suites get the release build, the others the debug one.
+suite_command() {
+  case $1 in
+    swift-tests) CMD=(swift test) ;;
+    *) if [[ " ${VM[*]} " == *" $1 "* ]]; then CMD=(env "CAMREC=$RELEASE_CAMREC" bash "Tests/suites/$1.sh")
+       else CMD=(env "CAMREC=$DEBUG_CAMREC" bash "Tests/suites/$1.sh"); fi ;;
+  esac
+}
+limit_of() { local e; e=$(listed "$1"); read -r _ l _ <<<"${e:-- 1200 -}"; echo "$l"; }
+
+LANE_PID=
+RUNNING=
+trap '[[ -n $LANE_PID ]] && kill -TERM "$LANE_PID" 2>/dev/null' EXIT
+trap 'exit 130' INT
+trap 'exit 143' TERM
+if [[ $TEST_JOBS == 1 ]]; then
+  # The old order, one at a time, each printed as it runs.
+  for name in "${ALL[@]}"; do
+    suite_command "$name"
+    run_suite "$name" "$(limit_of "$name")" 1 "${CMD[@]}"
+    collect "$name" 0
+  done
+else
+  if ((${#VM[@]})); then
+    echo "== the VM lane, beside the rest: ${VM[*]} (each printed whole when it ends)"
+    (
+      trap '[[ -n $RUNNING ]] && kill -TERM "$RUNNING" 2>/dev/null; exit 143' TERM
+      for name in "${VM[@]}"; do
+        suite_command "$name"
+        run_suite "$name" "$(limit_of "$name")" 0 "${CMD[@]}"
+      done
+    ) &
+    LANE_PID=$!
+  fi
+  COLLECTED=" "
+  collect_vm_lane() {
+    local name
+    for name in "${VM[@]}"; do
+      [[ -e $logdir/$name.done && $COLLECTED != *" $name "* ]] || continue
+      collect "$name" 1; COLLECTED+="$name "
+    done
+  }
+  for name in "${HOST[@]}"; do
+    suite_command "$name"
+    run_suite "$name" "$(limit_of "$name")" 1 "${CMD[@]}"
+    collect "$name" 0
+    collect_vm_lane
+  done
+  if [[ -n $LANE_PID ]]; then
+    echo "== waiting for the VM lane"
+    wait "$LANE_PID"
+    LANE_PID=
+    collect_vm_lane
+  fi
+fi
+
+if ((!QUICK)); then
+  for entry in "${EXPECTED_SUITES[@]}"; do
+    read -r name _ <<<"$entry"
+    [[ " ${SEEN[*]} " == *" $name "* ]] || problem "the suite $name (Tests/suites/$name.sh) is listed but missing"
+  done
+fi
 
 echo "logs: $logdir"
 echo "expected skips: ${#EXPECTED_SKIPS[@]} VA-API unit tests in swift test (run by vaapi-host with the test driver)"
+total=$(( $(date +%s) - T_START ))
+summed=0
+for r in "${ROWS[@]}"; do read -r _ _ _ _ s _ <<<"$r"; summed=$((summed + s)); done
+echo
+printf '%-16s %7s %7s %8s %8s %7s\n' suite passed failed skipped seconds budget
+printf '%s\n' "${ROWS[@]}"
+how="the VM lane beside the rest"; [[ $TEST_JOBS == 1 ]] && how="one suite at a time"; ((QUICK)) && how="--quick"
+echo "build ${T_BUILD}s; the suites' seconds add up to ${summed}s; the whole run took ${total}s ($how)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
