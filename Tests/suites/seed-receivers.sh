@@ -13,10 +13,17 @@
 # (they must get every frame from the IDR their join asked for to the end). Plus the independent
 # checker (Tests/tools/annexb-check.py) and `camrec inspect` on the same file.
 #
+# And seed 001's method itself, ported line for line (seed001-literal.c: the first NAL unit after the
+# 4-byte code of each access unit decides; SPS, then PPS within fixed windows, then the rest is the IDR;
+# anything else before a format description is dropped), handed one access unit at a time, with
+# camrec's default options, libx264 and VA-API: from camrec's file, from camrec pushing to it, and
+# joining a listening camrec late. Every decoded picture's burned-in counter is read back
+# (Tests/tools/pattern-counters.py, from the receiver's own y4m) and must be exactly the expected run.
+#
 # Environment: CAMREC=path  test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display for the VA-API cases (default :97)
 #              KEEP=1       keep the work directory
-# Ends with "N passed, N failed".
+# Ends with "N passed, N failed, N skipped".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -24,11 +31,12 @@ REPO=$(pwd)
 DISP=${CAMREC_VA_TEST_DISPLAY:-:97}
 FRAMES=200
 
-PASS=0 FAIL=0
+PASS=0 FAIL=0 SKIP=0
 pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
+skip() { SKIP=$((SKIP + 1)); echo "SKIP  $*"; }
 fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
 check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+finish() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [[ $FAIL -eq 0 ]]; exit $?; }
 
 for tool in ffmpeg gcc pkg-config python3 taskset Xvfb; do
     command -v "$tool" >/dev/null || { echo "seed-receivers: $tool not found"; FAIL=1; finish; }
@@ -53,6 +61,8 @@ for r in seed001 seed004; do
     gcc -O2 -Wall -o "$WORK/$r" "$SRC/$r-receiver.c" $(pkg-config --cflags --libs libavcodec libavutil) \
         || { echo "seed-receivers: building $r failed"; FAIL=1; finish; }
 done
+gcc -O2 -Wall -o "$WORK/seed001-literal" "$SRC/seed001-literal.c" $(pkg-config --cflags --libs libavcodec libavutil) \
+    || { echo "seed-receivers: building seed001-literal failed"; FAIL=1; finish; }
 CHECKER="python3 $REPO/Tests/tools/annexb-check.py"
 
 # A fresh port in PORT (not $(…): a subshell would not advance the counter).
@@ -161,8 +171,8 @@ while True:
     f.write(b)' "$1" "$2"
 }
 
-# What goes on the wire: the timing SEI heads each access unit (ahead of SPS in IDR ones);
-# --no-timing-sei sends camrec's stream bare.
+# What goes on the wire: by default camrec's stream bare (parameter sets and slices only); with
+# --timing-sei its timing SEI heads each access unit (ahead of SPS in IDR ones).
 wire() {
     local label=$1; shift
     local d="$WORK/$label"; mkdir -p "$d"
@@ -173,14 +183,14 @@ wire() {
     wait $r
     $CHECKER "$d/wire.h264" --json --frames 60 >"$d/wire.json"
 }
-wire "wire-timing-sei"
-check "wire: with the timing SEI the stream still keeps the contract (SPS PPS right before each IDR slice)" \
+wire "wire-timing-sei" --timing-sei
+check "wire: with --timing-sei the stream still keeps the contract (SPS PPS right before each IDR slice)" \
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["ok"] and 6 in r["unit_types"] else 1)' \
     "$WORK/wire-timing-sei/wire.json"
-check "wire: every access unit starts with camrec's timing SEI (60 SEI units, first unit an SEI)" \
+check "wire: with --timing-sei every access unit starts with camrec's timing SEI (60 SEI units, first unit an SEI)" \
     bash -c "[[ \$(python3 -c 'import sys; d=open(sys.argv[1],\"rb\").read(); print(d.count(bytes([0,0,0,1,6,5,49,0xc4,0xa3])), d[4] & 31)' '$WORK/wire-timing-sei/wire.h264') == '60 6' ]]"
-wire "wire-bare" --no-timing-sei
-check "wire: --no-timing-sei sends only NAL types 1, 5, 7 and 8, keeping the contract" \
+wire "wire-bare"
+check "wire: by default camrec sends only NAL types 1, 5, 7 and 8, keeping the contract" \
     python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); sys.exit(0 if r["ok"] and r["unit_types"] == [1, 5, 7, 8] else 1)' \
     "$WORK/wire-bare/wire.json"
 
@@ -202,6 +212,97 @@ file_and_push "x264-2-cores" taskset -c 0,1 -- "${PATTERN[@]}" --encoder softwar
 late_join "x264-join-1-core" 150000 taskset -c 0 -- "${PATTERN[@]}" --encoder software
 late_join "x264-join-2-cores" 150000 taskset -c 0,1 -- "${PATTERN[@]}" --encoder software
 
+# --- Seed 001's method, literally -------------------------------------------------------------------
+COUNTERS="python3 $REPO/Tests/tools/pattern-counters.py"
+
+# counters_run Y4M FIRST LAST: the burned-in counters of Y4M's pictures are exactly FIRST, FIRST+1 … LAST.
+counters_run() { [[ $1 == *.y4m && -s $1 ]] && cmp -s <($COUNTERS "$1") <(seq "$2" "$3"); }
+
+# literal_said LOG PICTURES DROPPED: the literal receiver's summary says PICTURES decoded, DROPPED
+# dropped, none not understood and no decode error.
+literal_said() { grep -q "^seed001-literal: pictures=$2 .* dropped=$3 not_understood=0 send_errors=0$" "$1"; }
+
+# literal_file_and_push LABEL PREFIX... -- CAMREC-ARGS...: camrec records to a file and pushes to the
+# literal receiver listening; then the literal receiver reads the file.
+literal_file_and_push() {
+    local label=$1; shift
+    local prefix=()
+    while [[ $1 != -- ]]; do prefix+=("$1"); shift; done; shift
+    local d="$WORK/$label"; mkdir -p "$d"
+    next_port; local p=$PORT
+    "$WORK/seed001-literal" --listen "$p" --md5 "$d/push.md5" --y4m "$d/push.y4m" 2>"$d/push.log" & local r=$!
+    check "$label: the literal seed-001 receiver listens" wait_for listening "$d/push.log"
+    "${prefix[@]}" "$CAMREC" --frames $FRAMES --overwrite "$@" "$d/rec.h264" "tcp://127.0.0.1:$p" >"$d/camrec.log" 2>&1
+    local rc=$?
+    wait $r
+    check "$label: camrec recorded $FRAMES frames to the file and the push, none dropped (status $rc)" \
+        grep -q "output=$d/rec.h264 frames=$FRAMES .*dropped=0" "$d/camrec.log"
+    reference "$d/rec.h264" "$d/ref.md5"
+    "$WORK/seed001-literal" --file "$d/rec.h264" --md5 "$d/file.md5" --y4m "$d/file.y4m" 2>"$d/file.log"
+    check "$label: literal seed-001 receiver, camrec's file: $FRAMES of $FRAMES pictures, each equal to ffmpeg's decode; 0 access units dropped or not understood ($(tail -n 1 "$d/file.log"))" \
+        eval 'literal_said "$d/file.log" $FRAMES 0 && same_as_reference_from 0 $FRAMES "$d/file.md5" "$d/ref.md5"'
+    check "$label: literal seed-001 receiver, camrec's file: the burned-in counters read 0..$((FRAMES - 1)), each once, in order" \
+        counters_run "$d/file.y4m" 0 $((FRAMES - 1))
+    check "$label: literal seed-001 receiver, camrec pushing: $FRAMES of $FRAMES pictures, each equal to ffmpeg's decode of the file; 0 access units dropped or not understood ($(tail -n 1 "$d/push.log"))" \
+        eval 'literal_said "$d/push.log" $FRAMES 0 && same_as_reference_from 0 $FRAMES "$d/push.md5" "$d/ref.md5"'
+    check "$label: literal seed-001 receiver, camrec pushing: the burned-in counters read 0..$((FRAMES - 1)), each once, in order" \
+        counters_run "$d/push.y4m" 0 $((FRAMES - 1))
+}
+
+# literal_late_join LABEL BYTES PREFIX... -- CAMREC-ARGS...: the literal receiver connects to a listening
+# camrec once BYTES of the stream are recorded; it must decode every picture from the IDR its join got
+# to the last one.
+literal_late_join() {
+    local label=$1 bytes=$2; shift 2
+    local prefix=()
+    while [[ $1 != -- ]]; do prefix+=("$1"); shift; done; shift
+    local d="$WORK/$label"; mkdir -p "$d"
+    next_port; local p=$PORT
+    "${prefix[@]}" "$CAMREC" --frames $FRAMES --overwrite "$@" --listen "127.0.0.1:$p" "$d/rec.h264" >"$d/camrec.log" 2>&1 &
+    local c=$!
+    wait_for partial_over "$d/rec.h264" "$bytes"
+    "$WORK/seed001-literal" --connect "127.0.0.1:$p" --md5 "$d/join.md5" --y4m "$d/join.y4m" 2>"$d/join.log" & local r=$!
+    wait $c; local rc=$?
+    wait $r
+    check "$label: camrec recorded $FRAMES frames while serving, none dropped (status $rc)" \
+        grep -q "output=$d/rec.h264 frames=$FRAMES .*dropped=0" "$d/camrec.log"
+    reference "$d/rec.h264" "$d/ref.md5"
+    local idrs; idrs=$($CHECKER "$d/rec.h264" --json --slices 1 | python3 -c 'import json,sys; print(" ".join(map(str, json.load(sys.stdin)["idr_pictures"])))')
+    local n k
+    n=$(wc -l <"$d/join.md5")
+    k=$($COUNTERS "$d/join.y4m" 2>/dev/null | head -n 1); [[ $k =~ ^[0-9]+$ ]] || k=-1
+    check "$label: literal seed-001 receiver joined late, its first picture an IDR of the file (counter $k; IDRs at ${idrs// /,})" \
+        bash -c "[[ $k -gt 0 && ' $idrs ' == *' $k '* ]]"
+    check "$label: literal seed-001 receiver decoded every picture from there to the last ($n pictures), each equal to ffmpeg's decode of the file; 0 access units dropped or not understood ($(tail -n 1 "$d/join.log"))" \
+        eval '[[ $k -gt 0 && $((k + n)) -eq $FRAMES ]] && literal_said "$d/join.log" $n 0 && same_as_reference_from $k $n "$d/join.md5" "$d/ref.md5"'
+    check "$label: literal seed-001 receiver's burned-in counters read $k..$((FRAMES - 1)), each once, in order" \
+        eval '[[ $k -gt 0 ]] && counters_run "$d/join.y4m" $k $((FRAMES - 1))'
+}
+
+# literal_timing_sei LABEL CAMREC-ARGS...: with --timing-sei every access unit on TCP begins with an SEI;
+# seed 001 reads the SEI as the frame's type and, having no format description, drops every one.
+literal_timing_sei() {
+    local label=$1; shift
+    if ! "$CAMREC" help record 2>/dev/null | grep -qE -- '^ +--timing-sei'; then
+        skip "$label: this camrec has no --timing-sei"
+        return
+    fi
+    local d="$WORK/$label"; mkdir -p "$d"
+    next_port; local p=$PORT
+    "$WORK/seed001-literal" --listen "$p" --md5 "$d/push.md5" 2>"$d/push.log" & local r=$!
+    wait_for listening "$d/push.log"
+    "$CAMREC" --frames 30 --timing-sei "$@" "tcp://127.0.0.1:$p" >"$d/camrec.log" 2>&1
+    wait $r
+    check "$label: with --timing-sei the literal receiver decodes nothing over TCP (30 of 30 access units dropped), as seed 001 would ($(tail -n 1 "$d/push.log"))" \
+        literal_said "$d/push.log" 0 30
+}
+
+# 640x360: the counters need a picture at least 576 pixels wide.
+literal_file_and_push "literal-x264" -- "${PATTERN[@]}" --encoder software
+# About 50 frames of 640x360 at the default rate (0.1 bit per pixel): clearly after the start.
+literal_late_join "literal-x264-join" 150000 -- "${PATTERN[@]}" --encoder software
+literal_timing_sei "literal-x264-timing-sei" "${PATTERN[@]}" --encoder software
+
 # VA-API through the test driver (lossless I_PCM).
 DRVDIR=$(Tests/fixtures/va-test-driver/build.sh | tail -n 1)
 if [[ ! -f $DRVDIR/camrec_test_drv_video.so ]]; then
@@ -220,6 +321,11 @@ else
     VA=(--test-pattern --size 320x180 --encoder vaapi --vaapi-device "$DISP")
     file_and_push "vaapi" taskset -c 0,1 -- "${VA[@]}"
     late_join "vaapi-join" 3500000 taskset -c 0,1 -- "${VA[@]}"
+    # The literal receiver at 640x360 (its counters need 576 pixels): ~350 KB a frame; join after ~50.
+    VA_LITERAL=(--test-pattern --size 640x360 --encoder vaapi --vaapi-device "$DISP")
+    literal_file_and_push "literal-vaapi" -- "${VA_LITERAL[@]}"
+    literal_late_join "literal-vaapi-join" 17000000 -- "${VA_LITERAL[@]}"
+    literal_timing_sei "literal-vaapi-timing-sei" "${VA_LITERAL[@]}"
 fi
 
 finish
