@@ -26,9 +26,10 @@
 /// - random-access pictures are IDRs (an H.265 CRA or BLA is flagged: a player starting there
 ///   drops its leading pictures);
 /// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default);
-/// - **the stream is bare**: an IDR access unit is exactly its parameter sets in order and its
-///   slice (`SPS PPS IDR`, `VPS SPS PPS IDR`), every other access unit exactly its slice; the first
-///   access unit that is not is named with its layout (ffmpeg's libx264 output: `SPS PPS SEI IDR`).
+/// - **the stream is bare**: an IDR access unit holds its parameter sets and then its slice (with the
+///   rules above: exactly `SPS PPS IDR`, `VPS SPS PPS IDR`), every other access unit only its slice;
+///   the first access unit that holds anything else (an SEI, an AUD) is named with its layout
+///   (ffmpeg's libx264 output: `SPS PPS SEI IDR`).
 ///
 /// H.264 parameter sets are also measured against seed 001's fixed search windows (the PPS's start
 /// code looked for within 40 bytes of the SPS's, the IDR's within 30 of the PPS's): a larger one is
@@ -337,12 +338,12 @@ public struct StreamInspector: Sendable {
             layoutRoles.removeAll(keepingCapacity: true)
             layoutNames.removeAll(keepingCapacity: true)
         }
-        let sets = (codec ?? .h264).parameterSetOrder.map { NALRole.parameterSet($0) }
+        // Which parameter sets and in what order is checked by the rules above; this one is about
+        // what else an access unit holds.
         let complete = accessUnitUnits <= layoutRoles.count
         let bare: Bool
         if layoutRoles.contains(.idrSlice) {
-            bare = complete && layoutRoles.count > sets.count && Array(layoutRoles.prefix(sets.count)) == sets
-                && layoutRoles.dropFirst(sets.count).allSatisfy { $0 == .idrSlice }
+            bare = complete && layoutRoles.drop { if case .parameterSet = $0 { true } else { false } }.allSatisfy { $0 == .idrSlice }
         } else {
             bare = complete && layoutRoles.allSatisfy { $0 == .slice }
         }

@@ -84,8 +84,10 @@ public enum VideoCodec: String, Sendable, Hashable, CaseIterable {
     public func startsAccessUnit(_ unit: NALUnit) -> Bool {
         let role = role(ofType: typeValue(of: unit.bytes))
         if role.startsAccessUnitAfterPicture { return true }
-        guard role == .idrSlice || role == .randomAccessSliceNotIDR || role == .slice, unit.bytes.count > nalHeaderLength
-        else { return false }
+        guard role == .idrSlice || role == .randomAccessSliceNotIDR || role == .slice else { return false }
+        // A slice too short to say (a stream cut right after a start code and header) is taken as a new
+        // picture, so the cut head of the next access unit never joins the one before it.
+        guard unit.bytes.count > nalHeaderLength else { return true }
         return unit.bytes[nalHeaderLength] & 0x80 != 0
     }
 

@@ -32,6 +32,10 @@ public struct EncoderSettings: Sendable {
     /// Planar I420 input for libx264 too (it takes NV12 otherwise): two encodings from one capture
     /// share one pool, and libx265 takes no NV12.
     public var planarInput = false
+    /// Let the encoder write its own SEI (`--encoder-sei`). Off, h264_vaapi writes none: no HRD
+    /// buffering period or picture timing, no identifier, and so no HRD parameters in its SPS either,
+    /// which keeps the SPS inside seed 001's 35-byte window (40 bytes with them).
+    public var encoderSEI = false
 
     public init(codec: VideoCodec = .h264, size: FrameSize, framesPerSecond: Double, keyframeInterval: Int, bitrate: Int? = nil,
                 constantQP: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast",

@@ -236,6 +236,8 @@ public final class VAAPIEncoder: VideoEncoder {
         let priv = ctx.pointee.priv_data
         try option(priv, "async_depth", 1)
         try option(priv, "low_power", usesLowPower ? 1 : 0)
+        // FFmpeg's default is identifier, timing (HRD) and recovery-point SEI; the bare stream wants none.
+        if !settings.encoderSEI { try option(priv, "sei", 0) }
         let profileOption = switch profile.camrecProfile {
         case .baseline: "constrained_baseline"
         case .main, nil: "main"  // nil: H.265 Main

@@ -219,7 +219,7 @@ public final class StreamReceiver: @unchecked Sendable {
             } catch {
                 // A reset leaves every access unit the next one followed; the last may be cut (camrec's
                 // sender resets a connection it gives up inside an access unit).
-                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, position: .lastBeforeReset) }
+                handleEnd(of: &session, sender: sender, last: .lastBeforeReset)
                 ending = "sender \(sender) went away (\(error))"
                 break
             }
@@ -240,7 +240,7 @@ public final class StreamReceiver: @unchecked Sendable {
                 }
                 continue
             case .endOfStream:
-                for unit in session.assembler.finish() { handle(unit, in: &session, sender: sender, position: .lastBeforeEnd) }
+                handleEnd(of: &session, sender: sender, last: .lastBeforeEnd)
                 ending = "sender \(sender) ended the stream"
                 break loop
             case .bytes(let count):
@@ -340,6 +340,14 @@ public final class StreamReceiver: @unchecked Sendable {
                 arrivalHead = 0
             }
             return time
+        }
+    }
+
+    /// The access units the end of a connection completes: all but the last were followed by another.
+    private func handleEnd(of session: inout Session, sender: String, last: Position) {
+        let units = session.assembler.finish()
+        for (index, unit) in units.enumerated() {
+            handle(unit, in: &session, sender: sender, position: index == units.count - 1 ? last : .followed)
         }
     }
 

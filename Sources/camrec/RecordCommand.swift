@@ -178,6 +178,7 @@ struct RecordCommand: ParsableCommand {
                                            profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
             // Two encodings share one pool: libx264 takes the I420 that libx265 needs.
             settings.planarInput = codecs.count > 1
+            settings.encoderSEI = encoderSei
             do {
                 encoders[codec] = try makeEncoder(settings: settings, softwareOnly: codecs.count > 1, logger: logger)
             } catch {

@@ -18,9 +18,9 @@ final class AnnexBStreamWriterTests: XCTestCase {
         var output: [UInt8] = []
         let info = try writer.write(accessUnit: annexB([sps, pps, Units.sei, idr, second], startCodes: [4, 4, 3, 3, 3]),
                                     into: &output)
-        XCTAssertEqual(output, annexB([Units.sei, sps, pps, idr, second]))
-        XCTAssertEqual(info, AccessUnitInfo(isIDR: true, nalCount: 5, insertedParameterSets: false,
-                                            byteCount: output.count, containsSPS: true, containsPPS: true))
+        XCTAssertEqual(output, annexB([sps, pps, idr, second]))
+        XCTAssertEqual(info, AccessUnitInfo(isIDR: true, nalCount: 4, insertedParameterSets: false,
+                                            byteCount: output.count, containsSPS: true, containsPPS: true, droppedUnits: 1))
         let before = output.count
         let pInfo = try writer.write(accessUnit: annexB([p, Units.slice(idr: false, firstMb: 150)], startCodes: [4, 3]), into: &output)
         XCTAssertEqual(Array(output[before...]), annexB([p, Units.slice(idr: false, firstMb: 150)]))
@@ -57,8 +57,44 @@ final class AnnexBStreamWriterTests: XCTestCase {
         XCTAssertTrue(inspectAllWays(output).contractHolds)
     }
 
-    func testAUDStaysFirstAndSEIGoesAheadOfTheParameterSets() throws {
+    /// The default: nothing but parameter sets and slices, whatever the encoder adds (AUD, its own
+    /// SEI, HRD SEI, filler), so seed 001's receiver finds SPS, PPS, IDR or a slice first.
+    func testBareLayoutLeavesOutEverythingButParameterSetsAndSlices() throws {
         var writer = AnnexBStreamWriter()
+        var output: [UInt8] = []
+        let filler: [UInt8] = [0x0C, 0xFF, 0xFF, 0x80]
+        let info = try writer.write(accessUnit: annexB([Units.aud, sps, Units.sei, pps, Units.x264VersionSEI, idr, Units.sei]),
+                                    into: &output)
+        XCTAssertEqual(units(output), [sps, pps, idr])
+        XCTAssertEqual(info.droppedUnits, 4)
+        XCTAssertEqual(info.nalCount, 3)
+        var start = output.count
+        let pInfo = try writer.write(accessUnit: annexB([Units.aud, Units.sei, p, filler]), into: &output)
+        XCTAssertEqual(units(Array(output[start...])), [p])
+        XCTAssertEqual(pInfo.nalCount, 1)
+        // Parameter sets repeated with a P picture are left out; one that changed is kept.
+        start = output.count
+        try writer.write(accessUnit: annexB([sps, pps, p]), into: &output)
+        XCTAssertEqual(units(Array(output[start...])), [p])
+        let bareEnd = output.count
+        let otherPPS = Units.pps(id: 0, initQPOffset: 4)
+        start = output.count
+        let changed = try writer.write(accessUnit: annexB([otherPPS, p]), into: &output)
+        XCTAssertEqual(units(Array(output[start...])), [otherPPS, p])
+        XCTAssertTrue(changed.containsPPS)
+        // An access unit of SEI alone writes nothing.
+        start = output.count
+        let seiOnly = try writer.write(accessUnit: annexB([Units.sei]), into: &output)
+        XCTAssertEqual(output.count, start)
+        XCTAssertEqual(seiOnly.droppedUnits, 1)
+        let report = inspectAllWays(Array(output[..<bareEnd]))
+        XCTAssertTrue(report.contractHolds && report.isBare, report.render(verbose: false))
+        // The changed PPS stands in a P access unit: kept for its picture, and inspect says it is not bare.
+        XCTAssertEqual(inspectAllWays(output).violations.map(\.kind), [.notBare])
+    }
+
+    func testAUDStaysFirstAndSEIGoesAheadOfTheParameterSets() throws {
+        var writer = AnnexBStreamWriter(layout: .encoderUnits)
         var output: [UInt8] = []
         // libx264's order in files: SPS PPS SEI IDR. The SEI must not part PPS and IDR.
         let info = try writer.write(accessUnit: annexB([Units.aud, sps, pps, Units.sei, idr]), into: &output)
@@ -71,17 +107,18 @@ final class AnnexBStreamWriterTests: XCTestCase {
         start = output.count
         try writer.write(accessUnit: annexB([sps, Units.sei, pps, idr, Units.sei]), into: &output)
         XCTAssertEqual(units(Array(output[start...])), [Units.sei, sps, pps, idr, Units.sei])
-        XCTAssertTrue(inspectAllWays(output).contractHolds, inspectAllWays(output).render(verbose: true))
+        // Every rule holds but the bare one.
+        XCTAssertEqual(inspectAllWays(output).violations.map(\.kind), [.notBare], inspectAllWays(output).render(verbose: true))
     }
 
     func testEncoderVersionSEIIsDroppedOtherSEIKept() throws {
-        var writer = AnnexBStreamWriter()
+        var writer = AnnexBStreamWriter(layout: .encoderUnits)
         var output: [UInt8] = []
         let info = try writer.write(accessUnit: annexB([sps, pps, Units.x264VersionSEI, Units.sei, idr]), into: &output)
         XCTAssertEqual(info.droppedUnits, 1)
         XCTAssertEqual(units(output), [Units.sei, sps, pps, idr])
         // In a P access unit too; kept when asked for.
-        var keeping = AnnexBStreamWriter(keepsEncoderVersionSEI: true)
+        var keeping = AnnexBStreamWriter(layout: .encoderUnits, keepsEncoderVersionSEI: true)
         var kept: [UInt8] = []
         try keeping.write(accessUnit: annexB([sps, pps, Units.x264VersionSEI, idr]), into: &kept)
         XCTAssertEqual(units(kept), [Units.x264VersionSEI, sps, pps, idr])
@@ -192,11 +229,14 @@ final class AnnexBStreamWriterTests: XCTestCase {
     }
 
     /// Random access units with random start codes: the output always keeps the contract
-    /// and carries every input unit in order (with SPS/PPS moved or added only).
+    /// and carries every input unit in order (with SPS/PPS moved or added only), and a bare
+    /// writer carries the same slices with nothing but parameter sets around them.
     func testRandomStreamsKeepTheContract() throws {
         for seed in chunkSeeds {
             var generator = SeededGenerator(seed: seed)
-            var writer = AnnexBStreamWriter()
+            var writer = AnnexBStreamWriter(layout: .encoderUnits)
+            var bareWriter = AnnexBStreamWriter()
+            var bareOutput: [UInt8] = []
             var output: [UInt8] = []
             var expectedNonParameterUnits: [[UInt8]] = []
             for frame in 0..<60 {
@@ -225,10 +265,15 @@ final class AnnexBStreamWriterTests: XCTestCase {
                 }
                 let startCodes = unitsOfFrame.map { _ in Bool.random(using: &generator) ? 3 : 4 }
                 try writer.write(accessUnit: annexB(unitsOfFrame, startCodes: startCodes), into: &output)
+                try bareWriter.write(accessUnit: annexB(unitsOfFrame, startCodes: startCodes), into: &bareOutput)
                 expectedNonParameterUnits += unitsOfFrame.filter { $0[0] & 0x1F != 7 && $0[0] & 0x1F != 8 }
             }
             let report = inspectAllWays(output, maxSlicesPerPicture: 3)
-            XCTAssertTrue(report.contractHolds, "seed \(seed): " + report.render(verbose: false))
+            XCTAssertTrue(report.violations.allSatisfy { $0.kind == .notBare }, "seed \(seed): " + report.render(verbose: false))
+            let bareReport = inspectAllWays(bareOutput, maxSlicesPerPicture: 3)
+            XCTAssertTrue(bareReport.contractHolds, "seed \(seed): " + bareReport.render(verbose: false))
+            XCTAssertEqual(AnnexBScanner.units(in: bareOutput).filter { !$0.isSPS && !$0.isPPS }.map(\.bytes),
+                           expectedNonParameterUnits.filter { [1, 5].contains($0[0] & 0x1F) }, "seed \(seed)")
             XCTAssertEqual(report.frameCount, 60)
             let written = AnnexBScanner.units(in: output)
             XCTAssertEqual(written.filter { !$0.isSPS && !$0.isPPS }.map(\.bytes), expectedNonParameterUnits, "seed \(seed)")

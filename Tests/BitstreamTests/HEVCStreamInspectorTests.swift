@@ -42,7 +42,7 @@ final class HEVCStreamInspectorTests: XCTestCase {
         XCTAssertEqual(report.typeCounts[32], 2)
         XCTAssertEqual(report.hevc.sps?.displayedWidth, 320)
         XCTAssertEqual(Dictionary(uniqueKeysWithValues: report.violations.map { ($0.kind, $0.count) }),
-                       [.threeByteStartCode: 4, .unitBetweenParameterSetsAndIDR: 1, .randomAccessNotIDR: 1])
+                       [.threeByteStartCode: 4, .unitBetweenParameterSetsAndIDR: 1, .randomAccessNotIDR: 1, .notBare: 2])
         let text = report.render(verbose: true)
         XCTAssertTrue(text.contains("video: H.265/HEVC Main profile, Main tier, level 2, 320x240, 4:2:0 8-bit, 25 fps"), text)
         XCTAssertTrue(text.contains("frame 0: SEI stands between the PPS and the IDR slice"), text)
@@ -52,13 +52,18 @@ final class HEVCStreamInspectorTests: XCTestCase {
     }
 
     func testCamrecsLayoutKeepsTheContract() throws {
-        // libx265's VPS SPS PPS SEI IDR TRAIL, rewritten as camrec writes it: SEI first, 4-byte codes.
+        // libx265's VPS SPS PPS SEI IDR TRAIL, rewritten as camrec writes it by default: bare, 4-byte codes.
         let u = units(try fixture("x265-main422-10-322x242.h265"))
         XCTAssertEqual(u.map(type), [32, 33, 34, 39, 20, 1])
-        let report = inspect(annexB([u[3], u[0], u[1], u[2], u[4], u[5]]))
+        let report = inspect(annexB([u[0], u[1], u[2], u[4], u[5]]))
         XCTAssertTrue(report.contractHolds, report.render(verbose: false))
-        XCTAssertTrue(report.render(verbose: false).contains("stream contract: OK — 4-byte start codes on all 6 NAL units, VPS+SPS+PPS right before all 1 IDRs"))
+        XCTAssertTrue(report.render(verbose: false).contains("stream contract: OK — 4-byte start codes on all 5 NAL units, VPS+SPS+PPS right before all 1 IDRs"))
+        XCTAssertTrue(report.render(verbose: false).contains("bare: yes"))
         XCTAssertEqual(report.gopLengths, [2])
+        // With --encoder-sei (SEI first): every rule holds but the bare one, which names the access unit.
+        let withSEI = inspect(annexB([u[3], u[0], u[1], u[2], u[4], u[5]]))
+        XCTAssertEqual(withSEI.violations.map(\.kind), [.notBare])
+        XCTAssertTrue(withSEI.render(verbose: false).contains("access unit 0 is prefix SEI VPS SPS PPS IDR_N_LP at offset 0"), withSEI.render(verbose: false))
     }
 
     func testAMissingVPSIsNamed() throws {

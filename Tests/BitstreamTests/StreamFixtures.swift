@@ -9,7 +9,7 @@ enum Units {
                    heightInMapUnits: 15, timing: (1, 60)).nalBytes()
     }
 
-    static func pps(id: UInt32 = 0, spsID: UInt32 = 0) -> [UInt8] {
+    static func pps(id: UInt32 = 0, spsID: UInt32 = 0, initQPOffset: Int32 = 0) -> [UInt8] {
         var writer = BitWriter()
         writer.writeUE(id)
         writer.writeUE(spsID)
@@ -20,7 +20,7 @@ enum Units {
         writer.writeUE(0)
         writer.writeFlag(false)
         writer.writeBits(0, count: 2)
-        writer.writeSE(0)
+        writer.writeSE(initQPOffset)  // pic_init_qp_minus26
         writer.writeSE(0)
         writer.writeSE(0)
         writer.writeFlag(true)

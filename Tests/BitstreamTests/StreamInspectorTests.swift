@@ -11,8 +11,8 @@ final class StreamInspectorTests: XCTestCase {
     private func goodStream(gops: Int, length: Int) -> [[UInt8]] {
         var units: [[UInt8]] = []
         for _ in 0..<gops {
-            units += [Units.aud, Units.sei, sps, pps, idr]
-            for _ in 1..<length { units += [Units.aud, p] }
+            units += [sps, pps, idr]
+            for _ in 1..<length { units += [p] }
         }
         return units
     }
@@ -30,19 +30,49 @@ final class StreamInspectorTests: XCTestCase {
         XCTAssertEqual(report.gopSummary, StreamReport.GOPSummary(minimum: 30, maximum: 30, typical: 30))
         XCTAssertEqual(report.sequenceParameterSet?.width, 320)
         XCTAssertEqual(report.pictureParameterSet?.isCABAC, false)
-        XCTAssertEqual(report.nalUnitCount, 4 * 5 + 4 * 29 * 2)
+        XCTAssertEqual(report.nalUnitCount, 4 * 3 + 4 * 29)
         XCTAssertEqual(report.typeCounts[NALUnitType.idrSlice.rawValue], 4)
-        XCTAssertEqual(report.records.first, NALRecord(offset: 0, startCodeLength: 4, type: .accessUnitDelimiter, nalRefIdc: 0, size: 2))
+        XCTAssertEqual(report.records.first, NALRecord(offset: 0, startCodeLength: 4, type: .sps, nalRefIdc: sps[0] >> 5, size: sps.count))
 
         let text = report.render(verbose: false)
         XCTAssertTrue(text.contains("Constrained Baseline profile, level 1.3, 320x240, 30 fps, CAVLC"), text)
         XCTAssertTrue(text.contains("GOP: IDR every 30 frames (frames 0, 30, 60, …)"), text)
-        XCTAssertTrue(text.contains("stream contract: OK — 4-byte start codes on all \(report.nalUnitCount) NAL units, SPS+PPS right before all 4 IDRs, one slice per picture"), text)
+        XCTAssertTrue(text.contains("stream contract: OK — 4-byte start codes on all \(report.nalUnitCount) NAL units, SPS+PPS right before all 4 IDRs, one slice per picture, bare"), text)
+        XCTAssertTrue(text.contains("bare: yes"), text)
+        XCTAssertTrue(text.contains("parameter sets: SPS \(sps.count) bytes, PPS \(pps.count) (within seed 001's windows of 35 and 25)"), text)
         XCTAssertTrue(text.contains("slices per picture: 1"), text)
         XCTAssertFalse(text.contains("offset  sc"))
         let verbose = report.render(verbose: true)
         XCTAssertTrue(verbose.contains("5 IDR"), verbose)
         XCTAssertEqual(verbose.split(separator: "\n").count, text.split(separator: "\n").count + 1 + report.nalUnitCount)
+    }
+
+    /// camrec's layout before the stream became bare (`--encoder-sei`): AUD and SEI ahead of the
+    /// parameter sets keep every rule but the bare one, and the first such access unit is named.
+    func testAUDAndSEIBreakOnlyTheBareRule() {
+        var units: [[UInt8]] = []
+        for _ in 0..<2 {
+            units += [Units.aud, Units.sei, sps, pps, idr]
+            for _ in 1..<5 { units += [Units.aud, p] }
+        }
+        let report = inspectAllWays(annexB(units))
+        XCTAssertEqual(kinds(report), [.notBare])
+        XCTAssertEqual(report.violations[0].count, 10)
+        XCTAssertEqual(report.violations[0].offset, 0)
+        XCTAssertFalse(report.isBare)
+        let text = report.render(verbose: false)
+        XCTAssertTrue(text.contains("10 of 10 access units are not bare (first: access unit 0 is AUD SEI SPS PPS IDR at offset 0)"), text)
+        XCTAssertTrue(text.contains("bare: no"), text)
+    }
+
+    /// Seed 001's windows: an SPS over 35 bytes or a PPS over 25 is a warning, not a broken contract.
+    func testParameterSetsOverSeed001sWindowsAreAWarning() {
+        let longSPS = Units.sps() + [UInt8](repeating: 0x55, count: 36 - Units.sps().count) + [0x80]
+        let report = inspectAllWays(annexB([longSPS, pps, idr]))
+        XCTAssertEqual(report.largestParameterSets, StreamReport.ParameterSetSizes(sps: longSPS.count, pps: pps.count))
+        XCTAssertTrue(report.render(verbose: false).contains("warning: the largest SPS is \(longSPS.count) bytes"), report.render(verbose: false))
+        let fits = inspectAllWays(annexB([sps, pps, idr]))
+        XCTAssertFalse(fits.render(verbose: false).contains("warning:"))
     }
 
     func testIrregularGOPsAndMultiSliceFrames() {
@@ -78,25 +108,25 @@ final class StreamInspectorTests: XCTestCase {
         // libx264's own file layout: SPS PPS SEI IDR.
         let units = [sps, pps, Units.sei, idr, p, Units.sei, sps, pps, idr, p, sps, Units.sei, pps, idr]
         let report = inspectAllWays(annexB(units))
-        XCTAssertEqual(kinds(report), [.unitBetweenParameterSetsAndIDR])
+        XCTAssertEqual(kinds(report), [.unitBetweenParameterSetsAndIDR, .notBare])
         XCTAssertEqual(report.violations[0].count, 2)
         XCTAssertEqual(report.violations[0].offset, annexB(Array(units[0..<3])).count)
         XCTAssertTrue(report.violations[0].message.contains("2 of 3 IDR frames"), report.violations[0].message)
         XCTAssertTrue(report.violations[0].message.contains("frame 0: SEI stands between the PPS and the IDR slice"),
                       report.violations[0].message)
-        // AUD and SEI ahead of the SPS are fine.
-        XCTAssertTrue(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr])).contractHolds)
+        // AUD and SEI ahead of the SPS break only the bare rule.
+        XCTAssertEqual(kinds(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr]))), [.notBare])
     }
 
     func testThreeByteStartCodesAreReported() {
         let units = [Units.sei, sps, pps, idr, p]
         let report = inspectAllWays(annexB(units, startCodes: [4, 4, 3, 3, 3]))
-        XCTAssertEqual(kinds(report), [.threeByteStartCode])
+        XCTAssertEqual(kinds(report), [.threeByteStartCode, .notBare])
         XCTAssertEqual(report.violations[0].count, 3)
         let seiOffset = annexB([Units.sei, sps]).count
         XCTAssertEqual(report.violations[0].offset, seiOffset)
         XCTAssertEqual(report.violations[0].message, "3 of 5 NAL units have a 3-byte start code (first at offset \(seiOffset))")
-        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 1 problem:"))
+        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 2 problems:"))
     }
 
     func testIDRWithoutParameterSetsIsReported() {
@@ -113,27 +143,28 @@ final class StreamInspectorTests: XCTestCase {
     func testParameterSetsAfterTheSlicesBelongToTheNextAccessUnit() {
         // SPS/PPS trailing a picture start the next access unit, so the IDR after them is fine.
         let report = inspectAllWays(annexB([sps, pps, idr, p, Units.sei, sps, pps, idr]))
-        XCTAssertTrue(report.contractHolds, report.render(verbose: false))
+        XCTAssertEqual(kinds(report), [.notBare], report.render(verbose: false))
+        XCTAssertTrue(inspectAllWays(annexB([sps, pps, idr, p, sps, pps, idr])).contractHolds)
         // But SPS+PPS before the *previous* picture do not count for a second IDR picture.
         let back = inspectAllWays(annexB([sps, pps, idr, idr]))
         XCTAssertEqual(kinds(back), [.idrWithoutParameterSets])
     }
 
     func testStreamMustBeginWithSPS() {
-        XCTAssertTrue(inspectAllWays(annexB([Units.aud, sps, pps, idr])).contractHolds)
-        XCTAssertTrue(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr])).contractHolds)
+        XCTAssertEqual(kinds(inspectAllWays(annexB([Units.aud, sps, pps, idr]))), [.notBare])
+        XCTAssertEqual(kinds(inspectAllWays(annexB([Units.aud, Units.sei, sps, pps, idr]))), [.notBare])
         let ppsFirst = inspectAllWays(annexB([Units.sei, pps, sps, pps, idr]))
-        XCTAssertEqual(kinds(ppsFirst), [.doesNotBeginWithSPS])
+        XCTAssertEqual(kinds(ppsFirst), [.doesNotBeginWithSPS, .notBare])
         XCTAssertEqual(ppsFirst.violations[0].message, "stream begins with PPS instead of SPS at offset 9")
         let twoAUDs = inspectAllWays(annexB([Units.aud, Units.aud, sps, pps, idr]))
-        XCTAssertEqual(kinds(twoAUDs), [.doesNotBeginWithSPS])
+        XCTAssertEqual(kinds(twoAUDs), [.doesNotBeginWithSPS, .notBare])
     }
 
     func testForbiddenZeroBit() {
         var broken = Units.sei
         broken[0] |= 0x80
         let report = inspectAllWays(annexB([Units.sei, broken, sps, pps, idr]))
-        XCTAssertEqual(kinds(report), [.forbiddenZeroBit])
+        XCTAssertEqual(kinds(report), [.forbiddenZeroBit, .notBare])
         XCTAssertEqual(report.violations[0].offset, annexB([Units.sei]).count)
     }
 
@@ -148,21 +179,21 @@ final class StreamInspectorTests: XCTestCase {
     func testUnknownParameterSetIDs() {
         let report = inspectAllWays(annexB([sps, pps, idr, Units.slice(idr: false, ppsID: 4), Units.pps(id: 2, spsID: 3),
                                             Units.slice(idr: false, ppsID: 2)]))
-        XCTAssertEqual(kinds(report), [.unknownParameterSetID])
+        XCTAssertEqual(kinds(report), [.unknownParameterSetID, .notBare])
         XCTAssertEqual(report.violations[0].count, 2)
         XCTAssertTrue(report.violations[0].message.contains("PPS id 4"), report.violations[0].message)
     }
 
     func testNoIDR() {
         let report = inspectAllWays(annexB([sps, pps, p, p]))
-        XCTAssertEqual(kinds(report), [.noIDR])
+        XCTAssertEqual(kinds(report), [.noIDR, .notBare])
         XCTAssertTrue(report.render(verbose: false).contains("GOP: no IDR frames"))
         XCTAssertNil(report.gopSummary)
     }
 
     func testFramesBeforeTheFirstIDR() {
         let report = inspectAllWays(annexB([sps, pps, p, p, sps, pps, idr, p]))
-        XCTAssertTrue(report.contractHolds)
+        XCTAssertEqual(kinds(report), [.notBare], "parameter sets with a P picture")
         XCTAssertEqual(report.idrFrameIndices, [2])
         XCTAssertEqual(report.gopLengths, [2])
         XCTAssertTrue(report.render(verbose: false).contains("single IDR at frame 2, 2 frames from there; 2 frames before the first IDR"))
@@ -170,7 +201,7 @@ final class StreamInspectorTests: XCTestCase {
 
     func testUnparsableUnits() {
         let report = inspectAllWays(annexB([sps, [0x67, 0x42], sps, pps, idr, [0x41]]))
-        XCTAssertEqual(kinds(report), [.unparsableUnit])
+        XCTAssertEqual(kinds(report), [.unparsableUnit, .notBare])
         XCTAssertEqual(report.violations[0].count, 2)
     }
 
@@ -196,8 +227,8 @@ final class StreamInspectorTests: XCTestCase {
         let bytes = [0xEE] + annexB([Units.sei, p, Units.slice(idr: false, ppsID: 9), broken], startCodes: [3, 4, 4, 4])
         let report = inspectAllWays(bytes)
         XCTAssertEqual(Set(kinds(report)), [.threeByteStartCode, .doesNotBeginWithSPS, .forbiddenZeroBit,
-                                            .garbageBeforeFirstStartCode, .unknownParameterSetID, .noIDR])
-        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 6 problems:"))
+                                            .garbageBeforeFirstStartCode, .unknownParameterSetID, .noIDR, .notBare])
+        XCTAssertTrue(report.render(verbose: false).contains("stream contract: BROKEN — 7 problems:"))
     }
 
     func testRecordLimitKeepsCounting() {

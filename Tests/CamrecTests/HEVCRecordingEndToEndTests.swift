@@ -67,7 +67,7 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
         defer { if receiver.isRunning { receiver.terminate() } }
         try waitUntilListening(port: port)
         let r = try Tools.camrec(["--test-pattern", "--codec", "hevc", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30",
-                                  sent, "tcp://127.0.0.1:\(port)"])
+                                  "--timing-sei", sent, "tcp://127.0.0.1:\(port)"])
         XCTAssertEqual(r.status, 0, r.stderr)
         receiver.waitUntilExit()
         let log = String(decoding: receiverErrors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)

@@ -38,7 +38,7 @@ final class TCPOutputTests: XCTestCase {
 
     func makeListener(queueCapacity: Int = 30) throws -> TCPListenOutput {
         let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
-                                     queueCapacity: queueCapacity, stallTimeoutSeconds: 3) { [events] line in events.append(line) }
+                                     queueCapacity: queueCapacity, stallTimeoutSeconds: 3, sendsTimingSEI: true) { [events] line in events.append(line) }
         try output.open()
         return output
     }
@@ -122,7 +122,7 @@ final class TCPOutputTests: XCTestCase {
 
     func makeListener(stallTimeoutSeconds: Double) throws -> TCPListenOutput {
         let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
-                                     queueCapacity: 60, stallTimeoutSeconds: stallTimeoutSeconds) { [events] line in events.append(line) }
+                                     queueCapacity: 60, stallTimeoutSeconds: stallTimeoutSeconds, sendsTimingSEI: true) { [events] line in events.append(line) }
         try output.open()
         return output
     }
@@ -247,7 +247,7 @@ final class TCPOutputTests: XCTestCase {
         let requests = Atomic<Int>(0)
         let gate = KeyframeRequestGate(minimumIntervalSeconds: 0)
         gate.connect { requests.add(1, ordering: .relaxed) }
-        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate) { [events] line in events.append(line) }
+        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate, sendsTimingSEI: true) { [events] line in events.append(line) }
         try output.open()
         XCTAssertTrue(events.withLock { $0.contains { $0.contains("not reachable yet") } })
         for i in 0..<10 { output.submit(chunk(i)) }  // dropped: nobody listens

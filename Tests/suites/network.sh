@@ -32,16 +32,31 @@ inspect_ok() { contract_ok "$@"; }
 field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
 nonempty() { [[ -s $1 ]]; }
 
+# strip_notes IN OUT: IN without camrec's timing notes (SEI with its UUID c4a3…; 4-byte codes only).
+strip_notes() {
+    python3 -c '
+import sys
+data = open(sys.argv[1], "rb").read()
+units = data.split(b"\0\0\0\1")[1:]
+note = bytes([6, 5, 49, 0xc4, 0xa3])
+open(sys.argv[2], "wb").write(b"".join(b"\0\0\0\1" + u for u in units if not u.startswith(note)))
+' "$1" "$2"
+}
+
 # --- 1. push to camrec receive --listen: the copy is the file, byte for byte ----------------------
 next_port; P=$PORT
 "$CAMREC" receive --listen "$P" "$W/copy.h264" 2>"$W/recv1.log" & R=$!; PIDS+=($R)
 wait_listen "$P"
-"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 90 "$W/out.h264" "tcp://127.0.0.1:$P" 2>"$W/send1.log"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 90 --timing-sei "$W/out-timed.h264" "tcp://127.0.0.1:$P" 2>"$W/send1.log"
 check "push: recording exits 0" [ $? -eq 0 ]
 check "push: receive saw the sender end after 90 frames" wait_log "$W/recv1.log" "ended the stream after 90 frames"
 kill -INT $R; wait_for $R 10; rc=$?
 check "push: receive exits 0 after SIGINT (status $rc)" [ $rc -eq 0 ]
-check "push: copy is byte-identical to the file" cmp -s "$W/out.h264" "$W/copy.h264"
+# --timing-sei puts the note in the file too; receive strips it, so the copy is the file without it.
+strip_notes "$W/out-timed.h264" "$W/out.h264"
+check "push: --timing-sei put one note in each of the file's 90 access units" \
+    [ "$(python3 -c 'import sys; print(open(sys.argv[1],"rb").read().count(bytes([0,0,0,1,6,5,49,0xc4,0xa3])))' "$W/out-timed.h264")" = 90 ]
+check "push: copy is byte-identical to the file without its notes" cmp -s "$W/out.h264" "$W/copy.h264"
 check "push: file keeps the contract (inspect, annexb-check, ffprobe)" inspect_ok "$W/out.h264" --frames 90 --idr-interval 30
 check "push: copy keeps the contract (inspect, annexb-check, ffprobe)" inspect_ok "$W/copy.h264" --frames 90 --idr-interval 30
 dropped1=$(grep -o 'dropped=[0-9]*' "$W/send1.log" | tail -n 1 | cut -d= -f2)
@@ -50,6 +65,22 @@ check "push: receive decoded 90 frames, no decode errors" \
     [ "$(field "$W/recv1.log" decoded)" = 90 -a "$(field "$W/recv1.log" decode_errors)" = 0 ]
 check "push: receive reports latency" grep -q "latency_median=" "$W/recv1.log"
 check "push: no temporary file left" [ -z "$(ls "$W" | grep partial)" ]
+
+# --- 1b. a bare push (the default): the same copy, and receive says why it has no latency figures ---
+next_port; P=$PORT
+"$CAMREC" receive --listen "$P" "$W/copy-bare.h264" --latency-log "$W/bare.lat" 2>"$W/recv1b.log" & R=$!; PIDS+=($R)
+wait_listen "$P"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --frames 60 "$W/out-bare.h264" "tcp://127.0.0.1:$P" 2>"$W/send1b.log"
+check "bare push: receive saw the sender end after 60 frames" wait_log "$W/recv1b.log" "ended the stream after 60 frames"
+kill -INT $R; wait_for $R 10; rc=$?
+check "bare push: receive exits 0 after SIGINT (status $rc)" [ $rc -eq 0 ]
+check "bare push: copy is byte-identical to the file" cmp -s "$W/out-bare.h264" "$W/copy-bare.h264"
+check "bare push: the file is bare (inspect: bare: yes)" grep -q "^bare: yes" <("$CAMREC" inspect --summary "$W/out-bare.h264")
+check "bare push: receive says no latency figures were possible, and why" \
+    grep -q "no latency figures: the sender sent no timing notes" "$W/recv1b.log"
+check "bare push: receive's summary has no latency fields" bash -c "! grep -q latency_median= '$W/recv1b.log'"
+check "bare push: --latency-log wrote no empty log (and says so)" \
+    bash -c "[ ! -e '$W/bare.lat' ] && grep -q 'bare.lat not written' '$W/recv1b.log'"
 
 # --- 2. ffmpeg receives camrec's push -------------------------------------------------------------
 next_port; P=$PORT
@@ -97,7 +128,7 @@ check "from ffmpeg: copy keeps camrec's contract (4-byte start codes)" inspect_o
 
 # --- 5. two receivers joining at different times, and a slow reader -------------------------------
 next_port; P=$PORT
-"$CAMREC" --test-pattern --fps 30 --size 640x360 --bitrate 3M --duration 10 "$W/out5.h264" "tcp://127.0.0.1:$P?listen" \
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --bitrate 3M --duration 10 --timing-sei "$W/out5-timed.h264" "tcp://127.0.0.1:$P?listen" \
     2>"$W/send5.log" & S=$!; PIDS+=($S)
 wait_listen "$P"
 "$CAMREC" receive "tcp://127.0.0.1:$P" "$W/r1.h264" --latency-log "$W/r1.lat" 2>"$W/r1.log" & R1=$!; PIDS+=($R1)
@@ -111,7 +142,8 @@ wait_log "$W/r1.log" "ended the stream|went away" 1 10; wait_log "$W/r2.log" "en
 kill $SLOW 2>/dev/null; wait $SLOW 2>/dev/null
 kill -TERM $R1 $R2; wait_for $R1 10; wait_for $R2 10
 check "many receivers: recording exits 0 (status $rc)" [ $rc -eq 0 ]
-frames5=$(grep -o 'output=[^ ]*out5.h264 frames=[0-9]*' "$W/send5.log" | grep -o '[0-9]*$')
+frames5=$(grep -o 'output=[^ ]*out5-timed.h264 frames=[0-9]*' "$W/send5.log" | grep -o '[0-9]*$')
+strip_notes "$W/out5-timed.h264" "$W/out5.h264"
 # Receivers never cost the file a frame: every frame of the 10 s is in it or counted in dropped= (what
 # a loaded machine's real-time source may drop, measured 0 on a quiet one).
 dropped5=$(grep -o 'dropped=[0-9]*' "$W/send5.log" | tail -n 1 | cut -d= -f2)
