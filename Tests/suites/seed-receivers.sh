@@ -159,10 +159,12 @@ late_join() {
     done
 }
 
-# catch PORT OUT: accepts one TCP connection on 127.0.0.1:PORT and writes what arrives to OUT.
+# catch PORT OUT: accepts one TCP connection on 127.0.0.1:PORT (waiting at most 60 s) and writes what
+# arrives to OUT.
 catch() {
     python3 -c 'import socket,sys
 s=socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1); s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+s.settimeout(60)  # a camrec that never connects (it refused its options) must not hang the suite
 print("listening", file=sys.stderr, flush=True)
 c,_=s.accept(); f=open(sys.argv[2], "wb")
 while True:
