@@ -112,6 +112,13 @@ count() {
     line=${plain#*:}
     p=$(sed -E 's/.*\b([0-9]+) passed.*/\1/' <<<"$line"); f=$(sed -E 's/.*\b([0-9]+) failed.*/\1/' <<<"$line")
     if [[ $line =~ ([0-9]+)\ skipped ]]; then s=${BASH_REMATCH[1]}; fi
+  elif [[ -n "$xc" ]] && ! grep -qE "^Test Suite 'All tests' (passed|failed)" "$log"; then
+    # The XCTest process died before its total (a crash): count the cases that ended, and the
+    # crash as one more failure, naming the case it died in.
+    p=$(grep -cE "^Test Case '[^']+' passed" "$log"); f=$(grep -cE "^Test Case '[^']+' failed" "$log")
+    s=$(grep -cE "^Test Case '[^']+' skipped" "$log")
+    f=$((f + 1))
+    echo "test.sh: $name ended without its total; counted as one more failure; the last case started: $(grep -oE "^Test Case '[^']+' started" "$log" | tail -n 1)" >&2
   elif [[ -n "$xc" ]]; then
     line=${xc#*:}
     local total
