@@ -18,7 +18,7 @@ final class ReceiveCutStreamTests: ScratchDirectoryTestCase {
     /// access unit's size, so exactly the access units that arrived whole are written.
     func testWithTimingNotesExactlyTheWholeAccessUnitsAreWrittenAtEveryCut() throws {
         let timed = try record(timingSEI: true)
-        let bare = Self.strippingNotes(timed)
+        let bare = withoutTimingNotes(timed)
         let timedStarts = Self.noteOffsets(timed)
         let result = try cutEveryByte(of: timed, ending: .orderly)
         var expected = Data()
@@ -161,16 +161,6 @@ final class ReceiveCutStreamTests: ScratchDirectoryTestCase {
     private static func startCodes(_ data: Data) -> [Int] {
         let bytes = [UInt8](data)
         return (0..<max(0, bytes.count - 4)).filter { bytes[$0] == 0 && bytes[$0 + 1] == 0 && bytes[$0 + 2] == 0 && bytes[$0 + 3] == 1 }
-    }
-
-    private static func strippingNotes(_ data: Data) -> Data {
-        let codes = startCodes(data)
-        let notes = Set(noteOffsets(data))
-        var out = Data()
-        for (index, start) in codes.enumerated() where !notes.contains(start) {
-            out += data[start..<(index + 1 < codes.count ? codes[index + 1] : data.count)]
-        }
-        return out
     }
 }
 

@@ -21,6 +21,48 @@ final class RecordingEndToEndTests: ScratchDirectoryTestCase {
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["out.h264"], "no temporary file left")
     }
 
+    /// The default stream is bare: read here with a plain split at `00 00 00 01` (not camrec's scanner),
+    /// the NAL types are SPS PPS IDR at every IDR and one P slice otherwise, in the file and on stdout;
+    /// `inspect` says `bare: yes`. With `--timing-sei` it names the first access unit, and in ffmpeg's own
+    /// libx264 output the SEI between PPS and IDR.
+    func testDefaultStreamIsBareAndInspectNamesWhatIsNot() throws {
+        let out = "\(dir)/bare.h264"
+        let r = try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "20", "--keyframe-interval", "10", out, "-"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let expected = (0..<20).flatMap { $0 % 10 == 0 ? [7, 8, 5] : [1] }
+        for bytes in [try Data(contentsOf: URL(fileURLWithPath: out)), r.stdout] {
+            XCTAssertEqual(Array(bytes.prefix(4)), [0, 0, 0, 1])
+            // Each piece after a 00 00 00 01 starts with its NAL header (slice data holds no 00 00 00 01).
+            var types: [Int] = []
+            var index = 0
+            let all = [UInt8](bytes)
+            while index + 4 < all.count {
+                if all[index] == 0 && all[index + 1] == 0 && all[index + 2] == 0 && all[index + 3] == 1 {
+                    types.append(Int(all[index + 4] & 0x1F))
+                    index += 4
+                } else {
+                    index += 1
+                }
+            }
+            XCTAssertEqual(types, expected)
+        }
+        let inspect = try Tools.camrec(["inspect", "--summary", out])
+        XCTAssertEqual(inspect.status, 0, inspect.stdoutText)
+        XCTAssertTrue(inspect.stdoutText.contains("bare: yes"), inspect.stdoutText)
+
+        let timed = "\(dir)/timed.h264"
+        XCTAssertEqual(try Tools.camrec(["--test-pattern", "--size", "320x240", "--frames", "5", "--timing-sei", timed]).status, 0)
+        let timedText = try Tools.camrec(["inspect", "--summary", timed]).stdoutText
+        XCTAssertTrue(timedText.contains("bare: no") && timedText.contains("5 of 5 access units are not bare (first: access unit 0 is SEI SPS PPS IDR at offset 0)"), timedText)
+
+        let theirs = "\(dir)/ffmpeg.h264"
+        let made = try Tools.run("ffmpeg", ["-v", "error", "-y", "-f", "lavfi", "-i", "testsrc=size=320x240:rate=30", "-frames:v", "10",
+                                            "-c:v", "libx264", theirs])
+        XCTAssertEqual(made.status, 0, made.stderr)
+        let theirText = try Tools.camrec(["inspect", "--summary", theirs]).stdoutText
+        XCTAssertTrue(theirText.contains("access units are not bare (access unit 0 is SPS PPS SEI IDR at offset 0)"), theirText)
+    }
+
     func testBurnedInCounterShowsNoFrameLostOrRepeated() throws {
         let out = "\(dir)/counter.h264"
         let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "60", "--bitrate", "4M", "--preset", "ultrafast", out])

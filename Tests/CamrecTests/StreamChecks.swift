@@ -42,3 +42,28 @@ func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, c
     XCTAssertEqual(report.frameCount, frames, file: file, line: line)
     XCTAssertEqual(report.idrFrameIndices, expectedIDRs, file: file, line: line)
 }
+
+/// `data` (4-byte start codes) without camrec's timing notes: the NAL units whose first bytes hold
+/// camrec's UUID (c4 a3 e1 f2 6d 1b …), an H.264 SEI or an H.265 prefix SEI. Read here, not with camrec's code.
+func withoutTimingNotes(_ data: Data) -> Data {
+    let bytes = [UInt8](data)
+    let uuidHead: [UInt8] = [0xC4, 0xA3, 0xE1, 0xF2, 0x6D, 0x1B]
+    var codes: [Int] = []
+    var index = 0
+    while index + 4 <= bytes.count {
+        if bytes[index] == 0 && bytes[index + 1] == 0 && bytes[index + 2] == 0 && bytes[index + 3] == 1 {
+            codes.append(index)
+            index += 4
+        } else {
+            index += 1
+        }
+    }
+    var out = Data()
+    for (k, start) in codes.enumerated() {
+        let end = k + 1 < codes.count ? codes[k + 1] : bytes.count
+        let head = bytes[min(start + 4, end)..<min(start + 16, end)]
+        if head.firstRange(of: uuidHead) != nil { continue }
+        out += bytes[start..<end]
+    }
+    return out
+}

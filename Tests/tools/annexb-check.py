@@ -10,9 +10,12 @@ slice headers and the SPS, groups NAL units into pictures and checks:
     VPS, SPS and PPS, and every random-access picture (types 16-23) is an IDR (19, 20);
   * the stream starts with an IDR picture;
   * slices per picture (at most --slices, default 1);
+  * the stream is bare (unless --not-bare): nothing but parameter sets and slices, the parameter sets only
+    in the run right before an IDR's first slice, so an IDR access unit is exactly SPS PPS IDR (VPS SPS PPS
+    IDR) and any other exactly its slices;
   * optionally: the number of pictures (--frames) and IDRs exactly every N pictures (--idr-interval).
 
-Usage: annexb-check.py FILE|- [--hevc] [--frames N] [--idr-interval N] [--slices N] [--json]
+Usage: annexb-check.py FILE|- [--hevc] [--frames N] [--idr-interval N] [--slices N] [--not-bare] [--json]
 Exit status: 0 when every check holds, 1 when one fails, 2 for a file it cannot read or that holds
 no H.264. The last line (or the JSON object) says what was found.
 """
@@ -155,7 +158,7 @@ def check_hevc_units(data):
     return units
 
 
-def check(data, want_slices, want_frames, want_interval, hevc=False):
+def check(data, want_slices, want_frames, want_interval, hevc=False, bare=True):
     vcl_types = range(0, 32) if hevc else VCL_TYPES
     idr_types = (19, 20) if hevc else (5,)
     before_idr = [32, 33, 34] if hevc else [7, 8]
@@ -213,6 +216,17 @@ def check(data, want_slices, want_frames, want_interval, hevc=False):
     if not_idr:
         problems.append("%d random-access pictures are not IDRs, first picture %d" % (len(not_idr), not_idr[0]))
 
+    if bare:
+        allowed_sets = set()
+        for n in idr_pictures:
+            i = pictures[n]["first_unit"]
+            allowed_sets.update(range(max(0, i - len(before_idr)), i))
+        strays = [u for k, u in enumerate(units)
+                  if u["type"] not in vcl_types and not (u["type"] in before_idr and k in allowed_sets)]
+        if strays:
+            problems.append("not bare: %d units are neither slices nor the parameter sets right before an IDR, "
+                            "first type %d at byte %d" % (len(strays), strays[0]["type"], strays[0]["at"]))
+
     most_slices = max(p["slices"] for p in pictures)
     if most_slices > want_slices:
         over = sum(1 for p in pictures if p["slices"] > want_slices)
@@ -249,6 +263,7 @@ def main():
     p.add_argument("--idr-interval", type=int, help="an IDR exactly every N pictures, from picture 0")
     p.add_argument("--json", action="store_true", help="print the report as one JSON object")
     p.add_argument("--hevc", action="store_true", help="the stream is H.265")
+    p.add_argument("--not-bare", action="store_true", help="allow SEI, AUD and other units besides parameter sets and slices")
     a = p.parse_args()
     try:
         if a.file == "-":
@@ -260,7 +275,7 @@ def main():
         print("annexb-check: %s" % e, file=sys.stderr)
         return 2
     try:
-        report, status = check(data, a.slices, a.frames, a.idr_interval, a.hevc)
+        report, status = check(data, a.slices, a.frames, a.idr_interval, a.hevc, not a.not_bare)
     except ValueError as e:
         report, status = {"ok": False, "problems": ["unparsable: %s" % e]}, 2
     if a.json:
