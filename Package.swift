@@ -3,7 +3,6 @@ import PackageDescription
 
 let package = Package(
     name: "camrec",
-    platforms: [.macOS(.v14)],
     products: [
         .executable(name: "camrec", targets: ["camrec"]),
     ],
