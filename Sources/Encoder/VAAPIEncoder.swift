@@ -372,7 +372,7 @@ public final class VAAPIEncoder: VideoEncoder {
 
     /// The copy path, one more CPU pass: pool memory → a freshly mapped VA surface.
     private func upload(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
-        var status = av_hwframe_get_buffer(frames, hwFrame, 0)
+        let status = av_hwframe_get_buffer(frames, hwFrame, 0)
         guard status >= 0 else { throw failed("no VA surface for frame \(buffer.sequence)", status) }
         // A derived mapping when it is faithful; a VA image when it is not, or when it fails now.
         var derivedFailure: Int32 = 0

@@ -13,7 +13,7 @@ public struct EncodedPacket {
     public let captureTimeNanoseconds: UInt64
 }
 
-/// An H.264 encoder backend (software, VAAPI, …), in the shape rpicam-apps uses:
+/// An H.264 or H.265 encoder backend (libx264, libx265, VA-API), in the shape rpicam-apps uses:
 /// one "encode this buffer" call and two callbacks, buffer done and output ready.
 ///
 /// All calls come from one encoder thread. `onBufferDone` may be called from a

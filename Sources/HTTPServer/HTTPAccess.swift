@@ -36,12 +36,12 @@ public struct HTTPAccess: Sendable {
         guard fgets(&line, Int32(line.count), file) != nil else {
             throw LoadError(description: "\(path) is empty: write one line user:password")
         }
-        var text = String(cString: line)
+        var text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex else {
             throw LoadError(description: "\(path): the first line must be user:password (both not empty)")
         }
-        return HTTPAccess(expectedAuthorization: Array(("Basic " + String(base64Encoding: Array(text.utf8))).utf8))
+        return HTTPAccess(expectedAuthorization: Array(("Basic " + Base64.encodeToString(bytes: Array(text.utf8))).utf8))
     }
 
     /// True for the loopback addresses, where only this machine's users can connect.

@@ -91,7 +91,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
             defer { fclose(file) }
             var line = [CChar](repeating: 0, count: 256)
             while fgets(&line, Int32(line.count), file) != nil {
-                let text = String(cString: line)
+                let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
                 guard text.hasPrefix("MemAvailable:") else { continue }
                 let digits = text.split(separator: " ").dropFirst().first.flatMap { Int($0) }
                 if let kib = digits, kib > 0, kib < Int.max / 1024 { available = kib * 1024 }

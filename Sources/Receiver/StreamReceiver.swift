@@ -105,7 +105,7 @@ public final class StreamReceiver: @unchecked Sendable {
     private var stopping: Bool { stopRequested.load(ordering: .relaxed) }
 
     // Touched only by the thread in run().
-    private var decoder: H264Decoder?
+    private var decoder: VideoDecoder?
     private var arrivalLatency = LatencySamples()
     private var decodedLatency = LatencySamples()
     private var transferLatency = LatencySamples()
@@ -117,7 +117,7 @@ public final class StreamReceiver: @unchecked Sendable {
     /// Opens the output (and the listening socket) or throws; then receives until stopped
     /// or a limit is reached.
     public func run() throws -> Result {
-        decoder = try H264Decoder()
+        decoder = try VideoDecoder()
         var listener: TCPListener?
         if case .listen(let endpoint) = options.source {
             do {
@@ -379,7 +379,7 @@ public final class StreamReceiver: @unchecked Sendable {
         }
         if decoder?.codec != unit.codec {
             if let old = decoder { shared.withLock { $0.decodedFrames += old.flush().frames } }
-            decoder = try? H264Decoder(codec: unit.codec)
+            decoder = try? VideoDecoder(codec: unit.codec)
         }
         session.output.removeAll(keepingCapacity: true)
         let info: AccessUnitInfo
@@ -409,7 +409,7 @@ public final class StreamReceiver: @unchecked Sendable {
             session.lastSequence = note.sequence
         }
 
-        let decoded = decoder?.decode(session.output) ?? H264Decoder.Result()
+        let decoded = decoder?.decode(session.output) ?? VideoDecoder.Result()
         let decodedAt = monotonicNow()
         if position == .lastBeforeEnd && unit.timestamp == nil, let error = decoded.error {
             // The last access unit of a bare stream: one that does not decode is taken as cut.

@@ -7,7 +7,7 @@ import Libav
 /// Errors are made to surface as return codes (`AV_EF_EXPLODE`), and frames the decoder
 /// marks corrupt are counted too. Single-threaded: one access unit in, its picture out,
 /// no frame-threading delay.
-public final class H264Decoder {
+public final class VideoDecoder {
     private let session: LibavDecoderSession
     private var context: UnsafeMutablePointer<AVCodecContext> { session.context }
     private var packet: UnsafeMutablePointer<AVPacket> { session.packet }

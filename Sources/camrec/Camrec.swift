@@ -6,7 +6,7 @@ import Recorder
 struct Camrec: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "camrec",
-        abstract: "Record H.264 from a camera, a test pattern or raw frames, with a stream any player can join at any IDR.",
+        abstract: "Record H.264 or H.265 from a camera, a test pattern or raw frames, with a stream any player can join at any IDR.",
         discussion: """
         Every stream camrec writes has 4-byte start codes on every NAL unit and SPS+PPS before every IDR.
 

@@ -8,7 +8,7 @@ import Receiver
 struct DecodeCheck {
     private var assembler: AccessUnitAssembler
     /// Opened for the stream's codec when its first access unit is whole.
-    private var decoder: H264Decoder?
+    private var decoder: VideoDecoder?
     private(set) var accessUnits = 0
     private(set) var decodedPictures = 0
     private(set) var failedAccessUnits = 0
@@ -23,12 +23,12 @@ struct DecodeCheck {
         } else {
             for codec in VideoCodec.allCases { _ = try Self.openDecoder(codec) }
         }
-        H264Decoder.setLibraryLogging(verbose: false)  // its errors are counted and reported here
+        VideoDecoder.setLibraryLogging(verbose: false)  // its errors are counted and reported here
     }
 
-    private static func openDecoder(_ codec: VideoCodec) throws -> H264Decoder {
+    private static func openDecoder(_ codec: VideoCodec) throws -> VideoDecoder {
         do {
-            return try H264Decoder(codec: codec)
+            return try VideoDecoder(codec: codec)
         } catch {
             printError("--decode: \(error)")
             throw ReportedFailure(status: .encoderUnavailable)

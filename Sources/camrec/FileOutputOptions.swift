@@ -65,17 +65,22 @@ func stableSourceName(device: String?, testPattern: Bool, input: String?) -> Str
     if let input { return input == "-" ? "stdin" : basename(of: input) }
     let node = device ?? "/dev/video0"
     var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let target = realpath(node, &resolved) != nil ? String(cString: resolved) : node
+    let target = realpath(node, &resolved) != nil ? cString(resolved) : node
     if let dir = opendir("/dev/v4l/by-id") {
         defer { closedir(dir) }
         while let entry = readdir(dir) {
             let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
             guard !name.hasPrefix(".") else { continue }
             var linked = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            if realpath("/dev/v4l/by-id/" + name, &linked) != nil, String(cString: linked) == target { return name }
+            if realpath("/dev/v4l/by-id/" + name, &linked) != nil, cString(linked) == target { return name }
         }
     }
     return basename(of: node)
+}
+
+/// The text of a NUL-terminated C buffer (UTF-8, up to its first NUL).
+private func cString(_ buffer: [CChar]) -> String {
+    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 private func basename(of path: String) -> String {

@@ -87,7 +87,7 @@ struct ReceiveCommand: ParsableCommand {
     func run() throws {
         let signals = SignalWatcher()
         signals.blockInAllThreads()
-        H264Decoder.setLibraryLogging(verbose: logLevel <= .debug)
+        VideoDecoder.setLibraryLogging(verbose: logLevel <= .debug)
         let (source, output) = try parsed()
         let sink: ByteSink? = output.map { $0 == "-" ? StandardOutputSink() as ByteSink : FileSink(path: $0, overwrite: overwrite) }
         let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice

@@ -16,7 +16,7 @@ import Synchronization
 struct RecordCommand: ParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
-        abstract: "Record H.264 (the default command: `camrec --test-pattern --frames 200 out.h264`)."
+        abstract: "Record H.264 or H.265 (the default command: `camrec --test-pattern --frames 200 out.h264`)."
     )
 
     @Option(help: "Capture from this V4L2 device (the default source when no other is given).")
