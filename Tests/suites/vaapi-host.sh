@@ -12,7 +12,8 @@
 # saved); derived mappings that are not the surface (wrong pitch, chroma dropped, map failing: the
 # vaCreateImage + vaPutImage path, said why) and a derived map failing mid-recording (that frame goes
 # through a VA image); "1 CPU pass" by the test driver's own call counts; low-power-only drivers,
-# drivers without vaDeriveImage, CQP/CBR, `camrec encoders`. H.265 through hevc_vaapi (the driver's
+# drivers without vaDeriveImage, CQP/CBR (the rate control and QP as the driver received them:
+# CAMREC_TEST_VA_RC), `camrec encoders`. H.265 through hevc_vaapi (the driver's
 # HEVC side): pixel identity, the contract, the test pattern, Matroska, a failing driver, a driver
 # without HEVC (vaapi: 73; auto: libx265).
 #
@@ -242,12 +243,38 @@ else
     fail "derive map fails mid-recording: exit $rc (want 0), via image '$viaimage', driver: $(cat derivefail.counts 2>/dev/null): $(grep -v '^\[camrec_test_drv\]' derivefail.log | grep -m2 'upload\|error')"
 fi
 
-for rcarg in "--qp 26" "--bitrate 2M"; do
-    # shellcheck disable=SC2086
-    "$CAMREC" --test-pattern --size 640x480 --frames 10 $rcarg --encoder vaapi --vaapi-device "$DISP" rc.h264 >rc.log 2>&1
-    rc=$?
-    check "rate control $rcarg: exit 0, 10 frames" eval '[[ $rc == 0 && $(frame_count rc.h264) == 10 ]]'
-    rm -f rc.h264
+# Rate control as the driver received it (CAMREC_TEST_VA_RC: the test driver appends one line per picture
+# with the parameters of that picture's buffers), not as camrec's log says. --bitrate 2M must arrive as
+# 2000000 bit/s: the sequence's bits_per_second, VAEncMiscParameterRateControl's bits_per_second (the max
+# rate) at target_percentage 100 (CBR: target = max), no QP bounds (initial/min/max QP 0: the driver's
+# choice), VAEncMiscParameterHRD's buffer 2000000 bits (one second, as camrec sets rc_buffer_size) filled
+# to 1500000 at start (FFmpeg's 3/4 of the buffer; camrec sets no initial occupancy). --qp N: every
+# picture's QP (pic_init_qp + slice_qp_delta) is N, and no rate-control or HRD buffer comes at all.
+# 11 pictures: the 10 frames and the black first frame encoded inside start().
+# rc_values FILE KEY: the distinct values of KEY over FILE's lines, space-separated ("" if none).
+rc_values() { grep -o " $2=[0-9]*" "$1" 2>/dev/null | cut -d= -f2 | sort -un | tr '\n' ' ' | sed 's/ $//'; }
+for codec in h264 hevc; do
+    for rcarg in "--qp 26" "--qp 30" "--bitrate 2M"; do
+        out=rc.$codec rcf="$WORK/rc-$codec-${rcarg// /}.txt"
+        rm -f "$rcf"
+        # shellcheck disable=SC2086
+        CAMREC_TEST_VA_RC=$rcf "$CAMREC" --test-pattern --size 640x480 --frames 10 $rcarg --codec $codec --encoder vaapi \
+            --vaapi-device "$DISP" $out >rc.log 2>&1
+        rc=$?
+        check "rate control $codec $rcarg: exit 0, 10 frames" eval '[[ $rc == 0 && $(frame_count $out) == 10 ]]'
+        got="pictures=$(grep -c '^codec=' "$rcf" 2>/dev/null) seq=$(rc_values "$rcf" seq_bits_per_second) rc=$(rc_values "$rcf" rc_bits_per_second)"
+        got+=" target%=$(rc_values "$rcf" rc_target_percentage) qp-bounds=$(rc_values "$rcf" rc_initial_qp)/$(rc_values "$rcf" rc_min_qp)/$(rc_values "$rcf" rc_max_qp)"
+        got+=" hrd=$(rc_values "$rcf" hrd_buffer_size)/$(rc_values "$rcf" hrd_initial_buffer_fullness) rc-buffers=$(grep -c rc_bits_per_second "$rcf" 2>/dev/null) qp=$(rc_values "$rcf" qp)"
+        if [[ $rcarg == --qp* ]]; then
+            qp=${rcarg#--qp }
+            check "rate control $codec $rcarg as the driver received it: 11 pictures all at QP $qp, no rate-control or HRD buffer, sequence bits_per_second 0 ($got)" \
+                test "$got" = "pictures=11 seq=0 rc= target%= qp-bounds=// hrd=/ rc-buffers=0 qp=$qp"
+        else
+            check "rate control $codec --bitrate 2M as the driver received it: sequence and rate control 2000000 bit/s, target 100 % of max (CBR), no QP bounds, HRD buffer 2000000 filled to 1500000, on the IDRs of 11 pictures ($got)" \
+                eval '[[ $got == "pictures=11 seq=2000000 rc=2000000 target%=100 qp-bounds=0/0/0 hrd=2000000/1500000 rc-buffers="[1-9]*" qp="* ]]'
+        fi
+        rm -f $out
+    done
 done
 
 # --- 3. --encoder auto ---------------------------------------------------------------------------
