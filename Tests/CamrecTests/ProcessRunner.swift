@@ -94,18 +94,45 @@ enum Tools {
     }
 
     /// The burned-in frame number of every decoded frame of a --test-pattern recording (nil where the
-    /// markers are not found). The frame must be at least 576 pixels wide.
+    /// markers are not found, or a block is neither clearly black nor clearly white). The frame must
+    /// be at least 576 pixels wide and 32 high. Read by `readPatternCounter`, not by camrec's own
+    /// `TestPatternSource.readCounter`: a pattern drawn and read back wrongly in the same way by the
+    /// product would pass its own reader.
     static func patternCounters(_ path: String) throws -> [UInt64?] {
         let probe = try run("ffprobe", ["-v", "error", "-select_streams", "v:0", "-show_entries", "stream=width,height", "-of", "csv=p=0", path])
         let size = probe.stdoutText.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",").compactMap { Int($0) }
         guard size.count == 2 else { return [] }
-        let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-f", "rawvideo", "-pix_fmt", "gray", "-"])
+        let decoded = try run("ffmpeg", ["-v", "error", "-i", path, "-vsync", "passthrough", "-f", "rawvideo", "-pix_fmt", "gray", "-"])
         let frameBytes = size[0] * size[1]
-        return decoded.stdout.withUnsafeBytes { raw in
-            (0..<(decoded.stdout.count / frameBytes)).map { i in
-                TestPatternSource.readCounter(luma: raw.baseAddress!.assumingMemoryBound(to: UInt8.self) + i * frameBytes, stride: size[0])
-            }
+        let frames = Array(decoded.stdout)
+        return (0..<(frames.count / frameBytes)).map { i in
+            readPatternCounter(Array(frames[(i * frameBytes)..<((i + 1) * frameBytes)]), width: size[0], height: size[1])
         }
+    }
+
+    /// The frame number of one decoded 8-bit luma picture, written from README's description of
+    /// --test-pattern ("top left, 32 bits as black/white 16x16 blocks between two white markers",
+    /// most significant bit first, from x=16, y=16, as Tests/tools/pattern-counters.py reads it) and
+    /// sharing no code with camrec. Each block is judged by the mean of its inner 8x8 samples: above
+    /// 160 white, below 96 black, anything else (or a black marker) nil.
+    static func readPatternCounter(_ luma: [UInt8], width: Int, height: Int) -> UInt64? {
+        let block = 16, bits = 32, x0 = 16, y0 = 16
+        guard width >= x0 + (bits + 2) * block, height >= y0 + block, luma.count >= width * height else { return nil }
+        func level(_ index: Int) -> Bool? {
+            var sum = 0
+            for y in (y0 + 4)..<(y0 + 12) {
+                for x in (x0 + index * block + 4)..<(x0 + index * block + 12) { sum += Int(luma[y * width + x]) }
+            }
+            let mean = sum / 64
+            return mean > 160 ? true : mean < 96 ? false : nil
+        }
+        guard level(0) == true, level(bits + 1) == true else { return nil }
+        var value: UInt64 = 0
+        for bit in 1...bits {
+            guard let white = level(bit) else { return nil }
+            value = value << 1 | (white ? 1 : 0)
+        }
+        return value
     }
 
     /// Errors the decoder reports while decoding the whole file.
