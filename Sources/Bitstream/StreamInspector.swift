@@ -47,6 +47,10 @@ public struct StreamInspector: Sendable {
 
     public let recordLimit: Int
     public let maxSlicesPerPicture: Int
+    /// The stream came out of MPEG-TS, whose carriage puts an AUD at the head of every access unit
+    /// (ISO/IEC 13818-1 asks for one; libavformat's muxer adds it): such an AUD is the container's and
+    /// does not make the stream less bare.
+    public let delimitedByContainer: Bool
     private var slicesInPicture = 0
     private var pictureOffset = 0
     private var fewestSlices = Int.max
@@ -98,8 +102,10 @@ public struct StreamInspector: Sendable {
 
     /// - Parameter recordLimit: NAL records kept for the table; counting goes on past it.
     /// - Parameter codec: nil to guess it from the first NAL unit.
-    public init(recordLimit: Int = 1_000_000, maxSlicesPerPicture: Int = 1, codec: VideoCodec? = nil) {
+    public init(recordLimit: Int = 1_000_000, maxSlicesPerPicture: Int = 1, codec: VideoCodec? = nil,
+                delimitedByContainer: Bool = false) {
         self.recordLimit = recordLimit
+        self.delimitedByContainer = delimitedByContainer
         self.maxSlicesPerPicture = max(1, maxSlicesPerPicture)
         self.codec = codec
     }
@@ -341,11 +347,12 @@ public struct StreamInspector: Sendable {
         // Which parameter sets and in what order is checked by the rules above; this one is about
         // what else an access unit holds.
         let complete = accessUnitUnits <= layoutRoles.count
+        let roles = delimitedByContainer && layoutRoles.first == .accessUnitDelimiter ? layoutRoles.dropFirst() : layoutRoles[...]
         let bare: Bool
-        if layoutRoles.contains(.idrSlice) {
-            bare = complete && layoutRoles.drop { if case .parameterSet = $0 { true } else { false } }.allSatisfy { $0 == .idrSlice }
+        if roles.contains(.idrSlice) {
+            bare = complete && roles.drop { if case .parameterSet = $0 { true } else { false } }.allSatisfy { $0 == .idrSlice }
         } else {
-            bare = complete && layoutRoles.allSatisfy { $0 == .slice }
+            bare = complete && !roles.isEmpty && roles.allSatisfy { $0 == .slice }
         }
         guard !bare else { return }
         let layout = layoutNames.joined(separator: " ") + (complete ? "" : " … (\(accessUnitUnits) units)")

@@ -14,7 +14,8 @@ extension InspectCommand {
             printError("\(error)")
             throw ReportedFailure(status: .invalidInput)
         }
-        var inspector = StreamInspector(maxSlicesPerPicture: slices, codec: reader.codec)
+        var inspector = StreamInspector(maxSlicesPerPicture: slices, codec: reader.codec,
+                                        delimitedByContainer: reader.formatName.contains("mpegts"))
         var decoding = decode ? try DecodeCheck(codec: reader.codec) : nil
         var container = ContainerInspection(formatName: reader.formatName, codec: reader.codec, sampleEntry: reader.sampleEntry,
                                             listLimit: summary ? 0 : 1_000_000)

@@ -65,6 +65,21 @@ final class StreamInspectorTests: XCTestCase {
         XCTAssertTrue(text.contains("bare: no"), text)
     }
 
+    /// Out of MPEG-TS every access unit starts with the carriage's AUD: the container's, so the stream
+    /// inside is still bare; the same AUDs in a raw stream are not.
+    func testAUDsOfTheTSCarriageLeaveTheStreamBare() {
+        let units = [Units.aud, sps, pps, idr, Units.aud, p, Units.aud, p]
+        var fromTS = StreamInspector(delimitedByContainer: true)
+        fromTS.append(annexB(units))
+        let report = fromTS.finish()
+        XCTAssertTrue(report.contractHolds && report.isBare, report.render(verbose: false))
+        XCTAssertEqual(kinds(inspectAllWays(annexB(units))), [.notBare])
+        // An SEI is not the carriage's.
+        var withSEI = StreamInspector(delimitedByContainer: true)
+        withSEI.append(annexB([Units.aud, Units.sei, sps, pps, idr]))
+        XCTAssertEqual(kinds(withSEI.finish()), [.notBare])
+    }
+
     /// Seed 001's windows: an SPS over 35 bytes or a PPS over 25 is a warning, not a broken contract.
     func testParameterSetsOverSeed001sWindowsAreAWarning() {
         let longSPS = Units.sps() + [UInt8](repeating: 0x55, count: 36 - Units.sps().count) + [0x80]

@@ -79,6 +79,10 @@ for ext in mp4 mov mkv ts; do
     d=$(duration_of "$f")
     check "$ext: duration ${d}s is 200 frames at 30 fps (6.667 s, within a frame)" near "$d" 6.6667 0.034
     info=$(inband "$f")
+    # MPEG-TS carries an AUD at the head of every access unit (the muxer's, not camrec's): set aside by
+    # container-annexb.py, one for each of the 200; the other containers carry none.
+    check "$ext: access unit delimiters the container added: $([[ $ext == ts ]] && echo "one per access unit, 200" || echo none)" \
+        [ "$(python3 -c 'import json, sys; print(json.loads(sys.argv[1])["delimiters_removed"])' "$info")" = "$([[ $ext == ts ]] && echo 200 || echo 0)" ]
     check "$ext: the stream inside keeps the contract (4-byte start codes, SPS+PPS right before each IDR, one slice per picture, 200 pictures, IDR every 30)" \
         contract_ok "$f.h264" --frames 200 --idr-interval 30
     if [[ $ext != ts ]]; then

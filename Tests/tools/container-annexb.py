@@ -6,7 +6,10 @@ bitstream filter, so nothing is added or rewritten); this script then reads them
 
   * length-prefixed packets (MP4, QuickTime, Matroska) get every 4-byte length replaced by the
     4-byte start code 00 00 00 01, so Tests/tools/annexb-check.py can judge the in-band stream;
-  * Annex-B packets (MPEG-TS) are copied as they are;
+  * Annex-B packets (MPEG-TS) are copied as they are, but for the access unit delimiters the TS carriage
+    puts at the head of every access unit (ISO/IEC 13818-1 asks for them; libavformat's muxer adds one
+    where a packet has none): they belong to the container, not to the stream camrec wrote, and are
+    counted in "delimiters_removed";
   * the sample entry (avcC or hvcC / CodecPrivate, from ffprobe's extradata; which one by ffprobe's
     codec_name) is parsed: its length size, and whether its parameter sets (SPS PPS, or VPS SPS
     PPS) are byte for byte the first in-band ones.
@@ -72,8 +75,10 @@ def parse_hvcc(data):
 
 
 def codec_name(path):
-    return subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
-                           "-of", "csv=p=0", path], capture_output=True, text=True).stdout.strip()
+    # MPEG-TS lists the stream once per program too: the first line names it.
+    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "v:0", "-show_entries", "stream=codec_name",
+                          "-of", "csv=p=0", path], capture_output=True, text=True).stdout.split()
+    return out[0] if out else ""
 
 
 def kind_of(unit, hevc):
@@ -96,8 +101,16 @@ def main():
     hevc = codec == "hevc"
     entry = (parse_hvcc if hevc else parse_avcc)(extradata(path))
     units = []
+    removed = 0
     if payload.startswith(b"\x00\x00\x00\x01") or payload.startswith(b"\x00\x00\x01"):
-        layout, annexb = "annexb", payload
+        layout, kept = "annexb", []
+        for piece in payload.split(b"\x00\x00\x00\x01")[1:]:
+            aud = ((piece[0] >> 1) & 0x3F) == 35 if hevc else (piece[0] & 0x1F) == 9
+            if piece and aud:
+                removed += 1
+                continue
+            kept.append(b"\x00\x00\x00\x01" + piece)
+        annexb = b"".join(kept)
     else:
         layout, pos, size_bytes = "length-prefixed", 0, (entry or {}).get("length_size", 4)
         parts = []
@@ -120,7 +133,7 @@ def main():
     print(json.dumps({"codec": codec, "layout": layout,
                       "entry": None if entry is None else dict({"name": entry["name"], "length_size": entry["length_size"]},
                                                                **{k: len(v) for k, v in entry["sets"].items()}),
-                      "entry_matches_inband": matches, "nal_units": len(units)}))
+                      "entry_matches_inband": matches, "nal_units": len(units), "delimiters_removed": removed}))
 
 if __name__ == "__main__":
     main()
