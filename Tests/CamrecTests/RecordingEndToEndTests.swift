@@ -88,7 +88,9 @@ final class RecordingEndToEndTests: ScratchDirectoryTestCase {
         try assertStreamContract(out, idrEvery: 10, frames: 20)
         let psnr = try Tools.run("ffmpeg", ["-v", "info", "-i", out, "-f", "rawvideo", "-pix_fmt", "yuyv422", "-s", "1920x1080",
                                             "-i", raw, "-lavfi", Tools.psnrFilter, "-f", "null", "-"])
-        XCTAssertGreaterThan(Tools.averagePSNR(psnr.stderr) ?? 0, 40, psnr.stderr)
+        // Measured 61.48 dB (3 runs, the same each time): 40 Mbit/s for a 1080p test pattern is nearly lossless.
+        // 55 leaves room for another libx264 or thread count; a chroma or luma off by a level is below it.
+        XCTAssertGreaterThan(Tools.averagePSNR(psnr.stderr) ?? 0, 55, psnr.stderr)
     }
 
     func testRawInputFromStdinToStdoutPipedIntoFFprobe() throws {
@@ -119,6 +121,8 @@ final class RecordingEndToEndTests: ScratchDirectoryTestCase {
         try assertStreamContract(out, idrEvery: 5, frames: 12)
         let psnr = try Tools.run("ffmpeg", ["-v", "info", "-i", out, "-f", "rawvideo", "-pix_fmt", "yuv420p", "-s", "650x482",
                                             "-i", raw, "-lavfi", Tools.psnrFilter, "-f", "null", "-"])
-        XCTAssertGreaterThan(Tools.averagePSNR(psnr.stderr) ?? 0, 45, psnr.stderr)
+        // Measured 66.60 dB (3 runs, the same each time) at --qp 10; bound 60 for another libx264. A wrong
+        // crop or a plane read with the wrong stride at this odd size is far below.
+        XCTAssertGreaterThan(Tools.averagePSNR(psnr.stderr) ?? 0, 60, psnr.stderr)
     }
 }

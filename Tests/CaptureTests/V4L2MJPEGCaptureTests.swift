@@ -139,8 +139,12 @@ final class V4L2MJPEGCaptureTests: XCTestCase {
         var sequences: [UInt64] = []
         while let frame = try source.nextFrame() {
             sequences.append(frame.sequence)
-            XCTAssertGreaterThan(JPEGTestPictures.psnr(frame, reference, plane: 0) ?? .infinity, 40)
-            XCTAssertGreaterThan(JPEGTestPictures.psnr(frame, reference, plane: 1) ?? .infinity, 40)
+            let lumaPSNR = JPEGTestPictures.psnr(frame, reference, plane: 0) ?? .infinity
+            let chromaPSNR = JPEGTestPictures.psnr(frame, reference, plane: 1) ?? .infinity
+            // Measured: luma 50.38 dB, Cb 57.68 dB on every good frame (4:2:2 JPEG at libavcodec's default
+            // quality); the bounds are MJPEGDecoderTests' (2 to 3 dB below).
+            XCTAssertGreaterThan(lumaPSNR, MJPEGDecoderTests.lumaPSNRBound, "frame \(frame.sequence): luma PSNR \(lumaPSNR) dB")
+            XCTAssertGreaterThan(chromaPSNR, MJPEGDecoderTests.chromaPSNRBound, "frame \(frame.sequence): Cb PSNR \(chromaPSNR) dB")
             frame.recycle()
         }
         XCTAssertEqual(sequences, [0, 2, 5])
