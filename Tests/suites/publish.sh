@@ -307,20 +307,27 @@ check "credentials (debug): libav's own lines were printed too (so their redacti
 kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 
 # --- 7. malformed URLs: usage errors (64), no file, no secret in the message -------------------------
-while IFS='|' read -r url why; do
+# bad_url_says LOG SHOWN WRONG: LOG is one line, "camrec: error: SHOWN: WRONG…", SHOWN being the URL as
+# camrec may print it (credentials as ***) and WRONG what is wrong with it.
+bad_url_says() {
+    local line; line=$(cat "$1")
+    [[ $(wc -l <"$1") -eq 1 && $line == "camrec: error: $2: $3"* ]] || { echo "stderr: $line"; return 1; }
+}
+while IFS='|' read -r url why shown wrong; do
     rm -f "$W/bad.h264"
     "$CAMREC" --test-pattern --frames 10 "$url" "$W/bad.h264" >/dev/null 2>"$W/bad.log"; rc=$?
-    check "bad URL $url ($why): exit 64 (status $rc), no file, one line naming it" \
-        bash -c "[ $rc -eq 64 ] && [ ! -e '$W/bad.h264' ] && grep -q 'camrec\|Error' '$W/bad.log' && ! grep -q 'pw-x' '$W/bad.log'"
+    check "bad URL $url ($why): exit 64 (status $rc), no file, no password" \
+        bash -c "[ $rc -eq 64 ] && [ ! -e '$W/bad.h264' ] && ! grep -q 'pw-x' '$W/bad.log'"
+    check "bad URL $url ($why): one line, 'camrec: error: $shown: $wrong…'" bad_url_says "$W/bad.log" "$shown" "$wrong"
 done <<'EOF'
-rtmp://127.0.0.1|no path
-rtmp://user:pw-x@127.0.0.1/|no path (password must not be echoed)
-srt://127.0.0.1|no port
-rtsp://127.0.0.1:70000/cam|port out of range
-rtsp://127.0.0.1:8554|no path
-rtmp://127.0.0.1:0/live/cam|port 0
-http://127.0.0.1/cam|a scheme camrec does not send to
-rtsp://[::1/cam|unclosed IPv6 bracket
+rtmp://127.0.0.1|no path|rtmp://127.0.0.1|RTMP needs a path
+rtmp://user:pw-x@127.0.0.1/|no path (password must not be echoed)|rtmp://***@127.0.0.1/|RTMP needs a path
+srt://127.0.0.1|no port|srt://127.0.0.1|SRT needs a port
+rtsp://127.0.0.1:70000/cam|port out of range|rtsp://127.0.0.1:70000/cam|the port must be 1 to 65535, got '70000'
+rtsp://127.0.0.1:8554|no path|rtsp://127.0.0.1:8554|RTSP needs a path
+rtmp://127.0.0.1:0/live/cam|port 0|rtmp://127.0.0.1:0/live/cam|the port must be 1 to 65535, got '0'
+http://127.0.0.1/cam|a scheme camrec does not send to|http://127.0.0.1/cam|camrec sends to tcp://, rtsp://, rtmp:// and srt://
+rtsp://[::1/cam|unclosed IPv6 bracket|rtsp://[::1/cam|an IPv6 address needs its closing ]
 EOF
 
 finish
