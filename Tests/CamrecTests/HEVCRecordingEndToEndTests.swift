@@ -46,7 +46,7 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
     }
 
     func testFFmpegReceivesEveryFrameOverTCP() throws {
-        let port = Int.random(in: 47_000..<48_000)
+        let port = Int.random(in: 20_000..<21_000)
         let got = "\(dir)/got.h265"
         let (ffmpeg, _) = try Tools.launch("ffmpeg", ["-v", "error", "-y", "-f", "hevc", "-i", "tcp://127.0.0.1:\(port)?listen",
                                                       "-c", "copy", "-f", "hevc", got])
@@ -61,7 +61,7 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
     }
 
     func testCamrecReceiveDecodesEveryFrameAndKeepsTheSendersBytes() throws {
-        let port = Int.random(in: 48_000..<49_000)
+        let port = Int.random(in: 21_000..<22_000)
         let received = "\(dir)/received.h265", sent = "\(dir)/sent.h265"
         let (receiver, receiverErrors) = try Tools.launch(Tools.camrec, ["receive", "--listen", "127.0.0.1:\(port)", "--frames", "90", received])
         defer { if receiver.isRunning { receiver.terminate() } }

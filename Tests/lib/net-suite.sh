@@ -30,8 +30,9 @@ cleanup() {
 trap cleanup EXIT
 echo "$SUITE: camrec $CAMREC, work directory $W"
 
-# Ports below the kernel's ephemeral range, different on every run (a suite may set NET_PORT_BASE).
-NEXT_PORT=$((${NET_PORT_BASE:-30000} + RANDOM % 8000))
+# Ports below the kernel's ephemeral range (32768-60999 here: a port there may be taken by any outgoing
+# connection on the machine), different on every run (a suite may set NET_PORT_BASE, at most 24767).
+NEXT_PORT=$((${NET_PORT_BASE:-10000} + RANDOM % 8000))
 # A fresh port in PORT (not $(…): a subshell would not advance the counter).
 next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
 

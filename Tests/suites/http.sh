@@ -34,7 +34,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SUITE=http
-NET_PORT_BASE=43000
+NET_PORT_BASE=14000
 source Tests/lib/net-suite.sh
 TOOLS=$PWD/Tests/tools
 [[ -x /usr/bin/chromium && -x /usr/bin/chromedriver ]] || { fail "no /usr/bin/chromium or chromedriver (scripts/setup.sh --test installs them)"; finish; }
@@ -44,6 +44,7 @@ WS="python3 $TOOLS/ws-client.py"
 field() { python3 -c 'import json, sys; v = json.loads(sys.argv[1]).get(sys.argv[2]); print("" if v is None else v)' "$1" "$2" 2>/dev/null; }
 at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b) }'; }
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b) }'; }
+between() { at_least "$1" "$2" && below "$1" "$3"; }
 http_code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 
 # --- 1. The live page in Chromium, with an MP4 recorded beside it -----------------------------------
@@ -86,9 +87,16 @@ check "page: the frame number in the picture went from ${first:-?} to ${last:-?}
 echo "page: picture on the page behind capture by $(field "$LIVE" latency_ms) ms (median of $(field "$LIVE" counters_read) samples)"
 wait $STALL 2>/dev/null
 STALLED=$(cat "$W/stall.json")
-check "stalled connections: a connection that never sends a byte, closed by the server after $(field "$STALLED" silent) s (15 s, under 18)" below "$(field "$STALLED" silent)" 18
-check "stalled connections: half a request head, closed by the server after $(field "$STALLED" half) s (15 s, under 18)" below "$(field "$STALLED" half)" 18
-check "stalled connections: a connection idle after a request, closed by the server after $(field "$STALLED" idle) s (15 s, under 18)" below "$(field "$STALLED" idle)" 18
+# From both sides: a server closing at once, or after 1 s, fails as surely as one that never closes. The
+# server's 15 s start at accept, the probe's clock just after connect (after its request for half and
+# idle), so the probe can only see a little less than 15 s: 14 allows a second of thread scheduling on a
+# busy machine. Measured 15.0, 15.0, 15.0 (idle 2-core machine).
+check "stalled connections: a connection that never sends a byte, closed by the server after $(field "$STALLED" silent) s (15 s: 14 to 18)" \
+    between "$(field "$STALLED" silent)" 14 18
+check "stalled connections: half a request head, closed by the server after $(field "$STALLED" half) s (15 s: 14 to 18)" \
+    between "$(field "$STALLED" half)" 14 18
+check "stalled connections: a connection idle after a request, closed by the server after $(field "$STALLED" idle) s (15 s: 14 to 18)" \
+    between "$(field "$STALLED" idle)" 14 18
 check "stalled connections: camrec still served a new one afterwards ($(field "$STALLED" still_up))" [ "$(field "$STALLED" still_up)" = 200 ]
 wait_for $CAM 60; rc=$?
 check "page: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
@@ -135,8 +143,10 @@ wait_listen "$P"
 $WS hold 127.0.0.1 "$P" 40 30 >"$W/hold.json" & HOLD=$!; PIDS+=($HOLD)
 wait_for $CAM 40; rc=$?
 statuses=$(head -1 "$W/hold.json")
-check "stuck viewers: 32 of 40 upgrades accepted, the rest refused ($statuses)" \
-    bash -c "[ \"\$(python3 -c 'import json,sys; d=json.loads(sys.argv[1])[\"statuses\"]; print(d.get(\"101\",0), sum(v for k,v in d.items() if k!=\"101\"))' '$statuses')\" = '32 8' ]"
+# Refused means the server answered 503 (LiveHTTPServer: "N viewers are watching already"), not any
+# status that is not 101: a connection closed without an answer (0) or an error is not a refusal.
+check "stuck viewers: 32 of 40 upgrades answered 101, the other 8 refused by the server with 503 ($statuses)" \
+    bash -c "[ \"\$(python3 -c 'import json,sys; d=json.loads(sys.argv[1])[\"statuses\"]; print(sorted(d.items()))' '$statuses')\" = \"[('101', 32), ('503', 8)]\" ]"
 check "stuck viewers: camrec ends on its own with 32 viewers that never read (status $rc)" [ $rc -eq 0 ]
 check "stuck viewers: the file beside holds every frame 0..299" counters_run "$W/rec3.h264" 0 299
 check "stuck viewers: nothing dropped" grep -q "dropped=0" "$W/stuck.log"
@@ -238,7 +248,18 @@ check "snapshot: the number burned into the picture is the frame it names (${sho
 # The newest frame: no older than the last one encoded when it was asked for, no newer than the last when it came.
 check "snapshot: frame ${frame:-?} is the newest, within $((${before:-1} - 1))..$((${after:-1} - 1)) (frames encoded around the request)" \
     bash -c "[ -n '$frame' ] && [ '$frame' -ge $((${before:-1} - 1)) ] && [ '$frame' -le $((${after:-1} - 1)) ]"
-M1=$(python3 "$TOOLS/metrics-read.py" "$U/metrics"); sleep 1; M2=$(python3 "$TOOLS/metrics-read.py" "$U/metrics")
+# Two scrapes with no clock between them (a second across two Python start-ups measured the machine's
+# load): M1, then a wait until /api/status has counted 30 frames more, then M2 between two snapshots
+# whose burned-in frame numbers bracket it (a snapshot shows frame F once F+1 frames are counted, as
+# the check above has it).
+snapshot_frame() { curl -s -o "$W/$1.jpg" "$U/snapshot.jpg" && python3 "$TOOLS/pattern-counters.py" "$W/$1.jpg"; }
+M1=$(python3 "$TOOLS/metrics-read.py" "$U/metrics")
+e1_status=$(python3 -c 'import json, sys; print(int(json.loads(sys.argv[1]).get("samples", {}).get("camrec_frames_encoded_total", 0)))' "$M1" 2>/dev/null)
+for _ in $(seq 300); do
+    [[ $(field "$(curl -s "$U/api/status")" frames) -ge $((${e1_status:-0} + 30)) ]] && break
+    sleep 0.1
+done
+fb=$(snapshot_frame snap-before); M2=$(python3 "$TOOLS/metrics-read.py" "$U/metrics"); fc=$(snapshot_frame snap-after)
 # sample JSON KEY: one sample's value, as prometheus_client's parser read it.
 sample() { python3 -c 'import json, sys; v = json.loads(sys.argv[1]).get("samples", {}).get(sys.argv[2]); print("" if v is None else int(v))' "$1" "$2" 2>/dev/null; }
 check "metrics: prometheus_client's parser reads it ($(field "$M1" error)), served as text/plain version 0.0.4" \
@@ -248,8 +269,8 @@ types=$(python3 -c 'import json, sys; t = json.loads(sys.argv[1])["types"]; prin
     camrec_output_skipped_frames camrec_output_reconnects camrec_output_receivers camrec_encode_seconds camrec_capture_to_outputs_seconds 2>/dev/null)
 check "metrics: every family with its type ($types)" [ "$types" = "camrec_frames_captured=counter camrec_frames_encoded=counter camrec_frames_dropped=counter camrec_frames_errored=counter camrec_output_bytes=counter camrec_output_skipped_frames=counter camrec_output_reconnects=counter camrec_output_receivers=gauge camrec_encode_seconds=histogram camrec_capture_to_outputs_seconds=histogram" ]
 e1=$(sample "$M1" camrec_frames_encoded_total) e2=$(sample "$M2" camrec_frames_encoded_total)
-check "metrics: frames encoded rose by about 30 in the second between scrapes (${e1:-?} -> ${e2:-?}, 20 to 45)" \
-    bash -c "[ -n '$e1' -a -n '$e2' ] && [ $((${e2:-0} - ${e1:-0})) -ge 20 ] && [ $((${e2:-0} - ${e1:-0})) -le 45 ]"
+check "metrics: frames encoded rose by at least 30 between scrapes (${e1:-?} -> ${e2:-?}) and lies within the burned-in numbers of the snapshots around the second, $((${fb:-0} + 1))..$((${fc:-0} + 1))" \
+    bash -c "[ -n '$e1' -a -n '$e2' -a -n '$fb' -a -n '$fc' ] && [ $((${e2:-0} - ${e1:-0})) -ge 30 ] && [ ${e2:-0} -ge $((${fb:-0} + 1)) ] && [ ${e2:-0} -le $((${fc:-0} + 1)) ]"
 c=$(sample "$M2" camrec_encode_seconds_count) l=$(sample "$M2" camrec_capture_to_outputs_seconds_count)
 # The histograms are fed just after the counter in the same frame: a scrape may fall between.
 check "metrics: each encoded frame is in both histograms (encoded ${e2:-?}, encode time ${c:-?}, capture to outputs ${l:-?})" \

@@ -22,7 +22,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SUITE=publish
-NET_PORT_BASE=41000
+NET_PORT_BASE=22000
 source Tests/lib/net-suite.sh
 for tool in nginx srt-live-transmit curl; do
     command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || { fail "$tool not found (scripts/setup.sh --test installs it)"; finish; }
