@@ -4,7 +4,7 @@
 # "N passed, N failed, N skipped" (the last line of its output).
 #
 # usage: scripts/test.sh           everything (what CI runs)
-#        scripts/test.sh --quick   the inner loop, about 3 minutes on a 2-core machine: `swift test`
+#        scripts/test.sh --quick   the inner loop, about 4 minutes on a 2-core machine: `swift test`
 #                                  (unit tests; end-to-end recordings to a file, stdout, TCP push and
 #                                  listen with `camrec receive`) and Tests/quick/recordings.sh (an MP4,
 #                                  a Matroska file, an RTMP publish to ffmpeg)
