@@ -36,14 +36,19 @@ let package = Package(
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline"),
-        // What travels on the wire besides H.264: the timing SEI, access-unit reassembly. Pure Swift.
-        .target(name: "NetStream", dependencies: ["Bitstream"]),
+        // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
+        // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
+        // access-unit reassembly.
+        .target(name: "NetStream", dependencies: [
+            "Bitstream",
+            .product(name: "SystemPackage", package: "swift-system"),
+        ]),
         .target(name: "Outputs", dependencies: [
             "Bitstream", "Pipeline", "NetStream",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
-        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "Bitstream"]),
+        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
             "Containers", "Outputs", "Bitstream", "Libav",
@@ -62,7 +67,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "Outputs", "Receiver", "HTTPServer",
+            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),

@@ -1,6 +1,7 @@
 import Bitstream
 import CFFmpeg
 import Libav
+import NetStream
 import Outputs
 
 /// One publishing session to a media server, written by libavformat: RTSP ANNOUNCE/RECORD

@@ -1,3 +1,5 @@
+import NetStream
+
 /// A media server to publish to: `rtsp://HOST[:PORT]/PATH` (ANNOUNCE/RECORD), `rtmp://HOST[:PORT]/APP/STREAM`
 /// (or `/PATH`, as MediaMTX takes it),
 /// `srt://HOST:PORT[?streamid=…]` (MPEG-TS over SRT).

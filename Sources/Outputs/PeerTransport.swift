@@ -1,3 +1,5 @@
+import NetStream
+
 /// How a `PeerSender` reaches its peer: a TCP connection (`TCPTransport`), or a media-server
 /// session written by libavformat (RTSP, RTMP, SRT). Called from the sender's thread only.
 public protocol PeerTransport: AnyObject {

@@ -1,5 +1,6 @@
 import Bitstream
 import Glibc
+import NetStream
 import Pipeline
 import Synchronization
 

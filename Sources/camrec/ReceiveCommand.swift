@@ -1,6 +1,7 @@
 import ArgumentParser
 import Glibc
 import Logging
+import NetStream
 import Outputs
 import Pipeline
 import Receiver

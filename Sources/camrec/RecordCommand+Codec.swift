@@ -1,5 +1,6 @@
 import ArgumentParser
 import Bitstream
+import NetStream
 import Outputs
 
 extension RecordCommand {

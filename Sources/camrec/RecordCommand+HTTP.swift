@@ -2,6 +2,7 @@ import Capture
 import Encoder
 import HTTPServer
 import Logging
+import NetStream
 import Outputs
 import Recorder
 

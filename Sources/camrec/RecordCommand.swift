@@ -7,6 +7,7 @@ import Encoder
 import HTTPServer
 import Glibc
 import Logging
+import NetStream
 import Outputs
 import Recorder
 import Libav

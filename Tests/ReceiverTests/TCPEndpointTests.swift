@@ -1,3 +1,4 @@
+import NetStream
 import Outputs
 import XCTest
 
