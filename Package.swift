@@ -75,9 +75,9 @@ let package = Package(
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
-        .testTarget(name: "OutputsTests", dependencies: ["Outputs"]),
+        .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream"]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav"]),
-        .testTarget(name: "ReceiverTests", dependencies: ["NetStream", "Outputs", "Receiver", "Bitstream"]),
+        .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: [
             "Bitstream", "Frames", "Capture", "Encoder", "Outputs", "Recorder", "camrec",

@@ -1,5 +1,4 @@
 import NetStream
-import Outputs
 import XCTest
 
 final class TCPEndpointTests: XCTestCase {
