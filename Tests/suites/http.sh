@@ -6,7 +6,7 @@
 # Tests/tools/browser-live.py) loads camrec's page and plays live video within seconds, advancing with
 # the wall clock, under a second behind the buffered live edge, nothing corrupted, and the frame
 # number burned into the picture (read back from the page's pixels) moving on; the MP4 recorded
-# beside it holds every frame. The page's delay behind capture is printed (docs/PERFORMANCE.md). An independent WebSocket client (Tests/tools/ws-client.py, stdlib
+# beside it holds every frame from 0, the numbers missing exactly those it reported dropped (a live source on a busy machine drops some). The page's delay behind capture is printed (docs/PERFORMANCE.md). An independent WebSocket client (Tests/tools/ws-client.py, stdlib
 # only) gets the codec string, an init segment and one fragment per frame, which ffprobe reads as
 # MP4 starting on a key frame and holding consecutive burned-in frame numbers. /api/status answers
 # JSON that agrees with the recording. Viewers that never read neither stall the recording nor keep
@@ -46,6 +46,23 @@ at_least() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 >= b) }'; 
 below() { awk -v a="$1" -v b="$2" 'BEGIN { exit !(a != "" && a + 0 < b) }'; }
 between() { at_least "$1" "$2" && below "$1" "$3"; }
 http_code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
+# The test pattern is a live source: on a busy machine it drops frames it could not deliver in time and
+# counts them (dropped=). Checks on the recordings account for them instead of asking for none: the
+# frames start at 0 and rise, and the numbers missing are exactly the dropped= camrec reported.
+# Measured (2-core machine): 0 in every recording on a quiet machine; with `stress-ng --cpu 1` beside,
+# MEASURED_UNDER_STRESS. Bound: 9 (0.3 s of frames) per recording.
+MAX_DROPPED=9
+# dropped_of LOG: the dropped= of the last finished line in LOG (the recording's total; empty if none).
+dropped_of() { grep -o 'finished output=.* dropped=[0-9]*' "$1" | tail -n 1 | grep -o '[0-9]*$'; }
+# accounts FILE COUNT LOG: FILE holds COUNT frames, their numbers from 0 and rising, the numbers missing
+# exactly the dropped= LOG reports, that at most MAX_DROPPED, and no finished line in LOG with errored frames.
+accounts() {
+    local n d; n=$(frames_of "$1") d=$(dropped_of "$3")
+    [[ $n == "$2" ]] || { echo "$1: $n frames (want $2)"; return 1; }
+    [[ -n $d ]] && ((d <= MAX_DROPPED)) || { echo "$3: dropped=${d:-none} (bound $MAX_DROPPED)"; return 1; }
+    ! grep 'finished output=' "$3" | grep -qE 'errored=[1-9]' || { echo "$3: errored frames"; return 1; }
+    counters_account "$1" "$d"
+}
 
 # --- 1. The live page in Chromium, with an MP4 recorded beside it -----------------------------------
 next_port; P=$PORT
@@ -100,7 +117,9 @@ check "stalled connections: a connection idle after a request, closed by the ser
 check "stalled connections: camrec still served a new one afterwards ($(field "$STALLED" still_up))" [ "$(field "$STALLED" still_up)" = 200 ]
 wait_for $CAM 60; rc=$?
 check "page: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
-check "page: the MP4 beside it holds every frame 0..599 in order" counters_run "$W/rec.mp4" 0 599
+live_dropped=$(dropped_of "$W/live.log")
+check "page: the MP4 beside it holds 600 frames from 0 in order, the missing numbers exactly the ${live_dropped:-?} reported dropped (at most $MAX_DROPPED), none errored" \
+    accounts "$W/rec.mp4" 600 "$W/live.log"
 
 # --- 2. The WebSocket as an independent client sees it, and /api/status ------------------------------
 next_port; P=$PORT
@@ -112,8 +131,7 @@ STATUS=$(curl -s "http://127.0.0.1:$P/api/status")
 echo "status: $STATUS"
 check "status: JSON with the size 640x360 and 30 fps" \
     [ "$(field "$STATUS" width)x$(field "$STATUS" height)@$(field "$STATUS" framesPerSecond)" = "640x360@30" ]
-check "status: frames counted so far ($(field "$STATUS" frames)), none dropped" \
-    bash -c "[ '$(field "$STATUS" dropped)' = 0 ] && awk 'BEGIN { exit !(\"$(field "$STATUS" frames)\" + 0 > 0) }'"
+st_frames=$(field "$STATUS" frames) st_dropped=$(field "$STATUS" dropped)
 check "status: one viewer watching ($(field "$STATUS" viewers))" [ "$(field "$STATUS" viewers)" = 1 ]
 REC=$($WS record 127.0.0.1 "$P" 3 "$W/live.mp4")
 echo "websocket: $REC"
@@ -134,7 +152,12 @@ check "websocket: the frames carry consecutive numbers ${first:-?}..$((${first:-
 wait_for $CAM 60; rc=$?
 kill $HOLD 2>/dev/null
 check "websocket: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
-check "websocket: the file beside holds every frame 0..299" counters_run "$W/rec2.h264" 0 299
+ws_dropped=$(dropped_of "$W/ws.log")
+# The status came 1 s into the recording: what it counted dropped then is part of the recording's total.
+check "status: frames counted so far (${st_frames:-?}), dropped so far (${st_dropped:-?}) no more than the recording's dropped=${ws_dropped:-?} at the end" \
+    bash -c "[[ '$st_frames' =~ ^[0-9]+$ && '$st_dropped' =~ ^[0-9]+$ && '$ws_dropped' =~ ^[0-9]+$ ]] && [ $((${st_frames:-0})) -gt 0 ] && [ ${st_dropped:-1} -le ${ws_dropped:-0} ]"
+check "websocket: the file beside holds 300 frames from 0 in order, the missing numbers exactly the ${ws_dropped:-?} reported dropped (at most $MAX_DROPPED), none errored" \
+    accounts "$W/rec2.h264" 300 "$W/ws.log"
 
 # --- 3. Viewers that never read, and the viewer limit ------------------------------------------------
 next_port; P=$PORT
@@ -281,8 +304,7 @@ check "metrics: the TCP receiver is counted ($(sample "$M2" "camrec_output_recei
 fb=$(sample "$M2" "camrec_output_frames_total{kind=\"file\",output=\"$W/shelf/seg-{n}.mp4\"}")
 check "metrics: the file output has written frames, at most those encoded (${fb:-?} of ${e2:-?})" \
     bash -c "[ -n '$fb' ] && [ ${fb:-0} -gt 0 -a ${fb:-0} -le ${e2:-0} ]"
-check "metrics: nothing dropped or errored ($(sample "$M2" camrec_frames_dropped_total), $(sample "$M2" camrec_frames_errored_total))" \
-    [ "$(sample "$M2" camrec_frames_dropped_total) $(sample "$M2" camrec_frames_errored_total)" = "0 0" ]
+m_dropped=$(sample "$M2" camrec_frames_dropped_total) m_errored=$(sample "$M2" camrec_frames_errored_total)
 sleep 5
 LIST=$(curl -s "$U/api/recordings")
 names=$(python3 -c 'import json, sys; print(" ".join(sorted(r["name"] for r in json.loads(sys.argv[1])["recordings"])))' "$LIST" 2>/dev/null)
@@ -347,6 +369,12 @@ wait_for $CAM 60; rc=$?
 kill $IDLE $RECV 2>/dev/null
 check "shelf: camrec exits 0 with the idle connections still open (status $rc)" [ $rc -eq 0 ]
 all=$(for f in $(ls "$W"/shelf/seg-{?,??}.mp4 | grep -v 'seg-9[89]' | sort -V); do counters_of "$f"; echo; done | tr '\n' ' ' | tr -s ' ' | sed 's/ $//')
-check "shelf: the segments hold every frame 0..899 in order" [ "$all" = "$(seq -s ' ' 0 899)" ]
+shelf_dropped=$(dropped_of "$W/shelf.log")
+# The second scrape came mid-recording: what it counted dropped then is part of the recording's total.
+check "metrics: nothing errored (${m_errored:-?}), dropped so far (${m_dropped:-?}) no more than the recording's dropped=${shelf_dropped:-?} at the end (at most $MAX_DROPPED)" \
+    bash -c "[[ '$m_errored' = 0 && '$m_dropped' =~ ^[0-9]+$ && '$shelf_dropped' =~ ^[0-9]+$ ]] && [ ${m_dropped:-1} -le ${shelf_dropped:-0} -a ${shelf_dropped:-99999} -le $MAX_DROPPED ]"
+check "shelf: the segments hold 900 frames from 0 in order, the missing numbers exactly the ${shelf_dropped:-?} reported dropped" \
+    awk -v d="${shelf_dropped:--1}" '{ for (i = 1; i <= NF; i++) if ($i == "?" || (i > 1 && $i <= $(i - 1))) bad = 1 }
+        END { exit bad || NF != 900 || $1 != 0 || $NF + 1 - NF != d }' <<<"$all"
 
 finish

@@ -6,7 +6,9 @@
 # crowd and must get every frame from its first IDR: its file is a contiguous piece of camrec's
 # own file starting at an IDR, with no gaps and no reconnects. camrec's own file keeps every frame
 # it encoded, and once the crowd is gone camrec's threads and file descriptors are back to what
-# they were before it came, and its resident memory near it (read from /proc).
+# they were before it came, and its resident memory near it (read from /proc). What camrec let in
+# and refused is read from its log. With --max-receivers 4, of 6 clients 4 get an IDR-first stream
+# that decodes and 2 are refused (logged) and closed with no data.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -44,8 +46,14 @@ wait_log "$W/rec.log" "\([0-9]* connected, #200\)" 1 20
 "$CAMREC" receive "tcp://127.0.0.1:$PORT" "$W/late.h264" >"$W/late.out" 2>"$W/late.log" & rp=$!; PIDS+=($rp)
 wait_for $p1 40; wait_for $p2 40; wait_for $p3 40
 kill -INT $rp; wait_for $rp 10; rrc=$?
-held=$(cat "$W/never.out")
-check "the crowd got in: $held of 200 never-reading clients connected, $(cat "$W/churn.out") churn connections" test "${held:-0}" -ge 190
+# Counted on camrec's side, not by the clients' connect() (which the kernel completes before camrec
+# has looked at the connection): camrec's log names every receiver it let in ("joined (N connected")
+# and every one it refused ("refusing receiver"), and a refused client is closed with no data.
+read -r held closed_empty <"$W/never.out"
+peak=$(grep -o 'joined ([0-9]* connected' "$W/rec.log" | grep -o '[0-9]*' | sort -n | tail -n 1)
+refused=$(grep -c 'refusing receiver' "$W/rec.log")
+check "the crowd got in: camrec served up to ${peak:-0} receivers at once (at least 200), refused ${refused:-?} (none: its limit is above the crowd), ${closed_empty:-?} of the ${held:-?} never-reading clients closed with no data (none); $(cat "$W/churn.out") churn connections" \
+    test "${peak:-0}" -ge 200 -a "${refused:-1}" -eq 0 -a "${closed_empty:-1}" -eq 0
 
 # --- The late receiver got every frame from its first IDR ---
 check "late receiver: exit 0 (got $rrc)" test $rrc -eq 0
@@ -99,5 +107,54 @@ sys.exit(0 if contiguous and first_vcl == 5 else 1)
 PY
 crc=$?
 check "late receiver: its file is camrec's own from an IDR on, contiguous ($(cat "$W/compare.txt"))" test $crc -eq 0
+
+# --- --max-receivers 4 and 6 clients: 4 served, 2 refused ---
+# The clients connect one at a time, each after camrec has logged what it did with the one before,
+# so the first 4 are served and the last 2 refused. All read until camrec closes them.
+next_port
+"$CAMREC" --test-pattern --size 576x128 --keyframe-interval 30 --frames 240 --max-receivers 4 --listen "127.0.0.1:$PORT" \
+    "$W/cap.h264" >/dev/null 2>"$W/cap.log" & cp=$!; PIDS+=($cp)
+wait_listen "$PORT" && wait_log "$W/cap.log" "listening for receivers" 1 10
+python3 - "$PORT" "$W/cap" "$W/cap.log" >"$W/cap.json" <<'PY'
+import json, re, socket, sys, threading, time
+port, out, log = int(sys.argv[1]), sys.argv[2], sys.argv[3]
+def decided(): return len(re.findall(r"joined \(|refusing receiver", open(log).read()))
+got = {}
+def read(i, s, opened):
+    data, eof = b"", False
+    s.settimeout(30)
+    try:
+        while b := s.recv(65536): data += b
+        eof = True
+    except OSError: pass
+    open(f"{out}-{i}.h264", "wb").write(data)
+    got[i] = {"bytes": len(data), "closed": eof, "after": round(time.time() - opened, 1)}
+readers = []
+for i in range(1, 7):
+    s = socket.create_connection(("127.0.0.1", port), timeout=10)
+    readers.append(threading.Thread(target=read, args=(i, s, time.time()))); readers[-1].start()
+    end = time.time() + 10
+    while decided() < i and time.time() < end: time.sleep(0.05)
+for r in readers: r.join()
+print(json.dumps(got))
+PY
+wait_for $cp 40; crc=$?
+served=$(grep -c 'receiver .* joined (' "$W/cap.log") refused=$(grep -c 'refusing receiver .*already serving 4 ' "$W/cap.log")
+echo "max-receivers: $(cat "$W/cap.json")"
+check "max-receivers 4: camrec exits 0 (got $crc)" test $crc -eq 0
+check "max-receivers 4, 6 clients: camrec logged 4 joined ($served) and 2 refused while serving 4 ($refused)" test "$served" -eq 4 -a "$refused" -eq 2
+served_ok() { [ "$2" -gt 0 ] && contract_ok "$1" && no_decode_errors "$1"; }
+cap_client() { python3 -c 'import json, sys; c = json.load(open(sys.argv[1])).get(sys.argv[2], {}); print(c.get("bytes", -1), c.get("closed", False), c.get("after", -1))' "$W/cap.json" "$1"; }
+for i in 1 2 3 4; do
+    read -r bytes closed after <<<"$(cap_client $i)"
+    check "max-receivers 4: client $i of 6 is served: $bytes bytes, an IDR-first stream that keeps the contract and decodes" \
+        served_ok "$W/cap-$i.h264" "$bytes"
+done
+for i in 5 6; do
+    read -r bytes closed after <<<"$(cap_client $i)"
+    # camrec closes a refused client at once; the recording runs 8 s, so a close within 3 s is the refusal.
+    check "max-receivers 4: client $i of 6 is refused: closed by camrec ($closed) after $after s (under 3) with no data ($bytes bytes)" \
+        test "$bytes" = 0 -a "$closed" = True -a "$(awk -v a="$after" 'BEGIN { print (a >= 0 && a < 3) }')" = 1
+done
 
 finish

@@ -8,7 +8,8 @@
         it all (SIOCOUTQ 0), then reset the connection (SO_LINGER 0)
   send-damaged HOST PORT FILE                   push FILE with every slice cut to its first 4
         bytes (parameter sets intact, so it starts), then close
-  never-read HOST PORT N SECONDS                hold N connections that never read
+  never-read HOST PORT N SECONDS                hold N connections that never read; prints how many
+        connected and how many of them the server closed without sending a byte
   churn HOST PORT SECONDS                       connect and close, over and over
   garbage HOST PORT N SECONDS                   N connections sending random bytes
   receive HOST PORT OUT SECONDS                 read what comes into OUT for SECONDS (or until EOF)
@@ -99,7 +100,15 @@ def hold(host, port, n, seconds):
         except OSError:
             pass
     time.sleep(float(seconds))  # the attack lasts this long
-    print(len(conns))
+    # A connection the server closed without sending anything reads as end of stream with no data.
+    closed_empty = 0
+    for c in conns:
+        c.setblocking(False)
+        try:
+            closed_empty += c.recv(1, socket.MSG_PEEK) == b""
+        except OSError:
+            pass
+    print(len(conns), closed_empty)
 
 def churn(host, port, seconds):
     end, n = time.time() + float(seconds), 0
