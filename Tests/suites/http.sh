@@ -50,7 +50,8 @@ http_code() { curl -s -o /dev/null -w '%{http_code}' "$@"; }
 # counts them (dropped=). Checks on the recordings account for them instead of asking for none: the
 # frames start at 0 and rise, and the numbers missing are exactly the dropped= camrec reported.
 # Measured (2-core machine): 0 in every recording on a quiet machine; with `stress-ng --cpu 1` beside,
-# MEASURED_UNDER_STRESS. Bound: 9 (0.3 s of frames) per recording.
+# 0 in all five recordings of one run (network-load and two more suites running beside it too). Bound:
+# 9 (0.3 s of frames) per recording.
 MAX_DROPPED=9
 # dropped_of LOG: the dropped= of the last finished line in LOG (the recording's total; empty if none).
 dropped_of() { grep -o 'finished output=.* dropped=[0-9]*' "$1" | tail -n 1 | grep -o '[0-9]*$'; }

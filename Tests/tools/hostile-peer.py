@@ -8,8 +8,9 @@
         it all (SIOCOUTQ 0), then reset the connection (SO_LINGER 0)
   send-damaged HOST PORT FILE                   push FILE with every slice cut to its first 4
         bytes (parameter sets intact, so it starts), then close
-  never-read HOST PORT N SECONDS                hold N connections that never read; prints how many
-        connected and how many of them the server closed without sending a byte
+  never-read HOST PORT N SECONDS [PORTS]        hold N connections that never read; prints how many
+        connected and how many of them the server closed without sending a byte; writes each
+        one's address (HOST:PORT) to the file PORTS
   churn HOST PORT SECONDS                       connect and close, over and over
   garbage HOST PORT N SECONDS                   N connections sending random bytes
   receive HOST PORT OUT SECONDS                 read what comes into OUT for SECONDS (or until EOF)
@@ -90,7 +91,7 @@ def send_damaged(host, port, path):
     except OSError:
         pass
 
-def hold(host, port, n, seconds):
+def hold(host, port, n, seconds, ports=None):
     conns = []
     for _ in range(int(n)):
         try:
@@ -109,6 +110,8 @@ def hold(host, port, n, seconds):
         except OSError:
             pass
     print(len(conns), closed_empty)
+    if ports:  # the clients' own addresses, to find them in the server's log
+        open(ports, "w").write("".join(f"{c.getsockname()[0]}:{c.getsockname()[1]}\n" for c in conns))
 
 def churn(host, port, seconds):
     end, n = time.time() + float(seconds), 0
