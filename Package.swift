@@ -36,6 +36,9 @@ let package = Package(
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline"),
+        // The seam between encoders and everything that takes their stream: a hub per encoded
+        // stream with the recent access units, the one keyframe gate, and subscriptions.
+        .target(name: "Hub", dependencies: ["Frames"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.
@@ -44,14 +47,14 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Outputs", dependencies: [
-            "Bitstream", "Pipeline", "NetStream",
+            "Bitstream", "Pipeline", "NetStream", "Hub", "Frames",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
-        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream"]),
+        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Libav",
+            "Containers", "Outputs", "Bitstream", "Libav", "Hub",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -63,11 +66,11 @@ let package = Package(
             "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
         ]),
         .target(name: "Recorder", dependencies: [
-            "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline",
+            "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline", "Hub",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
+            "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -75,8 +78,9 @@ let package = Package(
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
-        .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream"]),
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav"]),
+        .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub"]),
+        .testTarget(name: "HubTests", dependencies: ["Hub"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: [

@@ -1,3 +1,4 @@
+import Hub
 import Bitstream
 import CFFmpeg
 import Outputs

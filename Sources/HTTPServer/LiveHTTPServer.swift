@@ -103,13 +103,23 @@ public final class LiveHTTPServer: @unchecked Sendable {
                 // The browser says nothing; its close (or a dead connection) ends the sending too.
                 group.addTask { for try await _ in inbound {} }
                 group.addTask {
-                    for await piece in viewer.pieces {
-                        switch piece {
-                        case .description(let json): try await outbound.write(.text(json))
-                        case .initSegment(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-                        case .fragment(let bytes):
-                            try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
-                            viewer.sent(bytes: bytes.count)
+                    while true {
+                        let pieces: [LiveViewer.Piece]?
+                        do {
+                            pieces = try await viewer.nextPieces()
+                        } catch {
+                            live.viewerFailed(error)
+                            return
+                        }
+                        guard let pieces else { return }
+                        for piece in pieces {
+                            switch piece {
+                            case .description(let json): try await outbound.write(.text(json))
+                            case .initSegment(let bytes): try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                            case .fragment(let bytes):
+                                try await outbound.write(.binary(ByteBuffer(bytes: bytes)))
+                                viewer.sent(bytes: bytes.count)
+                            }
                         }
                     }
                 }

@@ -32,13 +32,19 @@ final class LiveSnapshot: Sendable {
         }
         defer { waiting.subtract(1, ordering: .relaxed) }
         var group = live.newestPictureGroup
-        if group == nil {
-            // Nothing held yet (or a picture group too long to hold): ask for an IDR and wait for it.
-            live.onKeyframeWanted?()
-            for _ in 0..<60 where group == nil {
-                try? await Task.sleep(for: .milliseconds(50))
+        if group == nil, let hub = live.hub,
+           let next = hub.subscribe("snapshot", from: .nextIDR, policy: .skipToIDR(depth: 2), askForIDR: true) {
+            // Nothing held yet (or a picture group too long to hold): wait up to 3 s for the IDR asked for.
+            let timer = Task {
+                try? await Task.sleep(for: .seconds(3))
+                next.cancel()
+            }
+            if let idr = await next.nextAsync() {
+                idr.release()
                 group = live.newestPictureGroup
             }
+            timer.cancel()
+            next.cancel()
         }
         guard let group else { throw .noPicture }
         if let cached = newest.withLock({ $0 }), cached.sequence == group.sequence { return cached }

@@ -1,92 +1,80 @@
 import Containers
+import Hub
 import Outputs
 import Synchronization
 
-/// The output that feeds browsers watching live: each access unit becomes one fragmented-MP4
-/// fragment, offered to every viewer's bounded queue. Viewers join at the next IDR (one is asked
-/// for on join, as for TCP receivers); a slow one skips to a later IDR and costs nothing else.
+/// The live view for browsers: each viewer that joins gets a subscription to the hub from the next
+/// IDR (one is asked for through the hub's gate) and its own fragmented-MP4 muxer, so no muxing runs
+/// on the encoder thread and a slow browser skips to a later IDR and costs nothing else. The hub's
+/// ring holds the newest picture group for `/snapshot.jpg`.
 public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
     public let label: String
     public var failure: OutputError? { nil }
     public var onFailure: (@Sendable (OutputError) -> Void)?
-    /// Asked on every join: a viewer can start only at an IDR.
-    public var onKeyframeWanted: (@Sendable () -> Void)?
 
     private struct State {
-        var fragmenter: LiveMP4Fragmenter?
+        var hub: StreamHub?
         var viewers: [LiveViewer] = []
-        var codecs: String?
-        var initSegment: [UInt8]?
-        /// Frames, IDRs and bytes made; frames viewers skipped (added as each leaves).
-        var totals: OutputReport
         var servedViewers = 0
-        var pictureGroup: PictureGroup
-        /// Fragments sent to browsers that have left (for `/metrics`).
+        /// Fragments sent to browsers that have left, and access units they skipped.
         var sentToViewers = (frames: 0, bytes: 0)
+        var skippedByViewers = 0
+        var ended = false
     }
-    private let state: Mutex<State>
+    private let state = Mutex(State())
     private let queueLimit: Int
-    /// Most browsers watching at once: each may hold `queueLimit` fragments.
+    private let framesPerSecond: Double
+    /// Most browsers watching at once: each may hold `queueLimit` access units.
     public let maximumViewers: Int
 
     private let log: @Sendable (String) -> Void
 
-    /// - Parameter queueLimit: fragments a viewer may be behind before it skips to the next IDR.
-    /// - Parameter log: one line when the live view stops on its own (the recording goes on).
+    /// - Parameter queueLimit: access units a viewer may be behind before it skips to the next IDR.
+    /// - Parameter log: one line when a viewer's muxer fails (the recording goes on).
     public init(label: String, framesPerSecond: Double, queueLimit: Int = 60, maximumViewers: Int = 32,
                 log: @escaping @Sendable (String) -> Void) throws {
         self.label = label
         self.log = log
-        self.queueLimit = queueLimit
+        self.queueLimit = max(2, queueLimit)
         self.maximumViewers = maximumViewers
-        state = Mutex(State(fragmenter: try LiveMP4Fragmenter(framesPerSecond: framesPerSecond), totals: OutputReport(label: label),
-                            pictureGroup: PictureGroup(maximumFrames: 1200, maximumBytes: 64 << 20)))
+        self.framesPerSecond = framesPerSecond
+        // Fail now, not at the first viewer, if libavformat cannot make fragmented MP4 here.
+        _ = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond)
     }
 
-    public func open() throws {}
-
-    public func submit(_ chunk: StreamChunk) {
-        defer { chunk.release() }
-        state.withLock { s in
-            s.pictureGroup.add(chunk)
-            guard let fragmenter = s.fragmenter else { return }
-            let fragment: [UInt8]?
-            do {
-                fragment = try fragmenter.fragment(of: chunk)
-            } catch {
-                // The live view is a convenience: it stops, the recording goes on.
-                log("\(label) stopped: \(error); the recording goes on")
-                s.fragmenter = nil
-                for viewer in s.viewers { viewer.end() }
-                return
-            }
-            guard let fragment else { return }
-            if s.initSegment == nil, let initSegment = fragmenter.initSegment, let codecs = fragmenter.codecs {
-                s.initSegment = initSegment
-                s.codecs = codecs
-                for viewer in s.viewers { viewer.start(codecs: codecs, initSegment: initSegment) }
-            }
-            s.totals.frames += 1
-            s.totals.bytes += fragment.count
-            if chunk.isIDR { s.totals.idrFrames += 1 }
-            for viewer in s.viewers { viewer.offer(fragment, isIDR: chunk.isIDR) }
-        }
+    public func open(hub: StreamHub) throws {
+        state.withLock { $0.hub = hub }
     }
 
-    /// A browser joins: it gets the stream's description and init segment (now, or with the first
-    /// IDR), then fragments from the next IDR. Nil when `maximumViewers` are watching.
+    /// A browser joins: it gets the stream's description and init segment with its first IDR, then
+    /// a fragment per access unit. Nil when `maximumViewers` are watching or the recording is over.
     func join() -> LiveViewer? {
-        let viewer = LiveViewer(queueLimit: queueLimit)
-        let joined = state.withLock { s -> Bool in
-            guard s.viewers.count < maximumViewers else { return false }
-            if let codecs = s.codecs, let initSegment = s.initSegment { viewer.start(codecs: codecs, initSegment: initSegment) }
-            if s.fragmenter == nil { viewer.end() } else { s.viewers.append(viewer) }
-            s.servedViewers += 1
-            return true
+        let joined: LiveViewer?? = state.withLock { s in
+            guard !s.ended, let hub = s.hub, s.viewers.count < maximumViewers else { return .some(nil) }
+            guard let subscription = hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: queueLimit)) else {
+                return .some(nil)
+            }
+            do {
+                let viewer = try LiveViewer(subscription: subscription, framesPerSecond: framesPerSecond)
+                s.viewers.append(viewer)
+                s.servedViewers += 1
+                return viewer
+            } catch {
+                subscription.cancel()
+                return nil
+            }
         }
-        guard joined else { return nil }
-        onKeyframeWanted?()
+        guard let viewer = joined ?? nil else {
+            if joined == nil { log("\(label): a viewer could not join: its MP4 writer failed to start") }
+            return nil
+        }
+        requestKeyframe()
         return viewer
+    }
+
+    /// Asks for an IDR through the hub's gate (rate-limited): a viewer or a snapshot starts there.
+    func requestKeyframe() {
+        state.withLock { $0.hub }?.keyframes.request()
     }
 
     /// A browser left (or the recording ended).
@@ -96,39 +84,50 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         state.withLock { s in
             guard let index = s.viewers.firstIndex(where: { $0 === viewer }) else { return }
             s.viewers.remove(at: index)
-            s.totals.skippedFrames += skipped
+            s.skippedByViewers += skipped
             s.sentToViewers.frames += viewer.sent.frames
             s.sentToViewers.bytes += viewer.sent.bytes
         }
     }
 
+    /// The live view stopped for one viewer (its muxer failed); the recording goes on.
+    func viewerFailed(_ error: Error) {
+        log("\(label) stopped for a viewer: \(error); the recording goes on")
+    }
+
     public var viewerCount: Int { state.withLock { $0.viewers.count } }
 
+    /// The hub this view subscribes to (for snapshots).
+    var hub: StreamHub? { state.withLock { $0.hub } }
+
     /// The access units from the newest IDR to the newest frame (for `/snapshot.jpg`).
-    var newestPictureGroup: (accessUnits: [[UInt8]], sequence: UInt64)? { state.withLock { $0.pictureGroup.newest } }
+    var newestPictureGroup: (accessUnits: [[UInt8]], sequence: UInt64)? { hub?.newestPictureGroup() }
 
     public var counters: OutputCounters {
-        let (totals, viewers, left) = state.withLock { ($0.totals, $0.viewers, $0.sentToViewers) }
+        let (viewers, left, skipped) = state.withLock { ($0.viewers, $0.sentToViewers, $0.skippedByViewers) }
         var counters = OutputCounters()
-        // What reached browsers, as for the other network outputs (not the fragments made).
+        // What reached browsers, as for the other network outputs.
         counters.frames = left.frames + viewers.reduce(0) { $0 + $1.sent.frames }
         counters.bytes = left.bytes + viewers.reduce(0) { $0 + $1.sent.bytes }
-        counters.skippedFrames = totals.skippedFrames + viewers.reduce(0) { $0 + $1.skippedFrames }
+        counters.skippedFrames = skipped + viewers.reduce(0) { $0 + $1.skippedFrames }
         counters.peers = viewers.count
         return counters
     }
 
     public func finish() -> OutputReport {
         let viewers = state.withLock { s -> [LiveViewer] in
-            s.fragmenter = nil
-            s.pictureGroup.clear()
+            s.ended = true
             return s.viewers
         }
         for viewer in viewers { leave(viewer) }
-        let (report, served) = state.withLock { ($0.totals, $0.servedViewers) }
+        let (served, sent, skipped) = state.withLock { ($0.servedViewers, $0.sentToViewers, $0.skippedByViewers) }
+        var report = OutputReport(label: label)
+        report.frames = sent.frames
+        report.bytes = sent.bytes
+        report.skippedFrames = skipped
         if served > 0 {
             log("\(label): served \(served) viewer\(served == 1 ? "" : "s")"
-                + (report.skippedFrames > 0 ? ", \(report.skippedFrames) frames skipped for slow ones" : ""))
+                + (skipped > 0 ? ", \(skipped) frames skipped for slow ones" : ""))
         }
         return report
     }

@@ -1,9 +1,11 @@
+import Containers
+import Hub
 import Synchronization
 
-/// One browser watching live: what it is still to be sent, bounded. It starts at an IDR and, when it
-/// falls behind by more than `queueLimit` fragments, skips to the next IDR (as slow TCP receivers
-/// do), so a stuck browser costs a bounded amount of memory and never stalls the recording.
-final class LiveViewer: Sendable {
+/// One browser watching live: its own hub subscription (`.skipToIDR`, so a stuck browser costs a
+/// bounded queue of shared access units and never stalls the recording) and its own fragmented-MP4
+/// muxer, run on the browser's task rather than the encoder thread.
+final class LiveViewer: @unchecked Sendable {
     enum Piece: Sendable {
         /// JSON the page reads first: `{"codecs": "avc1.…"}`.
         case description(String)
@@ -11,61 +13,44 @@ final class LiveViewer: Sendable {
         case fragment([UInt8])
     }
 
-    let pieces: AsyncStream<Piece>
-    private let continuation: AsyncStream<Piece>.Continuation
-    private struct State {
-        var queued = 0
-        var waitingForIDR = true
-        var skippedFrames = 0
-        var sentFrames = 0
-        var sentBytes = 0
-    }
-    private let state = Mutex(State())
-    let queueLimit: Int
+    let subscription: Subscription
+    /// Touched only by the task that sends to this browser.
+    private let fragmenter: LiveMP4Fragmenter
+    private var started = false
+    private let sentCounts = Mutex((frames: 0, bytes: 0))
 
-    init(queueLimit: Int) {
-        self.queueLimit = queueLimit
-        (pieces, continuation) = AsyncStream.makeStream(of: Piece.self, bufferingPolicy: .unbounded)
+    init(subscription: Subscription, framesPerSecond: Double) throws {
+        self.subscription = subscription
+        fragmenter = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond)
     }
 
-    /// The stream's description and init segment: sent before any fragment.
-    func start(codecs: String, initSegment: [UInt8]) {
-        continuation.yield(.description("{\"codecs\":\"\(codecs)\"}"))
-        continuation.yield(.initSegment(initSegment))
-    }
-
-    /// Offers one frame's fragment; returns false when it was skipped.
-    @discardableResult
-    func offer(_ fragment: [UInt8], isIDR: Bool) -> Bool {
-        let queue = state.withLock { s -> Bool in
-            if s.waitingForIDR {
-                guard isIDR else { s.skippedFrames += 1; return false }
-                s.waitingForIDR = false
-            }
-            if s.queued >= queueLimit {
-                s.waitingForIDR = true
-                s.skippedFrames += 1
-                return false
-            }
-            s.queued += 1
-            return true
+    /// What to send next: the description and init segment before the first fragment. Nil when
+    /// the stream has ended (the recording, or this viewer's subscription). Throws when the muxer fails.
+    func nextPieces() async throws -> [Piece]? {
+        guard let chunk = await subscription.nextAsync() else { return nil }
+        defer { chunk.release() }
+        guard let fragment = try fragmenter.fragment(of: chunk) else { return [] }
+        var pieces: [Piece] = []
+        if !started, let initSegment = fragmenter.initSegment, let codecs = fragmenter.codecs {
+            started = true
+            pieces = [.description("{\"codecs\":\"\(codecs)\"}"), .initSegment(initSegment)]
         }
-        if queue { continuation.yield(.fragment(fragment)) }
-        return queue
+        pieces.append(.fragment(fragment))
+        return pieces
     }
 
-    /// One fragment of `bytes` left for the browser.
+    /// One fragment of `bytes` reached the browser's connection.
     func sent(bytes: Int) {
-        state.withLock {
-            $0.queued -= 1
-            $0.sentFrames += 1
-            $0.sentBytes += bytes
+        sentCounts.withLock {
+            $0.frames += 1
+            $0.bytes += bytes
         }
     }
 
-    var skippedFrames: Int { state.withLock { $0.skippedFrames } }
+    /// Access units it skipped to catch up at an IDR, or that were not sent after it left.
+    var skippedFrames: Int { subscription.snapshot.skipped }
     /// Fragments sent to this browser, and their bytes.
-    var sent: (frames: Int, bytes: Int) { state.withLock { ($0.sentFrames, $0.sentBytes) } }
+    var sent: (frames: Int, bytes: Int) { sentCounts.withLock { ($0.frames, $0.bytes) } }
 
-    func end() { continuation.finish() }
+    func end() { subscription.cancel() }
 }

@@ -1,3 +1,4 @@
+import Hub
 /// What a recording file holds its H.264 in: raw Annex-B (`.h264`), or a container libavformat
 /// writes (MP4, QuickTime, Matroska, MPEG-TS), chosen by the file's extension unless `--format` says.
 public enum ContainerFormat: String, Sendable, CaseIterable {

@@ -1,3 +1,4 @@
+import Hub
 import Glibc
 import SystemPackage
 

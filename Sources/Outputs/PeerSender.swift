@@ -1,15 +1,15 @@
+import Frames
 import Glibc
-import NetStream
+import Hub
 import Pipeline
+import NetStream
 import Synchronization
 
-/// Sends the stream to one peer (a TCP receiver, a media server) from a thread of its own,
-/// behind a bounded queue; the `PeerTransport` does the writing.
-///
-/// `offer` never blocks the encoder thread. Chunks are shared by reference, not copied.
-/// The peer starts at an IDR (which carries SPS+PPS). When its queue overflows, everything
-/// queued is dropped and it skips ahead to the next IDR, so it never gets half an access
-/// unit or a picture whose references it lacks; the skip is counted and logged.
+/// Sends the stream to one peer (a TCP receiver, a media server) from a thread of its own; the
+/// `PeerTransport` does the writing. What it sends comes from its hub subscription
+/// (`.skipToIDR`): the peer starts at an IDR (which carries SPS+PPS), and when it falls behind
+/// by the subscription's depth the hub drops what waits and resumes it at the next IDR, so it never
+/// gets half an access unit or a picture whose references it lacks, and never holds up capture.
 ///
 /// Eviction, so peers that don't keep up never hold a slot for long: a peer is dropped
 /// when one access unit takes it more than `stallTimeout` to take (it reads far slower
@@ -19,7 +19,7 @@ import Synchronization
 final class PeerSender: @unchecked Sendable {
     let transport: PeerTransport
     let name: String
-    private let queue: BlockingQueue<StreamChunk>
+    private let subscription: Subscription
     private let log: NetworkEventLog
     private let stallTimeoutMilliseconds: Int
     private var worker: WorkerThread?
@@ -30,20 +30,14 @@ final class PeerSender: @unchecked Sendable {
     private let threadEnded = Atomic<Bool>(false)
 
     struct State {
-        /// Not started yet, or skipping after an overflow: only an IDR is taken.
-        var waitingForIDR = true
-        var skipping = false
         var alive = true
         var frames = 0
         var bytes = 0
         var idrFrames = 0
-        var skippedFrames = 0
-        /// Frames offered before its first IDR (it joined mid-GOP) or after it went away.
-        var framesNotSent = 0
-        var overflows = 0
+        /// Taken from the subscription but not sent (it failed or was aborted on the way).
+        var lost = 0
         var failure: String?
         var latency = LatencySamples()
-        var firstSequence: UInt64?
     }
 
     struct Summary {
@@ -51,19 +45,25 @@ final class PeerSender: @unchecked Sendable {
         var bytes: Int
         var idrFrames: Int
         var skippedFrames: Int
+        /// Offered before its first IDR (it joined mid-GOP), or after it failed or left.
         var framesNotSent: Int
         var overflows: Int
         var failure: String?
         var latency: LatencySamples
+        /// Every access unit the hub offered it (sent, skipped or not sent).
+        var offered: Int
     }
 
-    init(transport: PeerTransport, name: String, queueCapacity: Int, stallTimeoutSeconds: Double,
+    init(transport: PeerTransport, name: String, subscription: Subscription, stallTimeoutSeconds: Double,
          log: @escaping NetworkEventLog) {
         self.transport = transport
         self.name = name
         self.log = log
-        queue = BlockingQueue(capacity: max(2, queueCapacity))
-        stallTimeoutMilliseconds = Int(stallTimeoutSeconds * 1000)
+        self.subscription = subscription
+        stallTimeoutMilliseconds = Int(min(max(stallTimeoutSeconds, 0.001), 86_400) * 1000)
+        subscription.onCatchUp = { [name] dropped, resumed, catchUps in
+            log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
+        }
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }
@@ -78,88 +78,37 @@ final class PeerSender: @unchecked Sendable {
         worker.start()
     }
 
-    /// Takes over one reference to `chunk`. Called on the encoder thread; never blocks.
-    func offer(_ chunk: StreamChunk) {
-        enum Action { case push, drop, overflow }
-        let action: Action = state.withLock { s in
-            guard s.alive else {
-                s.framesNotSent += 1
-                return .drop
-            }
-            if s.waitingForIDR {
-                guard chunk.isIDR else {
-                    if s.skipping { s.skippedFrames += 1 } else { s.framesNotSent += 1 }
-                    return .drop
-                }
-                s.waitingForIDR = false
-                s.skipping = false
-            }
-            return .push
-        }
-        switch action {
-        case .drop:
-            chunk.release()
-        case .push, .overflow:
-            if queue.tryPush(chunk) { return }
-            guard isAlive else {
-                chunk.release()
-                state.withLock { $0.framesNotSent += 1 }
-                return
-            }
-            // Full: the peer is too slow. Drop what waits and go on from the next IDR,
-            // or from this chunk if it is one.
-            var dropped = 0
-            queue.drain { $0.release(); dropped += 1 }
-            let resumesNow = chunk.isIDR && queue.tryPush(chunk)
-            if !resumesNow {
-                chunk.release()
-                dropped += 1
-            }
-            let overflows: Int = state.withLock { s in
-                s.skippedFrames += dropped
-                s.overflows += 1
-                if !resumesNow {
-                    s.waitingForIDR = true
-                    s.skipping = true
-                }
-                return s.overflows
-            }
-            log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumesNow ? "this" : "the next") IDR (skip #\(overflows))")
-        }
-    }
-
     private func run() {
         var peerClosed = false
-        while true {
-            guard let chunk = queue.pop(timeoutNanoseconds: 200_000_000) else {
-                if closing.load(ordering: .acquiring) && queue.isEmpty { break }
+        loop: while true {
+            switch subscription.next(timeoutNanoseconds: 200_000_000) {
+            case .ended:
+                break loop
+            case .timedOut:
+                if closing.load(ordering: .acquiring) && subscription.queued == 0 { break loop }
                 if !peerClosed { peerClosed = !stillOpen() }
                 if peerClosed { closedByPeer() }
-                if !isAlive { break }
-                continue
+                if !isAlive { break loop }
+            case .chunk(let chunk):
+                defer { chunk.release() }
+                guard isAlive else {
+                    state.withLock { $0.lost += 1 }
+                    continue
+                }
+                do {
+                    try send(chunk)
+                } catch {
+                    state.withLock { $0.lost += 1 }
+                    fail(error)
+                }
+                if !peerClosed { peerClosed = !stillOpen() }
+                if peerClosed { closedByPeer() }
             }
-            if !isAlive {
-                chunk.release()
-                state.withLock { $0.framesNotSent += 1 }
-                continue
-            }
-            do {
-                try send(chunk)
-                chunk.release()
-            } catch {
-                chunk.release()
-                state.withLock { $0.framesNotSent += 1 }
-                fail(error)
-            }
-            if !peerClosed { peerClosed = !stillOpen() }
-            if peerClosed { closedByPeer() }
         }
-        var unsent = 0
-        queue.drain { $0.release(); unsent += 1 }
-        if unsent > 0 { state.withLock { $0.framesNotSent += unsent } }
+        subscription.stopTaking()
         transport.close(abort: { [self] in
             let d = abortDeadline.load(ordering: .relaxed)
-            return d != 0 && monotonicNanoseconds() >= d
+            return d != 0 && MonotonicClock.now() >= d
         })
         threadEnded.store(true, ordering: .releasing)
     }
@@ -181,14 +130,14 @@ final class PeerSender: @unchecked Sendable {
     }
 
     private func send(_ chunk: StreamChunk) throws {
-        let now = monotonicNanoseconds()
+        let now = MonotonicClock.now()
         let lagDeadline = now + UInt64(stallTimeoutMilliseconds) * 1_000_000
         try transport.send(chunk, stallTimeoutMilliseconds: stallTimeoutMilliseconds) {
             let d = self.abortDeadline.load(ordering: .relaxed)
-            let t = monotonicNanoseconds()
+            let t = MonotonicClock.now()
             return (d != 0 && t >= d) || t >= lagDeadline
         }
-        let done = monotonicNanoseconds()
+        let done = MonotonicClock.now()
         if done >= lagDeadline { throw SocketError("send", .timedOut, address: transport.peerAddress) }
         state.withLock { s in
             s.frames += 1
@@ -209,7 +158,7 @@ final class PeerSender: @unchecked Sendable {
             case .timedOut: message = "fell behind: one access unit took it over \(stallTimeoutMilliseconds / 1000) s; disconnected"
             case .canceled:
                 let d = abortDeadline.load(ordering: .relaxed)
-                message = d != 0 && monotonicNanoseconds() >= d ? "could not take the rest of the stream before the recording ended"
+                message = d != 0 && MonotonicClock.now() >= d ? "could not take the rest of the stream before the recording ended"
                     : "fell behind: one access unit took it over \(stallTimeoutMilliseconds / 1000) s; disconnected"
             case .brokenPipe, .connectionReset: message = "went away (\(e.call)(): \(e.errno))"
             default: message = "failed: \(e)"
@@ -224,7 +173,8 @@ final class PeerSender: @unchecked Sendable {
         }
         if first { log("\(name) \(message)") }
         closing.store(true, ordering: .releasing)
-        queue.close()
+        // Later access units are only counted, and what waits is let go now.
+        subscription.stopTaking()
     }
 
     /// Ends this peer: sends what is queued (giving up after `flushTimeout`), then closes.
@@ -235,34 +185,34 @@ final class PeerSender: @unchecked Sendable {
 
     /// Lets the thread send what is queued and close, without waiting for it (see `reap`).
     func beginFinish(flushTimeoutSeconds: Double) {
-        let deadline = monotonicNanoseconds() + UInt64(flushTimeoutSeconds * 1e9)
+        let deadline = MonotonicClock.now() + UInt64(flushTimeoutSeconds * 1e9)
         // An earlier abortNow stands.
         _ = abortDeadline.compareExchange(expected: 0, desired: deadline, ordering: .relaxed)
         closing.store(true, ordering: .releasing)
-        queue.close()
     }
 
     /// Gives up at once whatever the peer is waiting on (a send, a flush, a close): a second
     /// interrupt means stop waiting. What it already took stays sent.
     func abortNow() {
-        abortDeadline.store(max(1, monotonicNanoseconds()), ordering: .relaxed)
+        abortDeadline.store(max(1, MonotonicClock.now()), ordering: .relaxed)
         closing.store(true, ordering: .releasing)
-        queue.close()
     }
 
     /// Stops a peer that is already dead (its thread ends by itself).
     func reap() -> Summary {
         closing.store(true, ordering: .releasing)
-        queue.close()
         worker?.join()
         worker = nil
+        subscription.cancel()
         return summary
     }
 
     var summary: Summary {
-        state.withLock { s in
-            Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: s.skippedFrames,
-                    framesNotSent: s.framesNotSent, overflows: s.overflows, failure: s.failure, latency: s.latency)
+        let offers = subscription.snapshot
+        return state.withLock { s in
+            Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: offers.skipped,
+                    framesNotSent: offers.beforeStart + offers.notTaken + s.lost, overflows: offers.catchUps,
+                    failure: s.failure, latency: s.latency, offered: offers.offered)
         }
     }
 }

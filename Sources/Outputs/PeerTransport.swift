@@ -1,3 +1,4 @@
+import Hub
 import NetStream
 
 /// How a `PeerSender` reaches its peer: a TCP connection (`TCPTransport`), or a media-server

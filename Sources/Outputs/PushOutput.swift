@@ -1,5 +1,6 @@
 import Bitstream
 import Glibc
+import Hub
 import NetStream
 import Pipeline
 import Synchronization
@@ -23,7 +24,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     /// "receiver" or "server", for log lines.
     private let peerKind: String
     private let makeTransport: MakeTransport
-    private let keyframes: KeyframeRequestGate?
+    private var hub: StreamHub?
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
@@ -37,15 +38,15 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     private struct Totals {
         var connections = 0
-        var missedWhileDisconnected = 0
+        /// Access units the hub offered to this output's connections, one after another.
+        var offeredToPeers = 0
         var sent = PeerTotals()
     }
 
-    public init(label: String, peerKind: String, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+    public init(label: String, peerKind: String, queueCapacity: Int = 60,
                 stallTimeoutSeconds: Double = 10, log: @escaping NetworkEventLog, makeTransport: @escaping MakeTransport) {
         self.label = label
         self.peerKind = peerKind
-        self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
         self.log = log
@@ -54,11 +55,11 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, bare, or each access unit with
     /// camrec's timing note when `sendsTimingSEI`.
-    public convenience init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+    public convenience init(endpoint: TCPEndpoint, queueCapacity: Int = 60,
                             stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = false, codec: VideoCodec = .h264,
                             log: @escaping NetworkEventLog) {
         let connectTimeoutMilliseconds: Int32 = 2000
-        self.init(label: endpoint.description, peerKind: "receiver", keyframes: keyframes, queueCapacity: queueCapacity,
+        self.init(label: endpoint.description, peerKind: "receiver", queueCapacity: queueCapacity,
                   stallTimeoutSeconds: stallTimeoutSeconds, log: log) {
             guard let host = endpoint.host else { throw OutputError(.unwritable, "no host") }
             let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
@@ -68,7 +69,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets
     /// the stream from its very first frame; then keeps trying in the background.
-    public func open() throws {
+    public func open(hub: StreamHub) throws {
+        self.hub = hub
         let firstError = tryConnect(failing: false)
         if let firstError {
             log("\(label): \(peerKind) not reachable yet (\(firstError)); recording goes on, retrying in the background")
@@ -81,11 +83,16 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     /// Nil on success, else why not. A media server's session is only an attempt until its
     /// first access unit is sent (`announceIfReached`).
     private func tryConnect(failing: Bool) -> String? {
+        guard let hub else { return "not opened" }
         do {
             let transport = try makeTransport()
-            let peer = PeerSender(transport: transport, name: "\(peerKind) \(transport.peerAddress)",
-                                  queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds,
-                                  log: { [self] message in peerLog(message) })
+            let name = "\(peerKind) \(transport.peerAddress)"
+            guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
+                transport.close(abort: { true })
+                return "the recording has ended"
+            }
+            let peer = PeerSender(transport: transport, name: name, subscription: subscription,
+                                  stallTimeoutSeconds: stallTimeoutSeconds, log: { [self] message in peerLog(message) })
             // While the server is down, each attempt's failure is not news: the first was logged.
             quietAttempt.store(failing && transport.connectsOnFirstSend, ordering: .relaxed)
             peer.start()
@@ -93,10 +100,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
             if transport.connectsOnFirstSend {
                 // The session starts at an IDR; ask for one now unless the server is known to be
                 // down (then wait for the next regular one rather than add IDRs to every output).
-                if !failing { keyframes?.request() }
+                if !failing { hub.keyframes.request() }
             } else {
                 announce(afterFailures: failing)
-                keyframes?.request()
+                hub.keyframes.request()
             }
             return nil
         } catch {
@@ -166,7 +173,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func account(_ s: PeerSender.Summary) {
-        totals.withLock { $0.sent.add(s) }
+        totals.withLock {
+            $0.sent.add(s)
+            $0.offeredToPeers += s.offered
+        }
     }
 
     /// A second interrupt: stop waiting for the peer (connecting, sending or flushing) now.
@@ -174,15 +184,6 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         abandoned.store(true, ordering: .relaxed)
         stopping.store(true, ordering: .relaxed)
         current.withLock { $0 }?.abortNow()
-    }
-
-    public func submit(_ chunk: StreamChunk) {
-        if let peer = current.withLock({ $0 }) {
-            peer.offer(chunk)
-        } else {
-            totals.withLock { $0.missedWhileDisconnected += 1 }
-            chunk.release()
-        }
     }
 
     public var counters: OutputCounters {
@@ -209,9 +210,11 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         }
         let all = totals.withLock { $0 }
         let t = all.sent
+        // Published while no connection was subscribed: before the first, between two, after the last.
+        let missedWhileDisconnected = max(0, (hub?.publishedCount ?? 0) - all.offeredToPeers)
         var words = ["\(label): sent \(t.frames) frames over \(all.connections) connection\(all.connections == 1 ? "" : "s")"]
         if all.connections == 0 { words = ["\(label): the \(peerKind) was never reachable; nothing sent"] }
-        if all.missedWhileDisconnected > 0 { words.append("\(all.missedWhileDisconnected) recorded while disconnected") }
+        if missedWhileDisconnected > 0 { words.append("\(missedWhileDisconnected) recorded while disconnected") }
         if t.skipped > 0 { words.append("\(t.skipped) skipped in \(t.overflows) catch-ups to an IDR") }
         if let latency = t.latency.summary { words.append("capture to sent: \(latency)") }
         log(words.joined(separator: "; "))

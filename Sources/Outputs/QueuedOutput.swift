@@ -1,10 +1,11 @@
 import Bitstream
 import Glibc
+import Hub
 import Pipeline
 import Synchronization
 
-/// An output stage with its own thread and a bounded queue in front of a `ByteSink`,
-/// so a disk hiccup delays this output only; the encoder moves on until the queue
+/// An output stage with its own thread and a `.lossless` hub subscription in front of a `ByteSink`,
+/// so a disk hiccup delays this output only; the encoder moves on until the subscription's queue
 /// is full, and then waits (a file must not lose frames; the camera side drops and
 /// counts instead).
 public final class QueuedOutput: StreamOutput, @unchecked Sendable {
@@ -14,7 +15,8 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     private let sink: ByteSink
     /// Touched only by the writer thread.
     private var timingNote: TimingNoteInserter?
-    private let queue: BlockingQueue<StreamChunk>
+    private let queueCapacity: Int
+    private var subscription: Subscription?
     private var worker: WorkerThread?
     private let state: Mutex<State>
     private struct State {
@@ -34,24 +36,25 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     public init(sink: ByteSink, queueCapacity: Int = 240, timingSEICodec: VideoCodec? = nil) {
         self.sink = sink
         timingNote = timingSEICodec.map { TimingNoteInserter(codec: $0) }
-        queue = BlockingQueue(capacity: queueCapacity)
+        self.queueCapacity = max(1, queueCapacity)
         state = Mutex(State(report: OutputReport(label: sink.label)))
     }
 
-    public func open() throws {
+    public func open(hub: StreamHub) throws {
         try sink.open()
+        guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity)) else {
+            _ = try? sink.close(keep: false)
+            throw OutputError(.unwritable, "\(label): the recording has already ended")
+        }
+        self.subscription = subscription
         let worker = WorkerThread(name: "out-\(label)") { [unowned self] in self.run() }
         self.worker = worker
         worker.start()
     }
 
-    public func submit(_ chunk: StreamChunk) {
-        if !queue.push(chunk) { chunk.release() }
-    }
-
     private func run() {
         defer { state.withLock { $0.writerDone = true } }
-        while let chunk = queue.pop() {
+        while let chunk = subscription?.next() {
             defer { chunk.release() }
             if state.withLock({ $0.failure != nil }) { continue }
             do {
@@ -74,8 +77,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     /// write(2) on a pipe whose reader stopped reading; the process exits soon after.
     public func abandon() {
         state.withLock { $0.abandoned = true }
-        queue.close()
-        queue.drain { $0.release() }
+        subscription?.cancel()
     }
 
     public var counters: OutputCounters {
@@ -87,11 +89,9 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     }
 
     public func finish() -> OutputReport {
-        queue.close()
         // Wait for the writer, but not past a second interrupt: it may be stuck in write(2).
         while !state.withLock({ $0.writerDone || $0.abandoned }) { usleep(10_000) }
         if state.withLock({ $0.abandoned && !$0.writerDone }) {
-            queue.drain { $0.release() }
             Self.leftBehind.withLock { $0.append(self) }
             var report = state.withLock { $0.report }
             report.error = OutputError(.abandoned, "\(label): abandoned after a second interrupt; "

@@ -1,10 +1,11 @@
 import Bitstream
 import Glibc
+import Hub
 import Pipeline
 import Synchronization
 
 /// Recording to files: a name pattern, optional segments, a timestamps sidecar, retention, and
-/// rotation on demand (SIGHUP), on a thread of its own behind a bounded queue.
+/// rotation on demand (SIGHUP), on a thread of its own behind a `.lossless` hub subscription.
 ///
 /// Every file starts with SPS+PPS+IDR (it is cut only in front of an IDR, and the stream writer puts
 /// the parameter sets there), so each plays on its own; every chunk goes to exactly one file, so no
@@ -47,13 +48,13 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public var onFailure: (@Sendable (OutputError) -> Void)?
     /// Called on the output's thread each time a file is finished.
     public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
-    /// Asks the recorder for an IDR, so a requested rotation happens promptly.
-    public var onKeyframeWanted: (@Sendable () -> Void)?
     /// Called with each path retention deleted.
     public var onFileDeleted: (@Sendable (String) -> Void)?
 
     private let configuration: Configuration
-    private let queue: BlockingQueue<StreamChunk>
+    private let queueCapacity: Int
+    private var subscription: Subscription?
+    private var hub: StreamHub?
     private var worker: WorkerThread?
     private let shared = Mutex(Shared())
     /// Stream bytes and access units handed to files so far (a container's own bytes are not counted).
@@ -81,7 +82,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     public init(configuration: Configuration, queueCapacity: Int = 240) {
         self.configuration = configuration
-        queue = BlockingQueue(capacity: queueCapacity)
+        self.queueCapacity = max(1, queueCapacity)
         timingNote = configuration.timingSEICodec.map { TimingNoteInserter(codec: $0) }
     }
 
@@ -95,25 +96,28 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public var finishedFiles: [FinishedFile] { shared.withLock { $0.finished } }
 
     /// Opens the first file now, so a bad path fails before anything is recorded.
-    public func open() throws {
+    public func open(hub: StreamHub) throws {
         try openNextFile()
+        guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity)) else {
+            try? finishCurrentFile()
+            throw OutputError(.unwritable, "\(label): the recording has already ended")
+        }
+        self.hub = hub
+        self.subscription = subscription
         let worker = WorkerThread(name: "file-out") { [unowned self] in self.run() }
         self.worker = worker
         worker.start()
     }
 
-    public func submit(_ chunk: StreamChunk) {
-        if !queue.push(chunk) { chunk.release() }
-    }
-
     /// Starts a new file at the next IDR (SIGHUP, log-rotation style).
     public func requestNewFile() {
         shared.withLock { $0.rotateRequested = true }
-        onKeyframeWanted?()
+        // Through the gate: a rotation waits at most for the next regular IDR when one was just asked for.
+        hub?.keyframes.request()
     }
 
     private func run() {
-        while let chunk = queue.pop() {
+        while let chunk = subscription?.next() {
             defer { chunk.release() }
             if shared.withLock({ $0.failure != nil }) { continue }
             do {
@@ -269,7 +273,6 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     public func finish() -> OutputReport {
-        queue.close()
         worker?.join()
         worker = nil
         var finalError: OutputError?

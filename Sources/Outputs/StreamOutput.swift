@@ -1,3 +1,5 @@
+import Hub
+
 /// What an output reports when the recording ends.
 public struct OutputReport: Sendable {
     public var label: String
@@ -30,17 +32,17 @@ public struct OutputCounters: Sendable, Equatable {
     public init() {}
 }
 
-/// A destination of the finished stream: a file, stdout, a TCP peer.
+/// A destination of the finished stream: a file, stdout, a TCP peer, the live view.
 ///
-/// `open()` runs before capture starts, so a bad path fails before anything is
-/// recorded. `submit` is called on the encoder thread and must not block on the
-/// destination for long; `finish()` writes what is queued and settles the output.
+/// `open(hub:)` runs before capture starts, so a bad path fails before anything is recorded;
+/// there the output subscribes to the hub of its encoding (or keeps it, to subscribe each peer as
+/// it comes). It takes its access units from its subscriptions on threads or tasks of its own.
+/// `finish()` runs after the hub has closed: it writes out what its subscriptions still hold and
+/// settles the output.
 public protocol StreamOutput: AnyObject, Sendable {
     var label: String { get }
-    func open() throws
-    /// Takes over one reference to `chunk`.
-    func submit(_ chunk: StreamChunk)
-    /// Writes out everything queued and closes; nothing submitted before is lost.
+    func open(hub: StreamHub) throws
+    /// Writes out everything its subscriptions hold and closes; nothing published before is lost.
     func finish() -> OutputReport
     /// What it has written or sent so far.
     var counters: OutputCounters { get }

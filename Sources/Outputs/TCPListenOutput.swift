@@ -1,5 +1,6 @@
 import Bitstream
 import Glibc
+import Hub
 import NetStream
 import Pipeline
 import Synchronization
@@ -13,8 +14,8 @@ import Synchronization
 /// fall behind or close are evicted by `PeerSender`, so their slots free up within
 /// `stallTimeoutSeconds`.
 ///
-/// Each receiver gets its own `PeerSender` (thread, bounded queue, skip-to-IDR) and
-/// starts with SPS+PPS+IDR; a join asks the encoder for an IDR (rate-limited), so a late
+/// Each receiver gets its own `PeerSender` (a thread, and a `.skipToIDR` subscription to the hub) and
+/// starts with SPS+PPS+IDR; a join asks the hub's gate for an IDR (rate-limited), so a late
 /// joiner waits at most about a frame, not a GOP. A receiver leaving or failing never
 /// affects the others, the recording or its files.
 public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
@@ -25,7 +26,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     /// The port bound (after `open()`; useful with port 0).
     public private(set) var boundPort: UInt16 = 0
 
-    private let keyframes: KeyframeRequestGate?
+    private var hub: StreamHub?
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
@@ -47,11 +48,10 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     /// The stream's codec: the timing note is an SEI of that codec.
     private let codec: VideoCodec
 
-    public init(endpoint: TCPEndpoint, keyframes: KeyframeRequestGate?, queueCapacity: Int = 60,
+    public init(endpoint: TCPEndpoint, queueCapacity: Int = 60,
                 stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = false, codec: VideoCodec = .h264, maximumReceivers: Int? = nil, log: @escaping NetworkEventLog) {
         self.codec = codec
         self.endpoint = endpoint
-        self.keyframes = keyframes
         self.queueCapacity = queueCapacity
         self.stallTimeoutSeconds = stallTimeoutSeconds
         self.sendsTimingSEI = sendsTimingSEI
@@ -59,7 +59,8 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         self.log = log
     }
 
-    public func open() throws {
+    public func open(hub: StreamHub) throws {
+        self.hub = hub
         let listener: TCPListener
         do {
             listener = try TCPListener(host: endpoint.host, port: endpoint.port)
@@ -131,15 +132,19 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
                 continue
             }
             let name = "receiver \(connection.peerAddress)"
+            guard let hub, let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
+                connection.close()
+                continue
+            }
             let peer = PeerSender(transport: TCPTransport(connection: connection, name: name, sendsTimingSEI: sendsTimingSEI, codec: codec, log: log),
-                                  name: name, queueCapacity: queueCapacity, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
+                                  name: name, subscription: subscription, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
             peer.start()
             peers.withLock { $0.append(peer) }
             let n = totals.withLock { t -> Int in
                 t.receivers += 1
                 return t.receivers
             }
-            let forced = keyframes?.request() ?? false
+            let forced = hub.keyframes.request()
             log("receiver \(connection.peerAddress) joined (\(count + 1) connected, #\(n)); "
                 + (forced ? "IDR requested" : "starts at the next IDR"))
         }
@@ -162,14 +167,6 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         if s.framesNotSent > 0 { line += ", \(s.framesNotSent) not sent (before its first IDR or after it left)" }
         if let latency = s.latency.summary { line += "; capture to sent: \(latency)" }
         log(line)
-    }
-
-    public func submit(_ chunk: StreamChunk) {
-        peers.withLock { list in
-            if !list.isEmpty { chunk.retain(list.count) }
-            for peer in list { peer.offer(chunk) }
-        }
-        chunk.release()
     }
 
     /// A second interrupt: stop waiting for receivers that are still taking the end of the stream.

@@ -1,3 +1,5 @@
+import Frames
+import Hub
 import Bitstream
 import NetStream
 import Synchronization
@@ -39,7 +41,7 @@ final class TCPTransport: PeerTransport {
             }
             return
         }
-        try timingNote!.withPieces(of: chunk, sendTimeNanoseconds: monotonicNanoseconds()) { pieces in
+        try timingNote!.withPieces(of: chunk, sendTimeNanoseconds: MonotonicClock.now()) { pieces in
             try connection.send(pieces, stallTimeoutMilliseconds: stallTimeoutMilliseconds, abort: abort)
         }
     }

@@ -1,3 +1,5 @@
+import Frames
+import Hub
 import Bitstream
 import NetStream
 
@@ -48,7 +50,7 @@ extension ByteSink {
         // Moved out and back, so its buffer has one owner and is reused, not copied.
         inserter = nil
         defer { inserter = active }
-        return try active.withPieces(of: chunk, sendTimeNanoseconds: monotonicNanoseconds()) { pieces in
+        return try active.withPieces(of: chunk, sendTimeNanoseconds: MonotonicClock.now()) { pieces in
             for piece in pieces where !piece.isEmpty { try write(piece) }
             return pieces.reduce(0) { $0 + $1.count }
         }

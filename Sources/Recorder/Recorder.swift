@@ -1,3 +1,4 @@
+import Hub
 import Bitstream
 import Capture
 import Frames
@@ -73,10 +74,14 @@ public final class Recorder: @unchecked Sendable {
         self.logger = logger
     }
 
+    /// One encoding into a hub of its own (its keyframe gate connected to this recorder).
     public convenience init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
                             limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
-        self.init(source: source, branches: [EncodingBranch(encoder: encoder, outputs: outputs, codec: codec, slicesPerPicture: slicesPerPicture)],
+        let hub = StreamHub(label: codec.rawValue, keyframes: KeyframeGate())
+        self.init(source: source, branches: [EncodingBranch(encoder: encoder, hub: hub, outputs: outputs, codec: codec,
+                                                            slicesPerPicture: slicesPerPicture)],
                   keyframeInterval: keyframeInterval, limits: limits, logger: logger)
+        hub.keyframes.connect { [weak self] in self?.requestKeyframe() }
     }
 
     public var progress: Progress {
@@ -103,7 +108,8 @@ public final class Recorder: @unchecked Sendable {
         stop()
     }
 
-    /// Asks for an IDR at the next frame (late joiners on the network).
+    /// Forces an IDR at the next frame. Outputs ask through their hub's `KeyframeGate`, which is
+    /// connected here and rate-limits them.
     public func requestKeyframe() {
         shared.withLock { $0.keyframeRequested = true }
     }
@@ -117,16 +123,18 @@ public final class Recorder: @unchecked Sendable {
         var result = RecordingResult()
         // Outputs first: a bad path fails before the camera is touched.
         var opened: [StreamOutput] = []
-        for output in outputs {
-            do {
-                try output.open()
-                opened.append(output)
-                output.onFailure = { [weak self] error in self?.fail(.output(error)) }
-            } catch {
-                let failure = error as? OutputError ?? OutputError(.unwritable, "\(output.label): \(error)")
-                result.outputs = opened.map { $0.finish() }
-                result.failure = .output(failure)
-                return result
+        for branch in branches {
+            for output in branch.outputs {
+                do {
+                    try output.open(hub: branch.hub)
+                    opened.append(output)
+                    output.onFailure = { [weak self] error in self?.fail(.output(error)) }
+                } catch {
+                    let failure = error as? OutputError ?? OutputError(.unwritable, "\(output.label): \(error)")
+                    result.outputs = finishOutputs(opened)
+                    result.failure = .output(failure)
+                    return result
+                }
             }
         }
         let pool: PixelBufferPool
@@ -142,7 +150,7 @@ public final class Recorder: @unchecked Sendable {
             if shared.withLock({ $0.stopRequested }) { source.stop() }
             logger.info("capture: \(source.summary)")
         } catch {
-            result.outputs = opened.map { $0.finish() }
+            result.outputs = finishOutputs(opened)
             result.failure = Self.classify(error)
             return result
         }
@@ -200,7 +208,7 @@ public final class Recorder: @unchecked Sendable {
         }
         pool.close()
 
-        result.outputs = opened.map { $0.finish() }
+        result.outputs = finishOutputs(opened)
         let progress = shared.withLock { $0.progress }
         result.framesEncoded = progress.frames
         result.bytes = progress.bytes
@@ -226,6 +234,13 @@ public final class Recorder: @unchecked Sendable {
         return result
     }
 
+
+    /// The end of the stream: each hub closes (its subscribers take what they hold, then see the
+    /// end), and every output writes out and settles.
+    private func finishOutputs(_ opened: [StreamOutput]) -> [OutputReport] {
+        for branch in branches { branch.hub.close() }
+        return opened.map { $0.finish() }
+    }
 
     private func captureLoop(into frames: BlockingQueue<PixelBuffer>) {
         defer { frames.close() }
@@ -295,9 +310,8 @@ public final class Recorder: @unchecked Sendable {
                 captureToOutputsNanoseconds: packet.captureTimeNanoseconds > 0 && now >= packet.captureTimeNanoseconds
                     ? now - packet.captureTimeNanoseconds : nil))
         }
-        chunk.retain(branch.outputs.count + 1)
-        for output in branch.outputs { output.submit(chunk) }
-        chunk.release()
+        chunk.retain()
+        branch.hub.publish(chunk)
     }
 
     /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its

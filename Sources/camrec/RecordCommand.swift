@@ -1,3 +1,4 @@
+import Hub
 import ArgumentParser
 import Bitstream
 import Containers
@@ -189,7 +190,8 @@ struct RecordCommand: ParsableCommand {
         let videoEncoder = encoders[codecs[0]]!
         let sourceName = stableSourceName(device: device, testPattern: testPattern, input: input)
         var fileOutputs: [RecordingFileOutput] = []
-        let keyframes = KeyframeRequestGate(minimumIntervalSeconds: 1)
+        // Every IDR request of the recording (receivers, servers, viewers, snapshots, rotations) goes through this gate.
+        let keyframes = KeyframeGate(minimumIntervalSeconds: 1)
         var streamOutputs: [StreamOutput] = []
         var outputsByCodec: [VideoCodec: [StreamOutput]] = [:]
         func add(_ output: StreamOutput, _ codec: VideoCodec) {
@@ -202,9 +204,9 @@ struct RecordCommand: ParsableCommand {
                 if target == "-" {
                     add(QueuedOutput(sink: StandardOutputSink(), timingSEICodec: timingSei ? codec : nil), codec)
                 } else if TCPEndpoint.looksLikeURL(target) {
-                    add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec, keyframes: keyframes), codec)
+                    add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec), codec)
                 } else if MediaServerURL.looksLikeURL(target) {
-                    add(makePublishOutput(try MediaServerURL(target), codec: codec, keyframes: keyframes), codec)
+                    add(makePublishOutput(try MediaServerURL(target), codec: codec), codec)
                 } else {
                     let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
                                                       framesPerSecond: source.framesPerSecond, timingSEI: timingSei)
@@ -213,7 +215,7 @@ struct RecordCommand: ParsableCommand {
                 }
             }
             for spec in listen {
-                add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec, keyframes: keyframes), defaultCodec)
+                add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec), defaultCodec)
             }
         } catch {
             throw report(Recorder.classifyForCLI(error))
@@ -221,13 +223,16 @@ struct RecordCommand: ParsableCommand {
         var liveView: LiveViewOutput?
         if http != nil {
             let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, log: networkLog())
-            live.onKeyframeWanted = { keyframes.request() }
             add(live, defaultCodec)
             liveView = live
         }
         logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
         let branches = codecs.map { codec in
-            EncodingBranch(encoder: encoders[codec]!, outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices,
+            // The live view's snapshots read the newest picture group from the ring of its hub.
+            EncodingBranch(encoder: encoders[codec]!,
+                           hub: StreamHub(label: codec.rawValue, ring: http != nil && codec == defaultCodec ? .newestPictureGroup
+                                            : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0), keyframes: keyframes),
+                           outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices,
                            layout: encoderSei ? .encoderUnits : .bare)
         }
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
@@ -243,7 +248,6 @@ struct RecordCommand: ParsableCommand {
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         for output in fileOutputs {
-            output.onKeyframeWanted = { [weak recorder] in recorder?.requestKeyframe() }
             output.onFileFinished = { [weak recorder] file in
                 let progress = recorder?.progress
                 printLine(clearStatus + finishedFileLine(file, dropped: progress?.dropped ?? 0, errored: progress?.errored ?? 0))
@@ -335,21 +339,21 @@ struct RecordCommand: ParsableCommand {
     }
 
     /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push.
-    private func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec, keyframes: KeyframeRequestGate) -> StreamOutput {
-        PushOutput(label: server.redacted, peerKind: "server", keyframes: keyframes, log: networkLog()) {
+    private func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec) -> StreamOutput {
+        PushOutput(label: server.redacted, peerKind: "server", log: networkLog()) {
             MediaServerTransport(server: server, codec: codec)
         }
     }
 
     /// A push (tcp://HOST:PORT) or listening (?listen, --listen) output. Its messages (joins,
     /// leaves, skips, reconnects) go to stderr as they happen.
-    private func makeNetworkOutput(_ endpoint: TCPEndpoint, codec: VideoCodec, keyframes: KeyframeRequestGate) -> StreamOutput {
+    private func makeNetworkOutput(_ endpoint: TCPEndpoint, codec: VideoCodec) -> StreamOutput {
         let log = networkLog()
         if endpoint.listen {
-            return TCPListenOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: timingSei, codec: codec,
+            return TCPListenOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, keyframes: keyframes, sendsTimingSEI: timingSei, codec: codec, log: log)
+        return PushOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

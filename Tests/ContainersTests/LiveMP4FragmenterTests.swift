@@ -1,4 +1,5 @@
 @testable import Containers
+import Hub
 import Outputs
 import XCTest
 

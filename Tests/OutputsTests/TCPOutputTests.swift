@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import Hub
 import NetStream
 import Outputs
 import Synchronization
@@ -22,6 +23,15 @@ final class BytesBox: @unchecked Sendable {
 final class TCPOutputTests: XCTestCase {
     let pool = StreamChunkPool()
     let events = EventBox()
+    /// What the outputs under test subscribe to; `publish` stands for the recorder.
+    lazy var hub = StreamHub(label: "test", keyframes: gate)
+    var gate = KeyframeGate(minimumIntervalSeconds: 0)
+
+    /// The end of the recording: the hub closes, then the output settles.
+    func finishing(_ output: StreamOutput) -> OutputReport {
+        hub.close()
+        return output.finish()
+    }
 
     func chunk(_ sequence: Int, idrEvery: Int = 30, size: Int = 2000) -> StreamChunk {
         let c = pool.take()
@@ -37,9 +47,9 @@ final class TCPOutputTests: XCTestCase {
     }
 
     func makeListener(queueCapacity: Int = 30) throws -> TCPListenOutput {
-        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
+        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true),
                                      queueCapacity: queueCapacity, stallTimeoutSeconds: 3, sendsTimingSEI: true) { [events] line in events.append(line) }
-        try output.open()
+        try output.open(hub: hub)
         return output
     }
 
@@ -68,10 +78,10 @@ final class TCPOutputTests: XCTestCase {
         let client = try connect(output.boundPort)
         waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
         for i in 5..<70 {
-            output.submit(chunk(i))
+            hub.publish(chunk(i))
             usleep(1000)  // a fast camera, but not a burst no queue could take
         }
-        let report = output.finish()
+        let report = finishing(output)
         let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(client)) + a.finish() }()
         // Frames 5...29 come before the first IDR: not sent. 30...69 are.
         XCTAssertEqual(units.map { $0.timestamp?.sequence }, (30..<70).map { UInt64($0) })
@@ -97,7 +107,7 @@ final class TCPOutputTests: XCTestCase {
         nonisolated(unsafe) let test = self  // only its chunk maker is used, on that one thread
         let submitter = Thread {
             for i in 0..<400 {
-                output.submit(test.chunk(i, size: 20_000))
+                test.hub.publish(test.chunk(i, size: 20_000))
                 usleep(3000)
             }
             submitted.signal()
@@ -107,7 +117,7 @@ final class TCPOutputTests: XCTestCase {
             // The submitting thread stays blocked; the output is left as it is (finish would block too).
             return XCTFail("submit blocked on a receiver that never reads")
         }
-        _ = output.finish()
+        _ = finishing(output)
         waitFor("reader done") { received.withLock { !$0.isEmpty } }
         let units = received.withLock { bytes -> [ReceivedAccessUnit] in var a = AccessUnitAssembler(); return a.append(bytes) + a.finish() }
         let log = events.withLock { $0 }
@@ -121,9 +131,9 @@ final class TCPOutputTests: XCTestCase {
     }
 
     func makeListener(stallTimeoutSeconds: Double) throws -> TCPListenOutput {
-        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true), keyframes: nil,
+        let output = TCPListenOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: 0, listen: true),
                                      queueCapacity: 60, stallTimeoutSeconds: stallTimeoutSeconds, sendsTimingSEI: true) { [events] line in events.append(line) }
-        try output.open()
+        try output.open(hub: hub)
         return output
     }
 
@@ -142,21 +152,21 @@ final class TCPOutputTests: XCTestCase {
         let output = try makeListener()
         let client = try connect(output.boundPort)
         waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
-        output.submit(chunk(1))  // mid-GOP: not sent, it waits for an IDR
+        hub.publish(chunk(1))  // mid-GOP: not sent, it waits for an IDR
         client.close()
         // No submit from here on: only noticing the close can produce the line.
         waitFor("left without a send") { events.withLock { $0.contains { $0.contains(" left after 0 frames") } } }
-        _ = output.finish()
+        _ = finishing(output)
     }
 
     /// Sent + skipped + not sent (before its first IDR, after it left) + recorded while it was
     /// not connected = recorded, for one receiver whose join and leave the test controls.
     func testFramesCountedPerReceiverAddUp() throws {
         let output = try makeListener()
-        for i in 0..<10 { output.submit(chunk(i)) }          // nobody connected: 10
+        for i in 0..<10 { hub.publish(chunk(i)) }          // nobody connected: 10
         let client = try connect(output.boundPort)
         waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
-        for i in 10..<50 { output.submit(chunk(i)) }          // 10...29 wait for the IDR at 30
+        for i in 10..<50 { hub.publish(chunk(i)) }          // 10...29 wait for the IDR at 30
         var assembler = AccessUnitAssembler()
         var units: [ReceivedAccessUnit] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
@@ -167,8 +177,8 @@ final class TCPOutputTests: XCTestCase {
         units += assembler.finish()
         client.close()
         waitFor("left") { events.withLock { $0.contains { $0.contains(" left after ") } } }
-        for i in 50..<60 { output.submit(chunk(i)) }          // gone: 10
-        let report = output.finish()
+        for i in 50..<60 { hub.publish(chunk(i)) }          // gone: 10
+        let report = finishing(output)
         let marker = " left after "
         let sent = try XCTUnwrap(count("frames", in: marker))
         let skipped = try XCTUnwrap(count("skipped", in: marker))
@@ -201,14 +211,14 @@ final class TCPOutputTests: XCTestCase {
         // Enough data to fill its kernel buffers many times over (40 MB).
         var i = 0
         while i < 2000 && !events.withLock({ $0.contains { $0.contains("fell behind") } }) {
-            output.submit(chunk(i, size: 20_000))
+            hub.publish(chunk(i, size: 20_000))
             usleep(2000)
             i += 1
         }
         waitFor("evicted") { events.withLock { $0.contains { $0.contains("fell behind") } } }
         waitFor("slot freed") { events.withLock { $0.contains { $0.contains(" left after ") } } }
         stop.set([1])
-        _ = output.finish()
+        _ = finishing(output)
     }
 
     func testSkippingResumesOnlyAtAnIDR() throws {
@@ -217,13 +227,13 @@ final class TCPOutputTests: XCTestCase {
         waitFor("joined") { events.withLock { $0.contains { $0.contains("joined") } } }
         // Don't read until everything is submitted, so the kernel buffers fill and the queue overflows.
         for i in 0..<400 {
-            output.submit(chunk(i, idrEvery: 25, size: 20_000))
+            hub.publish(chunk(i, idrEvery: 25, size: 20_000))
             usleep(1000)
         }
         let done = BytesBox()
         let thread = Thread { done.set(Self.readAll(client)) }
         thread.start()
-        let report = output.finish()
+        let report = finishing(output)
         waitFor("read") { done.withLock { !$0.isEmpty } }
         let units = done.withLock { bytes -> [ReceivedAccessUnit] in var a = AccessUnitAssembler(); return a.append(bytes) + a.finish() }
         XCTAssertGreaterThan(report.skippedFrames, 0)
@@ -245,19 +255,18 @@ final class TCPOutputTests: XCTestCase {
         let port = probe.port
         probe.close()
         let requests = Atomic<Int>(0)
-        let gate = KeyframeRequestGate(minimumIntervalSeconds: 0)
         gate.connect { requests.add(1, ordering: .relaxed) }
-        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), keyframes: gate, sendsTimingSEI: true) { [events] line in events.append(line) }
-        try output.open()
+        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), sendsTimingSEI: true) { [events] line in events.append(line) }
+        try output.open(hub: hub)
         XCTAssertTrue(events.withLock { $0.contains { $0.contains("not reachable yet") } })
-        for i in 0..<10 { output.submit(chunk(i)) }  // dropped: nobody listens
+        for i in 0..<10 { hub.publish(chunk(i)) }  // dropped: nobody listens
         let listener = try TCPListener(host: "127.0.0.1", port: port)
         var connection: TCPConnection?
         for _ in 0..<60 where connection == nil { connection = try listener.accept(timeoutMilliseconds: 100) }
         let c = try XCTUnwrap(connection, "the push output reconnects within its backoff")
         waitFor("connected") { requests.load(ordering: .relaxed) >= 1 }
-        for i in 10..<75 { output.submit(chunk(i)) }
-        let report = output.finish()
+        for i in 10..<75 { hub.publish(chunk(i)) }
+        let report = finishing(output)
         let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(c)) + a.finish() }()
         XCTAssertEqual(units.first?.timestamp?.sequence, 30, "resumes at the first IDR after connecting")
         XCTAssertEqual(units.count, 45)
@@ -266,7 +275,7 @@ final class TCPOutputTests: XCTestCase {
 
     func testKeyframeGateIsRateLimited() {
         let count = Atomic<Int>(0)
-        let gate = KeyframeRequestGate(minimumIntervalSeconds: 10)
+        let gate = KeyframeGate(minimumIntervalSeconds: 10)
         gate.connect { count.add(1, ordering: .relaxed) }
         XCTAssertTrue(gate.request())
         for _ in 0..<20 { XCTAssertFalse(gate.request()) }

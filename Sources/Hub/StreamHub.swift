@@ -1,0 +1,102 @@
+import Synchronization
+
+/// The seam between an encoder and everything that takes its stream. The recorder publishes each
+/// access unit once; files, stdout, TCP receivers, media-server sessions, browsers and snapshots
+/// subscribe and leave, each with its own bounded queue and policy, and none keeps IDR logic of
+/// its own: a subscription starts at an IDR (the next one, the newest held, or one a pre-roll back),
+/// and a slow one catches up at an IDR here.
+///
+/// The hub holds the recent stream (`RingBounds`: whole picture groups from an IDR), and every IDR
+/// request goes through its `KeyframeGate`. Publishing allocates nothing per frame: subscribers are
+/// read as a copy-on-write array that changes only when one joins or leaves.
+public final class StreamHub: Sendable {
+    public let label: String
+    /// Every IDR request of this recording, rate-limited (shared by the hubs of one capture).
+    public let keyframes: KeyframeGate
+
+    private struct State {
+        var subscribers: [Subscription] = []
+        var ring: AccessUnitRing
+        var closed = false
+        var published = 0
+    }
+    private let state: Mutex<State>
+
+    public init(label: String, ring: RingBounds = RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0),
+                keyframes: KeyframeGate) {
+        self.label = label
+        self.keyframes = keyframes
+        state = Mutex(State(ring: AccessUnitRing(bounds: ring)))
+    }
+
+    /// Hands one access unit to every subscriber; takes over one reference to `chunk`. Called on
+    /// the encoder thread; waits only for a `.lossless` subscriber whose queue is full.
+    public func publish(_ chunk: StreamChunk) {
+        let subscribers = state.withLock { s -> [Subscription] in
+            guard !s.closed else { return [] }
+            s.ring.append(chunk)
+            s.published += 1
+            return s.subscribers
+        }
+        if !subscribers.isEmpty { chunk.retain(subscribers.count) }
+        for subscriber in subscribers { subscriber.offer(chunk) }
+        chunk.release()
+    }
+
+    /// A new subscriber. Nil once the hub has closed (the recording is over).
+    /// - Parameter askForIDR: ask the gate for an IDR now, so a `.nextIDR` subscriber starts within
+    ///   about a frame rather than a picture group (rate-limited).
+    public func subscribe(_ name: String, from start: Subscription.Start, policy: Subscription.Policy,
+                          askForIDR: Bool = false) -> Subscription? {
+        let subscription: Subscription? = state.withLock { s in
+            guard !s.closed else { return nil }
+            var backlog: ArraySlice<StreamChunk> = []
+            let begin: Int?
+            switch start {
+            case .nextIDR: begin = nil
+            case .newestIDR: begin = s.ring.newestIDRIndex
+            case .preroll(let seconds): begin = s.ring.startIndex(secondsBack: seconds)
+            }
+            if let begin {
+                backlog = s.ring.chunks[begin...]
+                for chunk in backlog { chunk.retain() }
+            }
+            let subscription = Subscription(name: name, policy: policy, backlog: backlog)
+            subscription.hub = self
+            s.subscribers.append(subscription)
+            return subscription
+        }
+        if subscription != nil && askForIDR { keyframes.request() }
+        return subscription
+    }
+
+    func remove(_ subscription: Subscription) {
+        state.withLock { s in s.subscribers.removeAll { $0 === subscription } }
+    }
+
+    /// The end of the stream: every subscriber gets what is queued, then nil; the ring is let go.
+    public func close() {
+        let subscribers = state.withLock { s -> [Subscription] in
+            s.closed = true
+            s.ring.clear()
+            defer { s.subscribers = [] }
+            return s.subscribers
+        }
+        for subscriber in subscribers { subscriber.end() }
+    }
+
+    /// The access units from the newest IDR held to the newest (copies), and the newest one's frame
+    /// number: enough to decode the newest picture. Nil before the first IDR or when the ring keeps nothing.
+    public func newestPictureGroup() -> (accessUnits: [[UInt8]], sequence: UInt64)? {
+        state.withLock { s in
+            guard let begin = s.ring.newestIDRIndex, let last = s.ring.chunks.last else { return nil }
+            return (s.ring.chunks[begin...].map(\.bytes), last.sequence)
+        }
+    }
+
+    public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
+    /// Access units published so far.
+    public var publishedCount: Int { state.withLock { $0.published } }
+    /// Access units and bytes the ring holds now.
+    public var held: (frames: Int, bytes: Int) { state.withLock { ($0.ring.chunks.count, $0.ring.bytes) } }
+}

@@ -1,0 +1,284 @@
+import Glibc
+
+/// One subscriber's view of a hub's stream: a bounded queue of shared access units that the hub
+/// fills on the encoder thread and the subscriber empties on its own thread (`next`) or task
+/// (`nextAsync`). It always begins at an IDR (which carries SPS and PPS).
+///
+/// Policies:
+/// - `.lossless(depth)`: when the queue is full the encoder waits (files and stdout: nothing may be lost;
+///   the capture side drops and counts instead);
+/// - `.skipToIDR(depth)`: when the queue is full, what waits is dropped and the subscriber resumes at the
+///   next IDR, so a slow peer never holds up capture or gets a picture whose references it lacks.
+public final class Subscription: @unchecked Sendable {
+    public enum Start: Sendable, Equatable {
+        /// From the next IDR published (a file, a receiver that joins now).
+        case nextIDR
+        /// From the newest IDR the hub holds (a snapshot, a browser that wants a picture at once).
+        case newestIDR
+        /// From the newest IDR at least this many seconds back, as far as the hub's ring reaches.
+        case preroll(seconds: Double)
+    }
+
+    public enum Policy: Sendable, Equatable {
+        case lossless(depth: Int)
+        case skipToIDR(depth: Int)
+
+        var depth: Int {
+            switch self {
+            case .lossless(let d), .skipToIDR(let d): return max(1, min(d, 1 << 16))
+            }
+        }
+    }
+
+    /// What happened to the access units offered to this subscriber.
+    public struct Counters: Sendable, Equatable {
+        /// Taken by the subscriber (`next`).
+        public var taken = 0
+        /// Offered before its first IDR (it joined mid-picture-group).
+        public var beforeStart = 0
+        /// Dropped to catch up at an IDR (`.skipToIDR`), and how many times that happened.
+        public var skipped = 0
+        public var catchUps = 0
+        /// Offered after it stopped taking, or left queued when it ended.
+        public var notTaken = 0
+        /// Every access unit offered (its ring backlog included).
+        public var offered = 0
+    }
+
+    public enum Next {
+        case chunk(StreamChunk)
+        case timedOut
+        case ended
+    }
+
+    public let name: String
+    public let policy: Policy
+    /// Called on the encoder thread after a catch-up: frames dropped, whether this IDR resumed it at once.
+    public var onCatchUp: (@Sendable (_ dropped: Int, _ resumedAtThisIDR: Bool, _ catchUps: Int) -> Void)?
+
+    private var ring: [StreamChunk?]
+    private var head = 0
+    private var count = 0
+    private var capacity: Int
+    private var waitingForIDR: Bool
+    private var ended = false
+    private var stoppedTaking = false
+    private var counters = Counters()
+    private var waiter: CheckedContinuation<StreamChunk?, Never>?
+    private var waiterCancelled = false
+    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
+    private let notEmpty = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let notFull = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    weak var hub: StreamHub?
+
+    /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
+    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>) {
+        self.name = name
+        self.policy = policy
+        capacity = policy.depth + backlog.count
+        ring = Array(repeating: nil, count: capacity)
+        waitingForIDR = backlog.isEmpty
+        for chunk in backlog { append(chunk) }
+        counters.offered = backlog.count
+        pthread_mutex_init(mutex, nil)
+        pthread_cond_init(notEmpty, nil)
+        pthread_cond_init(notFull, nil)
+    }
+
+    deinit {
+        for i in 0..<count { ring[(head + i) % capacity]?.release() }
+        pthread_cond_destroy(notFull)
+        pthread_cond_destroy(notEmpty)
+        pthread_mutex_destroy(mutex)
+        notFull.deallocate()
+        notEmpty.deallocate()
+        mutex.deallocate()
+    }
+
+    private func lock() { pthread_mutex_lock(mutex) }
+    private func unlock() { pthread_mutex_unlock(mutex) }
+
+    private func append(_ chunk: StreamChunk) {
+        ring[(head + count) % capacity] = chunk
+        count += 1
+    }
+
+    private func removeFirst() -> StreamChunk? {
+        guard count > 0 else { return nil }
+        let chunk = ring[head]
+        ring[head] = nil
+        head = (head + 1) % capacity
+        count -= 1
+        return chunk
+    }
+
+    /// Called by the hub on the encoder thread with one reference to `chunk`, which this takes over.
+    /// Waits only under `.lossless` with a full queue.
+    func offer(_ chunk: StreamChunk) {
+        lock()
+        counters.offered += 1
+        if ended || stoppedTaking {
+            counters.notTaken += 1
+            unlock()
+            chunk.release()
+            return
+        }
+        if waitingForIDR {
+            guard chunk.isIDR else {
+                if counters.catchUps > 0 { counters.skipped += 1 } else { counters.beforeStart += 1 }
+                unlock()
+                chunk.release()
+                return
+            }
+            waitingForIDR = false
+        }
+        if case .lossless = policy {
+            while count == capacity && !ended && !stoppedTaking { pthread_cond_wait(notFull, mutex) }
+            if ended || stoppedTaking {
+                counters.notTaken += 1
+                unlock()
+                chunk.release()
+                return
+            }
+        } else if count == capacity {
+            // Too slow: drop what waits and go on from this IDR, or wait for the next one.
+            var dropped: [StreamChunk] = []
+            dropped.reserveCapacity(count)
+            while let old = removeFirst() { dropped.append(old) }
+            let resumes = chunk.isIDR
+            counters.skipped += dropped.count + (resumes ? 0 : 1)
+            counters.catchUps += 1
+            waitingForIDR = !resumes
+            let catchUps = counters.catchUps
+            if resumes { deliver(chunk) }
+            unlock()
+            for old in dropped { old.release() }
+            if !resumes { chunk.release() }
+            onCatchUp?(dropped.count + (resumes ? 0 : 1), resumes, catchUps)
+            return
+        }
+        deliver(chunk)
+        unlock()
+    }
+
+    /// Hands `chunk` to a waiting task, or queues it. Called with the lock held; leaves it held.
+    private func deliver(_ chunk: StreamChunk) {
+        if let waiter {
+            self.waiter = nil
+            counters.taken += 1
+            waiter.resume(returning: chunk)
+            return
+        }
+        append(chunk)
+        pthread_cond_signal(notEmpty)
+    }
+
+    /// The next access unit (one reference, for the caller to release), waiting while there is
+    /// none; nil once the stream has ended and everything queued was taken.
+    public func next() -> StreamChunk? {
+        lock()
+        defer { unlock() }
+        while count == 0 && !ended { pthread_cond_wait(notEmpty, mutex) }
+        return take()
+    }
+
+    /// Like `next()`, but gives up after `timeoutNanoseconds`.
+    public func next(timeoutNanoseconds: UInt64) -> Next {
+        lock()
+        defer { unlock() }
+        if count == 0 && !ended {
+            var now = timespec()
+            clock_gettime(CLOCK_REALTIME, &now)
+            let total = UInt64(now.tv_nsec) + min(timeoutNanoseconds, 86_400_000_000_000)
+            var deadline = timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+            while count == 0 && !ended {
+                if pthread_cond_timedwait(notEmpty, mutex, &deadline) == ETIMEDOUT { break }
+            }
+        }
+        if let chunk = take() { return .chunk(chunk) }
+        return ended ? .ended : .timedOut
+    }
+
+    /// The next access unit for async code (a WebSocket handler): suspends, never blocks a thread.
+    /// Nil once the stream has ended, or when the calling task is cancelled. One task at a time.
+    public func nextAsync() async -> StreamChunk? {
+        lock()
+        waiterCancelled = false
+        unlock()
+        return await withTaskCancellationHandler {
+            await withCheckedContinuation { (continuation: CheckedContinuation<StreamChunk?, Never>) in
+                lock()
+                if let chunk = take() {
+                    unlock()
+                    continuation.resume(returning: chunk)
+                } else if ended || waiterCancelled {
+                    unlock()
+                    continuation.resume(returning: nil)
+                } else {
+                    waiter = continuation
+                    unlock()
+                }
+            }
+        } onCancel: {
+            lock()
+            waiterCancelled = true
+            let waiter = self.waiter
+            self.waiter = nil
+            unlock()
+            waiter?.resume(returning: nil)
+        }
+    }
+
+    /// Called with the lock held.
+    private func take() -> StreamChunk? {
+        guard let chunk = removeFirst() else { return nil }
+        counters.taken += 1
+        pthread_cond_signal(notFull)
+        return chunk
+    }
+
+    /// The subscriber takes nothing more (it failed or left): what is queued is dropped and later
+    /// offers are only counted, until it is removed from the hub with `cancel()`.
+    public func stopTaking() {
+        lock()
+        stoppedTaking = true
+        var dropped: [StreamChunk] = []
+        while let chunk = removeFirst() { dropped.append(chunk) }
+        counters.notTaken += dropped.count
+        pthread_cond_broadcast(notFull)
+        unlock()
+        for chunk in dropped { chunk.release() }
+    }
+
+    /// Leaves the hub: nothing more is offered; what is queued is dropped and `next` returns nil.
+    public func cancel() {
+        hub?.remove(self)
+        stopTaking()
+        end()
+    }
+
+    /// The stream ended (the hub closed, or `cancel`): `next` returns what is queued, then nil.
+    func end() {
+        lock()
+        ended = true
+        let waiter = self.waiter
+        self.waiter = nil
+        pthread_cond_broadcast(notEmpty)
+        pthread_cond_broadcast(notFull)
+        unlock()
+        waiter?.resume(returning: nil)
+    }
+
+    public var snapshot: Counters {
+        lock()
+        defer { unlock() }
+        return counters
+    }
+
+    /// Access units queued now.
+    public var queued: Int {
+        lock()
+        defer { unlock() }
+        return count
+    }
+}

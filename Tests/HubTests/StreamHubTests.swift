@@ -1,0 +1,195 @@
+import XCTest
+
+@testable import Hub
+
+/// The hub's ring, subscriptions and policies, with real chunks from a real pool: every access unit
+/// is numbered, and each test checks the numbers a subscriber gets against what was published.
+final class StreamHubTests: XCTestCase, @unchecked Sendable {
+    private let pool = StreamChunkPool()
+
+    /// Access unit `sequence`, an IDR every `idrEvery`, `bytes` long, presented at `fps`.
+    private func chunk(_ sequence: Int, idrEvery: Int = 10, bytes: Int = 10, fps: UInt64 = 10) -> StreamChunk {
+        let c = pool.take()
+        c.bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: sequence), count: bytes)
+        c.sequence = UInt64(sequence)
+        c.isIDR = sequence % idrEvery == 0
+        c.presentationTimeNanoseconds = UInt64(sequence) * 1_000_000_000 / fps
+        c.retain()
+        return c
+    }
+
+    private func drain(_ subscription: Subscription) -> [Int] {
+        var got: [Int] = []
+        while case .chunk(let c) = subscription.next(timeoutNanoseconds: 0) {
+            got.append(Int(c.sequence))
+            c.release()
+        }
+        return got
+    }
+
+    private func hub(ring: RingBounds = RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0)) -> StreamHub {
+        StreamHub(label: "test", ring: ring, keyframes: KeyframeGate())
+    }
+
+    func testANextIDRSubscriberStartsAtTheFirstIDRAfterItJoinedAndCountsWhatCameBefore() throws {
+        let hub = hub()
+        for i in 0..<3 { hub.publish(chunk(i)) }
+        let sub = try XCTUnwrap(hub.subscribe("s", from: .nextIDR, policy: .lossless(depth: 100)))
+        for i in 3..<25 { hub.publish(chunk(i)) }
+        XCTAssertEqual(drain(sub), Array(10..<25))
+        XCTAssertEqual(sub.snapshot.beforeStart, 7, "3...9 came before its first IDR")
+        XCTAssertEqual(sub.snapshot.offered, 22)
+    }
+
+    func testTheRingHoldsTheNewestPictureGroupAndLetsGoOfOlderOnes() {
+        let hub = hub(ring: RingBounds(seconds: 0, maximumBytes: 1 << 20, maximumFrames: 100))
+        for i in 5..<8 { hub.publish(chunk(i)) }
+        XCTAssertNil(hub.newestPictureGroup(), "nothing usable before the first IDR")
+        for i in 8..<23 { hub.publish(chunk(i, idrEvery: 5)) }
+        let newest = hub.newestPictureGroup()
+        XCTAssertEqual(newest?.sequence, 22)
+        XCTAssertEqual(newest?.accessUnits.map { Int($0[0]) }, [20, 21, 22])
+        XCTAssertEqual(hub.held.frames, 3)
+        hub.close()
+        XCTAssertNil(hub.newestPictureGroup())
+        // Every chunk went back to the pool: taking as many again makes none.
+        let before = pool.allocatedCount
+        let again = (0..<before).map { _ in pool.take() }
+        XCTAssertEqual(pool.allocatedCount, before)
+        _ = again
+    }
+
+    func testAPictureGroupOverTheRingsBoundsIsLetGoUntilTheNextIDR() {
+        let hub = hub(ring: RingBounds(seconds: 0, maximumBytes: 1 << 20, maximumFrames: 4))
+        for i in 0..<6 { hub.publish(chunk(i)) }
+        XCTAssertNil(hub.newestPictureGroup(), "six frames in a group of at most four")
+        hub.publish(chunk(10))
+        XCTAssertEqual(hub.newestPictureGroup()?.sequence, 10)
+
+        let small = self.hub(ring: RingBounds(seconds: 0, maximumBytes: 25, maximumFrames: 100))
+        for i in 0..<3 { small.publish(chunk(i)) }
+        XCTAssertNil(small.newestPictureGroup(), "30 bytes in a ring of 25")
+        XCTAssertEqual(small.held.bytes, 0)
+    }
+
+    func testAPrerollSubscriberStartsAtTheNewestIDRAtOrBeforeThePrerollAndMissesNothingAfter() throws {
+        // 10 fps, an IDR every 10: IDRs at 0, 1, 2 … s. The ring keeps 3 s.
+        let hub = hub(ring: RingBounds(seconds: 3, maximumBytes: 1 << 20, maximumFrames: 1000))
+        for i in 0..<57 { hub.publish(chunk(i)) }
+        // The newest is 5.6 s: 2 s back is 3.6 s, and the IDR at or before it is frame 30.
+        let sub = try XCTUnwrap(hub.subscribe("clip", from: .preroll(seconds: 2), policy: .lossless(depth: 4)))
+        // Longer than the ring reaches: the oldest IDR held, never later.
+        let far = try XCTUnwrap(hub.subscribe("far", from: .preroll(seconds: 60), policy: .lossless(depth: 4)))
+        for i in 57..<60 { hub.publish(chunk(i)) }
+        XCTAssertEqual(drain(sub), Array(30..<60))
+        XCTAssertEqual(drain(far).first, 20, "the ring keeps 3 s back from 5.6 s: from the IDR at 2 s")
+        XCTAssertEqual(sub.snapshot.beforeStart, 0)
+    }
+
+    func testANewestIDRSubscriberGetsThePictureGroupHeldAtOnce() throws {
+        let hub = hub(ring: .newestPictureGroup)
+        for i in 0..<14 { hub.publish(chunk(i)) }
+        let sub = try XCTUnwrap(hub.subscribe("snap", from: .newestIDR, policy: .skipToIDR(depth: 1)))
+        XCTAssertEqual(drain(sub), [10, 11, 12, 13])
+    }
+
+    func testASlowSkipToIDRSubscriberDropsWhatWaitsAndResumesAtTheNextIDR() throws {
+        let hub = hub()
+        let sub = try XCTUnwrap(hub.subscribe("slow", from: .nextIDR, policy: .skipToIDR(depth: 4)))
+        let catchUps = LockedLog()
+        sub.onCatchUp = { dropped, resumed, n in catchUps.add("\(dropped) \(resumed) \(n)") }
+        for i in 0..<6 { hub.publish(chunk(i)) }   // 0...3 queued; 4 overflows: 0...4 dropped, 5 waits for an IDR
+        for i in 6..<12 { hub.publish(chunk(i)) }  // 6...9 skipped, 10 and 11 queued
+        XCTAssertEqual(drain(sub), [10, 11])
+        XCTAssertEqual(sub.snapshot.skipped, 10, "0...9")
+        XCTAssertEqual(sub.snapshot.catchUps, 1)
+        XCTAssertEqual(catchUps.lines, ["5 false 1"])
+        // An overflow on an IDR resumes there at once.
+        for i in 12..<16 { hub.publish(chunk(i)) }  // 12...15 with room for 4
+        hub.publish(chunk(20))
+        XCTAssertEqual(drain(sub), [20])
+        XCTAssertEqual(catchUps.lines, ["5 false 1", "4 true 2"])
+    }
+
+    func testALosslessSubscriberHoldsThePublisherUntilItTakesAndLosesNothing() throws {
+        let hub = hub()
+        let sub = try XCTUnwrap(hub.subscribe("file", from: .nextIDR, policy: .lossless(depth: 2)))
+        let published = LockedLog()
+        let publisher = Thread {
+            for i in 0..<200 { hub.publish(self.chunk(i)); published.add("\(i)") }
+            hub.close()
+        }
+        publisher.start()
+        Thread.sleep(forTimeInterval: 0.2)
+        XCTAssertLessThanOrEqual(published.lines.count, 3, "two queued and one waiting, however long the subscriber takes")
+        var got: [Int] = []
+        while let c = sub.next() {
+            got.append(Int(c.sequence))
+            c.release()
+        }
+        XCTAssertEqual(got, Array(0..<200))
+    }
+
+    func testCancellingLeavesTheHubAndFreesAWaitingPublisher() throws {
+        let hub = hub()
+        let sub = try XCTUnwrap(hub.subscribe("file", from: .nextIDR, policy: .lossless(depth: 1)))
+        let done = expectation(description: "publisher freed")
+        Thread {
+            for i in 0..<5 { hub.publish(self.chunk(i)) }
+            done.fulfill()
+        }.start()
+        Thread.sleep(forTimeInterval: 0.1)
+        sub.cancel()
+        wait(for: [done], timeout: 5)
+        XCTAssertEqual(hub.subscriberCount, 0)
+        XCTAssertNil(sub.next(), "a cancelled subscription has ended")
+    }
+
+    func testNothingIsSubscribedAfterTheHubClosesAndTheQueuedRestIsStillTaken() throws {
+        let hub = hub()
+        let sub = try XCTUnwrap(hub.subscribe("late", from: .nextIDR, policy: .lossless(depth: 10)))
+        for i in 0..<3 { hub.publish(chunk(i)) }
+        hub.close()
+        XCTAssertNil(hub.subscribe("after", from: .nextIDR, policy: .lossless(depth: 1)))
+        XCTAssertEqual(drain(sub), [0, 1, 2])
+        XCTAssertNil(sub.next())
+    }
+
+    func testAnAsyncSubscriberGetsEachAccessUnitAndNilWhenItsTaskIsCancelled() async throws {
+        let hub = hub()
+        let sub = try XCTUnwrap(hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: 10)))
+        let task = Task { () -> [Int] in
+            var got: [Int] = []
+            while let c = await sub.nextAsync() {
+                got.append(Int(c.sequence))
+                c.release()
+            }
+            return got
+        }
+        for i in 0..<3 { hub.publish(chunk(i)) }
+        try await Task.sleep(for: .milliseconds(200))
+        task.cancel()
+        let got = await task.value
+        XCTAssertEqual(got, [0, 1, 2])
+    }
+
+    func testTheGateGrantsOneRequestPerInterval() {
+        let gate = KeyframeGate(minimumIntervalSeconds: 60)
+        let asked = LockedLog()
+        XCTAssertFalse(gate.request(), "nothing connected yet")
+        gate.connect { asked.add("idr") }
+        XCTAssertTrue(gate.request())
+        XCTAssertFalse(gate.request())
+        XCTAssertEqual(asked.lines, ["idr"])
+        XCTAssertEqual(gate.counts.granted, 1)
+        XCTAssertEqual(gate.counts.refused, 2)
+        XCTAssertTrue(KeyframeGate(minimumIntervalSeconds: .nan).request() == false)
+    }
+}
+
+final class LockedLog: @unchecked Sendable {
+    private let lock = NSLock()
+    private var stored: [String] = []
+    func add(_ line: String) { lock.lock(); stored.append(line); lock.unlock() }
+    var lines: [String] { lock.lock(); defer { lock.unlock() }; return stored }
+}
