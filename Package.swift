@@ -80,11 +80,15 @@ let package = Package(
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub"]),
         .testTarget(name: "HubTests", dependencies: ["Hub"]),
+        .testTarget(name: "RecorderTests", dependencies: [
+            "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs",
+            .product(name: "Logging", package: "swift-log"),
+        ]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: [
-            "Bitstream", "Frames", "Capture", "Encoder", "Outputs", "Recorder", "camrec",
+            "Bitstream", "Frames", "Capture", "Encoder", "Outputs", "Recorder", "Hub", "camrec",
             .product(name: "Logging", package: "swift-log"),
         ]),
     ],

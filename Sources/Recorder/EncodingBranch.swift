@@ -6,14 +6,13 @@ import Outputs
 import Pipeline
 import Synchronization
 
-/// One encoder, the stream writer that keeps its output to camrec's contract, the hub its stream is
-/// published to, and the outputs that subscribe to that hub. A recording has one branch, or one per codec when it makes two encodings from one
+/// One encoder, the stream writer that keeps its output to camrec's contract, and the hub its stream
+/// is published to (the outputs subscribe there; the branch does not know them). A recording has one branch, or one per codec when it makes two encodings from one
 /// capture (`live.h264 archive.h265`); then each branch encodes on its own thread from a short
 /// queue of the shared pool buffers, and a branch that falls behind skips frames rather than make
 /// the other wait (a skipped forced IDR is forced at its next frame instead).
 public final class EncodingBranch: @unchecked Sendable {
     public let encoder: VideoEncoder
-    public let outputs: [StreamOutput]
     public let hub: StreamHub
     public let codec: VideoCodec
     var writer: AnnexBStreamWriter
@@ -44,11 +43,10 @@ public final class EncodingBranch: @unchecked Sendable {
 
     /// - Parameter layout: `.bare` (parameter sets and slices only, the default) or the encoder's
     ///   SEI and AUD kept (`--encoder-sei`).
-    public init(encoder: VideoEncoder, hub: StreamHub, outputs: [StreamOutput], codec: VideoCodec, slicesPerPicture: Int = 1,
+    public init(encoder: VideoEncoder, hub: StreamHub, codec: VideoCodec, slicesPerPicture: Int = 1,
                 layout: AnnexBStreamWriter.Layout = .bare) {
         self.encoder = encoder
         self.hub = hub
-        self.outputs = outputs
         self.codec = codec
         writer = AnnexBStreamWriter(codec: codec, layout: layout, maxSlicesPerPicture: max(1, slicesPerPicture))
     }

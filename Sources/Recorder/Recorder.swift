@@ -9,13 +9,14 @@ import Outputs
 import Pipeline
 import Synchronization
 
-/// Runs one recording: source → pool buffer → encoder → stream writer → outputs.
+/// Runs one recording: source → pool buffer → encoder → stream writer → hub.
 ///
 /// The source runs on its own capture thread and only waits for the pool (a live
 /// source drops instead); the encoder and stream writer run on the calling
-/// thread; each output has its own thread. A stop from any thread (signal,
-/// failed output) ends capture, and everything captured so far is encoded,
-/// flushed and written before `run()` returns.
+/// thread (or one thread per encoder with several). It publishes each access unit
+/// into its branch's hub and knows no output: they subscribe there (`OutputSet`). A
+/// stop from any thread (signal, failed output) ends capture, and everything captured
+/// so far is encoded, flushed and published before `run()` closes the hubs and returns.
 public final class Recorder: @unchecked Sendable {
     public struct Limits: Sendable {
         public var frames: Int?
@@ -51,7 +52,6 @@ public final class Recorder: @unchecked Sendable {
     private let source: FrameSource
     /// One encoding, or one per codec; the first is the one `progress` and the result count.
     private let branches: [EncodingBranch]
-    private var outputs: [StreamOutput] { branches.flatMap(\.outputs) }
     private let keyframeInterval: Int
     private let limits: Limits
     private let logger: Logger
@@ -74,12 +74,10 @@ public final class Recorder: @unchecked Sendable {
         self.logger = logger
     }
 
-    /// One encoding into a hub of its own (its keyframe gate connected to this recorder).
-    public convenience init(source: FrameSource, encoder: VideoEncoder, outputs: [StreamOutput], keyframeInterval: Int,
+    /// One encoding into `hub`; connects the hub's keyframe gate to this recorder.
+    public convenience init(source: FrameSource, encoder: VideoEncoder, hub: StreamHub, keyframeInterval: Int,
                             limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
-        let hub = StreamHub(label: codec.rawValue, keyframes: KeyframeGate())
-        self.init(source: source, branches: [EncodingBranch(encoder: encoder, hub: hub, outputs: outputs, codec: codec,
-                                                            slicesPerPicture: slicesPerPicture)],
+        self.init(source: source, branches: [EncodingBranch(encoder: encoder, hub: hub, codec: codec, slicesPerPicture: slicesPerPicture)],
                   keyframeInterval: keyframeInterval, limits: limits, logger: logger)
         hub.keyframes.connect { [weak self] in self?.requestKeyframe() }
     }
@@ -101,17 +99,15 @@ public final class Recorder: @unchecked Sendable {
         if first { source.stop() }
     }
 
-    /// "Stop waiting" after a second interrupt: outputs that could block the shutdown for ever
-    /// (stdout into a pipe nobody reads) give up what they still hold; files finish as usual.
-    public func abandonBlockingOutputs() {
-        for output in outputs { output.abandon() }
-        stop()
-    }
-
     /// Forces an IDR at the next frame. Outputs ask through their hub's `KeyframeGate`, which is
     /// connected here and rate-limits them.
     public func requestKeyframe() {
         shared.withLock { $0.keyframeRequested = true }
+    }
+
+    /// Ends the recording because of `failure` (an output that failed for good); the first failure stands.
+    public func stop(failing failure: RecordingFailure) {
+        fail(failure)
     }
 
     private func fail(_ failure: RecordingFailure) {
@@ -121,22 +117,8 @@ public final class Recorder: @unchecked Sendable {
 
     public func run() -> RecordingResult {
         var result = RecordingResult()
-        // Outputs first: a bad path fails before the camera is touched.
-        var opened: [StreamOutput] = []
-        for branch in branches {
-            for output in branch.outputs {
-                do {
-                    try output.open(hub: branch.hub)
-                    opened.append(output)
-                    output.onFailure = { [weak self] error in self?.fail(.output(error)) }
-                } catch {
-                    let failure = error as? OutputError ?? OutputError(.unwritable, "\(output.label): \(error)")
-                    result.outputs = finishOutputs(opened)
-                    result.failure = .output(failure)
-                    return result
-                }
-            }
-        }
+        // However it ends, the hubs close: every subscriber takes what it holds, then sees the end.
+        defer { for branch in branches { branch.hub.close() } }
         let pool: PixelBufferPool
         do {
             for branch in branches {
@@ -150,16 +132,16 @@ public final class Recorder: @unchecked Sendable {
             if shared.withLock({ $0.stopRequested }) { source.stop() }
             logger.info("capture: \(source.summary)")
         } catch {
-            result.outputs = finishOutputs(opened)
             result.failure = Self.classify(error)
             return result
         }
-        let release = branches.count > 1 ? SharedFrameRelease(pool: pool) : nil
+        // Each branch encodes on a thread of its own from a short queue; one encoder is the one-branch case.
+        let release = SharedFrameRelease(pool: pool)
         for branch in branches {
-            branch.encoder.onBufferDone = { buffer in if let release { release.release(buffer) } else { pool.recycle(buffer) } }
+            branch.encoder.onBufferDone = { buffer in release.release(buffer) }
             branch.encoder.onPacket = { [unowned self, unowned branch] packet in self.publish(packet, from: branch) }
         }
-        if let release { startBranchThreads(release: release) }
+        startBranchThreads(release: release)
 
         let frames = BlockingQueue<PixelBuffer>(capacity: pool.capacity)
         let capture = WorkerThread(name: "capture") { [unowned self] in
@@ -168,12 +150,7 @@ public final class Recorder: @unchecked Sendable {
         capture.start()
 
         var sinceKeyframe = 0
-        let only = branches.count == 1 ? branches[0] : nil
         while let buffer = frames.pop() {
-            if only?.encoderFailed == true {
-                pool.recycle(buffer)
-                continue
-            }
             let requested = shared.withLock { s -> Bool in
                 defer { s.keyframeRequested = false }
                 return s.keyframeRequested
@@ -185,30 +162,13 @@ public final class Recorder: @unchecked Sendable {
                 let entry = (buffer.sequence, MonotonicClock.now())
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
-            if let only {
-                // One encoding: on this thread, as the frame comes.
-                do {
-                    try only.encoder.encode(buffer, forceKeyframe: force)
-                } catch {
-                    only.encoderFailed = true
-                    fail(Self.classify(error))
-                }
-            } else if let release {
-                hand(buffer, forceKeyframe: force, release: release)
-            }
+            hand(buffer, forceKeyframe: force, release: release)
         }
         capture.join()
-        if let only {
-            if !only.encoderFailed {
-                do { try only.encoder.flush() } catch { fail(Self.classify(error)) }
-            }
-        } else {
-            for branch in branches { branch.queue?.close() }
-            for branch in branches { branch.worker?.join() }
-        }
+        for branch in branches { branch.queue?.close() }
+        for branch in branches { branch.worker?.join() }
         pool.close()
 
-        result.outputs = finishOutputs(opened)
         let progress = shared.withLock { $0.progress }
         result.framesEncoded = progress.frames
         result.bytes = progress.bytes
@@ -228,19 +188,9 @@ public final class Recorder: @unchecked Sendable {
         case .finished, nil: break
         }
         result.failure = shared.withLock { $0.failure }
-        if result.failure == nil, let error = result.outputs.compactMap(\.error).first {
-            result.failure = .output(error)
-        }
         return result
     }
 
-
-    /// The end of the stream: each hub closes (its subscribers take what they hold, then see the
-    /// end), and every output writes out and settles.
-    private func finishOutputs(_ opened: [StreamOutput]) -> [OutputReport] {
-        for branch in branches { branch.hub.close() }
-        return opened.map { $0.finish() }
-    }
 
     private func captureLoop(into frames: BlockingQueue<PixelBuffer>) {
         defer { frames.close() }
@@ -356,10 +306,12 @@ public final class Recorder: @unchecked Sendable {
     /// Spare pool buffers whatever the source: the capture side always has one to fill next.
     static let minimumSpareBuffers = 4
 
-    /// Several branches: each encodes on a thread of its own from its queue, and flushes at the end.
+    /// Each branch encodes on a thread of its own from its queue, and flushes at the end.
     private func startBranchThreads(release: SharedFrameRelease) {
         for branch in branches {
-            let queue = BlockingQueue<(PixelBuffer, Bool)>(capacity: EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond))
+            // One encoding waits for its branch (the pool bounds what is ahead); several keep half a second each.
+            let depth = branches.count == 1 ? Self.minimumSpareBuffers : EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond)
+            let queue = BlockingQueue<(PixelBuffer, Bool)>(capacity: depth)
             branch.queue = queue
             let worker = WorkerThread(name: "encode-\(branch.codec.rawValue)") { [unowned self, unowned branch] in
                 while let (buffer, force) = queue.pop() {
@@ -383,13 +335,16 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
-    /// Gives a frame to every branch. From a live source, one whose queue is full skips it (and owes
-    /// an IDR if this was one) so the other never waits; from a file, every branch gets every frame.
+    /// Gives a frame to every branch. With several encodings of a live source, one whose queue is full
+    /// skips it (and owes an IDR if this was one) so the other never waits. Otherwise the branch is
+    /// waited for: a file loses nothing, and one live encoding that falls behind backs up into the
+    /// pool's headroom, where the source drops and counts what does not fit.
     private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease) {
         release.hold(buffer, count: branches.count)
+        let mayskip = source.isLive && branches.count > 1
         for branch in branches {
             let forceHere = force || branch.owesIDR
-            let taken = source.isLive ? branch.queue?.tryPush((buffer, forceHere)) : branch.queue?.push((buffer, forceHere))
+            let taken = mayskip ? branch.queue?.tryPush((buffer, forceHere)) : branch.queue?.push((buffer, forceHere))
             if taken == true {
                 branch.owesIDR = false
             } else {

@@ -227,14 +227,16 @@ struct RecordCommand: ParsableCommand {
             liveView = live
         }
         logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
+        // One hub per encoding; the live view's snapshots read the newest picture group from its ring.
+        let hubs = Dictionary(uniqueKeysWithValues: codecs.map { codec in
+            (codec, StreamHub(label: codec.rawValue, ring: http != nil && codec == defaultCodec ? .newestPictureGroup
+                                : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0), keyframes: keyframes))
+        })
         let branches = codecs.map { codec in
-            // The live view's snapshots read the newest picture group from the ring of its hub.
-            EncodingBranch(encoder: encoders[codec]!,
-                           hub: StreamHub(label: codec.rawValue, ring: http != nil && codec == defaultCodec ? .newestPictureGroup
-                                            : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0), keyframes: keyframes),
-                           outputs: outputsByCodec[codec] ?? [], codec: codec, slicesPerPicture: slices,
+            EncodingBranch(encoder: encoders[codec]!, hub: hubs[codec]!, codec: codec, slicesPerPicture: slices,
                            layout: encoderSei ? .encoderUnits : .bare)
         }
+        let outputSet = OutputSet(codecs.flatMap { codec in (outputsByCodec[codec] ?? []).map { (output: $0, hub: hubs[codec]!) } })
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
@@ -264,7 +266,7 @@ struct RecordCommand: ParsableCommand {
             if interrupts.add(1, ordering: .relaxed).newValue == 2 {
                 // A second signal means "stop waiting", never "throw away": files are finished.
                 writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout or network peers\n")
-                recorder.abandonBlockingOutputs()
+                outputSet.abandon()
             }
             recorder.stop()
         }
@@ -275,7 +277,16 @@ struct RecordCommand: ParsableCommand {
             }
             : nil
         status?.start()
-        let result = recorder.run()
+        // Outputs before the camera: a bad path fails before anything is recorded.
+        var result: RecordingResult
+        do {
+            try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
+            result = recorder.run()
+            result.settle(outputs: outputSet.finish())
+        } catch {
+            result = RecordingResult()
+            result.failure = .output(error)
+        }
         status?.stop()
         httpServer?.stop()
         if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }

@@ -2,6 +2,7 @@ import Capture
 import Encoder
 import Foundation
 import Frames
+import Hub
 import Logging
 import Outputs
 import Recorder
@@ -56,10 +57,13 @@ final class EncoderStallTests: ScratchDirectoryTestCase {
         let settings = EncoderSettings(size: size, framesPerSecond: fps, keyframeInterval: 10, preset: "ultrafast")
         let encoder = HeldUpEncoder(try SoftwareEncoder(settings: settings), holdSeconds: seconds)
         let path = "\(dir)/held-up.h264"
-        let output = QueuedOutput(sink: FileSink(path: path, overwrite: true))
-        let recorder = Recorder(source: TestPatternSource(size: size, fps: fps), encoder: encoder, outputs: [output],
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let outputs = OutputSet([(QueuedOutput(sink: FileSink(path: path, overwrite: true)), hub)])
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: fps), encoder: encoder, hub: hub,
                                 keyframeInterval: 10, limits: .init(frames: frames), logger: Logger(label: "test"))
-        let result = recorder.run()
+        try outputs.open { error in recorder.stop(failing: .output(error)) }
+        var result = recorder.run()
+        result.settle(outputs: outputs.finish())
         XCTAssertNil(result.failure)
         return (result, try Tools.patternCounters(path))
     }

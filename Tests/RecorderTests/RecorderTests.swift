@@ -1,0 +1,145 @@
+import Bitstream
+import Capture
+import Encoder
+import Frames
+import Hub
+import Logging
+import Outputs
+import XCTest
+
+@testable import Recorder
+
+/// The recorder on its own, with real parts (the test pattern, libx264 through libavcodec) and no
+/// output: it publishes into hubs, and these tests subscribe there as outputs would.
+final class RecorderTests: XCTestCase {
+    private let size = FrameSize(width: 320, height: 180)
+
+    private func encoder(_ codec: VideoCodec = .h264, planar: Bool = false, keyframeInterval: Int = 10) throws -> VideoEncoder {
+        var settings = EncoderSettings(codec: codec, size: size, framesPerSecond: 30, keyframeInterval: keyframeInterval, preset: "ultrafast")
+        settings.planarInput = planar
+        return try SoftwareEncoder(settings: settings)
+    }
+
+    /// Everything a subscription gets until the hub closes: (sequence, IDR) pairs.
+    private func collect(_ subscription: Subscription) -> Collected {
+        let thread = Collected(subscription)
+        thread.start()
+        return thread
+    }
+
+    func testOneEncodingPublishesEveryFrameInOrderFromAnIDRWithAnIDREveryInterval() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(), hub: hub,
+                                keyframeInterval: 10, limits: .init(frames: 45), logger: Logger(label: "test"))
+        let got = collect(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 8))))
+        let result = recorder.run()
+        XCTAssertNil(result.failure)
+        got.waitUntilEnded()
+        XCTAssertEqual(got.units.map(\.sequence), (0..<45).map { UInt64($0) }, "every frame, in order")
+        XCTAssertEqual(got.units.filter(\.isIDR).map(\.sequence), [0, 10, 20, 30, 40])
+        XCTAssertEqual(result.framesEncoded, 45)
+        XCTAssertEqual(result.idrFrames, 5)
+        XCTAssertNil(hub.subscribe("late", from: .nextIDR, policy: .lossless(depth: 1)), "the hub closed when the recording ended")
+    }
+
+    func testTwoEncodingsFromAFileSourceEachGetEveryFrame() throws {
+        let hubs = (StreamHub(label: "a", keyframes: KeyframeGate()), StreamHub(label: "b", keyframes: KeyframeGate()))
+        let branches = [EncodingBranch(encoder: try encoder(planar: true), hub: hubs.0, codec: .h264),
+                        EncodingBranch(encoder: try encoder(planar: true), hub: hubs.1, codec: .h264)]
+        let recorder = Recorder(source: NotLive(TestPatternSource(size: size, fps: 30, realTime: false)), branches: branches,
+                                keyframeInterval: 10, limits: .init(frames: 30), logger: Logger(label: "test"))
+        let a = collect(try XCTUnwrap(hubs.0.subscribe("a", from: .nextIDR, policy: .lossless(depth: 4))))
+        let b = collect(try XCTUnwrap(hubs.1.subscribe("b", from: .nextIDR, policy: .lossless(depth: 4))))
+        XCTAssertNil(recorder.run().failure)
+        a.waitUntilEnded()
+        b.waitUntilEnded()
+        XCTAssertEqual(a.units.map(\.sequence), (0..<30).map { UInt64($0) })
+        XCTAssertEqual(b.units.map(\.sequence), (0..<30).map { UInt64($0) })
+    }
+
+    func testAKeyframeRequestThroughTheGateMakesTheNextFrameAnIDR() throws {
+        let gate = KeyframeGate(minimumIntervalSeconds: 0)
+        let hub = StreamHub(label: "h264", keyframes: gate)
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(keyframeInterval: 1000), hub: hub,
+                                keyframeInterval: 1000, limits: .init(frames: 40), logger: Logger(label: "test"))
+        let subscription = try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 1)))
+        let requested = Collected(subscription) { unit in
+            // Asked for while frame 5 is taken: the encoder is at most the queue and the pool ahead.
+            if unit.sequence == 5 { XCTAssertTrue(gate.request()) }
+        }
+        requested.start()
+        XCTAssertNil(recorder.run().failure)
+        requested.waitUntilEnded()
+        let idrs = requested.units.filter(\.isIDR).map(\.sequence)
+        XCTAssertEqual(idrs.count, 2, "the first frame, and one asked for: \(idrs)")
+        XCTAssertEqual(idrs.first, 0)
+        XCTAssertGreaterThan(idrs.last ?? 0, 5)
+    }
+
+    func testAStopFromAnotherThreadEndsTheRecordingAndClosesTheHubWithTheFailureGiven() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30), encoder: try encoder(), hub: hub,
+                                keyframeInterval: 10, limits: .init(), logger: Logger(label: "test"))
+        let got = collect(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 8))))
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.5) {
+            recorder.stop(failing: .output(OutputFailureForTest.error))
+        }
+        let result = recorder.run()
+        got.waitUntilEnded()
+        XCTAssertEqual(result.exitStatus, RecordingFailure.output(OutputFailureForTest.error).exitStatus)
+        XCTAssertGreaterThan(got.units.count, 0)
+        XCTAssertEqual(got.units.map(\.sequence), (0..<UInt64(got.units.count)).map { $0 }, "what was captured before the stop, all of it")
+    }
+}
+
+enum OutputFailureForTest {
+    static let error = Outputs.OutputError(.unwritable, "the disk went away")
+}
+
+/// A subscriber on a thread of its own, as a real output is.
+final class Collected: @unchecked Sendable {
+    struct Unit { var sequence: UInt64; var isIDR: Bool }
+    private let subscription: Subscription
+    private let onUnit: (Unit) -> Void
+    private let lock = NSLock()
+    private var stored: [Unit] = []
+    private let ended = DispatchSemaphore(value: 0)
+
+    init(_ subscription: Subscription, onUnit: @escaping (Unit) -> Void = { _ in }) {
+        self.subscription = subscription
+        self.onUnit = onUnit
+    }
+
+    func start() {
+        Thread { [self] in
+            while let chunk = subscription.next() {
+                let unit = Unit(sequence: chunk.sequence, isIDR: chunk.isIDR)
+                chunk.release()
+                lock.lock(); stored.append(unit); lock.unlock()
+                onUnit(unit)
+            }
+            ended.signal()
+        }.start()
+    }
+
+    func waitUntilEnded() {
+        XCTAssertEqual(ended.wait(timeout: .now() + 30), .success, "the hub's end reached the subscriber")
+    }
+
+    var units: [Unit] { lock.lock(); defer { lock.unlock() }; return stored }
+}
+
+/// The test pattern as a file would be read: never dropping, waiting for the encoders instead.
+final class NotLive: FrameSource, @unchecked Sendable {
+    private let inner: TestPatternSource
+    init(_ inner: TestPatternSource) { self.inner = inner }
+    var summary: String { inner.summary }
+    var frameSize: FrameSize { inner.frameSize }
+    var framesPerSecond: Double { inner.framesPerSecond }
+    var statistics: SourceStatistics { inner.statistics }
+    var end: SourceEnd? { inner.end }
+    var isLive: Bool { false }
+    func start(pool: PixelBufferPool) throws { try inner.start(pool: pool) }
+    func nextFrame() throws -> PixelBuffer? { try inner.nextFrame() }
+    func stop() { inner.stop() }
+}
