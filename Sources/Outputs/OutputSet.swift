@@ -6,7 +6,12 @@ import Synchronization
 /// closed. The recorder only publishes into the hubs; this is all that knows the outputs.
 public final class OutputSet: Sendable {
     public let members: [(output: StreamOutput, hub: StreamHub)]
-    private let opened = Mutex<[StreamOutput]>([])
+    private struct Opened {
+        var outputs: [StreamOutput] = []
+        /// Outputs before this index have been finished (or are finishing).
+        var finished = 0
+    }
+    private let opened = Mutex(Opened())
 
     public init(_ members: [(output: StreamOutput, hub: StreamHub)]) {
         self.members = members
@@ -20,7 +25,7 @@ public final class OutputSet: Sendable {
         for (output, hub) in members {
             do {
                 try output.open(hub: hub)
-                opened.withLock { $0.append(output) }
+                opened.withLock { $0.outputs.append(output) }
                 output.onFailure = onFailure
             } catch {
                 _ = finish()
@@ -33,9 +38,10 @@ public final class OutputSet: Sendable {
     /// each opened output write out what it holds and settle. Safe to call more than once.
     public func finish() -> [OutputReport] {
         for (_, hub) in members { hub.close() }
-        let outputs = opened.withLock { list -> [StreamOutput] in
-            defer { list = [] }
-            return list
+        // The outputs stay listed while they finish, so a second interrupt (`abandon`) still reaches them.
+        let outputs = opened.withLock { o -> [StreamOutput] in
+            defer { o.finished = o.outputs.count }
+            return Array(o.outputs[o.finished...])
         }
         return outputs.map { $0.finish() }
     }
@@ -43,6 +49,6 @@ public final class OutputSet: Sendable {
     /// "Stop waiting" after a second interrupt: outputs that could block the shutdown for ever
     /// (stdout into a pipe nobody reads) give up what they still hold; files finish as usual.
     public func abandon() {
-        for output in opened.withLock({ $0 }) { output.abandon() }
+        for output in opened.withLock({ $0.outputs }) { output.abandon() }
     }
 }
