@@ -258,10 +258,17 @@ collect() {
 build() {
   local what=$1; shift
   echo "== build: $what"
-  local out rc
+  local out rc warnings
   out=$("$@" 2>&1); rc=$?
   tail -n 5 <<<"$out"
   ((rc == 0)) || problem "build failed: $what (exit $rc)"
+  # Zero warnings in camrec's own sources: a new one fails the run (a clean clone, as in CI, compiles
+  # every file; an incremental build shows those of the files it recompiled).
+  warnings=$(grep -E "^$PWD/Sources/[^:]+:[0-9]+:[0-9]+: warning:" <<<"$out" | sort -u)
+  if [[ -n $warnings ]]; then
+    echo "$warnings"
+    problem "$what: $(wc -l <<<"$warnings") compiler warning(s) in Sources/ (listed above); fix them"
+  fi
 }
 T_BUILD=$(date +%s)
 build "swift build --build-tests (debug)" swift build --build-tests

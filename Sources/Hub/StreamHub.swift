@@ -88,10 +88,16 @@ public final class StreamHub: Sendable {
     /// The access units from the newest IDR held to the newest (copies), and the newest one's frame
     /// number: enough to decode the newest picture. Nil before the first IDR or when the ring keeps nothing.
     public func newestPictureGroup() -> (accessUnits: [[UInt8]], sequence: UInt64)? {
-        state.withLock { s in
-            guard let begin = s.ring.newestIDRIndex, let last = s.ring.chunks.last else { return nil }
-            return (s.ring.chunks[begin...].map(\.bytes), last.sequence)
+        // Retained under the lock, copied outside it: a snapshot never holds up the encoder's publish.
+        let held: ArraySlice<StreamChunk>? = state.withLock { s in
+            guard let begin = s.ring.newestIDRIndex else { return nil }
+            let group = s.ring.chunks[begin...]
+            for chunk in group { chunk.retain() }
+            return group
         }
+        guard let held, let last = held.last else { return nil }
+        defer { for chunk in held { chunk.release() } }
+        return (held.map(\.bytes), last.sequence)
     }
 
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
