@@ -84,9 +84,11 @@ struct VideoTrack {
         }
         lastTimestamp = timestamp
         let stream = stream
-        return chunk.bytes.withUnsafeMutableBytes { raw in
+        // Read-only: the chunk's bytes are shared with other subscribers on other threads (a mutating
+        // access could copy and store a new buffer under them). The muxer only reads a packet it does not own.
+        return chunk.bytes.withUnsafeBytes { raw in
             av_packet_unref(packet)
-            packet.pointee.data = raw.baseAddress?.assumingMemoryBound(to: UInt8.self)
+            packet.pointee.data = raw.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
             packet.pointee.size = Int32(clamping: raw.count)
             packet.pointee.stream_index = stream.pointee.index
             packet.pointee.pts = timestamp

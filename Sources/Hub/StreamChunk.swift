@@ -6,8 +6,10 @@ import Synchronization
 /// Chunks are reference counted by hand and go back to their pool when the last
 /// output is done, so steady-state recording reuses the same byte storage.
 public final class StreamChunk: @unchecked Sendable {
-    /// The stream bytes; capacity is kept across reuse.
-    public var bytes: [UInt8] = []
+    /// The stream bytes; capacity is kept across reuse. Read-only once published: every subscriber
+    /// reads the same storage from its own thread, so a mutating access (even `withUnsafeMutableBytes`,
+    /// which may copy and store a new buffer) would race with the readers. The producer writes through `fill`.
+    public private(set) var bytes: [UInt8] = []
     public var isIDR = false
     /// Source sequence number of the frame in this chunk.
     public var sequence: UInt64 = 0
@@ -19,6 +21,11 @@ public final class StreamChunk: @unchecked Sendable {
 
     init(pool: StreamChunkPool) {
         self.pool = pool
+    }
+
+    /// Writes the access unit: only by its producer, before the chunk is published or shared.
+    public func fill<R>(_ body: (inout [UInt8]) throws -> R) rethrows -> R {
+        try body(&bytes)
     }
 
     /// Adds `count` holders; called before the chunk is handed to outputs.
@@ -46,7 +53,7 @@ public final class StreamChunkPool: @unchecked Sendable {
     /// A chunk with no holders and empty bytes (capacity kept).
     public func take() -> StreamChunk {
         if let chunk = free.withLock({ $0.popLast() }) {
-            chunk.bytes.removeAll(keepingCapacity: true)
+            chunk.fill { $0.removeAll(keepingCapacity: true) }
             return chunk
         }
         allocated.add(1, ordering: .relaxed)

@@ -224,7 +224,7 @@ public final class Recorder: @unchecked Sendable {
         let chunk = chunkPool.take()
         let info: AccessUnitInfo
         do {
-            info = try branch.writer.write(accessUnit: packet.data, into: &chunk.bytes)
+            info = try chunk.fill { try branch.writer.write(accessUnit: packet.data, into: &$0) }
         } catch {
             chunk.retain()
             chunk.release()

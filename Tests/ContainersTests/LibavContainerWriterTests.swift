@@ -28,9 +28,9 @@ final class LibavContainerWriterTests: XCTestCase {
     func chunk(idr: Bool, milliseconds: UInt64) -> StreamChunk {
         let c = pool.take()
         if idr {
-            c.bytes = Self.startCode + Self.sps + Self.startCode + Self.pps + Self.startCode + [0x65, 0x88, 0x84, 0x00, 0x21]
+            c.fill { $0 = Self.startCode + Self.sps + Self.startCode + Self.pps + Self.startCode + [0x65, 0x88, 0x84, 0x00, 0x21] }
         } else {
-            c.bytes = Self.startCode + [0x41, 0x9A, 0x02, 0x04, 0x80]
+            c.fill { $0 = Self.startCode + [0x41, 0x9A, 0x02, 0x04, 0x80] }
         }
         c.isIDR = idr
         c.presentationTimeNanoseconds = milliseconds * 1_000_000
@@ -106,7 +106,7 @@ final class LibavContainerWriterTests: XCTestCase {
         var caught: Error?
         for frame in 0..<200 where caught == nil {
             let c = chunk(idr: frame % 30 == 0, milliseconds: UInt64(frame) * 33)
-            c.bytes += [UInt8](repeating: 0x55, count: 100)
+            c.fill { $0 += [UInt8](repeating: 0x55, count: 100) }
             do { try writer.write(c) } catch { caught = error }
         }
         XCTAssertEqual((caught as? OutputError)?.kind, .diskFull, "\(String(describing: caught))")

@@ -11,9 +11,10 @@ final class LiveMP4FragmenterTests: XCTestCase {
     func chunk(idr: Bool, milliseconds: UInt64) -> StreamChunk {
         let c = pool.take()
         let start = LibavContainerWriterTests.startCode
-        c.bytes = idr
+        let bytes = idr
             ? start + LibavContainerWriterTests.sps + start + LibavContainerWriterTests.pps + start + [0x65, 0x88, 0x84, 0x00, 0x21]
             : start + [0x41, 0x9A, 0x02, 0x04, 0x80]
+        c.fill { $0 = bytes }
         c.isIDR = idr
         c.presentationTimeNanoseconds = milliseconds * 1_000_000
         return c

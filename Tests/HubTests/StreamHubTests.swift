@@ -10,7 +10,7 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
     /// Access unit `sequence`, an IDR every `idrEvery`, `bytes` long, presented at `fps`.
     private func chunk(_ sequence: Int, idrEvery: Int = 10, bytes: Int = 10, fps: UInt64 = 10) -> StreamChunk {
         let c = pool.take()
-        c.bytes = [UInt8](repeating: UInt8(truncatingIfNeeded: sequence), count: bytes)
+        c.fill { $0 = [UInt8](repeating: UInt8(truncatingIfNeeded: sequence), count: bytes) }
         c.sequence = UInt64(sequence)
         c.isIDR = sequence % idrEvery == 0
         c.presentationTimeNanoseconds = UInt64(sequence) * 1_000_000_000 / fps

@@ -36,9 +36,9 @@ final class TCPOutputTests: XCTestCase {
     func chunk(_ sequence: Int, idrEvery: Int = 30, size: Int = 2000) -> StreamChunk {
         let c = pool.take()
         let idr = sequence % idrEvery == 0
-        if idr { c.bytes += [0, 0, 0, 1, 0x67, 0x42, 0, 0x1E, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80] }
-        c.bytes += [0, 0, 0, 1, idr ? 0x65 : 0x41, 0x88]
-        c.bytes += [UInt8](repeating: 0xAA, count: size)
+        if idr { c.fill { $0 += [0, 0, 0, 1, 0x67, 0x42, 0, 0x1E, 0, 0, 0, 1, 0x68, 0xCE, 0x3C, 0x80] } }
+        c.fill { $0 += [0, 0, 0, 1, idr ? 0x65 : 0x41, 0x88] }
+        c.fill { $0 += [UInt8](repeating: 0xAA, count: size) }
         c.isIDR = idr
         c.sequence = UInt64(sequence)
         c.captureTimeNanoseconds = 1
