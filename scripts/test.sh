@@ -45,30 +45,32 @@ TEST_JOBS=${TEST_JOBS:-2}
 [[ $TEST_JOBS == 1 || $TEST_JOBS == 2 ]] || { echo "test.sh: TEST_JOBS is 1 (serial) or 2 (a side lane beside the rest)" >&2; exit 2; }
 
 # Suites every run must have: name, about how many checks it runs, hard limit in seconds (the
-# suite is stopped there), budget in seconds (over it counts as one failure; about 1.5 times what
-# it took in a full run with the side lane beside it on a 2-core machine, 2026-11-24, at least 60 s).
+# suite is stopped there), budget in seconds (over it counts as one failure). Budgets are set so the
+# run passes on a busy 2-core machine (issue 25: with stress-ng --cpu 1 beside it, where the VM suites
+# take up to twice as long) and still stop creep: about 1.15 times the longest seen under load
+# ("loaded"), never under 1.5 times a quiet run ("quiet"; the side lane beside the rest, 2026-11-24).
 # A suite running under 90% of its count fails (a case list that silently shrank); more than a
 # quarter over is only reported, so the list can be brought up to date.
 # Add a line here with each new Tests/suites/NAME.sh; a suite that runs but is not listed is reported.
 EXPECTED_SUITES=(
   # name           checks limit budget
-  "swift-tests         268  2400   360"   # XCTest cases (swift test), the expected skips not counted; measured 155 s alone, ~240 s beside the VM lane
-  "network              103  1200   130"   # measured 82 s
-  "vaapi-host           83   900   160"   # measured 105 s
-  "vaapi-vm             30  1200   240"   # measured 158 s
-  "vm-capture          124  2400   630"   # measured 420 s
-  "vm-mjpeg             17  1200   140"   # measured 90 s
-  "vm-unattended        36  1200   140"   # measured 93 s
-  "fuzz                  3   900   310"   # measured 204 s
-  "hostile-input        26   900    60"   # measured 11 s
-  "readme-promises      31   900    70"   # measured 46 s
-  "seed-receivers       80  1200   140"   # measured 93 s
-  "network-load         20  1200    60"   # measured 22 s
-  "containers          134   900   210"   # measured 137 s
-  "publish             113   600   260"   # measured 169 s
-  "browser              24   600    90"   # measured 58 s
-  "http                 98   600   160"   # measured 104 s
-  "quick-recordings      9   300    60"   # --quick only; measured 11 s (Tests/quick/recordings.sh)
+  "swift-tests         281  2400   360"   # XCTest cases (swift test), the expected skips not counted; quiet 155 s alone, ~240 s beside the VM lane; loaded 246 s
+  "network              103  1200   150"   # quiet 82 s, loaded 94 s
+  "vaapi-host           83   900   160"   # quiet 105 s, loaded 117 s
+  "vaapi-vm             32  1200   330"   # quiet 158 s, loaded 286 s
+  "vm-capture          124  2400   900"   # quiet 420 s, loaded 791 s
+  "vm-mjpeg             17  1200   200"   # quiet 90 s, loaded 158 s
+  "vm-unattended        36  1200   230"   # quiet 93 s, loaded 177-188 s
+  "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s
+  "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
+  "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
+  "seed-receivers       80  1200   140"   # quiet 93 s, loaded 98 s
+  "network-load         20  1200    60"   # quiet 22 s, loaded 36 s
+  "containers          134   900   210"   # quiet 137 s, loaded 147 s
+  "publish             116   600   260"   # quiet 169 s, loaded 183 s
+  "browser              24   600    90"   # quiet 58 s, loaded 60 s
+  "http                 98   600   160"   # quiet 104 s, loaded 109 s
+  "quick-recordings      9   300    60"   # --quick only; quiet 11 s (Tests/quick/recordings.sh)
 )
 QUICK_ONLY=" quick-recordings "
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver

@@ -114,20 +114,50 @@ final class HEVCRecordingEndToEndTests: ScratchDirectoryTestCase {
 
     func testOneCaptureGivesH264AndH265EachKeepingItsContract() throws {
         let a264 = "\(dir)/a.h264", a265 = "\(dir)/a.h265"
-        // 640x360 so libx265 keeps up on a busy 2-core machine: a branch that falls behind skips frames
-        // (said on stderr), which would make the frame counts below depend on the load.
+        // A live source: a branch that falls behind skips frames and says so ("libx265 skipped N frames"),
+        // and the camera side may drop (dropped=). On a quiet machine neither happens at 640x360 and the
+        // exact grid is checked; on a busy one (stress-ng --cpu 1 beside the suite: libx265 skipped 42 of
+        // 90, 2026-11-24; 61 with a release build of camrec beside it) each file must hold exactly the frames
+        // its branch took, in order, the IDRs no further apart than the interval. Bound: at most 80 skipped.
         let r = try Tools.camrec(["--test-pattern", "--size", "640x360", "--frames", "90", "--keyframe-interval", "30", a264, a265])
         XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertFalse(r.stderr.contains("skipped"), r.stderr)
+        let dropped = try XCTUnwrap(Int(field("dropped", in: r.stderr, output: a264) ?? ""), r.stderr)
         XCTAssertEqual(try codecName(a264), "h264")
         XCTAssertEqual(try codecName(a265), "hevc")
-        try assertStreamContract(a264, idrEvery: 30, frames: 90, codec: .h264)
-        try assertStreamContract(a265, idrEvery: 30, frames: 90, codec: .hevc)
-        // One capture: the same frames, numbered alike, in both.
-        XCTAssertEqual(try Tools.patternCounters(a264), (0..<90).map { UInt64($0) })
-        XCTAssertEqual(try Tools.patternCounters(a265), (0..<90).map { UInt64($0) })
-        XCTAssertTrue(r.stderr.contains("output=\(a264) frames=90 idr=3"), r.stderr)
-        XCTAssertTrue(r.stderr.contains("output=\(a265) frames=90 idr=3"), r.stderr)
+        for (path, codec, encoderName) in [(a264, VideoCodec.h264, "libx264"), (a265, .hevc, "libx265")] {
+            let skipped = skippedFrames(encoderName, in: r.stderr)
+            XCTAssertLessThanOrEqual(skipped, 80, "\(encoderName) skipped \(skipped) of 90 (measured 42 and 61 under load): \(r.stderr)")
+            let counters = try Tools.patternCounters(path).map { try XCTUnwrap($0, "every picture carries its number") }
+            XCTAssertEqual(counters.count, 90 - skipped, "\(path): the frames its branch took")
+            XCTAssertEqual(counters, counters.sorted(), "\(path): in order")
+            XCTAssertEqual(Set(counters).count, counters.count, "\(path): none twice")
+            // Missing numbers: the camera side's drops and this branch's own skips, at most (what either
+            // lost after the file's last frame leaves no gap; the exact count is the frames= above).
+            XCTAssertLessThanOrEqual(Int(counters.last ?? 0) + 1 - counters.count, dropped + skipped,
+                                     "\(path): the numbers missing up to its last frame are at most the \(dropped) dropped and \(skipped) skipped")
+            XCTAssertTrue(r.stderr.contains("output=\(path) frames=\(90 - skipped) "), r.stderr)
+            if skipped == 0 && dropped == 0 {
+                try assertStreamContract(path, idrEvery: 30, frames: 90, codec: codec)
+                XCTAssertEqual(counters, (0..<90).map { UInt64($0) })
+                XCTAssertTrue(r.stderr.contains("output=\(path) frames=90 idr=3"), r.stderr)
+            } else {
+                try assertStreamContract(path, frames: 90 - skipped, maximumIDRGap: 30, codec: codec)
+            }
+        }
+    }
+
+    /// N in "libx265 (software) skipped N frames to keep up with the capture", or 0 when no such line.
+    private func skippedFrames(_ encoder: String, in log: String) -> Int {
+        guard let line = log.split(separator: "\n").first(where: { $0.contains(encoder) && $0.contains(" frames to keep up") }),
+              let range = line.range(of: " skipped ") else { return 0 }
+        return Int(line[range.upperBound...].prefix { $0.isNumber }) ?? -1
+    }
+
+    /// The value of `key=` on the summary line of `output`.
+    private func field(_ key: String, in log: String, output: String) -> String? {
+        guard let line = log.split(separator: "\n").first(where: { $0.contains("output=\(output) ") }),
+              let range = line.range(of: " \(key)=") else { return nil }
+        return String(line[range.upperBound...].prefix { !$0.isWhitespace })
     }
 
     func testFromAFileBothEncodingsGetEveryFrame() throws {

@@ -43,6 +43,28 @@ func assertStreamContract(_ path: String, idrEvery interval: Int, frames: Int, c
     XCTAssertEqual(report.idrFrameIndices, expectedIDRs, file: file, line: line)
 }
 
+/// The contract where frames were skipped or dropped, so the IDR grid moved: the same independent checks
+/// (annexb-check, ffprobe) and camrec's inspector, the picture count exact, the first picture an IDR, and
+/// no two IDRs further apart than `maximumIDRGap` pictures (a forced IDR a branch skipped is forced at its
+/// next frame). ffprobe's key frames and both checkers' IDR positions must agree.
+func assertStreamContract(_ path: String, frames: Int, maximumIDRGap: Int, codec: VideoCodec = .h264,
+                          file: StaticString = #filePath, line: UInt = #line) throws {
+    let independent = try IndependentChecker.check(path, arguments: ["--frames", "\(frames)"] + (codec == .hevc ? ["--hevc"] : []))
+    XCTAssertEqual(independent.status, 0, "annexb-check: \(independent.output)", file: file, line: line)
+    XCTAssertEqual(independent.report?.pictures, frames, "annexb-check's picture count", file: file, line: line)
+    let idrs = try XCTUnwrap(independent.report?.idr_pictures, file: file, line: line)
+    XCTAssertEqual(idrs.first, 0, "the first picture is an IDR", file: file, line: line)
+    let gaps = zip(idrs, idrs.dropFirst()).map { $1 - $0 } + [frames - (idrs.last ?? 0)]
+    XCTAssertLessThanOrEqual(gaps.max() ?? 0, maximumIDRGap, "IDRs at \(idrs)", file: file, line: line)
+    XCTAssertEqual(try Tools.keyFrameIndices(path), idrs, "ffprobe's key frames", file: file, line: line)
+    var inspector = StreamInspector(codec: codec)
+    inspector.append([UInt8](try Data(contentsOf: URL(fileURLWithPath: path))))
+    let report = inspector.finish()
+    XCTAssertTrue(report.contractHolds, report.render(verbose: false), file: file, line: line)
+    XCTAssertEqual(report.frameCount, frames, file: file, line: line)
+    XCTAssertEqual(report.idrFrameIndices, idrs, file: file, line: line)
+}
+
 /// `data` (4-byte start codes) without camrec's timing notes: the NAL units whose first bytes hold
 /// camrec's UUID (c4 a3 e1 f2 6d 1b …), an H.264 SEI or an H.265 prefix SEI. Read here, not with camrec's code.
 func withoutTimingNotes(_ data: Data) -> Data {

@@ -61,6 +61,14 @@ wait_for() {
 
 frames_of() { ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null; }
 # The summary line of output $2 in log $1 says frames=$3 and dropped=0.
+# summary_dropped LOG OUTPUT: the dropped= on OUTPUT's finished line in LOG (empty if there is none).
+summary_dropped() { grep -E "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") " "$1" | tail -n 1 | grep -o 'dropped=[0-9]*' | cut -d= -f2; }
+# summary_counts LOG OUTPUT N BOUND: OUTPUT's finished line says frames=N, and dropped= no more than BOUND
+# (a live source on a busy machine drops and counts; what it counted is then checked against the frames).
+summary_counts() {
+    local d; d=$(summary_dropped "$1" "$2")
+    grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 " "$1" && [[ -n $d ]] && ((d <= $4)) || { grep finished "$1"; return 1; }
+}
 summary_says() { grep -qE "finished output=$(sed 's/[.?*+]/\\&/g' <<<"$2") frames=$3 .*dropped=0( |$)" "$1" || { grep finished "$1"; return 1; }; }
 # check_two_interrupts PID FILE LOG PEER: interrupts camrec (PID, recording FILE, stderr in LOG) twice,
 # 0.5 s apart, while PEER ("receiver", "server") holds the end of the stream. One interrupt alone

@@ -57,6 +57,21 @@ counters_account() {
         { echo "$1: frame numbers $(cut -c1-200 <<<"$got"), $2 reported dropped"; return 1; }
 }
 
+# counters_same COPY SOURCE: COPY holds exactly SOURCE's frames, numbers alike, from the first to the last.
+counters_same() {
+    local copy source; copy=$(counters_of "$1") source=$(counters_of "$2")
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2: $(cut -c1-200 <<<"$source")"; return 1; }
+}
+
+# counters_slice COPY SOURCE: COPY holds a run of SOURCE's frames with nothing left out: from COPY's first
+# frame on, as many as COPY has (a viewer that stopped before the recording ended).
+counters_slice() {
+    local copy source first n
+    copy=$(counters_of "$1"); first=${copy%% *}; n=$(wc -w <<<"$copy")
+    source=$(counters_of "$2" | tr ' ' '\n' | awk -v f="$first" '$1 == f { on = 1 } on' | head -n "$n" | tr '\n' ' ' | sed 's/ $//')
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2 from there: $(cut -c1-200 <<<"$source")"; return 1; }
+}
+
 # counters_tail COPY SOURCE: COPY holds exactly SOURCE's frames from COPY's first frame to the end.
 counters_tail() {
     local copy source first
