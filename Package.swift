@@ -38,7 +38,7 @@ let package = Package(
         .target(name: "Pipeline"),
         // The seam between encoders and everything that takes their stream: a hub per encoded
         // stream with the recent access units, the one keyframe gate, and subscriptions.
-        .target(name: "Hub", dependencies: ["Frames"]),
+        .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.

@@ -1,4 +1,5 @@
 import Glibc
+import Pipeline
 
 /// One subscriber's view of a hub's stream: a bounded queue of shared access units that the hub
 /// fills on the encoder thread and the subscriber empties on its own thread (`next`) or task
@@ -66,9 +67,7 @@ public final class Subscription: @unchecked Sendable {
     private var counters = Counters()
     private var waiter: CheckedContinuation<StreamChunk?, Never>?
     private var waiterCancelled = false
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let notEmpty = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let notFull = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let queueLock = QueueLock()
     weak var hub: StreamHub?
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
@@ -80,23 +79,14 @@ public final class Subscription: @unchecked Sendable {
         waitingForIDR = backlog.isEmpty
         for chunk in backlog { append(chunk) }
         counters.offered = backlog.count
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(notEmpty, nil)
-        pthread_cond_init(notFull, nil)
     }
 
     deinit {
         for i in 0..<count { ring[(head + i) % capacity]?.release() }
-        pthread_cond_destroy(notFull)
-        pthread_cond_destroy(notEmpty)
-        pthread_mutex_destroy(mutex)
-        notFull.deallocate()
-        notEmpty.deallocate()
-        mutex.deallocate()
     }
 
-    private func lock() { pthread_mutex_lock(mutex) }
-    private func unlock() { pthread_mutex_unlock(mutex) }
+    private func lock() { queueLock.lock() }
+    private func unlock() { queueLock.unlock() }
 
     private func append(_ chunk: StreamChunk) {
         ring[(head + count) % capacity] = chunk
@@ -133,7 +123,7 @@ public final class Subscription: @unchecked Sendable {
             waitingForIDR = false
         }
         if case .lossless = policy {
-            while count == capacity && !ended && !stoppedTaking { pthread_cond_wait(notFull, mutex) }
+            while count == capacity && !ended && !stoppedTaking { queueLock.waitNotFull() }
             if ended || stoppedTaking {
                 counters.notTaken += 1
                 unlock()
@@ -141,20 +131,19 @@ public final class Subscription: @unchecked Sendable {
                 return
             }
         } else if count == capacity {
-            // Too slow: drop what waits and go on from this IDR, or wait for the next one.
-            var dropped: [StreamChunk] = []
-            dropped.reserveCapacity(count)
-            while let old = removeFirst() { dropped.append(old) }
+            // Too slow: drop what waits and go on from this IDR, or wait for the next one. (Releasing
+            // under the lock only takes the chunk pool's lock, which never calls back here.)
+            let dropped = count
+            while let old = removeFirst() { old.release() }
             let resumes = chunk.isIDR
-            counters.skipped += dropped.count + (resumes ? 0 : 1)
+            counters.skipped += dropped + (resumes ? 0 : 1)
             counters.catchUps += 1
             waitingForIDR = !resumes
             let catchUps = counters.catchUps
             if resumes { deliver(chunk) }
             unlock()
-            for old in dropped { old.release() }
             if !resumes { chunk.release() }
-            onCatchUp?(dropped.count + (resumes ? 0 : 1), resumes, catchUps)
+            onCatchUp?(dropped + (resumes ? 0 : 1), resumes, catchUps)
             return
         }
         deliver(chunk)
@@ -170,7 +159,7 @@ public final class Subscription: @unchecked Sendable {
             return
         }
         append(chunk)
-        pthread_cond_signal(notEmpty)
+        queueLock.signalNotEmpty()
     }
 
     /// The next access unit (one reference, for the caller to release), waiting while there is
@@ -178,7 +167,7 @@ public final class Subscription: @unchecked Sendable {
     public func next() -> StreamChunk? {
         lock()
         defer { unlock() }
-        while count == 0 && !ended { pthread_cond_wait(notEmpty, mutex) }
+        while count == 0 && !ended { queueLock.waitNotEmpty() }
         return take()
     }
 
@@ -187,12 +176,9 @@ public final class Subscription: @unchecked Sendable {
         lock()
         defer { unlock() }
         if count == 0 && !ended {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let total = UInt64(now.tv_nsec) + min(timeoutNanoseconds, 86_400_000_000_000)
-            var deadline = timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+            var deadline = QueueLock.deadline(afterNanoseconds: timeoutNanoseconds)
             while count == 0 && !ended {
-                if pthread_cond_timedwait(notEmpty, mutex, &deadline) == ETIMEDOUT { break }
+                if !queueLock.waitNotEmpty(until: &deadline) { break }
             }
         }
         if let chunk = take() { return .chunk(chunk) }
@@ -233,7 +219,7 @@ public final class Subscription: @unchecked Sendable {
     private func take() -> StreamChunk? {
         guard let chunk = removeFirst() else { return nil }
         counters.taken += 1
-        pthread_cond_signal(notFull)
+        queueLock.signalNotFull()
         return chunk
     }
 
@@ -242,12 +228,10 @@ public final class Subscription: @unchecked Sendable {
     public func stopTaking() {
         lock()
         stoppedTaking = true
-        var dropped: [StreamChunk] = []
-        while let chunk = removeFirst() { dropped.append(chunk) }
-        counters.notTaken += dropped.count
-        pthread_cond_broadcast(notFull)
+        counters.notTaken += count
+        while let chunk = removeFirst() { chunk.release() }
+        queueLock.broadcast()
         unlock()
-        for chunk in dropped { chunk.release() }
     }
 
     /// Leaves the hub: nothing more is offered; what is queued is dropped and `next` returns nil.
@@ -263,8 +247,7 @@ public final class Subscription: @unchecked Sendable {
         ended = true
         let waiter = self.waiter
         self.waiter = nil
-        pthread_cond_broadcast(notEmpty)
-        pthread_cond_broadcast(notFull)
+        queueLock.broadcast()
         unlock()
         waiter?.resume(returning: nil)
     }

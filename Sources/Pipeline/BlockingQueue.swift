@@ -1,6 +1,6 @@
 import Glibc
 
-/// A bounded FIFO between two threads, on a pthread mutex and condition variables.
+/// A bounded FIFO between two threads, on a `QueueLock` (a pthread mutex and two condition variables).
 ///
 /// Storage is a ring allocated once, so pushing and popping allocate nothing.
 public final class BlockingQueue<Element>: @unchecked Sendable {
@@ -9,34 +9,20 @@ public final class BlockingQueue<Element>: @unchecked Sendable {
     private var head = 0
     private var count = 0
     private var closed = false
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let notEmpty = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
-    private let notFull = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    private let lock = QueueLock()
 
     public init(capacity: Int) {
         precondition(capacity > 0)
         self.capacity = capacity
         ring = Array(repeating: nil, count: capacity)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(notEmpty, nil)
-        pthread_cond_init(notFull, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(notFull)
-        pthread_cond_destroy(notEmpty)
-        pthread_mutex_destroy(mutex)
-        notFull.deallocate()
-        notEmpty.deallocate()
-        mutex.deallocate()
     }
 
     /// Appends, waiting while the queue is full. Returns false if the queue was closed.
     @discardableResult
     public func push(_ element: Element) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while count == capacity && !closed { pthread_cond_wait(notFull, mutex) }
+        lock.lock()
+        defer { lock.unlock() }
+        while count == capacity && !closed { lock.waitNotFull() }
         guard !closed else { return false }
         append(element)
         return true
@@ -44,8 +30,8 @@ public final class BlockingQueue<Element>: @unchecked Sendable {
 
     /// Appends without waiting; false when full or closed.
     public func tryPush(_ element: Element) -> Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         guard !closed, count < capacity else { return false }
         append(element)
         return true
@@ -54,28 +40,25 @@ public final class BlockingQueue<Element>: @unchecked Sendable {
     private func append(_ element: Element) {
         ring[(head + count) % capacity] = element
         count += 1
-        pthread_cond_signal(notEmpty)
+        lock.signalNotEmpty()
     }
 
     /// Removes the oldest element, waiting while empty. Nil once closed and drained.
     public func pop() -> Element? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
-        while count == 0 && !closed { pthread_cond_wait(notEmpty, mutex) }
+        lock.lock()
+        defer { lock.unlock() }
+        while count == 0 && !closed { lock.waitNotEmpty() }
         return removeFirst()
     }
 
     /// Like `pop()`, but gives up after `nanoseconds`; nil on timeout too.
     public func pop(timeoutNanoseconds: UInt64) -> Element? {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         if count == 0 && !closed {
-            var now = timespec()
-            clock_gettime(CLOCK_REALTIME, &now)
-            let total = UInt64(now.tv_nsec) + timeoutNanoseconds
-            var deadline = timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
+            var deadline = QueueLock.deadline(afterNanoseconds: timeoutNanoseconds)
             while count == 0 && !closed {
-                if pthread_cond_timedwait(notEmpty, mutex, &deadline) == ETIMEDOUT { break }
+                if !lock.waitNotEmpty(until: &deadline) { break }
             }
         }
         return removeFirst()
@@ -87,37 +70,36 @@ public final class BlockingQueue<Element>: @unchecked Sendable {
         ring[head] = nil
         head = (head + 1) % capacity
         count -= 1
-        pthread_cond_signal(notFull)
+        lock.signalNotFull()
         return element
     }
 
     /// Removes everything queued without waiting, oldest first.
     public func drain(_ body: (Element) -> Void) {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         var items: [Element] = []
         while let e = removeFirst() { items.append(e) }
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
         items.forEach(body)
     }
 
     /// Pushers get false from now on; poppers drain what is left, then get nil.
     public func close() {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         closed = true
-        pthread_cond_broadcast(notEmpty)
-        pthread_cond_broadcast(notFull)
-        pthread_mutex_unlock(mutex)
+        lock.broadcast()
+        lock.unlock()
     }
 
     public var isEmpty: Bool {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return count == 0
     }
 
     public var currentCount: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return count
     }
 }

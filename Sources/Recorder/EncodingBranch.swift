@@ -52,23 +52,28 @@ public final class EncodingBranch: @unchecked Sendable {
     }
 }
 
-/// Hands each pool buffer back once every branch's encoder is done with it.
+/// Hands each pool buffer back once every branch's encoder is done with it. With one branch there is
+/// nothing to count: a buffer goes straight back to the pool, with no lock and no table on the hot path.
 final class SharedFrameRelease: @unchecked Sendable {
     private let holders = Mutex<[ObjectIdentifier: Int]>([:])
     private let pool: PixelBufferPool
+    private let branchCount: Int
 
-    init(pool: PixelBufferPool) {
+    init(pool: PixelBufferPool, branchCount: Int) {
         self.pool = pool
-        holders.withLock { $0.reserveCapacity(pool.capacity) }
+        self.branchCount = branchCount
+        if branchCount > 1 { holders.withLock { $0.reserveCapacity(pool.capacity) } }
     }
 
-    /// The buffer goes to `count` encoders.
-    func hold(_ buffer: PixelBuffer, count: Int) {
-        holders.withLock { $0[ObjectIdentifier(buffer)] = count }
+    /// The buffer goes to every branch.
+    func hold(_ buffer: PixelBuffer) {
+        guard branchCount > 1 else { return }
+        holders.withLock { $0[ObjectIdentifier(buffer)] = branchCount }
     }
 
     /// One encoder (or a branch that skipped it) is done with the buffer.
     func release(_ buffer: PixelBuffer) {
+        guard branchCount > 1 else { return pool.recycle(buffer) }
         let last = holders.withLock { h -> Bool in
             let id = ObjectIdentifier(buffer)
             let left = (h[id] ?? 1) - 1

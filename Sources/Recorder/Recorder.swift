@@ -136,7 +136,7 @@ public final class Recorder: @unchecked Sendable {
             return result
         }
         // Each branch encodes on a thread of its own from a short queue; one encoder is the one-branch case.
-        let release = SharedFrameRelease(pool: pool)
+        let release = SharedFrameRelease(pool: pool, branchCount: branches.count)
         for branch in branches {
             branch.encoder.onBufferDone = { buffer in release.release(buffer) }
             branch.encoder.onPacket = { [unowned self, unowned branch] packet in self.publish(packet, from: branch) }
@@ -340,7 +340,7 @@ public final class Recorder: @unchecked Sendable {
     /// waited for: a file loses nothing, and one live encoding that falls behind backs up into the
     /// pool's headroom, where the source drops and counts what does not fit.
     private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease) {
-        release.hold(buffer, count: branches.count)
+        release.hold(buffer)
         let mayskip = source.isLive && branches.count > 1
         for branch in branches {
             let forceHere = force || branch.owesIDR
