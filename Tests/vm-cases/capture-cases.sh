@@ -296,7 +296,10 @@ check "unsupported rate: exit 68 with the rates offered" \
 start_recording() {
     local name=$1 dev=$2; shift 2
     rm -f "$R/$name.h264" "$R/$name.h264".camrec-*.partial
-    timeout 120 "${RUN[@]}" --device "$dev" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    # --foreground: timeout(1) otherwise passes a signal it gets to the child and to its whole process
+    # group, so one `kill -INT` reaches camrec twice ("interrupted twice", exit 130, seen under load
+    # when camrec's signal thread took the first before the second arrived).
+    timeout --foreground 120 "${RUN[@]}" --device "$dev" --size 640x480 --fps 10 --encoder software --preset ultrafast \
         --log-level info "$@" "$R/$name.h264" 2>"$R/$name.err" &
     REC=$!
     local i f
