@@ -159,6 +159,7 @@ check "auto as that user: libx264, with the reason in one line" \
 setpriv --reuid=nobody --regid=render --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
     --encoder vaapi --vaapi-device $NODE "$W/perm-ok.h264" >"$R/perm-ok.log" 2>&1
 rc=$?
+cat "$R/perm-ok.log"
 check "vaapi as a member of the 'render' group: exit 0" test $rc = 0
 chmod 0666 $NODE
 
