@@ -54,7 +54,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Libav", "Hub",
+            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -63,7 +63,7 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "Receiver", dependencies: [
-            "CFFmpeg", "Libav", "Bitstream", "NetStream", "Outputs",
+            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs",
         ]),
         .target(name: "Recorder", dependencies: [
             "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline", "Hub",

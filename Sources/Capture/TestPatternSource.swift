@@ -223,8 +223,4 @@ extension String {
         let scaled = Int((value * 100).rounded())
         self = "\(scaled / 100).\(String(scaled % 100).leftPadded(to: 2))"
     }
-
-    func leftPadded(to width: Int, with pad: Character = "0") -> String {
-        count >= width ? self : String(repeating: pad, count: width - count) + self
-    }
 }

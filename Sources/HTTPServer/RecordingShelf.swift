@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 import Hummingbird
 import Outputs
@@ -136,8 +137,4 @@ public struct RecordingShelf: Sendable {
         }
         return String(validating: bytes, as: UTF8.self)
     }
-}
-
-private extension String {
-    func leftPadded(to width: Int) -> String { count >= width ? self : String(repeating: "0", count: width - count) + self }
 }

@@ -1,4 +1,5 @@
 import Bitstream
+import Frames
 import Glibc
 import NetStream
 import Outputs
@@ -135,7 +136,7 @@ public final class StreamReceiver: @unchecked Sendable {
             fputs("# sequence capture_to_received_us capture_to_decoded_us send_to_received_us\n", latencyLog)
         }
         defer { if let latencyLog { fclose(latencyLog) } }
-        let started = monotonicNow()
+        let started = MonotonicClock.now()
         var backoff: UInt64 = 250_000_000
         var reported = false
         while !stopping && !limitReached && outputError == nil {
@@ -186,12 +187,12 @@ public final class StreamReceiver: @unchecked Sendable {
         }
         return Result(progress: progress, arrivalLatency: arrivalLatency, decodedLatency: decodedLatency,
                       transferLatency: transferLatency, outputPath: path, outputError: outputError,
-                      durationSeconds: Double(monotonicNow() - started) / 1e9)
+                      durationSeconds: Double(MonotonicClock.now() - started) / 1e9)
     }
 
     private func pause(nanoseconds: UInt64) {
-        let deadline = monotonicNow() + nanoseconds
-        while !stopping && monotonicNow() < deadline { usleep(50_000) }
+        let deadline = MonotonicClock.now() + nanoseconds
+        while !stopping && MonotonicClock.now() < deadline { usleep(50_000) }
     }
 
     /// One connection's worth of stream. Returns the frames written from it.
@@ -209,7 +210,7 @@ public final class StreamReceiver: @unchecked Sendable {
 
         var session = Session()
         var buffer = [UInt8](repeating: 0, count: 256 * 1024)
-        var lastData = monotonicNow()
+        var lastData = MonotonicClock.now()
         var lastRefusalCheck = lastData
         var ending = ""
         loop: while !stopping && !limitReached && outputError == nil {
@@ -223,7 +224,7 @@ public final class StreamReceiver: @unchecked Sendable {
                 ending = "sender \(sender) went away (\(error))"
                 break
             }
-            let now = monotonicNow()
+            let now = MonotonicClock.now()
             if let listener, now - lastRefusalCheck > 200_000_000 {
                 lastRefusalCheck = now
                 // One sender at a time: a second one is told no by closing it.
@@ -352,7 +353,7 @@ public final class StreamReceiver: @unchecked Sendable {
     }
 
     private func handle(_ unit: ReceivedAccessUnit, in session: inout Session, sender: String, position: Position) {
-        let arrived = session.arrivalTime(ofEnd: unit.endOffset) ?? monotonicNow()
+        let arrived = session.arrivalTime(ofEnd: unit.endOffset) ?? MonotonicClock.now()
         if unit.isTruncated {
             dropLast(unit, from: sender, "\(unit.byteCount) of \(unit.timestamp!.accessUnitByteCount) bytes arrived")
             return
@@ -410,7 +411,7 @@ public final class StreamReceiver: @unchecked Sendable {
         }
 
         let decoded = decoder?.decode(session.output) ?? VideoDecoder.Result()
-        let decodedAt = monotonicNow()
+        let decodedAt = MonotonicClock.now()
         if position == .lastBeforeEnd && unit.timestamp == nil, let error = decoded.error {
             // The last access unit of a bare stream: one that does not decode is taken as cut.
             dropLast(unit, from: sender, "it does not decode (\(error)), so it was likely cut")
@@ -481,8 +482,3 @@ extension StreamReceiver {
 
 func lastErrnoText() -> String { String(cString: strerror(errno)) }
 
-func monotonicNow() -> UInt64 {
-    var ts = timespec()
-    clock_gettime(CLOCK_MONOTONIC, &ts)
-    return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-}

@@ -1,3 +1,5 @@
+import Frames
+
 /// camrec's exit statuses: one per thing a script may want to react to.
 /// The table is printed by `--help` and copied into the README.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
@@ -45,12 +47,6 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
 
     /// The table for `--help` and the README.
     public static var table: String {
-        allCases.map { "  \(String($0.rawValue).leftPadded(to: 3))  \($0.meaning)" }.joined(separator: "\n")
-    }
-}
-
-extension String {
-    func leftPadded(to width: Int) -> String {
-        count >= width ? self : String(repeating: " ", count: width - count) + self
+        allCases.map { "  \(String($0.rawValue).leftPadded(to: 3, with: " "))  \($0.meaning)" }.joined(separator: "\n")
     }
 }

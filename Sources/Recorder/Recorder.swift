@@ -355,7 +355,8 @@ public final class Recorder: @unchecked Sendable {
         }
     }
 
-    static func classify(_ error: Error) -> RecordingFailure {
+    /// What a thrown error means for the recording: which part failed (the exit status follows from it).
+    public static func classify(_ error: Error) -> RecordingFailure {
         switch error {
         case let e as CaptureError: return .source(e)
         case let e as EncoderError: return .encoder(e)

@@ -169,7 +169,7 @@ struct RecordCommand: ParsableCommand {
         do {
             source = try waitingWhileBusy(seconds: wait) { try makeSource(fps: rate) }
         } catch {
-            throw report(Recorder.classifyForCLI(error))
+            throw report(Recorder.classify(error))
         }
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
         let codecs = codecsInUse
@@ -184,7 +184,7 @@ struct RecordCommand: ParsableCommand {
             do {
                 encoders[codec] = try makeEncoder(settings: settings, softwareOnly: codecs.count > 1, logger: logger)
             } catch {
-                throw report(Recorder.classifyForCLI(error))
+                throw report(Recorder.classify(error))
             }
         }
         let videoEncoder = encoders[codecs[0]]!
@@ -218,7 +218,7 @@ struct RecordCommand: ParsableCommand {
                 add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec), defaultCodec)
             }
         } catch {
-            throw report(Recorder.classifyForCLI(error))
+            throw report(Recorder.classify(error))
         }
         var liveView: LiveViewOutput?
         if http != nil {
@@ -399,15 +399,3 @@ struct RecordCommand: ParsableCommand {
 }
 
 extension Logger.Level: @retroactive ExpressibleByArgument {}
-
-extension Recorder {
-    static func classifyForCLI(_ error: Error) -> RecordingFailure {
-        switch error {
-        case let e as CaptureError: return .source(e)
-        case let e as EncoderError: return .encoder(e)
-        case let e as OutputError: return .output(e)
-        case let e as RecordingFailure: return e
-        default: return .encoder(EncoderError(.failed, "\(error)"))
-        }
-    }
-}

@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 import Pipeline
 import Synchronization
@@ -26,12 +27,12 @@ final class StatusLine: @unchecked Sendable {
 
     func start() {
         let worker = WorkerThread(name: "status") { [unowned self] in
-            let start = Date.monotonicSeconds()
+            let start = Double(MonotonicClock.now()) / 1e9
             var last = (frames: 0, bytes: 0)
             var lastTime = start
             while !self.done.load(ordering: .relaxed) {
                 usleep(500_000)
-                let now = Date.monotonicSeconds()
+                let now = Double(MonotonicClock.now()) / 1e9
                 let current = self.sample()
                 let dt = max(0.001, now - lastTime)
                 let rates = Rates(framesPerSecond: Double(current.frames - last.frames) / dt,
@@ -53,13 +54,6 @@ final class StatusLine: @unchecked Sendable {
     }
 }
 
-enum Date {
-    static func monotonicSeconds() -> Double {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return Double(ts.tv_sec) + Double(ts.tv_nsec) / 1e9
-    }
-}
 
 func format(_ value: Double, decimals: Int = 1) -> String {
     var scale = 1.0

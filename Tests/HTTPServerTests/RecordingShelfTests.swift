@@ -33,9 +33,9 @@ final class RecordingShelfTests: XCTestCase {
         mkdir(root, 0o755)
         mkdir(root + "/out", 0o755)
         defer { _ = try? FileManager.default.removeItem(atPath: root) }
-        FileManager.default.createFile(atPath: root + "/out/seg-1.mp4", contents: Data(repeating: 7, count: 1234))
-        FileManager.default.createFile(atPath: root + "/out/notes.txt", contents: Data("x".utf8))
-        FileManager.default.createFile(atPath: root + "/secret.mp4", contents: Data("secret".utf8))
+        _ = FileManager.default.createFile(atPath: root + "/out/seg-1.mp4", contents: Data(repeating: 7, count: 1234))
+        _ = FileManager.default.createFile(atPath: root + "/out/notes.txt", contents: Data("x".utf8))
+        _ = FileManager.default.createFile(atPath: root + "/secret.mp4", contents: Data("secret".utf8))
         symlink("../secret.mp4", root + "/out/seg-2.mp4")
         mkfifo(root + "/out/seg-3.mp4", 0o644)
         let shelf = RecordingShelf(shelves: [.init(pattern: try OutputNamePattern(root + "/out/seg-{n}.mp4"), device: "cam",
