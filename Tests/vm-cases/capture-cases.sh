@@ -39,19 +39,10 @@ OUTDEV=$(output_node 0)
 echo "== capture nodes: single-planar $DEV, multi-planar $MDEV; output node $OUTDEV"
 [[ -n $DEV && -n $MDEV && -n $OUTDEV ]] || { echo "vivid nodes not found"; v4l2-ctl --list-devices; echo "0 passed, 1 failed"; exit 1; }
 
-# Field of camrec's summary line ("camrec: finished … dropped=N") in a stderr log.
-field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
 # Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
 counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
-# Independent checkers (no code shared with camrec): the Annex-B contract, and which camera
-# frames a recording of vivid's moving bars holds (Tests/tools/). The VM runs the host's own
-# /usr/bin/python3 (a pyenv shim would need the host's HOME).
-PY=/usr/bin/python3
-annexb_check() { "$PY" Tests/tools/annexb-check.py "$@"; }
-frame_steps() { "$PY" Tests/tools/frame-steps.py "$@"; }
-# vivid's "Move Right" moves the bars by ((width + 639) / 640) * 4 pixels every frame it makes,
-# delivered or dropped (measured with v4l2-ctl: 4 px at 320 and 640 wide, 8 at 1280).
-step_px() { echo $(( ($1 + 639) / 640 * 4 )); }
+# The independent Annex-B checker (Tests/tools/annexb-check.py, no code shared with camrec).
+annexb_check() { /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
 # Waits until camrec has written at least N bytes to FILE (it is recording), up to S seconds.
 wait_for_bytes() {
     local file=$1 bytes=$2 limit=$3 i
@@ -102,20 +93,6 @@ inject() {
 still() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=3,vertical_movement=3; }
 # Moving bars show which camera frames a recording holds (Tests/tools/frame-steps.py).
 moving() { v4l2-ctl -d "$1" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; }
-# frames_in_order NAME FILE WIDTH LOG [--at-most]: every camera frame between the first and the last
-# picture is there, in order, except exactly as many as camrec reported as dropped= in LOG (measured
-# from the pictures, not from camrec). Whether that count is itself right is each case's own check.
-# --at-most for recordings a fault ends: frames dropped after the last picture leave no trace in
-# the pictures (seen: 41 reported, 16 between pictures, the rest at the end under heavy load).
-frames_in_order() {
-    local name=$1 file=$2 width=$3 dropped report
-    dropped=$(field "$4" dropped)
-    report=$(frame_steps --step "$(step_px "$width")" --missing "${dropped:-0}" ${5:-} "$file" 2>&1)
-    local rc=$?
-    echo "   $name pictures: $report" | head -4
-    check "$name: the pictures show every camera frame in order but ${5:+at most }the ${dropped:-?} camrec reported dropped (moving bars)" \
-        test $rc = 0 -a -n "$dropped"
-}
 still "$DEV"; still "$MDEV"
 
 echo "== camrec devices ($(elapsed))"
