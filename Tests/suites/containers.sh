@@ -212,15 +212,18 @@ check "cut MP4 after that truncate: frames 0..$((${n:-1} - 1)) in order, whole f
     [ "$(counters_of "$W/cut.mp4")" = "$(seq -s ' ' 0 $((${n:-1} - 1)))" -a $((${n:-1} % 30)) -eq 0 ]
 
 # --- H.265 (issue 14): hvc1 + hvcC in MP4 and QuickTime, hvcC in Matroska, Annex-B in MPEG-TS ---
-# 640x360 so libx265 keeps up on two loaded cores (a dropped frame would shift the IDR positions).
+# 640x360 so libx265 keeps up on two quiet cores (dropped=0). On a busy machine the live test pattern
+# may drop frames before the encoder (seen with stress-ng --cpu 1 beside): IDRs still come every 30
+# encoded frames, and the frame numbers miss exactly the reported ones.
 HKEYS="0 30 60"
 declare -A HEVC_TAG=([mp4]=",hvc1" [mov]=",hvc1" [mkv]="" [ts]="")
 for ext in mp4 mov mkv ts; do
     f=$W/hevc.$ext
     "$CAMREC" --test-pattern --codec hevc --size 640x360 --frames 90 --keyframe-interval 30 "$f" 2>"$W/hevc-$ext.log"; rc=$?
     check "hevc $ext: exit 0 (status $rc)" [ $rc -eq 0 ]
-    check "hevc $ext: the summary says format=$ext, frames=90, dropped=0" \
-        grep -qE "finished output=.*hevc\.$ext frames=90 .*dropped=0 format=$ext" "$W/hevc-$ext.log"
+    check "hevc $ext: the summary says format=$ext, frames=90" \
+        grep -qE "finished output=.*hevc\.$ext frames=90 .*dropped=[0-9]+ format=$ext" "$W/hevc-$ext.log"
+    hdropped=$(grep -o 'dropped=[0-9]*' "$W/hevc-$ext.log" | tail -n 1 | cut -d= -f2)
     got=$(ffprobe -v error -select_streams v:0 -show_entries stream=codec_name,codec_tag_string -of csv=p=0 "$f")
     check "hevc $ext: ffprobe reads H.265${HEVC_TAG[$ext]:+ in a sample entry tagged hvc1} ($got)" \
         [ "${got%%,*}${HEVC_TAG[$ext]:+,${got#*,}}" = "hevc${HEVC_TAG[$ext]}" ]
@@ -233,7 +236,8 @@ for ext in mp4 mov mkv ts; do
         contract_ok "$f.h265" --hevc --frames 90 --idr-interval 30
     [[ $ext == ts ]] || check "hevc $ext: the sample entry (hvcC, 4-byte lengths) holds the first IDR's VPS, SPS and PPS byte for byte" \
         entry_ok "$info" hvcC
-    check "hevc $ext: every frame 0..89 decodes, in order" counters_run "$f" 0 89
+    check "hevc $ext: frames from 0 decode in order, the missing numbers exactly the ${hdropped:-?} reported dropped" \
+        counters_account "$f" "${hdropped:--1}"
     check "hevc $ext: decodes without an error" no_decode_errors "$f"
     check "hevc $ext: each frame's time is its number / 30" times_follow_counters "$f" 30
     INSPECT_FLAGS=--decode check "hevc $ext: camrec inspect --decode: contract and container hold, 90 samples, 3 marked key, all decoded" \

