@@ -11,5 +11,13 @@ echo "vm-mjpeg: camrec $CAMREC, results in $RESULTS"
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
 writer=$RESULTS/mjpeg-writer
 gcc -O2 -Wall -o "$writer" Tests/fixtures/mjpeg-writer.c || vm_suite_give_up "cannot build Tests/fixtures/mjpeg-writer.c"
-vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer"
+# Numbered frames for the camera of the last case: camrec's test pattern (a frame number burned into
+# every picture) as 300 JPEGs, and the numbers they hold (read by Tests/tools/pattern-counters.py).
+pattern=$RESULTS/numbered.mjpeg
+if "$CAMREC" --test-pattern --size 640x480 --frames 300 --qp 10 --preset ultrafast --overwrite "$RESULTS/numbered.h264" 2>/dev/null &&
+    ffmpeg -nostdin -v error -y -i "$RESULTS/numbered.h264" -c:v mjpeg -q:v 3 -pix_fmt yuvj422p -f mjpeg "$pattern" &&
+    python3 Tests/tools/pattern-counters.py "$RESULTS/numbered.h264" >"${pattern%.mjpeg}.counters"; then :
+else rm -f "$pattern"; fi
+vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer" \
+    --env "PATTERN_MJPEG=$pattern"
 vm_suite_finish
