@@ -3,7 +3,7 @@ import Frames
 import Encoder
 import Outputs
 
-/// Why a recording ended other than as asked. Each maps to one exit status.
+/// Why a recording ended other than as asked. Each maps to one exit status (camrec's ExitStatus.swift).
 public enum RecordingFailure: Error, Sendable, CustomStringConvertible {
     case source(CaptureError)
     case deviceLost(String)
@@ -17,31 +17,6 @@ public enum RecordingFailure: Error, Sendable, CustomStringConvertible {
         case .deviceLost(let m), .deviceStalled(let m): return m
         case .encoder(let e): return e.message
         case .output(let e): return e.message
-        }
-    }
-
-    public var exitStatus: ExitStatus {
-        switch self {
-        case .source(let e):
-            switch e.kind {
-            case .sourceMissing: return .sourceMissing
-            case .invalidInput: return .invalidInput
-            case .notACaptureDevice: return .notACaptureDevice
-            case .deviceBusy: return .deviceBusy
-            case .unsupportedFormat: return .unsupportedFormat
-            case .permissionDenied: return .permissionDenied
-            case .deviceFailed: return .deviceLost
-            }
-        case .deviceLost: return .deviceLost
-        case .deviceStalled: return .deviceStalled
-        case .encoder(let e): return e.kind == .unavailable ? .encoderUnavailable : .encoderFailed
-        case .output(let e):
-            switch e.kind {
-            case .exists: return .outputExists
-            case .diskFull: return .diskFull
-            case .unwritable, .closed: return .outputError
-            case .abandoned: return .interrupted
-            }
         }
     }
 }

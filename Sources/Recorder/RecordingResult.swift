@@ -18,7 +18,6 @@ public struct RecordingResult: Sendable {
 
     public init() {}
 
-    public var exitStatus: ExitStatus { failure?.exitStatus ?? .success }
 
     /// The outputs' reports joined in: the recording's own failure first, else the first output's.
     public mutating func settle(outputs reports: [OutputReport]) {

@@ -86,7 +86,8 @@ final class RecorderTests: XCTestCase {
         }
         let result = recorder.run()
         got.waitUntilEnded()
-        XCTAssertEqual(result.exitStatus, RecordingFailure.output(OutputFailureForTest.error).exitStatus)
+        XCTAssertEqual(result.failure?.description, RecordingFailure.output(OutputFailureForTest.error).description,
+                       "the recording ends with the failure it was stopped with")
         XCTAssertGreaterThan(got.units.count, 0)
         XCTAssertEqual(got.units.map(\.sequence), (0..<UInt64(got.units.count)).map { $0 }, "what was captured before the stop, all of it")
     }

@@ -1,4 +1,8 @@
+import Capture
+import Encoder
 import Frames
+import Outputs
+import Recorder
 
 /// camrec's exit statuses: one per thing a script may want to react to.
 /// The table is printed by `--help` and copied into the README.
@@ -48,5 +52,33 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     /// The table for `--help` and the README.
     public static var table: String {
         allCases.map { "  \(String($0.rawValue).leftPadded(to: 3, with: " "))  \($0.meaning)" }.joined(separator: "\n")
+    }
+}
+
+extension RecordingFailure {
+    /// The one exit status a script sees for this failure.
+    var exitStatus: ExitStatus {
+        switch self {
+        case .source(let e):
+            switch e.kind {
+            case .sourceMissing: return .sourceMissing
+            case .invalidInput: return .invalidInput
+            case .notACaptureDevice: return .notACaptureDevice
+            case .deviceBusy: return .deviceBusy
+            case .unsupportedFormat: return .unsupportedFormat
+            case .permissionDenied: return .permissionDenied
+            case .deviceFailed: return .deviceLost
+            }
+        case .deviceLost: return .deviceLost
+        case .deviceStalled: return .deviceStalled
+        case .encoder(let e): return e.kind == .unavailable ? .encoderUnavailable : .encoderFailed
+        case .output(let e):
+            switch e.kind {
+            case .exists: return .outputExists
+            case .diskFull: return .diskFull
+            case .unwritable, .closed: return .outputError
+            case .abandoned: return .interrupted
+            }
+        }
     }
 }

@@ -1,0 +1,180 @@
+import Hub
+import Bitstream
+import Capture
+import Containers
+import Encoder
+import Frames
+import Glibc
+import HTTPServer
+import Logging
+import NetStream
+import Outputs
+import Recorder
+
+/// What one recording will do, wired and not started: the source, one encoder and one hub per codec,
+/// the outputs (each subscribed to its codec's hub by the output set), the keyframe gate every IDR
+/// request goes through, and the recorder between them. `RecordCommand.run` adds what a process has
+/// (signals, the status line, the HTTP server, the summary); a test can build one from the same
+/// arguments and run it without spawning camrec.
+struct RecordingPlan {
+    let source: FrameSource
+    /// The codecs in use, the default one first.
+    let codecs: [VideoCodec]
+    let encoders: [VideoCodec: VideoEncoder]
+    let keyframeInterval: Int
+    let keyframes: KeyframeGate
+    let hubs: [VideoCodec: StreamHub]
+    /// Every output, in the order of the command line (then --listen, then the live view).
+    let outputs: [StreamOutput]
+    let fileOutputs: [RecordingFileOutput]
+    let liveView: LiveViewOutput?
+    let outputSet: OutputSet
+    let recorder: Recorder
+
+    var videoEncoder: VideoEncoder { encoders[codecs[0]]! }
+}
+
+extension RecordCommand {
+    /// Opens the source and the encoders and wires the outputs to them; throws a `RecordingFailure`
+    /// (or the live view's own error) when one cannot be made.
+    func makePlan(logger: Logger) throws -> RecordingPlan {
+        let rate = fps ?? 30
+        let source: FrameSource
+        do {
+            source = try waitingWhileBusy(seconds: wait) { try makeSource(fps: rate) }
+        } catch {
+            throw Recorder.classify(error)
+        }
+        let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
+        let codecs = codecsInUse
+        var encoders: [VideoCodec: VideoEncoder] = [:]
+        for codec in codecs {
+            var settings = EncoderSettings(codec: codec, size: source.frameSize, framesPerSecond: source.framesPerSecond,
+                                           keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
+                                           profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
+            // Two encodings share one pool: libx264 takes the I420 that libx265 needs.
+            settings.planarInput = codecs.count > 1
+            settings.encoderSEI = encoderSei
+            do {
+                encoders[codec] = try makeEncoder(settings: settings, softwareOnly: codecs.count > 1, logger: logger)
+            } catch {
+                throw Recorder.classify(error)
+            }
+        }
+        let sourceName = stableSourceName(device: device, testPattern: testPattern, input: input)
+        var fileOutputs: [RecordingFileOutput] = []
+        // Every IDR request of the recording (receivers, servers, viewers, snapshots, rotations) goes through this gate.
+        let keyframes = KeyframeGate(minimumIntervalSeconds: 1)
+        var streamOutputs: [StreamOutput] = []
+        var outputsByCodec: [VideoCodec: [StreamOutput]] = [:]
+        func add(_ output: StreamOutput, _ codec: VideoCodec) {
+            streamOutputs.append(output)
+            outputsByCodec[codec, default: []].append(output)
+        }
+        do {
+            for target in outputs {
+                let codec = codec(of: target)
+                if target == "-" {
+                    add(QueuedOutput(sink: StandardOutputSink(), timingSEICodec: timingSei ? codec : nil), codec)
+                } else if TCPEndpoint.looksLikeURL(target) {
+                    add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec), codec)
+                } else if MediaServerURL.looksLikeURL(target) {
+                    add(makePublishOutput(try MediaServerURL(target), codec: codec), codec)
+                } else {
+                    let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
+                                                      framesPerSecond: source.framesPerSecond, timingSEI: timingSei)
+                    fileOutputs.append(output)
+                    add(output, codec)
+                }
+            }
+            for spec in listen {
+                add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec), defaultCodec)
+            }
+        } catch {
+            throw Recorder.classify(error)
+        }
+        var liveView: LiveViewOutput?
+        if http != nil {
+            let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, log: networkLog())
+            add(live, defaultCodec)
+            liveView = live
+        }
+        logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
+        // One hub per encoding; the live view's snapshots read the newest picture group from its ring.
+        let hubs = Dictionary(uniqueKeysWithValues: codecs.map { codec in
+            (codec, StreamHub(label: codec.rawValue, ring: http != nil && codec == defaultCodec ? .newestPictureGroup
+                                : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0), keyframes: keyframes))
+        })
+        let branches = codecs.map { codec in
+            EncodingBranch(encoder: encoders[codec]!, hub: hubs[codec]!, codec: codec, slicesPerPicture: slices,
+                           layout: encoderSei ? .encoderUnits : .bare)
+        }
+        let outputSet = OutputSet(codecs.flatMap { codec in (outputsByCodec[codec] ?? []).map { (output: $0, hub: hubs[codec]!) } })
+        let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
+                                limits: .init(frames: frames, durationSeconds: duration), logger: logger)
+        keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
+        return RecordingPlan(source: source, codecs: codecs, encoders: encoders, keyframeInterval: interval, keyframes: keyframes,
+                             hubs: hubs, outputs: streamOutputs, fileOutputs: fileOutputs, liveView: liveView,
+                             outputSet: outputSet, recorder: recorder)
+    }
+
+    func makeSource(fps: Double) throws -> FrameSource {
+        if let input {
+            return try RawFrameSource(path: input, format: inputFormat, size: size!, fps: fps)
+        }
+        if testPattern {
+            return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps)
+        }
+        // The camera is the default source. `self.fps` (not the 30 fps default) so the
+        // camera's own rate is chosen when none is asked for.
+        let request = V4L2FormatRequest(size: size, framesPerSecond: self.fps, pixelFormat: pixelFormat)
+        // CAMREC_V4L2_PRIORITY=interactive leaves camera controls adjustable by other programs
+        // while recording (record priority, the default, locks them: EBUSY).
+        let shared = getenv("CAMREC_V4L2_PRIORITY").map { String(cString: $0) == "interactive" } ?? false
+        return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request, recordPriority: !shared)
+    }
+
+    func makeEncoder(settings: EncoderSettings, softwareOnly: Bool, logger: Logger) throws -> VideoEncoder {
+        let chosen: EncoderPreference = switch encoder {
+        case .auto: .auto
+        case .software: .software
+        case .vaapi: .vaapi
+        }
+        // Two encodings from one capture share a plain pool: both in software.
+        let preference = softwareOnly ? .software : chosen
+        let choice = try EncoderSelection.make(preference, settings: settings, vaapiDevice: vaapiDevice)
+        // auto says what it chose, in one line; an explicit choice needs no comment.
+        if let note = choice.note { printLine("camrec: \(note)") }
+        logger.debug("encoder: \(choice.encoder.name)")
+        if let vaapi = choice.encoder as? VAAPIEncoder { logger.info("VA-API: \(vaapi.configuration)") }
+        return choice.encoder
+    }
+
+    /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push.
+    func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec) -> StreamOutput {
+        PushOutput(label: server.redacted, peerKind: "server", log: networkLog()) {
+            MediaServerTransport(server: server, codec: codec)
+        }
+    }
+
+    /// A push (tcp://HOST:PORT) or listening (?listen, --listen) output. Its messages (joins,
+    /// leaves, skips, reconnects) go to stderr as they happen.
+    func makeNetworkOutput(_ endpoint: TCPEndpoint, codec: VideoCodec) -> StreamOutput {
+        let log = networkLog()
+        if endpoint.listen {
+            return TCPListenOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec,
+                                   maximumReceivers: maxReceivers, log: log)
+        }
+        return PushOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec, log: log)
+    }
+
+    /// Where network outputs' event lines go: stderr, above the status line.
+    func networkLog() -> NetworkEventLog {
+        let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
+        let quiet = logLevel > .notice
+        return { message in
+            guard !quiet else { return }
+            writeStandardError((statusShown ? "\r\u{1B}[2K" : "") + "camrec: " + message + "\n")
+        }
+    }
+}
