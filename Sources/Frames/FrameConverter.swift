@@ -183,7 +183,6 @@ extension FrameConverter {
     private static func packed422Pairs(_ base: UnsafePointer<UInt8>, _ stride: Int, _ height: Int, _ pairs: Int,
                                        _ destination: PixelBuffer, yOff: Int, uOff: Int, vOff: Int) {
         let luma = destination.planes[0]
-        let nv12 = destination.format == .nv12
         var row = 0
         while row < height {
             let top = base + row * stride
@@ -201,22 +200,31 @@ extension FrameConverter {
                     yBottom[2 * x + 1] = bottom[4 * x + yOff + 2]
                 }
             }
-            let chromaRow = row / 2
-            if nv12 {
-                let d = destination.planes[1].base + chromaRow * destination.planes[1].stride
-                for x in 0..<pairs {
-                    d[2 * x] = UInt8((UInt16(top[4 * x + uOff]) + UInt16(bottom[4 * x + uOff]) + 1) >> 1)
-                    d[2 * x + 1] = UInt8((UInt16(top[4 * x + vOff]) + UInt16(bottom[4 * x + vOff]) + 1) >> 1)
-                }
-            } else {
-                let du = destination.planes[1].base + chromaRow * destination.planes[1].stride
-                let dv = destination.planes[2].base + chromaRow * destination.planes[2].stride
-                for x in 0..<pairs {
-                    du[x] = UInt8((UInt16(top[4 * x + uOff]) + UInt16(bottom[4 * x + uOff]) + 1) >> 1)
-                    dv[x] = UInt8((UInt16(top[4 * x + vOff]) + UInt16(bottom[4 * x + vOff]) + 1) >> 1)
-                }
-            }
+            averageChromaRow(top, bottom, step: 4, cb: uOff, cr: vOff, count: pairs, into: destination, row: row / 2)
             row += 2
+        }
+    }
+
+    /// One row of 4:2:0 chroma from two source rows whose Cb and Cr samples are `step` bytes apart (at
+    /// `cb` and `cr`): their average, rounding half up, into NV12's interleaved plane or I420's two.
+    /// Inlined, so that with constant offsets the loops vectorise.
+    @inline(__always)
+    static func averageChromaRow(_ top: UnsafePointer<UInt8>, _ bottom: UnsafePointer<UInt8>, step: Int, cb: Int, cr: Int,
+                                 count: Int, into destination: PixelBuffer, row: Int) {
+        @inline(__always) func average(_ a: UInt8, _ b: UInt8) -> UInt8 { UInt8((UInt16(a) + UInt16(b) + 1) >> 1) }
+        if destination.format == .nv12 {
+            let d = destination.planes[1].base + row * destination.planes[1].stride
+            for x in 0..<count {
+                d[2 * x] = average(top[step * x + cb], bottom[step * x + cb])
+                d[2 * x + 1] = average(top[step * x + cr], bottom[step * x + cr])
+            }
+        } else {
+            let du = destination.planes[1].base + row * destination.planes[1].stride
+            let dv = destination.planes[2].base + row * destination.planes[2].stride
+            for x in 0..<count {
+                du[x] = average(top[step * x + cb], bottom[step * x + cb])
+                dv[x] = average(top[step * x + cr], bottom[step * x + cr])
+            }
         }
     }
 }
@@ -301,27 +309,13 @@ extension FrameConverter {
                                       into destination: PixelBuffer) {
         let src = base.assumingMemoryBound(to: UInt8.self)
         let sourceRows = rowsPerChromaRow == 2 ? destination.height : (destination.height + 1) / 2
-        let nv12 = destination.format == .nv12
         let chromaWidth = (destination.width + 1) / 2
         let chromaHeight = (destination.height + 1) / 2
         let cbOff = swapped ? 1 : 0, crOff = swapped ? 0 : 1
         for row in 0..<chromaHeight {
             let top = src + (row * rowsPerChromaRow) * stride
             let bottom = rowsPerChromaRow == 2 && row * 2 + 1 < sourceRows ? top + stride : top
-            if nv12 {
-                let d = destination.planes[1].base + row * destination.planes[1].stride
-                for x in 0..<chromaWidth {
-                    d[2 * x] = UInt8((UInt16(top[2 * x + cbOff]) + UInt16(bottom[2 * x + cbOff]) + 1) >> 1)
-                    d[2 * x + 1] = UInt8((UInt16(top[2 * x + crOff]) + UInt16(bottom[2 * x + crOff]) + 1) >> 1)
-                }
-            } else {
-                let du = destination.planes[1].base + row * destination.planes[1].stride
-                let dv = destination.planes[2].base + row * destination.planes[2].stride
-                for x in 0..<chromaWidth {
-                    du[x] = UInt8((UInt16(top[2 * x + cbOff]) + UInt16(bottom[2 * x + cbOff]) + 1) >> 1)
-                    dv[x] = UInt8((UInt16(top[2 * x + crOff]) + UInt16(bottom[2 * x + crOff]) + 1) >> 1)
-                }
-            }
+            averageChromaRow(top, bottom, step: 2, cb: cbOff, cr: crOff, count: chromaWidth, into: destination, row: row)
         }
     }
 
