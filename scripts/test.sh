@@ -385,6 +385,7 @@ echo
 printf '%-16s %7s %7s %8s %8s %7s\n' suite passed failed skipped seconds budget
 printf '%s\n' "${ROWS[@]}"
 how="the side lane beside the rest"; [[ $TEST_JOBS == 1 ]] && how="one suite at a time"; ((QUICK)) && how="--quick"
-echo "build ${T_BUILD}s (the debug build beside the side lane's start); the suites' seconds add up to ${summed}s; the whole run took ${total}s ($how)"
+overlap=" (the debug build beside the side lane's start)"; ((QUICK)) || [[ $TEST_JOBS == 1 ]] && overlap=""
+echo "build ${T_BUILD}s$overlap; the suites' seconds add up to ${summed}s; the whole run took ${total}s ($how)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]
