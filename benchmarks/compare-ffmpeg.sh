@@ -1,6 +1,11 @@
 #!/usr/bin/env bash
 # camrec and ffmpeg side by side on the same raw 1920x1080 YUYV input, same libx264 settings
-# (ultrafast, zerolatency, gop 30, 6 Mbit/s with a one-second VBV, NV12 into x264), alternating runs.
+# (ultrafast, zerolatency, gop 30, 6 Mbit/s with a one-second VBV, NV12 into x264, and one slice per
+# picture for every tool: -x264-params sliced-threads=0, which zerolatency would otherwise switch on),
+# alternating runs; on the raw H.264 line GStreamer as a third column (rawvideoparse ! videoconvert !
+# x264enc sliced-threads=false), when gst-launch-1.0 is installed (apt-get install gstreamer1.0-tools
+# gstreamer1.0-plugins-base gstreamer1.0-plugins-ugly). Each H.264 output's slices per picture are
+# counted from its NAL units (not by camrec) and must be 1, so the comparison cannot drift.
 # Prints CPU seconds, wall time and peak RSS (medians) and the ratios camrec/ffmpeg, for raw H.264 and
 # for fragmented MP4 (both writing a fragment at every key frame) and for raw H.265 (libx265 ultrafast,
 # zerolatency, closed GOP 30, no B-frames, one frame thread, the same 6 Mbit/s VBV, I420 into x265),
@@ -33,12 +38,18 @@ measure() {  # name, command...; appends "wall user sys maxrss_kib" to $work/nam
 rm -f "$work"/*.times
 for ((i = 0; i < runs; i++)); do
   measure ffmpeg ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
-    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 \
+    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -x264-params sliced-threads=0 -g 30 -bf 0 \
     -b:v 6M -maxrate 6M -bufsize 6M -f h264 "$work/ffmpeg.h264"
   measure camrec "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h264"
+  if command -v gst-launch-1.0 >/dev/null; then
+    measure gstreamer gst-launch-1.0 -q filesrc location="$input" ! rawvideoparse width=1920 height=1080 format=yuy2 \
+      framerate=30/1 ! videoconvert ! video/x-raw,format=NV12 ! x264enc speed-preset=ultrafast tune=zerolatency \
+      sliced-threads=false key-int-max=30 bitrate=6000 vbv-buf-capacity=1000 ! video/x-h264,stream-format=byte-stream \
+      ! filesink location="$work/gstreamer.h264"
+  fi
   measure ffmpeg-mp4 ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
-    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 \
+    -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -x264-params sliced-threads=0 -g 30 -bf 0 \
     -b:v 6M -maxrate 6M -bufsize 6M -movflags +frag_keyframe+empty_moov+default_base_moof -f mp4 "$work/ffmpeg.mp4"
   measure camrec-mp4 "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.mp4"
@@ -49,7 +60,7 @@ for ((i = 0; i < runs; i++)); do
   measure camrec-hevc "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec.h265"
   measure ffmpeg-dual ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
-    -map 0 -pix_fmt yuv420p -c:v libx264 -preset ultrafast -tune zerolatency -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
+    -map 0 -pix_fmt yuv420p -c:v libx264 -preset ultrafast -tune zerolatency -x264-params sliced-threads=0 -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
     -f h264 "$work/ffmpeg-dual.h264" \
     -map 0 -pix_fmt yuv420p -c:v libx265 -preset ultrafast -tune zerolatency -g 30 -bf 0 -b:v 6M -maxrate 6M -bufsize 6M \
     -x265-params log-level=error:info=0:scenecut=0:open-gop=0:keyint=30:min-keyint=30:repeat-headers=1:frame-threads=1 \
@@ -58,8 +69,25 @@ for ((i = 0; i < runs; i++)); do
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec-dual.h264" "$work/camrec-dual.h265"
 done
 
+# The same work: every H.264 output has one slice per picture (counted from its start codes here).
+python3 - "$work" "$frames" <<'PY' || exit 1
+import os, re, sys
+work, frames = sys.argv[1], int(sys.argv[2])
+bad = 0
+for name in ("ffmpeg.h264", "camrec.h264", "gstreamer.h264", "ffmpeg-dual.h264", "camrec-dual.h264"):
+    path = f"{work}/{name}"
+    if not os.path.exists(path):
+        continue
+    data = open(path, "rb").read()
+    slices = sum(1 for m in re.finditer(b"\x00\x00\x01", data) if m.end() < len(data) and data[m.end()] & 31 in (1, 5))
+    print(f"{name}: {slices} slices for {frames} pictures")
+    bad += slices != frames
+if bad:
+    print("not the same work: some output has more than one slice per picture"); sys.exit(1)
+PY
+
 python3 - "$work" "$frames" "$runs" <<'PY'
-import statistics, sys
+import os, statistics, sys
 work, frames, runs = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 def load(name):
     rows = [list(map(float, l.split())) for l in open(f"{work}/{name}.times")]
@@ -76,6 +104,10 @@ for title, suffix in (("raw H.264 (libx264)", ""), ("fragmented MP4 (libx264)", 
     print(f"  {'ffmpeg':8} {fc:8.2f} {fw:8.2f} {fr:13.1f}")
     print(f"  {'camrec':8} {cc:8.2f} {cw:8.2f} {cr:13.1f}")
     print(f"  {'ratio':8} {cc/fc:8.2f} {cw/fw:8.2f} {cr/fr:13.2f}   (camrec/ffmpeg; below 1 is better)")
+    if suffix == "" and os.path.exists(f"{work}/gstreamer.times"):
+        gw, gc, gr = load("gstreamer")
+        print(f"  {'gst':8} {gc:8.2f} {gw:8.2f} {gr:13.1f}")
+        print(f"  {'ratio':8} {cc/gc:8.2f} {cw/gw:8.2f} {cr/gr:13.2f}   (camrec/GStreamer)")
 PY
 
 # Heap allocations per frame in steady state: run twice with different lengths and divide the difference.
