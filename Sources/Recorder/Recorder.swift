@@ -316,7 +316,7 @@ public final class Recorder: @unchecked Sendable {
     /// Each branch encodes on a thread of its own from its queue, and flushes at the end.
     private func startBranchThreads(release: SharedFrameRelease) {
         for branch in branches {
-            // One encoding waits for its branch (the pool bounds what is ahead); several keep half a second each.
+            // One encoding waits for its branch (the pool bounds what is ahead); several keep branchQueueDepth each.
             let depth = branches.count == 1 ? Self.minimumSpareBuffers : branchQueueDepth
             let queue = BlockingQueue<(PixelBuffer, Bool)>(capacity: depth)
             branch.queue = queue
