@@ -101,3 +101,24 @@ public struct TCPEndpointError: Error, Sendable, CustomStringConvertible {
     public let description: String
     public init(_ description: String) { self.description = description }
 }
+
+/// One address a listener binds: digits (`127.0.0.1`, `::`), and whether an IPv6 socket there takes
+/// IPv4 too.
+public struct ListenAddress: Sendable, Equatable {
+    public var host: String
+    public var dualStack: Bool
+}
+
+extension TCPEndpoint {
+    /// What a listener for this endpoint binds: every address its host name resolves to, or, without
+    /// a host, `::` dual-stack (IPv4 too), which `fallbackAddress` replaces where the kernel has no IPv6.
+    public func listenAddresses() throws(ResolveError) -> [ListenAddress] {
+        guard let host else { return [ListenAddress(host: "::", dualStack: true)] }
+        return try SocketAddress.resolve(host: host, port: port, passive: true).compactMap { a in
+            a.numeric.map { ListenAddress(host: $0.host, dualStack: false) }
+        }
+    }
+
+    /// Any IPv4 address: where `::` cannot be opened (no IPv6 in this kernel).
+    public static let fallbackAddress = ListenAddress(host: "0.0.0.0", dualStack: false)
+}

@@ -46,15 +46,21 @@ struct SocketAddress: @unchecked Sendable {
 
     /// `1.2.3.4:80` or `[::1]:80`.
     var text: String {
+        guard let (h, s) = numeric else { return "?" }
+        return h.contains(":") ? "[\(h)]:\(s)" : "\(h):\(s)"
+    }
+
+    /// The address and port as digits (`::1`, `80`), or nil when getnameinfo cannot say.
+    var numeric: (host: String, service: String)? {
         var host = [CChar](repeating: 0, count: Int(NI_MAXHOST))
         var service = [CChar](repeating: 0, count: Int(NI_MAXSERV))
         let rc = withSockaddr { sa, len in
             getnameinfo(sa, len, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
         }
-        guard rc == 0 else { return "?" }
+        guard rc == 0 else { return nil }
         let h = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
         let s = String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return h.contains(":") ? "[\(h)]:\(s)" : "\(h):\(s)"
+        return (h, s)
     }
 
     static func resolve(host: String?, port: UInt16, passive: Bool) throws(ResolveError) -> [SocketAddress] {

@@ -1,23 +1,24 @@
 import Bitstream
 import Glibc
 import Hub
+import NIOCore
+import NIOPosix
 import NetStream
 import Pipeline
 import Synchronization
+import SystemPackage
 
 /// `tcp://[HOST]:PORT?listen` / `--listen [HOST:]PORT`: serves the stream to the
 /// receivers that connect, up to `maximumReceivers` at once (default sized by memory,
 /// see `defaultMaximumReceivers`).
 ///
-/// The accept thread never waits on a peer: it takes every pending connection in one
-/// go (backlog 512) and joins only peer threads that have already ended. Peers that
-/// fall behind or close are evicted by `PeerSender`, so their slots free up within
-/// `stallTimeoutSeconds`.
+/// On SwiftNIO: the listening sockets and every receiver live on NIO's event loops (one thread per
+/// core, shared with the HTTP server), and each receiver is a task (`TCPReceiverSession`), not a
+/// thread, so idle receivers cost no threads. A receiver over the limit is closed at once with no data.
 ///
-/// Each receiver gets its own `PeerSender` (a thread, and a `.skipToIDR` subscription to the hub) and
-/// starts with SPS+PPS+IDR; a join asks the hub's gate for an IDR (rate-limited), so a late
-/// joiner waits at most about a frame, not a GOP. A receiver leaving or failing never
-/// affects the others, the recording or its files.
+/// Each receiver gets a `.skipToIDR` subscription to the hub and starts with SPS+PPS+IDR; a join asks
+/// the hub's gate for an IDR (rate-limited), so a late joiner waits at most about a frame, not a GOP.
+/// A receiver leaving or failing never affects the others, the recording or its files.
 public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     public let endpoint: TCPEndpoint
     public var label: String { endpoint.description }
@@ -31,12 +32,13 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
     private let maximumReceivers: Int
-    private var listener: TCPListener?
-    private var acceptor: WorkerThread?
+    private var servers: [Channel] = []
     private let stopping = Atomic<Bool>(false)
-    private let peers = Mutex<[PeerSender]>([])
     private let abandoned = Atomic<Bool>(false)
+    private let sessions = Mutex<[TCPReceiverSession]>([])
     private let totals = Mutex(Totals())
+    /// Signalled each time a session ends, so `finish` waits for the last without polling.
+    private let sessionEnded = QueueLock()
 
     private struct Totals {
         var receivers = 0
@@ -61,27 +63,74 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     public func open(hub: StreamHub) throws {
         self.hub = hub
-        let listener: TCPListener
+        let addresses: [ListenAddress]
         do {
-            listener = try TCPListener(host: endpoint.host, port: endpoint.port)
-        } catch let error as SocketError {
-            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
-                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
-            throw OutputError(.unwritable, "cannot listen on \(label): \(error)\(hint)")
+            addresses = try endpoint.listenAddresses()
         } catch {
             throw OutputError(.unwritable, "cannot listen on \(label): \(error)")
         }
-        self.listener = listener
-        boundPort = listener.port
-        log("listening for receivers on " + listener.addresses.map { "tcp://\($0)" }.joined(separator: ", "))
-        let acceptor = WorkerThread(name: "tcp-accept") { [self] in self.acceptLoop(listener) }
-        self.acceptor = acceptor
-        acceptor.start()
+        var port = endpoint.port
+        var firstError: SocketError?
+        for address in addresses {
+            do {
+                let server = try bind(address, port: port)
+                servers.append(server)
+                port = UInt16(server.localAddress?.port ?? Int(port))
+            } catch let error as SocketError where address.dualStack && error.errno == .addressFamilyNotSupported {
+                // No IPv6 in this kernel: IPv4 only.
+                let server = try? bind(TCPEndpoint.fallbackAddress, port: port)
+                if let server { servers.append(server); port = UInt16(server.localAddress?.port ?? Int(port)) }
+                firstError = firstError ?? error
+            } catch let error as SocketError {
+                firstError = firstError ?? error
+            }
+        }
+        guard !servers.isEmpty else {
+            let error = firstError ?? SocketError("bind", .addressNotAvailable, address: label)
+            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
+                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
+            throw OutputError(.unwritable, "cannot listen on \(label): \(error)\(hint)")
+        }
+        boundPort = port
+        let bound = servers.compactMap { $0.localAddress.map(Self.text) }
+        log("listening for receivers on " + bound.map { "tcp://\($0)" }.joined(separator: ", "))
+    }
+
+    /// One listening socket (backlog 512: room for a burst of joins and junk connections without SYNs
+    /// being dropped, which would cost a real receiver a 1 s retransmit).
+    private func bind(_ address: ListenAddress, port: UInt16) throws -> Channel {
+        let where_ = address.host.contains(":") ? "[\(address.host)]:\(port)" : "\(address.host):\(port)"
+        do {
+            let socketAddress = try SocketAddress(ipAddress: address.host, port: Int(port))
+            var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+                .serverChannelOption(.backlog, value: 512)
+                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
+                // The kernel's send buffer bounds what a receiver holds there (doubled by the kernel).
+                .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
+                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                .childChannelInitializer { [self] channel in admit(channel) }
+            if socketAddress.protocol == .inet6 {
+                bootstrap = bootstrap.serverChannelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only),
+                                                           value: address.dualStack ? 0 : 1)
+            }
+            return try bootstrap.bind(to: socketAddress).wait()
+        } catch let error as IOError {
+            throw SocketError("bind", Errno(rawValue: error.errnoCode), address: where_)
+        } catch let error as SocketAddressError {
+            throw SocketError("bind", .invalidArgument, address: "\(where_) (\(error))")
+        }
+    }
+
+    /// `127.0.0.1:9982`, `[::1]:9982`, as the log and the tests name peers.
+    static func text(_ address: SocketAddress) -> String {
+        let ip = address.ipAddress ?? "?"
+        let port = address.port ?? 0
+        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
     }
 
     /// Bytes one receiver may cost at most: its kernel send buffer (256 KiB, doubled by
-    /// the kernel), its thread's stack as touched, and its queue (references to chunks the
-    /// recording holds anyway); rounded up to 2 MiB.
+    /// the kernel), its copy of the access unit in flight (as large as the largest), and its queue
+    /// (references to chunks the recording holds anyway); rounded up to 2 MiB.
     public static let bytesPerReceiver = 2 << 20
 
     /// A quarter of the memory available now (MemAvailable in /proc/meminfo) divided by
@@ -107,62 +156,61 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         return min(max(byMemory, 16), 4096)
     }
 
-    private func acceptLoop(_ listener: TCPListener) {
-        var lastAcceptError = ""
-        var waitMilliseconds: Int32 = 200
-        while !stopping.load(ordering: .relaxed) {
-            reapDeadPeers()
-            let connection: TCPConnection?
-            do {
-                // After a connection, look again at once: a burst of joins is taken in one go.
-                connection = try listener.accept(timeoutMilliseconds: waitMilliseconds)
-                waitMilliseconds = connection == nil ? 200 : 0
-            } catch {
-                // EMFILE and the like: say so once, back off, keep serving the others.
-                if "\(error)" != lastAcceptError { log("\(label): \(error)") }
-                lastAcceptError = "\(error)"
-                usleep(200_000)
-                continue
-            }
-            guard let connection else { continue }
-            let count = peers.withLock { $0.count }
-            if count >= maximumReceivers {
-                log("\(label): refusing receiver \(connection.peerAddress): already serving \(count) (the most allowed)")
-                connection.close()
-                continue
-            }
-            let name = "receiver \(connection.peerAddress)"
-            guard let hub, let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
-                connection.close()
-                continue
-            }
-            let peer = PeerSender(transport: TCPTransport(connection: connection, name: name, sendsTimingSEI: sendsTimingSEI, codec: codec, log: log),
-                                  name: name, subscription: subscription, stallTimeoutSeconds: stallTimeoutSeconds, log: log)
-            peer.start()
-            peers.withLock { $0.append(peer) }
+    /// A new connection, on its event loop: refused at once over the limit, else subscribed and
+    /// served by a task of its own.
+    private func admit(_ channel: Channel) -> EventLoopFuture<Void> {
+        let address = channel.remoteAddress.map(Self.text) ?? "?"
+        guard let hub, !stopping.load(ordering: .relaxed) else { return channel.close() }
+        let count = sessions.withLock { $0.count }
+        if count >= maximumReceivers {
+            log("\(label): refusing receiver \(address): already serving \(count) (the most allowed)")
+            return channel.close()
+        }
+        let name = "receiver \(address)"
+        guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
+            return channel.close()
+        }
+        let connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            connection = try NIOAsyncChannel(wrappingChannelSynchronously: channel)
+        } catch {
+            subscription.cancel()
+            return channel.close()
+        }
+        let session = TCPReceiverSession(channel: channel, name: name, peerAddress: address, subscription: subscription,
+                                         stallTimeoutSeconds: stallTimeoutSeconds, sendsTimingSEI: sendsTimingSEI, codec: codec, log: log)
+        let (live, n) = sessions.withLock { list -> (Int, Int) in
+            list.append(session)
             let n = totals.withLock { t -> Int in
                 t.receivers += 1
                 return t.receivers
             }
-            let forced = hub.keyframes.request()
-            log("receiver \(connection.peerAddress) joined (\(count + 1) connected, #\(n)); "
-                + (forced ? "IDR requested" : "starts at the next IDR"))
+            return (list.count, n)
         }
+        let forced = hub.keyframes.request()
+        log("receiver \(address) joined (\(live) connected, #\(n)); " + (forced ? "IDR requested" : "starts at the next IDR"))
+        Task(executorPreference: EventLoopExecutor(channel.eventLoop)) { [self] in
+            await session.run(connection)
+            ended(session)
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
     }
 
-    /// Takes out peers whose threads have ended; never waits for one.
-    private func reapDeadPeers() {
-        let dead = peers.withLock { list -> [PeerSender] in
-            let dead = list.filter { $0.hasEnded }
-            if !dead.isEmpty { list.removeAll { $0.hasEnded } }
-            return dead
-        }
-        for peer in dead { account(peer, peer.reap(), ending: "left") }
+    /// A session's task has returned: it leaves the hub and the list, and says what it got.
+    private func ended(_ session: TCPReceiverSession) {
+        session.leaveHub()
+        let finishing = stopping.load(ordering: .relaxed)
+        account(session.summary, name: session.name,
+                ending: finishing && session.isAlive ? "served to the end" : "left")
+        sessionEnded.lock()
+        sessions.withLock { list in list.removeAll { $0 === session } }
+        sessionEnded.broadcast()
+        sessionEnded.unlock()
     }
 
-    private func account(_ peer: PeerSender, _ s: PeerSender.Summary, ending: String) {
+    private func account(_ s: PeerSender.Summary, name: String, ending: String) {
         totals.withLock { $0.sent.add(s) }
-        var line = "\(peer.name) \(ending) after \(s.frames) frames"
+        var line = "\(name) \(ending) after \(s.frames) frames"
         if s.skippedFrames > 0 { line += ", \(s.skippedFrames) skipped in \(s.overflows) catch-ups" }
         if s.framesNotSent > 0 { line += ", \(s.framesNotSent) not sent (before its first IDR or after it left)" }
         if let latency = s.latency.summary { line += "; capture to sent: \(latency)" }
@@ -172,13 +220,13 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     /// A second interrupt: stop waiting for receivers that are still taking the end of the stream.
     public func abandon() {
         abandoned.store(true, ordering: .relaxed)
-        for peer in peers.withLock({ $0 }) { peer.abortNow() }
+        for session in sessions.withLock({ $0 }) { session.abortNow() }
     }
 
     public var counters: OutputCounters {
-        let (ended, live) = totals.withLock { t in (t.sent, peers.withLock { $0 }) }
+        let (ended, live) = totals.withLock { t in (t.sent, sessions.withLock { $0 }) }
         var sent = ended
-        for peer in live { sent.add(peer.summary) }
+        for session in live { sent.add(session.summary) }
         var counters = OutputCounters()
         counters.frames = sent.frames
         counters.bytes = sent.bytes
@@ -189,16 +237,15 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
-        acceptor?.join()
-        acceptor = nil
-        listener?.close()
-        // Flush all at once: each has its own thread, so a slow one costs the others nothing. They
-        // stay in `peers` while they flush, so `abandon` can reach them.
-        let remaining = peers.withLock { $0 }
+        for server in servers { try? server.close().wait() }
+        servers = []
+        // The hub has closed: each session sends what it has queued (all at once: a slow one costs
+        // the others nothing), within 5 s, or at once after a second interrupt.
         let deadline = abandoned.load(ordering: .relaxed) ? 0 : 5.0
-        for peer in remaining { peer.beginFinish(flushTimeoutSeconds: deadline) }
-        for peer in remaining { account(peer, peer.reap(), ending: peer.isAlive ? "served to the end" : "left") }
-        peers.withLock { $0 = [] }
+        for session in sessions.withLock({ $0 }) { session.finish(within: deadline) }
+        sessionEnded.lock()
+        while !sessions.withLock({ $0.isEmpty }) { sessionEnded.waitNotEmpty() }
+        sessionEnded.unlock()
         let (receivers, t) = totals.withLock { ($0.receivers, $0.sent) }
         var line = "\(label): served \(receivers) receiver\(receivers == 1 ? "" : "s"), \(t.frames) frames in all"
         if t.skipped > 0 { line += ", \(t.skipped) skipped" }

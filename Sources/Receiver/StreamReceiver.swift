@@ -125,14 +125,14 @@ public final class StreamReceiver: @unchecked Sendable {
                 listener = try TCPListener(host: endpoint.host, port: endpoint.port)
             } catch {
                 let hint = (error as? SocketError)?.errno == .addressInUse ? "; something else listens there: choose another port" : ""
-                throw OutputError(.unwritable, "cannot listen on \(endpoint): \(error)\(hint)")
+                throw ReceiverError(.cannotListen, "cannot listen on \(endpoint): \(error)\(hint)")
             }
             log("waiting for a sender on " + listener!.addresses.map { "tcp://\($0)" }.joined(separator: ", "))
         }
         try sink?.open()
         if let path = options.latencyLogPath {
             latencyLog = fopen(path, "w")
-            if latencyLog == nil { throw OutputError(.unwritable, "cannot write the latency log \(path): \(lastErrnoText())") }
+            if latencyLog == nil { throw ReceiverError(.latencyLogUnwritable, "cannot write the latency log \(path): \(lastErrnoText())") }
             fputs("# sequence capture_to_received_us capture_to_decoded_us send_to_received_us\n", latencyLog)
         }
         defer { if let latencyLog { fclose(latencyLog) } }

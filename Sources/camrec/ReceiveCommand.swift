@@ -134,6 +134,11 @@ struct ReceiveCommand: ParsableCommand {
         } catch let error as OutputError {
             status?.stop()
             throw report(.output(error))
+        } catch let error as ReceiverError {
+            // Both are a place camrec was told to use and cannot: the status of an output that cannot be made.
+            status?.stop()
+            printError(error.message)
+            throw ReportedFailure(status: .outputError)
         } catch {
             status?.stop()
             printError("\(error)")

@@ -273,6 +273,23 @@ final class TCPOutputTests: XCTestCase {
         XCTAssertEqual(report.frames, 45)
     }
 
+    /// `--listen PORT` (no host) takes IPv4 and IPv6 receivers on one dual-stack socket.
+    func testAListenerWithoutAHostTakesIPv4AndIPv6Receivers() throws {
+        let output = TCPListenOutput(endpoint: TCPEndpoint(host: nil, port: 0, listen: true), sendsTimingSEI: true) { [events] line in events.append(line) }
+        try output.open(hub: hub)
+        XCTAssertTrue(events.withLock { $0.contains { $0.contains("listening for receivers on tcp://[::]:") } }, events.withLock { $0.joined(separator: "\n") })
+        let v4 = try connect(output.boundPort)
+        let v6 = try TCPConnection.connect(host: "::1", port: output.boundPort, timeoutMilliseconds: 1000)
+        waitFor("both joined") { events.withLock { $0.filter { $0.contains("joined") }.count == 2 } }
+        for i in 0..<31 { hub.publish(chunk(i)) }
+        let report = finishing(output)
+        for client in [v4, v6] {
+            let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(client)) + a.finish() }()
+            XCTAssertEqual(units.map { $0.timestamp?.sequence }, (0..<31).map { UInt64($0) })
+        }
+        XCTAssertEqual(report.frames, 62)
+    }
+
     func testKeyframeGateIsRateLimited() {
         let count = Atomic<Int>(0)
         let gate = KeyframeGate(minimumIntervalSeconds: 10)

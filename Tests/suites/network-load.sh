@@ -5,7 +5,7 @@
 # random bytes, against `camrec --listen`. A normal receiver (`camrec receive`) joins after the
 # crowd and must get every frame from its first IDR: its file is a contiguous piece of camrec's
 # own file starting at an IDR, with no gaps and no reconnects. camrec's own file keeps every frame
-# it encoded, and once the crowd is gone camrec's threads and file descriptors are back to what
+# it encoded, the 200 cost no thread each, and once the crowd is gone camrec's threads and file descriptors are back to what
 # they were before it came, and its resident memory near it (read from /proc). What camrec let in
 # and refused is read from its log. With --max-receivers 4, of 6 clients 4 get an IDR-first stream
 # that decodes and 2 are refused (logged) and closed with no data.
@@ -43,6 +43,11 @@ $PEER garbage 127.0.0.1 "$PORT" 10 20 >"$W/garbage.out" 2>&1 & p3=$!
 PIDS+=($p1 $p2 $p3)
 # The normal receiver joins once the 200 are in (camrec has said so for the 200th).
 wait_log "$W/rec.log" "\([0-9]* connected, #200\)" 1 20
+# Receivers are tasks on SwiftNIO's event loops (whose threads were there when camrec listened), not
+# threads: with the 200 connected, camrec has no more threads than before. A thread each would be +200.
+crowd_threads=$(threads_of $cp)
+check "200 receivers connected: $crowd_threads threads, no more than the $base_threads before them" \
+    test "$crowd_threads" -le "$base_threads"
 "$CAMREC" receive "tcp://127.0.0.1:$PORT" "$W/late.h264" >"$W/late.out" 2>"$W/late.log" & rp=$!; PIDS+=($rp)
 wait_for $p1 40; wait_for $p2 40; wait_for $p3 40
 kill -INT $rp; wait_for $rp 10; rrc=$?
