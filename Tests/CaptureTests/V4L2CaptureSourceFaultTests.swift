@@ -34,7 +34,15 @@ final class MockCamera: V4L2System, @unchecked Sendable {
         var memory: [UInt] = []   // addresses, so the state stays Sendable
         var streaming = false
         var locked = false
+        /// Every ioctl from the first call of this request on fails with ENODEV: the camera was unplugged there.
+        var goneAt: UInt?
+        var gone = false
+        var requests: [UInt] = []
     }
+
+    /// Unplugs the camera at the first call of `request` (it and every later ioctl fail with ENODEV).
+    func unplug(at request: UInt) { lock.withLock { $0.goneAt = request } }
+    var requestsMade: [UInt] { lock.withLock { $0.requests } }
 
     init(script: [Dequeue], pixelFormat: V4L2PixelFormat = .yuyv, acceptsUserPointers: Bool = true) {
         self.pixelFormat = pixelFormat
@@ -64,6 +72,12 @@ final class MockCamera: V4L2System, @unchecked Sendable {
     }
 
     func ioctl(_ fd: Int32, _ request: UInt, _ arg: UnsafeMutableRawPointer) -> Int32 {
+        let unplugged = lock.withLock { s -> Bool in
+            s.requests.append(request)
+            if s.goneAt == request { s.gone = true }
+            return s.gone
+        }
+        if unplugged { return -ENODEV }
         if let answer = answerDiscovery(request, arg, format: pixelFormat, width: width, height: height) { return answer }
         switch request {
         case UInt(CAMREC_VIDIOC_STREAMON):
@@ -283,6 +297,51 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
         let frame = try XCTUnwrap(try source.nextFrame())
         XCTAssertEqual(frame.planes[0].base[0], 0x80, "copied from the mmap'd buffer")
         frame.recycle()
+    }
+
+    /// A camera unplugged at any step of start-up (identifying it, negotiating its format, allocating and
+    /// queueing buffers, starting the stream, or before its first frame) ends start-up at that step with
+    /// one line that says it went away and names the ioctl, and nothing held: on both memory paths.
+    func testAnUnplugAtEveryStepOfStartUpIsNoticedThere() throws {
+        let steps: [(String, UInt)] = [
+            ("VIDIOC_QUERYCAP", UInt(CAMREC_VIDIOC_QUERYCAP)), ("VIDIOC_ENUM_FMT", UInt(CAMREC_VIDIOC_ENUM_FMT)),
+            ("VIDIOC_S_FMT", UInt(CAMREC_VIDIOC_S_FMT)), ("VIDIOC_S_PARM", UInt(CAMREC_VIDIOC_S_PARM)),
+            ("VIDIOC_REQBUFS", UInt(CAMREC_VIDIOC_REQBUFS)), ("VIDIOC_QUERYBUF", UInt(CAMREC_VIDIOC_QUERYBUF)),
+            ("VIDIOC_QBUF", UInt(CAMREC_VIDIOC_QBUF)), ("VIDIOC_STREAMON", UInt(CAMREC_VIDIOC_STREAMON)),
+            ("VIDIOC_DQBUF", UInt(CAMREC_VIDIOC_DQBUF)),
+        ]
+        for format in [V4L2PixelFormat.yuyv, .nv12] {
+            for (name, request) in steps {
+                let camera = MockCamera(script: [.frame(sequence: 0)], pixelFormat: format)
+                camera.unplug(at: request)
+                let what = "\(format) unplugged at \(name)"
+                var pool: PixelBufferPool?
+                var failure: String?
+                do {
+                    let source = try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)
+                    let p = PixelBufferPool(format: .nv12, width: 4, height: 2, capacity: 6)
+                    pool = p
+                    try source.start(pool: p)
+                    let t0 = MonotonicClock.now()
+                    let frame = try source.nextFrame()
+                    frame?.recycle()
+                    guard camera.requestsMade.contains(request) else { continue }
+                    XCTAssertNil(frame, what)
+                    XCTAssertLessThan(MonotonicClock.now() - t0, 2_000_000_000, "\(what): noticed within 2 s")
+                    if case .deviceLost(let message) = source.end { failure = message }
+                    else { XCTFail("\(what): ended \(String(describing: source.end))") }
+                } catch let error as CaptureError {
+                    XCTAssertEqual(error.kind, .sourceMissing, "\(what): \(error.message)")
+                    failure = error.message
+                }
+                guard camera.requestsMade.contains(request) else { continue }   // this path never makes that call
+                let message = try XCTUnwrap(failure, "\(what): start-up went on as if nothing happened")
+                XCTAssertTrue(message.contains("gone") || message.contains("went away") || message.contains("disconnected")
+                              || message.contains("unplugged"), "\(what): \(message)")
+                XCTAssertFalse(message.contains("\n"), "\(what): one line")
+                if let pool { XCTAssertEqual(pool.freeCount, pool.capacity, "\(what): every pool buffer back") }
+            }
+        }
     }
 
     func testMissingNodeIsSourceMissing() {

@@ -43,6 +43,7 @@ extension V4L2CaptureSource {
         do {
             count = try requestRing(V4L2_MEMORY_USERPTR)
         } catch where error.errno.rawValue == EBUSY || error.errno.rawValue == ENODEV {
+            ring.forEach { $0.recycle() }   // none was lent: the pool gets them all back
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
         } catch {
             return giveUp()   // no USERPTR here: the mmap path it is
@@ -117,7 +118,7 @@ extension V4L2CaptureSource {
             do {
                 try device.ioctl(.queryBuffer, &buffer)
             } catch {
-                throw CaptureError(.deviceFailed, "\(path): cannot query capture buffer \(index) (\(error))")
+                throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot query capture buffer \(index) (\(error))"))
             }
             var planes: [(base: UnsafeMutableRawPointer, length: Int)] = []
             let regions: [(offset: Int, length: Int)] = multiplanar

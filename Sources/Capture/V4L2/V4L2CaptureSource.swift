@@ -180,7 +180,12 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         }
 
         // 3. Format, size, rate.
-        let offers = V4L2FormatCatalog.formats(of: device, bufferType: bufferType)
+        let offers: [V4L2FormatOffer]
+        do {
+            offers = try V4L2FormatCatalog.formats(of: device, bufferType: bufferType)
+        } catch {
+            throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): \(error)"))
+        }
         let libraryConverted = multiplanar ? [] : Self.libraryConvertible(offers, device: device, type: bufferType,
                                                                           request: request)
         let choice = try V4L2FormatChooser.choose(from: offers, request: request, device: path,

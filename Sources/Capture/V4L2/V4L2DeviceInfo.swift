@@ -35,7 +35,7 @@ public struct V4L2DeviceInfo: Sendable {
         let multiplanar = !identity.capabilities.contains(.videoCapture)
         let type = multiplanar ? V4L2_BUF_TYPE_VIDEO_CAPTURE_MPLANE : V4L2_BUF_TYPE_VIDEO_CAPTURE
         return V4L2DeviceInfo(path: path, identity: identity,
-                              formats: V4L2FormatCatalog.formats(of: device, bufferType: type), isMultiplanar: multiplanar)
+                              formats: (try? V4L2FormatCatalog.formats(of: device, bufferType: type)) ?? [], isMultiplanar: multiplanar)
     }
 
     /// Every `/dev/video*` node, capture or not; nodes that cannot be opened are left out.

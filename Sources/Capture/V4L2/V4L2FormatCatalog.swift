@@ -156,14 +156,21 @@ public struct V4L2FormatOffer: Sendable, Equatable {
 
 /// Reads a node's formats, sizes and frame intervals.
 enum V4L2FormatCatalog {
-    static func formats(of device: V4L2Device, bufferType: v4l2_buf_type) -> [V4L2FormatOffer] {
+    /// Throws only when the device is gone (ENODEV): an empty list must not pass for a camera with no formats.
+    static func formats(of device: V4L2Device, bufferType: v4l2_buf_type) throws(V4L2IoctlError) -> [V4L2FormatOffer] {
         var offers: [V4L2FormatOffer] = []
         for index in 0..<UInt32(256) {
             var desc = v4l2_fmtdesc()
             desc.index = index
             desc.type = bufferType.rawValue
-            // EINVAL marks the end of the list; any other error ends it too.
-            guard (try? device.ioctl(.enumerateFormats, &desc)) != nil else { break }
+            // EINVAL marks the end of the list; any other error ends it too, but for a device that is gone.
+            do {
+                try device.ioctl(.enumerateFormats, &desc)
+            } catch where error.errno.rawValue == ENODEV {
+                throw error
+            } catch {
+                break
+            }
             let format = V4L2PixelFormat(rawValue: desc.pixelformat)
             offers.append(V4L2FormatOffer(
                 pixelFormat: format, name: cString(desc.description),
