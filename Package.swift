@@ -27,9 +27,11 @@ let package = Package(
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
         .target(name: "Bitstream"),
 
+        // libyuv (Debian's libyuv-dev), for the packed 4:2:2 conversions.
+        .systemLibrary(name: "CYUV"),
         // Frames, as CoreVideo stands under capture and encoding: pixel buffers, formats, pools,
-        // conversions, the clock that stamps them. Pure Swift.
-        .target(name: "Frames"),
+        // conversions, the clock that stamps them. Swift, but for libyuv's SIMD rows (YUYV/UYVY).
+        .target(name: "Frames", dependencies: ["CYUV"]),
         // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
         .target(name: "Capture", dependencies: [
             "Frames", "CV4L2", "CFFmpeg", "Libav",

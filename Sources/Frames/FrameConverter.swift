@@ -1,3 +1,4 @@
+import CYUV
 /// Converts one frame from a source layout straight into a pool buffer, in a
 /// single pass: there is no intermediate frame.
 ///
@@ -108,20 +109,23 @@ public enum FrameConverter {
     /// `vectorised: false` is the scalar reference the tests compare the vector path with.
     static func packed422(base rawBase: UnsafeRawPointer, stride: Int, width: Int, height: Int,
                           into destination: PixelBuffer, yOff: Int, uOff: Int, vOff: Int, vectorised: Bool = true) {
-        // YUYV (luma at even bytes, then Cb, Cr) and UYVY (luma at odd bytes) take the vectorised loop
-        // for their whole pixel pairs; an odd width's last column (and the other orders) the one below.
+        // YUYV (luma at even bytes, then Cb, Cr) and UYVY (luma at odd bytes) go to libyuv for the whole
+        // pixel pairs of their row pairs; an odd width's last column, an odd height's last row (where
+        // libyuv 0.0.1857's YUY2ToNV12 gets a row's tail wrong) and the other orders take the loop below.
         var firstPair = 0
+        let rowsDone = height & ~1
         if vectorised && uOff + 2 == vOff && ((yOff, uOff) == (0, 1) || (yOff, uOff) == (1, 0)) {
-            firstPair = packed422Groups(base: rawBase, stride: stride, width: width, height: height,
-                                        into: destination, lumaAtOddBytes: yOff == 1) / 2
+            firstPair = packed422WithLibyuv(base: rawBase, stride: stride, width: width, height: rowsDone,
+                                            into: destination, lumaAtOddBytes: yOff == 1) / 2
         }
         let pairs = (width + 1) / 2
-        guard firstPair < pairs else { return }
+        guard firstPair < pairs || rowsDone < height else { return }
         let base = rawBase.assumingMemoryBound(to: UInt8.self)
         let luma = destination.planes[0]
         let nv12 = destination.format == .nv12
         var row = 0
         while row < height {
+            let firstPair = row < rowsDone ? firstPair : 0
             let top = base + row * stride
             let bottom = row + 1 < height ? top + stride : top
             let yTop = luma.base + row * luma.stride
@@ -161,48 +165,33 @@ public enum FrameConverter {
     }
 }
 
-// MARK: - Packed 4:2:2, whole pixel pairs with the byte order fixed at compile time
+// MARK: - Packed 4:2:2 through libyuv
 
 extension FrameConverter {
-    /// YUYV or UYVY → NV12 or I420 for the whole pixel pairs of every row (all of an even width);
-    /// returns how many pixels of each row it did. The same arithmetic as the scalar loop, written so
-    /// that, with the offsets constants, LLVM vectorises it (strided loads, a rounding average).
-    static func packed422Groups(base: UnsafeRawPointer, stride: Int, width: Int, height: Int,
-                                into destination: PixelBuffer, lumaAtOddBytes: Bool) -> Int {
-        let pairs = width / 2
-        guard pairs > 0 else { return 0 }
-        if lumaAtOddBytes {
-            packed422Pairs(base.assumingMemoryBound(to: UInt8.self), stride, height, pairs, destination, yOff: 1, uOff: 0, vOff: 2)
+    /// YUYV or UYVY → NV12 or I420 for the whole pixel pairs of every row (all of an even width), by
+    /// libyuv's SIMD rows: the same arithmetic as the scalar loop (luma copied, each pair of chroma rows
+    /// averaged rounding half up; an odd height's last row averaged with itself), which
+    /// `PackedVectorPathTests` checks byte for byte. Returns how many pixels of each row it did.
+    static func packed422WithLibyuv(base: UnsafeRawPointer, stride: Int, width: Int, height: Int,
+                                    into destination: PixelBuffer, lumaAtOddBytes: Bool) -> Int {
+        let evenWidth = width & ~1
+        guard evenWidth > 0, height > 0, let sourceStride = Int32(exactly: stride), let w = Int32(exactly: evenWidth),
+              let h = Int32(exactly: height) else { return 0 }
+        let source = base.assumingMemoryBound(to: UInt8.self)
+        let y = destination.planes[0]
+        let result: Int32
+        if destination.format == .nv12 {
+            let uv = destination.planes[1]
+            result = lumaAtOddBytes
+                ? UYVYToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
+                : YUY2ToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
         } else {
-            packed422Pairs(base.assumingMemoryBound(to: UInt8.self), stride, height, pairs, destination, yOff: 0, uOff: 1, vOff: 3)
+            let u = destination.planes[1], v = destination.planes[2]
+            result = lumaAtOddBytes
+                ? UYVYToI420(source, sourceStride, y.base, Int32(y.stride), u.base, Int32(u.stride), v.base, Int32(v.stride), w, h)
+                : YUY2ToI420(source, sourceStride, y.base, Int32(y.stride), u.base, Int32(u.stride), v.base, Int32(v.stride), w, h)
         }
-        return pairs * 2
-    }
-
-    @inline(__always)
-    private static func packed422Pairs(_ base: UnsafePointer<UInt8>, _ stride: Int, _ height: Int, _ pairs: Int,
-                                       _ destination: PixelBuffer, yOff: Int, uOff: Int, vOff: Int) {
-        let luma = destination.planes[0]
-        var row = 0
-        while row < height {
-            let top = base + row * stride
-            let hasBottom = row + 1 < height
-            let bottom = hasBottom ? top + stride : top
-            let yTop = luma.base + row * luma.stride
-            for x in 0..<pairs {
-                yTop[2 * x] = top[4 * x + yOff]
-                yTop[2 * x + 1] = top[4 * x + yOff + 2]
-            }
-            if hasBottom {
-                let yBottom = yTop + luma.stride
-                for x in 0..<pairs {
-                    yBottom[2 * x] = bottom[4 * x + yOff]
-                    yBottom[2 * x + 1] = bottom[4 * x + yOff + 2]
-                }
-            }
-            averageChromaRow(top, bottom, step: 4, cb: uOff, cr: vOff, count: pairs, into: destination, row: row / 2)
-            row += 2
-        }
+        return result == 0 ? evenWidth : 0
     }
 
     /// One row of 4:2:0 chroma from two source rows whose Cb and Cr samples are `step` bytes apart (at

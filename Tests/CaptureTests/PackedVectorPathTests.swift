@@ -1,13 +1,13 @@
 @testable import Frames
 import XCTest
 
-/// The vectorised loop for YUYV and UYVY against the scalar loop it replaces (kept as the
-/// reference): byte for byte, on random pictures whose widths leave every tail length, odd heights,
-/// padded rows, into NV12 and I420.
+/// libyuv's rows for YUYV and UYVY against camrec's scalar loop (kept as the reference): byte for
+/// byte, on random pictures whose widths leave every tail length, odd heights, padded rows, into NV12
+/// and I420.
 final class PackedVectorPathTests: XCTestCase {
     func testYUYVAndUYVYMatchTheScalarReferenceByteForByte() {
         var generator = SystemRandomNumberGenerator()
-        let sizes = [(16, 2), (17, 3), (31, 1), (32, 4), (33, 5), (48, 2), (1, 1), (2, 2), (15, 6), (640, 7), (1922, 3)]
+        let sizes = [(16, 2), (17, 3), (31, 1), (32, 4), (33, 5), (48, 2), (1, 1), (2, 2), (15, 6), (640, 7), (1922, 3), (1920, 4), (1280, 5)]
         for (width, height) in sizes {
             for padding in [0, 4, 36] {
                 let stride = 2 * ((width + 1) / 2) * 2 + padding
