@@ -103,6 +103,8 @@ public final class StreamHub: Sendable {
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
     /// Access units published so far.
     public var publishedCount: Int { state.withLock { $0.published } }
+    /// The stream has ended: nothing more is published, and `subscribe` returns nil.
+    public var isClosed: Bool { state.withLock { $0.closed } }
     /// Access units and bytes the ring holds now.
     public var held: (frames: Int, bytes: Int) { state.withLock { ($0.ring.chunks.count, $0.ring.bytes) } }
 }

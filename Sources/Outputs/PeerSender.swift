@@ -5,7 +5,7 @@ import Pipeline
 import NetStream
 import Synchronization
 
-/// Sends the stream to one peer (a TCP receiver, a media server) from a thread of its own; the
+/// Sends the stream to one peer (a media server) from a thread of its own; the
 /// `PeerTransport` does the writing. What it sends comes from its hub subscription
 /// (`.skipToIDR`): the peer starts at an IDR (which carries SPS+PPS), and when it falls behind
 /// by the subscription's depth the hub drops what waits and resumes it at the next IDR, so it never

@@ -1,7 +1,7 @@
 import Hub
 import NetStream
 
-/// How a `PeerSender` reaches its peer: a TCP connection (`TCPTransport`), or a media-server
+/// How a `PeerSender` reaches its peer: a media-server
 /// session written by libavformat (RTSP, RTMP, SRT). Called from the sender's thread only.
 public protocol PeerTransport: AnyObject {
     /// Who is at the other end, for log lines (never with credentials).

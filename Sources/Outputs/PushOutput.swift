@@ -5,8 +5,8 @@ import NetStream
 import Pipeline
 import Synchronization
 
-/// Pushes the stream to one peer that is up somewhere else: a receiver listening at
-/// `tcp://HOST:PORT`, or a media server (`rtsp://`, `rtmp://`, `srt://`, through libavformat).
+/// Pushes the stream to a media server (`rtsp://`, `rtmp://`, `srt://`, through libavformat, whose
+/// writers block: so a `PeerSender` thread, where `tcp://` has `TCPPushOutput` on SwiftNIO).
 ///
 /// If the peer is not up yet, or goes away, recording goes on and this output keeps
 /// reconnecting with backoff (0.25 s doubling to 5 s); each new connection resumes at an
@@ -31,17 +31,11 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     private let current = Mutex<PeerSender?>(nil)
     private let stopping = Atomic<Bool>(false)
     private var connector: WorkerThread?
-    private let totals = Mutex(Totals())
+    private let totals = Mutex(PushTotals())
     /// The current attempt's failure line is left out (the server is known to be down).
     private let quietAttempt = Atomic<Bool>(false)
     private let abandoned = Atomic<Bool>(false)
 
-    private struct Totals {
-        var connections = 0
-        /// Access units the hub offered to this output's connections, one after another.
-        var offeredToPeers = 0
-        var sent = PeerTotals()
-    }
 
     public init(label: String, peerKind: String, queueCapacity: Int = 60,
                 stallTimeoutSeconds: Double = 10, log: @escaping NetworkEventLog, makeTransport: @escaping MakeTransport) {
@@ -51,20 +45,6 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         self.stallTimeoutSeconds = stallTimeoutSeconds
         self.log = log
         self.makeTransport = makeTransport
-    }
-
-    /// `tcp://HOST:PORT`: a raw Annex-B stream to a receiver, bare, or each access unit with
-    /// camrec's timing note when `sendsTimingSEI`.
-    public convenience init(endpoint: TCPEndpoint, queueCapacity: Int = 60,
-                            stallTimeoutSeconds: Double = 10, sendsTimingSEI: Bool = false, codec: VideoCodec = .h264,
-                            log: @escaping NetworkEventLog) {
-        let connectTimeoutMilliseconds: Int32 = 2000
-        self.init(label: endpoint.description, peerKind: "receiver", queueCapacity: queueCapacity,
-                  stallTimeoutSeconds: stallTimeoutSeconds, log: log) {
-            guard let host = endpoint.host else { throw OutputError(.unwritable, "no host") }
-            let connection = try TCPConnection.connect(host: host, port: endpoint.port, timeoutMilliseconds: connectTimeoutMilliseconds)
-            return TCPTransport(connection: connection, name: "receiver \(connection.peerAddress)", sendsTimingSEI: sendsTimingSEI, codec: codec, log: log)
-        }
     }
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets
@@ -173,10 +153,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func account(_ s: PeerSender.Summary) {
-        totals.withLock {
-            $0.sent.add(s)
-            $0.offeredToPeers += s.offered
-        }
+        totals.withLock { $0.add(s) }
     }
 
     /// A second interrupt: stop waiting for the peer (connecting, sending or flushing) now.
@@ -188,15 +165,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     public var counters: OutputCounters {
         let (all, peer) = totals.withLock { t in (t, current.withLock { $0 }) }
-        var sent = all.sent
-        if let peer { sent.add(peer.summary) }
-        var counters = OutputCounters()
-        counters.frames = sent.frames
-        counters.bytes = sent.bytes
-        counters.skippedFrames = sent.skipped
-        counters.reconnects = max(0, all.connections - 1)
-        counters.peers = peer?.isAlive == true ? 1 : 0
-        return counters
+        return all.counters(current: peer?.summary, currentAlive: peer?.isAlive == true)
     }
 
     public func finish() -> OutputReport {
@@ -209,15 +178,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
             current.withLock { $0 = nil }
         }
         let all = totals.withLock { $0 }
-        let t = all.sent
-        // Published while no connection was subscribed: before the first, between two, after the last.
-        let missedWhileDisconnected = max(0, (hub?.publishedCount ?? 0) - all.offeredToPeers)
-        var words = ["\(label): sent \(t.frames) frames over \(all.connections) connection\(all.connections == 1 ? "" : "s")"]
-        if all.connections == 0 { words = ["\(label): the \(peerKind) was never reachable; nothing sent"] }
-        if missedWhileDisconnected > 0 { words.append("\(missedWhileDisconnected) recorded while disconnected") }
-        if t.skipped > 0 { words.append("\(t.skipped) skipped in \(t.overflows) catch-ups to an IDR") }
-        if let latency = t.latency.summary { words.append("capture to sent: \(latency)") }
-        log(words.joined(separator: "; "))
-        return t.report(label: label)
+        log(all.summary(label: label, peerKind: peerKind, published: hub?.publishedCount ?? 0))
+        return all.sent.report(label: label)
     }
 }

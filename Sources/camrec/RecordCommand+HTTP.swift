@@ -60,7 +60,7 @@ extension RecordCommand {
                 let kind = switch output {
                 case is RecordingFileOutput: "file"
                 case is QueuedOutput: "stdout"
-                case is PushOutput: "push"
+                case is PushOutput, is TCPPushOutput: "push"
                 case is TCPListenOutput: "listen"
                 case is LiveViewOutput: "browser"
                 default: "other"

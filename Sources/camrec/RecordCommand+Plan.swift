@@ -150,7 +150,8 @@ extension RecordCommand {
         return choice.encoder
     }
 
-    /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push.
+    /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push, on a
+    /// thread of its own (libavformat's writers block).
     func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec) -> StreamOutput {
         PushOutput(label: server.redacted, peerKind: "server", log: networkLog()) {
             MediaServerTransport(server: server, codec: codec)
@@ -165,7 +166,7 @@ extension RecordCommand {
             return TCPListenOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec,
                                    maximumReceivers: maxReceivers, log: log)
         }
-        return PushOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec, log: log)
+        return TCPPushOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec, log: log)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

@@ -256,7 +256,7 @@ final class TCPOutputTests: XCTestCase {
         probe.close()
         let requests = Atomic<Int>(0)
         gate.connect { requests.add(1, ordering: .relaxed) }
-        let output = PushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), sendsTimingSEI: true) { [events] line in events.append(line) }
+        let output = TCPPushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: port, listen: false), sendsTimingSEI: true) { [events] line in events.append(line) }
         try output.open(hub: hub)
         XCTAssertTrue(events.withLock { $0.contains { $0.contains("not reachable yet") } })
         for i in 0..<10 { hub.publish(chunk(i)) }  // dropped: nobody listens

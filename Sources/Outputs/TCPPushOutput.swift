@@ -1,0 +1,199 @@
+import Bitstream
+import Hub
+import NIOCore
+import NIOPosix
+import NetStream
+import Pipeline
+import Synchronization
+import SystemPackage
+
+/// `tcp://HOST:PORT`: pushes the stream to a receiver listening there, on SwiftNIO like `--listen` (the
+/// connection is a `TCPReceiverSession` on an event loop; no thread of its own).
+///
+/// If the receiver is not up yet, or goes away, recording goes on and this output keeps reconnecting with
+/// backoff (0.25 s doubling to 5 s); each new connection starts at an IDR (one is requested,
+/// rate-limited), so it always begins with SPS+PPS+IDR. Never reports a failure to the recorder: a
+/// receiver's trouble only affects this output.
+public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
+    public let endpoint: TCPEndpoint
+    public var label: String { endpoint.description }
+    public var onFailure: (@Sendable (OutputError) -> Void)?
+    public var failure: OutputError? { nil }
+
+    private var hub: StreamHub?
+    private let log: NetworkEventLog
+    private let queueCapacity: Int
+    private let stallTimeoutSeconds: Double
+    private let sendsTimingSEI: Bool
+    private let codec: VideoCodec
+    private let loop = MultiThreadedEventLoopGroup.singleton.next()
+    private let state = Mutex(State())
+    /// Signalled when the reconnect task has returned, so `finish` waits without polling.
+    private let ended = QueueLock()
+    private var task: Task<Void, Never>?
+    static let connectTimeout = TimeAmount.seconds(2)
+
+    private struct State {
+        var stopping = false
+        var abandoned = false
+        var loopEnded = false
+        var current: TCPReceiverSession?
+        var totals = PushTotals()
+    }
+
+    public init(endpoint: TCPEndpoint, queueCapacity: Int = 60, stallTimeoutSeconds: Double = 10,
+                sendsTimingSEI: Bool = false, codec: VideoCodec = .h264, log: @escaping NetworkEventLog) {
+        self.endpoint = endpoint
+        self.queueCapacity = queueCapacity
+        self.stallTimeoutSeconds = stallTimeoutSeconds
+        self.sendsTimingSEI = sendsTimingSEI
+        self.codec = codec
+        self.log = log
+    }
+
+    /// Tries once to connect before capture starts, so a receiver that is already up gets the stream
+    /// from its very first frame; then keeps trying in the background.
+    public func open(hub: StreamHub) throws {
+        self.hub = hub
+        var first: Channel?
+        do {
+            first = try connect().wait()
+        } catch {
+            log("\(label): receiver not reachable yet (\(describe(error))); recording goes on, retrying in the background")
+        }
+        let connected = first
+        task = Task(executorPreference: EventLoopExecutor(loop)) { [self] in
+            await reconnectLoop(first: connected)
+            ended.lock()
+            state.withLock { $0.loopEnded = true }
+            ended.broadcast()
+            ended.unlock()
+        }
+    }
+
+    private func connect() -> EventLoopFuture<Channel> {
+        guard let host = endpoint.host else { return loop.makeFailedFuture(ChannelError.badInterfaceAddressFamily) }
+        return ClientBootstrap(group: loop)
+            .connectTimeout(Self.connectTimeout)
+            .channelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
+            .channelOption(.tcpOption(.tcp_nodelay), value: 1)
+            .connect(host: host, port: Int(endpoint.port))
+    }
+
+    private var stopping: Bool { state.withLock { $0.stopping } }
+
+    private func reconnectLoop(first: Channel?) async {
+        var channel = first
+        var failing = first == nil
+        var backoff: UInt64 = 250_000_000
+        while !stopping {
+            if channel == nil {
+                if failing {
+                    try? await Task.sleep(nanoseconds: backoff)
+                    if stopping { break }
+                    backoff = min(backoff * 2, 5_000_000_000)
+                }
+                do {
+                    channel = try await connect().get()
+                } catch {
+                    if !failing { log("\(label): cannot reach the receiver (\(describe(error))); retrying with backoff up to 5 s") }
+                    failing = true
+                    continue
+                }
+            }
+            guard let connected = channel else { continue }
+            channel = nil
+            guard await serve(connected, afterFailures: failing) else { break }
+            failing = false
+            backoff = 250_000_000
+        }
+        if let channel { try? await channel.close() }
+    }
+
+    /// One connection, from its first IDR until the receiver leaves or the stream ends. False when
+    /// there is nothing more to send (the recording has ended).
+    private func serve(_ channel: Channel, afterFailures: Bool) async -> Bool {
+        let address = channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description
+        let name = "receiver \(address)"
+        guard let hub, let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))),
+              let connection = try? await channel.eventLoop.submit({
+                  try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
+              }).get()
+        else {
+            try? await channel.close()
+            return false
+        }
+        let session = TCPReceiverSession(channel: channel, name: name, peerAddress: address, subscription: subscription,
+                                         stallTimeoutSeconds: stallTimeoutSeconds, sendsTimingSEI: sendsTimingSEI, codec: codec, log: log)
+        let (n, abandoned) = state.withLock { s -> (Int, Bool) in
+            s.current = session
+            s.totals.connections += 1
+            return (s.totals.connections, s.abandoned)
+        }
+        if abandoned { session.abortNow() }
+        if n > 1 {
+            log("\(label): reconnected (connection #\(n)); resuming at the next IDR")
+        } else if afterFailures {
+            log("\(label): connected to the receiver; streaming from the next IDR")
+        }
+        hub.keyframes.request()
+        await session.run(connection)
+        session.leaveHub()
+        let summary = session.summary
+        state.withLock { s in
+            s.current = nil
+            s.totals.add(summary)
+        }
+        return !hub.isClosed
+    }
+
+    /// `connect() on 127.0.0.1:9000: Connection refused (errno 111)`, as the rest of camrec words socket errors.
+    private func describe(_ error: Error) -> String {
+        let target = endpoint.host.map { $0.contains(":") ? "[\($0)]:\(endpoint.port)" : "\($0):\(endpoint.port)" } ?? label
+        if let error = error as? NIOConnectionError {
+            if let first = error.connectionErrors.first, let io = first.error as? IOError {
+                return "\(SocketError("connect", Errno(rawValue: io.errnoCode), address: TCPListenOutput.text(first.target)))"
+            }
+            if let dns = error.dnsAAAAError ?? error.dnsAError { return "cannot resolve \(target): \(dns)" }
+            return "connect() on \(target): no address answered"
+        }
+        if let io = error as? IOError { return "\(SocketError("connect", Errno(rawValue: io.errnoCode), address: target))" }
+        if let error = error as? ChannelError, case .connectTimeout = error {
+            return "connect() on \(target): no answer within 2 s"
+        }
+        return "\(error)"
+    }
+
+    /// A second interrupt: stop waiting for the receiver (connecting, sending or flushing) now.
+    public func abandon() {
+        let current = state.withLock { s -> TCPReceiverSession? in
+            s.abandoned = true
+            s.stopping = true
+            return s.current
+        }
+        current?.abortNow()
+        task?.cancel()
+    }
+
+    public var counters: OutputCounters {
+        let (all, current) = state.withLock { ($0.totals, $0.current) }
+        return all.counters(current: current?.summary, currentAlive: current?.isAlive == true)
+    }
+
+    public func finish() -> OutputReport {
+        // The hub has closed: the connection sends what it has queued, within 5 s (at once after a
+        // second interrupt), and the reconnect loop ends; a wait between attempts is cut short.
+        let current = state.withLock { s -> (TCPReceiverSession?, Bool) in
+            s.stopping = true
+            return (s.current, s.abandoned)
+        }
+        current.0?.finish(within: current.1 ? 0 : 5)
+        if current.0 == nil { task?.cancel() }
+        ended.lock()
+        while !state.withLock({ $0.loopEnded }) && task != nil { ended.waitNotEmpty() }
+        ended.unlock()
+        let all = state.withLock { $0.totals }
+        log(all.summary(label: label, peerKind: "receiver", published: hub?.publishedCount ?? 0))
+        return all.sent.report(label: label)
+    }
+}
