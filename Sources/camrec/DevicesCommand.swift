@@ -61,8 +61,10 @@ struct DevicesCommand: ParsableCommand {
     }
 
     private func header(_ info: V4L2DeviceInfo) -> String {
-        "\(info.path): \(info.identity.card)\n  driver \(info.identity.driver), bus \(info.identity.busInfo)"
+        let camera = CameraIdentity.of(node: info.path, busInfo: info.identity.busInfo)
+        return "\(info.path): \(info.identity.card)\n  driver \(info.identity.driver), bus \(info.identity.busInfo)"
             + (info.isMultiplanar ? ", multi-planar API" : "")
+            + "\n  known again after an unplug \(camera.matchedBy)"
     }
 
     /// What `camrec --device PATH` would record with no other options.

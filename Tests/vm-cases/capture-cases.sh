@@ -104,6 +104,9 @@ check "devices lists $DEV with NV12 and YUYV" \
     sh -c "grep -q '^$DEV: ' '$R/devices.txt' && grep -q ' NV12 ' '$R/devices.txt' && grep -q ' YUYV ' '$R/devices.txt'"
 check "devices names $OUTDEV as not a capture device" grep -q "not capture devices:.*$OUTDEV (video output device)" "$R/devices.txt"
 "${CAMREC[@]}" devices --device "$DEV" >"$R/devices-one.txt" 2>&1
+# vivid is a platform device, not on USB: it is known by the bus info its driver reports, node 0.
+check "devices says how $DEV is known again after an unplug: by vivid's bus info" \
+    grep -qE '^  known again after an unplug by its bus info platform:vivid-[0-9]+ \(not a USB camera\), node 0$' "$R/devices-one.txt"
 check "devices --device $DEV lists sizes with rates" grep -qE '^ +1280x720 +1, 2, 4, 5, 10, 12.5' "$R/devices-one.txt"
 
 if [[ -z ${SKIP_DEFAULT:-} ]]; then
