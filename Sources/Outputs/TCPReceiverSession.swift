@@ -35,6 +35,7 @@ final class TCPReceiverSession: Sendable {
         var alive = true
         var frames = 0
         var bytes = 0
+        var idrFrames = 0
         /// Taken from the subscription but not sent (it failed or was cut on the way).
         var lost = 0
         var failure: String?
@@ -125,6 +126,7 @@ final class TCPReceiverSession: Sendable {
             state.withLock { s in
                 s.frames += 1
                 s.bytes += chunk.bytes.count
+                if chunk.isIDR { s.idrFrames += 1 }
                 if chunk.captureTimeNanoseconds > 0 && done >= chunk.captureTimeNanoseconds {
                     s.latency.add(done - chunk.captureTimeNanoseconds)
                 }
@@ -196,7 +198,7 @@ final class TCPReceiverSession: Sendable {
     var summary: PeerSender.Summary {
         let offers = subscription.snapshot
         return state.withLock { s in
-            PeerSender.Summary(frames: s.frames, bytes: s.bytes, idrFrames: 0, skippedFrames: offers.skipped,
+            PeerSender.Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: offers.skipped,
                                framesNotSent: offers.beforeStart + offers.notTaken + s.lost, overflows: offers.catchUps,
                                failure: s.failure, latency: s.latency, offered: offers.offered)
         }

@@ -88,6 +88,7 @@ final class TCPOutputTests: XCTestCase {
         XCTAssertTrue(units[0].isIDR && units[0].hasSPS && units[0].hasPPS)
         XCTAssertTrue(units.allSatisfy { !$0.isTruncated })
         XCTAssertEqual(report.frames, 40)
+        XCTAssertEqual(report.idrFrames, 2, "the IDRs at 30 and 60")
         XCTAssertEqual(report.skippedFrames, 0)
     }
 
@@ -271,6 +272,7 @@ final class TCPOutputTests: XCTestCase {
         XCTAssertEqual(units.first?.timestamp?.sequence, 30, "resumes at the first IDR after connecting")
         XCTAssertEqual(units.count, 45)
         XCTAssertEqual(report.frames, 45)
+        XCTAssertEqual(report.idrFrames, 2, "the IDRs at 30 and 60")
     }
 
     /// `--listen PORT` (no host) takes IPv4 and IPv6 receivers on one dual-stack socket.
