@@ -60,10 +60,8 @@ final class PeerSender: @unchecked Sendable {
         self.name = name
         self.log = log
         self.subscription = subscription
-        stallTimeoutMilliseconds = Int(min(max(stallTimeoutSeconds, 0.001), 86_400) * 1000)
-        subscription.onCatchUp = { [name] dropped, resumed, catchUps in
-            log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
-        }
+        stallTimeoutMilliseconds = stallMilliseconds(stallTimeoutSeconds)
+        subscription.reportCatchUps(of: name, to: log)
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }
@@ -208,11 +206,8 @@ final class PeerSender: @unchecked Sendable {
     }
 
     var summary: Summary {
-        let offers = subscription.snapshot
-        return state.withLock { s in
-            Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: offers.skipped,
-                    framesNotSent: offers.beforeStart + offers.notTaken + s.lost, overflows: offers.catchUps,
-                    failure: s.failure, latency: s.latency, offered: offers.offered)
-        }
+        let s = state.withLock { $0 }
+        return subscription.peerSummary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, lost: s.lost,
+                                        failure: s.failure, latency: s.latency)
     }
 }

@@ -54,10 +54,8 @@ final class TCPReceiverSession: Sendable {
         self.sendsTimingSEI = sendsTimingSEI
         self.codec = codec
         self.log = log
-        stallTimeoutMilliseconds = Int64(min(max(stallTimeoutSeconds, 0.001), 86_400) * 1000)
-        subscription.onCatchUp = { [name] dropped, resumed, catchUps in
-            log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
-        }
+        stallTimeoutMilliseconds = Int64(stallMilliseconds(stallTimeoutSeconds))
+        subscription.reportCatchUps(of: name, to: log)
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }
@@ -196,12 +194,9 @@ final class TCPReceiverSession: Sendable {
     }
 
     var summary: PeerSender.Summary {
-        let offers = subscription.snapshot
-        return state.withLock { s in
-            PeerSender.Summary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, skippedFrames: offers.skipped,
-                               framesNotSent: offers.beforeStart + offers.notTaken + s.lost, overflows: offers.catchUps,
-                               failure: s.failure, latency: s.latency, offered: offers.offered)
-        }
+        let s = state.withLock { $0 }
+        return subscription.peerSummary(frames: s.frames, bytes: s.bytes, idrFrames: s.idrFrames, lost: s.lost,
+                                        failure: s.failure, latency: s.latency)
     }
 
     /// Leaves the hub (after `run` returned).

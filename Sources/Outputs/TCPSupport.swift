@@ -1,5 +1,6 @@
 import Frames
 import Glibc
+import Hub
 import Synchronization
 
 /// Messages a network output reports while recording (joins, leaves, skips, reconnects):
@@ -50,5 +51,30 @@ public func sleep(nanoseconds: UInt64, unless stop: () -> Bool) {
         let now = MonotonicClock.now()
         if now >= deadline { return }
         usleep(useconds_t(min(deadline - now, 50_000_000) / 1000))
+    }
+}
+
+/// A network peer's stall bound in milliseconds: at least 1 ms, at most a day; a non-finite value
+/// (which no option gives today) is taken as the usual 10 s rather than trapping.
+func stallMilliseconds(_ seconds: Double) -> Int {
+    guard seconds.isFinite else { return 10_000 }
+    return Int(min(max(seconds, 0.001), 86_400) * 1000)
+}
+
+extension Subscription {
+    /// Says each catch-up of the network peer `name` in the log.
+    func reportCatchUps(of name: String, to log: @escaping NetworkEventLog) {
+        onCatchUp = { dropped, resumed, catchUps in
+            log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
+        }
+    }
+
+    /// One peer's totals: what it sent (counted by its sender) with what the hub offered it.
+    func peerSummary(frames: Int, bytes: Int, idrFrames: Int, lost: Int, failure: String?,
+                     latency: LatencySamples) -> PeerSender.Summary {
+        let offers = snapshot
+        return PeerSender.Summary(frames: frames, bytes: bytes, idrFrames: idrFrames, skippedFrames: offers.skipped,
+                                  framesNotSent: offers.beforeStart + offers.notTaken + lost, overflows: offers.catchUps,
+                                  failure: failure, latency: latency, offered: offers.offered)
     }
 }
