@@ -137,30 +137,40 @@ fails packed-none "vaapi, no packed headers and no SPS/PPS written" \
     "the VA driver \(camrec test VA driver.*\) writes no SPS/PPS and takes none from FFmpeg" \
     CAMREC_TEST_VA_PACKED_HEADERS=none -- --encoder vaapi --vaapi-device $NODE
 
-# Permission denied on the node: as a user outside the node's group.
+# Permission denied on the node: as a user outside the node's group. nobody runs a copy of camrec and
+# loads a copy of the driver from $W: a checkout in a 0700 directory (`git clone . "$(mktemp -d)"`) is
+# closed to nobody, and libva would then fail to load the driver for a reason that is not the node's.
 echo "== permission denied ($(elapsed))"
+mkdir -p "$W/as-nobody/drivers" && chmod 0755 "$W/as-nobody" "$W/as-nobody/drivers" &&
+    install -m 0755 "$CAMREC" "$W/as-nobody/camrec" &&
+    install -m 0755 "$LIBVA_DRIVERS_PATH/${LIBVA_DRIVER_NAME}_drv_video.so" "$W/as-nobody/drivers/" ||
+    bad "cannot copy camrec and the test driver where nobody can read them"
+NOBODY_CAMREC="$W/as-nobody/camrec"
+DRIVERS_FROM_CHECKOUT=$LIBVA_DRIVERS_PATH
+export LIBVA_DRIVERS_PATH="$W/as-nobody/drivers"
 chgrp render $NODE 2>/dev/null || true
 chmod 0660 $NODE
 ls -l $NODE
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$NOBODY_CAMREC" --test-pattern --size 640x480 --frames 10 \
     --encoder vaapi --vaapi-device $NODE "$W/perm.h264" >"$R/perm.log" 2>&1
 rc=$?
 cat "$R/perm.log"
 check "vaapi as a user outside the 'render' group: exit 73, no file, the hint to join the group" \
     eval "[[ $rc == 73 && ! -e '$W/perm.h264' ]] && grep -q \"permission denied on $NODE: join the 'render' group\" '$R/perm.log'"
-setpriv --reuid=nobody --regid=nogroup --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+setpriv --reuid=nobody --regid=nogroup --clear-groups "$NOBODY_CAMREC" --test-pattern --size 640x480 --frames 10 \
     "$W/perm-auto.h264" >"$R/perm-auto.log" 2>&1
 rc=$?
 cat "$R/perm-auto.log"
 check "auto as that user: libx264, with the reason in one line" \
     eval "[[ $rc == 0 ]] && grep -q \"^camrec: encoding in software (libx264): VA-API can't be used: permission denied on $NODE\" '$R/perm-auto.log' &&
         [[ \$(profile_of '$W/perm-auto.h264') == High,640,480 ]]"
-setpriv --reuid=nobody --regid=render --clear-groups "$CAMREC" --test-pattern --size 640x480 --frames 10 \
+setpriv --reuid=nobody --regid=render --clear-groups "$NOBODY_CAMREC" --test-pattern --size 640x480 --frames 10 \
     --encoder vaapi --vaapi-device $NODE "$W/perm-ok.h264" >"$R/perm-ok.log" 2>&1
 rc=$?
 cat "$R/perm-ok.log"
 check "vaapi as a member of the 'render' group: exit 0" test $rc = 0
 chmod 0666 $NODE
+export LIBVA_DRIVERS_PATH=$DRIVERS_FROM_CHECKOUT
 
 # 5. The camera: vivid → camrec → h264_vaapi → libva → driver → stream, the exact user command.
 if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.txt" 2>&1; then
