@@ -173,6 +173,15 @@ public final class SoftwareEncoder: VideoEncoder {
         try drain()
     }
 
+    /// libx264's and libx265's frame threads hold frames back: drain them all, then start a new
+    /// context (libavcodec cannot reopen a flushed encoder), whose first frame is an IDR.
+    public func finishPending() throws {
+        guard context != nil else { return }
+        try flush()
+        avcodec_free_context(&context)
+        try start()
+    }
+
     private func drain() throws {
         guard let ctx = context else { return }
         try packets.drain(ctx, packet, onPacket: onPacket)

@@ -415,6 +415,10 @@ public final class VAAPIEncoder: VideoEncoder {
         return copied
     }
 
+    /// Nothing to put out: with no B-frames and `async_depth` 1 a frame's packet comes out in its own
+    /// `encode` call. The next frame is forced to an IDR by the recorder.
+    public func finishPending() throws {}
+
     public func flush() throws {
         guard let ctx = context else { return }
         let status = avcodec_send_frame(ctx, nil)

@@ -40,6 +40,10 @@ public protocol VideoEncoder: AnyObject {
     func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws
     /// Drains every frame still inside the encoder, so the last frames are not lost.
     func flush() throws
+    /// Puts out every frame it holds and stays ready for more, the next one an IDR with its parameter
+    /// sets: for a source that went away and may come back (the frames before the gap belong to the
+    /// file that ends there).
+    func finishPending() throws
 }
 
 extension VideoEncoder {

@@ -15,6 +15,9 @@ public final class LiveMetrics: Sendable {
         public var framesDropped = 0
         public var framesErrored = 0
         public var bytesEncoded = 0
+        public var cameraLosses = 0
+        public var cameraReturns = 0
+        public var cameraPresent = true
         public var outputs: [(label: String, kind: String, counters: OutputCounters)] = []
         public init() {}
     }
@@ -61,6 +64,8 @@ public final class LiveMetrics: Sendable {
             count("frames_dropped", "Frames lost before the encoder (device sequence gaps, errored buffers, empty pool)", now.framesDropped)
             count("frames_errored", "Of the dropped frames, those the device delivered corrupt", now.framesErrored)
             count("encoded_bytes", "Bytes of H.264 the stream writer passed on", now.bytesEncoded)
+            count("camera_losses", "Times the camera went away (unplugged, reset, stalled) during the recording", now.cameraLosses)
+            count("camera_returns", "Times the camera came back and recording went on (--on-camera-lost wait)", now.cameraReturns)
             for output in now.outputs {
                 let labels = [("output", output.label), ("kind", output.kind)]
                 count("output_frames", "Access units an output wrote or sent (summed over its receivers)", output.counters.frames, labels: labels)
@@ -69,6 +74,8 @@ public final class LiveMetrics: Sendable {
                 count("output_reconnects", "Connections an output made after its first", output.counters.reconnects, labels: labels)
             }
         }
+        registry.makeGauge(descriptor: Self.name("camera", "present", "1 while the camera delivers, 0 while camrec waits for it to come back"))
+            .set(to: now.cameraPresent ? 1 : 0)
         for output in now.outputs {
             registry.makeGauge(descriptor: Self.name("output", "receivers", "Receivers or viewers an output has connected now"),
                                labels: [("output", output.label), ("kind", output.kind)]).set(to: Double(output.counters.peers))

@@ -101,10 +101,13 @@ async function refreshStatus() {
   try {
     const s = await (await fetch("/api/status", { cache: "no-store" })).json();
     const minutes = Math.floor(s.uptimeSeconds / 60), seconds = Math.floor(s.uptimeSeconds % 60);
-    status.textContent = s.source + " · " + s.width + "×" + s.height + " @ " + s.framesPerSecond + " fps · " +
+    const lost = s.camera === "lost"
+      ? "CAMERA LOST since " + new Date(s.cameraLostSince * 1000).toLocaleTimeString() + " (waiting for it) · " : "";
+    status.textContent = lost + s.source + " · " + s.width + "×" + s.height + " @ " + s.framesPerSecond + " fps · " +
       s.encoder + " · " + s.frames + " frames, " + s.dropped + " dropped · " +
       (8 * s.bytes / Math.max(s.uptimeSeconds, 1) / 1e6).toFixed(2) + " Mbit/s · " +
-      s.receivers + " receiving, " + s.viewers + " watching here · up " + minutes + ":" + String(seconds).padStart(2, "0");
+      s.receivers + " receiving, " + s.viewers + " watching here · up " + minutes + ":" + String(seconds).padStart(2, "0") +
+      (s.cameraLosses > 0 ? " · camera lost " + s.cameraLosses + "×, back " + s.cameraReturns + "×" : "");
   } catch (e) { status.textContent = "status unavailable"; }
 }
 refreshStatus();

@@ -15,6 +15,13 @@ public struct LiveStatus: ResponseEncodable, Sendable {
     public var viewers = 0
     /// Receivers of the other network outputs (TCP, media servers) connected now.
     public var receivers = 0
+    /// "present", or "lost" while `--on-camera-lost wait` waits for it to come back.
+    public var camera = "present"
+    /// Since when the camera has been lost (Unix time, seconds); nil while it is present.
+    public var cameraLostSince: Double?
+    /// Times the camera went away, and came back, during this recording.
+    public var cameraLosses = 0
+    public var cameraReturns = 0
 
     public init(source: String, width: Int, height: Int, framesPerSecond: Double, encoder: String,
                 frames: Int, dropped: Int, bytes: Int, uptimeSeconds: Double, receivers: Int) {

@@ -63,6 +63,7 @@ public final class Subscription: @unchecked Sendable {
     private var capacity: Int
     private var waitingForIDR: Bool
     private var ended = false
+    private var woken = false
     private var stoppedTaking = false
     private var counters = Counters()
     private var waiter: CheckedContinuation<StreamChunk?, Never>?
@@ -183,6 +184,27 @@ public final class Subscription: @unchecked Sendable {
         }
         if let chunk = take() { return .chunk(chunk) }
         return ended ? .ended : .timedOut
+    }
+
+    /// Like `next()`, but returns `.timedOut` once everything queued before a `wake()` has been taken:
+    /// how a subscriber hears, in order with the stream, of something that is not an access unit (the
+    /// camera went away after the last one).
+    public func nextUnlessWoken() -> Next {
+        lock()
+        defer { unlock() }
+        while count == 0 && !ended && !woken { queueLock.waitNotEmpty() }
+        if let chunk = take() { return .chunk(chunk) }
+        if ended { return .ended }
+        woken = false
+        return .timedOut
+    }
+
+    /// Wakes the thread in `nextUnlessWoken()` once what is queued now has been taken.
+    public func wake() {
+        lock()
+        woken = true
+        queueLock.broadcast()
+        unlock()
     }
 
     /// The next access unit for async code (a WebSocket handler): suspends, never blocks a thread.

@@ -63,6 +63,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private struct Shared {
         var failure: OutputError?
         var rotateRequested = false
+        /// The camera went away: end the file once everything before the gap is written.
+        var endAtGap = false
         var finished: [FinishedFile] = []
     }
 
@@ -116,8 +118,23 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         hub?.keyframes.request()
     }
 
+    /// The camera went away and every access unit before it has been published: the current file (or
+    /// segment) ends after them, now, not when the camera returns; the next IDR opens the next file.
+    public func endFileAtSourceGap() {
+        shared.withLock { $0.endAtGap = true }
+        subscription?.wake()
+    }
+
     private func run() {
-        while let chunk = subscription?.next() {
+        while let subscription {
+            let chunk: StreamChunk
+            switch subscription.nextUnlessWoken() {
+            case .chunk(let next): chunk = next
+            case .timedOut:
+                endFileIfAtGap()
+                continue
+            case .ended: return
+            }
             defer { chunk.release() }
             if shared.withLock({ $0.failure != nil }) { continue }
             do {
@@ -131,8 +148,25 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    private func endFileIfAtGap() {
+        guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
+              shared.withLock({ $0.failure == nil }), current != nil else { return }
+        do {
+            try finishCurrentFile()
+        } catch {
+            let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
+            shared.withLock { $0.failure = failure }
+            onFailure?(failure)
+        }
+    }
+
     private func write(_ chunk: StreamChunk) throws {
         let pts = chunk.presentationTimeNanoseconds
+        // After a gap the file ended there; the camera's first IDR since opens the next one.
+        if current == nil, sink == nil {
+            guard chunk.isIDR else { return }
+            try openNextFile()
+        }
         if firstPresentation == nil {
             firstPresentation = pts
             if let seconds = configuration.segmentSeconds {

@@ -35,6 +35,13 @@ public final class WorkerThread: @unchecked Sendable {
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
+    /// Nobody will join it: its resources go when it ends.
+    public func detach() {
+        guard let t = thread else { return }
+        pthread_detach(t)
+        thread = nil
+    }
+
     public func join() {
         guard let t = thread else { return }
         pthread_join(t, nil)

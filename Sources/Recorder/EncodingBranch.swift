@@ -29,7 +29,7 @@ public final class EncodingBranch: @unchecked Sendable {
     let skippedFrames = Atomic<Int>(0)
 
     // Several branches: the encoder thread and its queue of (frame, force an IDR).
-    var queue: BlockingQueue<(PixelBuffer, Bool)>?
+    var queue: BlockingQueue<BranchWork>?
     var worker: WorkerThread?
     /// A forced IDR this branch had to skip: the next frame it takes becomes one.
     var owesIDR = false

@@ -49,25 +49,38 @@ public final class Recorder: @unchecked Sendable {
     /// When recent frames went into the encoder, by sequence number modulo its size.
     private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
 
-    private let source: FrameSource
+    /// The source frames come from now: another one after a camera came back (`sourceReturn`).
+    let currentSource: Mutex<FrameSource>
+    var source: FrameSource { currentSource.withLock { $0 } }
+    /// Counters of the sources before the current one.
+    let earlierStatistics = Mutex(SourceStatistics())
+    /// With `--on-camera-lost wait`: where a lost camera is waited for. nil ends the recording at a loss.
+    public var sourceReturn: SourceReturn?
+    /// Called on the capture thread after a loss, once every frame captured before it is encoded and
+    /// published (files may end there), before waiting for the camera.
+    public var onSourceLost: (@Sendable (SourceEnd) -> Void)?
+    /// Called on the capture thread when the camera is back and streaming, with the seconds it was away.
+    public var onSourceReturned: (@Sendable (FrameSource, Double) -> Void)?
     /// One encoding, or one per codec; the first is the one `progress` and the result count.
-    private let branches: [EncodingBranch]
+    let branches: [EncodingBranch]
     private let keyframeInterval: Int
     private let limits: Limits
-    private let logger: Logger
+    let logger: Logger
     private let chunkPool = StreamChunkPool()
-    private let shared = Mutex(Shared())
-    private struct Shared {
+    let shared = Mutex(Shared())
+    struct Shared {
         var failure: RecordingFailure?
         var progress = Progress()
         var stopRequested = false
         var keyframeRequested = false
+        /// A stop came while waiting for a lost camera: the loss does not end the recording with a failure.
+        var stoppedWhileWaiting = false
     }
 
     /// Several encodings of one capture: every branch gets every frame (or skips it when it is behind).
     public init(source: FrameSource, branches: [EncodingBranch], keyframeInterval: Int, limits: Limits, logger: Logger) {
         precondition(!branches.isEmpty, "at least one encoder")
-        self.source = source
+        currentSource = Mutex(source)
         self.branches = branches
         self.keyframeInterval = max(1, keyframeInterval)
         self.limits = limits
@@ -84,7 +97,7 @@ public final class Recorder: @unchecked Sendable {
 
     public var progress: Progress {
         var p = shared.withLock { $0.progress }
-        let statistics = source.statistics
+        let statistics = sourceStatistics
         p.dropped = statistics.dropped
         p.errored = statistics.errored
         return p
@@ -96,7 +109,10 @@ public final class Recorder: @unchecked Sendable {
             defer { s.stopRequested = true }
             return !s.stopRequested
         }
-        if first { source.stop() }
+        if first {
+            source.stop()
+            sourceReturn?.cancel()
+        }
     }
 
     /// Forces an IDR at the next frame. Outputs ask through their hub's `KeyframeGate`, which is
@@ -110,7 +126,7 @@ public final class Recorder: @unchecked Sendable {
         fail(failure)
     }
 
-    private func fail(_ failure: RecordingFailure) {
+    func fail(_ failure: RecordingFailure) {
         shared.withLock { if $0.failure == nil { $0.failure = failure } }
         stop()
     }
@@ -143,14 +159,24 @@ public final class Recorder: @unchecked Sendable {
         }
         startBranchThreads(release: release)
 
-        let frames = BlockingQueue<PixelBuffer>(capacity: pool.capacity)
+        let frames = BlockingQueue<CaptureItem>(capacity: pool.capacity)
         let capture = WorkerThread(name: "capture") { [unowned self] in
-            self.captureLoop(into: frames)
+            self.captureLoop(into: frames, pool: pool)
         }
         capture.start()
 
         var sinceKeyframe = 0
-        while let buffer = frames.pop() {
+        while let item = frames.pop() {
+            let buffer: PixelBuffer
+            switch item {
+            case .frame(let frame):
+                buffer = frame
+            case .sourceGap(let done):
+                // Everything before the gap is encoded and put out; the first frame after it is an IDR.
+                sinceKeyframe = 0
+                for branch in branches { _ = branch.queue?.push(.sourceGap(done)) }
+                continue
+            }
             let requested = shared.withLock { s -> Bool in
                 defer { s.keyframeRequested = false }
                 return s.keyframeRequested
@@ -177,12 +203,12 @@ public final class Recorder: @unchecked Sendable {
         for branch in branches where branch.skippedFrames.load(ordering: .relaxed) > 0 {
             logger.notice("\(branch.encoder.name) skipped \(branch.skippedFrames.load(ordering: .relaxed)) frames to keep up with the capture")
         }
-        result.source = source.statistics
+        result.source = sourceStatistics
         logger.info("capture counters: \(result.source.fields)")
         result.durationSeconds = branches[0].firstPresentation.map { first in
             Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
         } ?? 0
-        switch source.end {
+        switch shared.withLock({ $0.stoppedWhileWaiting }) ? nil : source.end {
         case .deviceLost(let m): fail(.deviceLost(m))
         case .stalled(let m): fail(.deviceStalled(m))
         case .finished, nil: break
@@ -192,11 +218,13 @@ public final class Recorder: @unchecked Sendable {
     }
 
 
-    private func captureLoop(into frames: BlockingQueue<PixelBuffer>) {
+    private func captureLoop(into frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool) {
         defer { frames.close() }
         var delivered = 0
         let durationLimit = limits.durationSeconds.map { UInt64($0 * 1e9) }
         var firstTime: UInt64?
+        var source = self.source
+        var continuity = SourceContinuity()
         while true {
             if let max = limits.frames, delivered >= max { break }
             let buffer: PixelBuffer?
@@ -206,7 +234,13 @@ public final class Recorder: @unchecked Sendable {
                 fail(Self.classify(error))
                 break
             }
-            guard let buffer else { break }
+            guard let buffer else {
+                guard let next = awaitReturn(after: source, frames: frames, pool: pool) else { break }
+                source = next
+                continuity.sourceChanged()
+                continue
+            }
+            continuity.carryOn(buffer)
             let start = firstTime ?? buffer.presentationTimeNanoseconds
             firstTime = start
             if let durationLimit, buffer.presentationTimeNanoseconds - start >= durationLimit {
@@ -214,7 +248,7 @@ public final class Recorder: @unchecked Sendable {
                 break
             }
             delivered += 1
-            frames.push(buffer)
+            frames.push(.frame(buffer))
         }
         source.stop()
     }
@@ -264,64 +298,19 @@ public final class Recorder: @unchecked Sendable {
         branch.hub.publish(chunk)
     }
 
-    /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its
-    /// buffers are mapped GPU surfaces); with several, one plain pool in the format they share,
-    /// big enough for each one's frames in flight and queued.
-    private func makePool() throws -> PixelBufferPool {
-        let (width, height) = (source.frameSize.width, source.frameSize.height)
-        if branches.count == 1 {
-            let encoder = branches[0].encoder
-            // A file source waits for a free buffer instead of dropping: one to read the next frame into
-            // while the encoder holds its own is enough; more would only fill up (reading ahead of the
-            // encoder) and commit their memory (102 MB peak at 1080p with 4, 93 MB with 1; same speed).
-            let headroom = source.isLive
-                ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond,
-                                     frameBytes: encoder.inputFormat.packedFrameSize(width: width, height: height))
-                : 1
-            return encoder.makePool(width: width, height: height,
-                                    capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
-        }
-        let format = branches[0].encoder.inputFormat
-        if let other = branches.first(where: { $0.encoder.inputFormat != format }) {
-            throw EncoderError(.unavailable, "\(branches[0].encoder.name) takes \(format) and \(other.encoder.name) \(other.encoder.inputFormat): "
-                + "two encodings from one capture need one pixel format")
-        }
-        let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + branchQueueDepth }
-        return PixelBufferPool(format: format, width: width, height: height,
-                               capacity: inFlight + Self.minimumSpareBuffers + source.poolBuffersHeld)
-    }
-
-    /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
-    /// that wait while the encoder is held up (its cold first frames, another process on the CPU, a slow disk)
-    /// instead of being dropped. Two seconds of video within 64 MiB, never fewer than 4. A
-    /// buffer's memory is committed when first written, so spares a recording never needs cost
-    /// nothing. (In the test VM, 4 spares at 10 fps ran out while camrec itself started up.)
-    static func stallHeadroom(framesPerSecond: Double, frameBytes: Int) -> Int {
-        guard framesPerSecond.isFinite, framesPerSecond > 0, frameBytes > 0 else { return minimumSpareBuffers }
-        let twoSeconds = Int(min(framesPerSecond * 2, 1_000).rounded(.up))
-        let withinBudget = (64 << 20) / frameBytes
-        return max(minimumSpareBuffers, min(twoSeconds, withinBudget))
-    }
-
-    /// Frames each of several encodings may be behind: half a second for a live source, so that a slow
-    /// start costs no skip; two for a file, whose reading simply waits (deeper queues only filled up
-    /// with frames read ahead, and committed their memory: 305 MB at 1080p for H.264 and H.265).
-    private var branchQueueDepth: Int {
-        source.isLive ? EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond) : 2
-    }
-
-    /// Spare pool buffers whatever the source: the capture side always has one to fill next.
-    static let minimumSpareBuffers = 4
-
     /// Each branch encodes on a thread of its own from its queue, and flushes at the end.
     private func startBranchThreads(release: SharedFrameRelease) {
         for branch in branches {
             // One encoding waits for its branch (the pool bounds what is ahead); several keep branchQueueDepth each.
             let depth = branches.count == 1 ? Self.minimumSpareBuffers : branchQueueDepth
-            let queue = BlockingQueue<(PixelBuffer, Bool)>(capacity: depth)
+            let queue = BlockingQueue<BranchWork>(capacity: depth)
             branch.queue = queue
             let worker = WorkerThread(name: "encode-\(branch.codec.rawValue)") { [unowned self, unowned branch] in
-                while let (buffer, force) = queue.pop() {
+                while let work = queue.pop() {
+                    guard case .frame(let buffer, let force) = work else {
+                        if case .sourceGap(let done) = work { self.finishPending(branch, then: done) }
+                        continue
+                    }
                     if branch.encoderFailed {
                         release.release(buffer)
                         continue
@@ -351,7 +340,8 @@ public final class Recorder: @unchecked Sendable {
         let mayskip = source.isLive && branches.count > 1
         for branch in branches {
             let forceHere = force || branch.owesIDR
-            let taken = mayskip ? branch.queue?.tryPush((buffer, forceHere)) : branch.queue?.push((buffer, forceHere))
+            let work = BranchWork.frame(buffer, forceKeyframe: forceHere)
+            let taken = mayskip ? branch.queue?.tryPush(work) : branch.queue?.push(work)
             if taken == true {
                 branch.owesIDR = false
             } else {

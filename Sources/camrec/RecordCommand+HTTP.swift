@@ -10,7 +10,7 @@ extension RecordCommand {
     /// Starts `--http` before capture, so a port in use fails before anything is recorded.
     func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
                          encoder: VideoEncoder, actions: LiveActions,
-                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput]) throws -> LiveHTTPServer {
+                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) throws -> LiveHTTPServer {
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -25,12 +25,18 @@ extension RecordCommand {
         let server = LiveHTTPServer(host: host, port: Int(endpoint.port), live: live, access: access, status: { [weak recorder] in
             let progress = recorder?.progress
             let elapsed = ContinuousClock.now - started
-            return LiveStatus(source: sourceSummary, width: size.width, height: size.height, framesPerSecond: rate,
+            var status = LiveStatus(source: sourceSummary, width: size.width, height: size.height, framesPerSecond: rate,
                               encoder: encoderName, frames: progress?.frames ?? 0, dropped: Int(clamping: progress?.dropped ?? 0),
                               bytes: progress?.bytes ?? 0,
                               uptimeSeconds: Double(elapsed.components.seconds) + Double(elapsed.components.attoseconds) / 1e18,
                               receivers: outputs.reduce(0) { $0 + ($1 is LiveViewOutput ? 0 : $1.counters.peers) })
-        }, actions: actions, metrics: makeMetrics(recorder: recorder, source: source, outputs: outputs), recordings: RecordingShelf(shelves: fileOutputs.map { output in
+            let presence = camera.now
+            status.camera = presence.lostSince == nil ? "present" : "lost"
+            status.cameraLostSince = presence.lostSince
+            status.cameraLosses = presence.losses
+            status.cameraReturns = presence.returns
+            return status
+        }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
         }), logger: Logger(label: "camrec"))
         do {
@@ -45,13 +51,18 @@ extension RecordCommand {
     }
 
     /// `/metrics`: the recorder's and every output's counters, and each access unit's timing.
-    private func makeMetrics(recorder: Recorder, source: FrameSource, outputs: [StreamOutput]) -> LiveMetrics {
+    private func makeMetrics(recorder: Recorder, outputs: [StreamOutput], camera: CameraPresence) -> LiveMetrics {
         let metrics = LiveMetrics { [weak recorder] in
             var now = LiveMetrics.Snapshot()
-            let statistics = source.statistics
-            now.framesCaptured = Int(clamping: statistics.delivered)
-            now.framesDropped = Int(clamping: statistics.dropped)
-            now.framesErrored = Int(clamping: statistics.errored)
+            let presence = camera.now
+            now.cameraLosses = presence.losses
+            now.cameraReturns = presence.returns
+            now.cameraPresent = presence.lostSince == nil
+            if let statistics = recorder?.sourceStatistics {
+                now.framesCaptured = Int(clamping: statistics.delivered)
+                now.framesDropped = Int(clamping: statistics.dropped)
+                now.framesErrored = Int(clamping: statistics.errored)
+            }
             if let progress = recorder?.progress {
                 now.framesEncoded = progress.frames
                 now.bytesEncoded = progress.bytes

@@ -97,6 +97,12 @@ struct RecordCommand: ParsableCommand {
     @Option(parsing: .unconditional, help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
     var wait: Double?
 
+    @Option(help: ArgumentHelp("When the camera goes away (unplugged, a USB reset, a stream that stalls): exit (the default: the file ends with every frame before the loss, status 71), or wait for the same camera (by USB serial, else port; off USB its bus info) under whatever /dev/videoN it comes back as, end the files at the loss and record on into the next ones while TCP receivers, media servers and browsers stay connected; wait=SECONDS gives up after that long (status 71).", valueName: "exit|wait[=SECONDS]"))
+    var onCameraLost: CameraLossPolicy = .exit
+
+    @Option(help: ArgumentHelp("With --on-camera-lost wait: run CMD (with /bin/sh) each time the camera goes away or comes back; it gets CAMREC_CAMERA_EVENT (lost or returned), CAMREC_DEVICE and CAMREC_CAMERA_DETAIL in its environment.", valueName: "CMD"))
+    var onCameraChange: String?
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: Logger.Level = .notice
 
@@ -138,6 +144,13 @@ struct RecordCommand: ParsableCommand {
         try OptionRange.check(slices, "--slices", in: 1...32)
         try OptionRange.check(threads, "--threads", in: 0...64)
         try OptionRange.checkSeconds(wait, "--wait", inclusive: true)
+        try onCameraLost.validate()
+        if onCameraLost.waits && (testPattern || input != nil) {
+            throw ValidationError("--on-camera-lost \(onCameraLost.text) is for a camera (--device); the test pattern and --input cannot go away")
+        }
+        if onCameraChange != nil && !onCameraLost.waits {
+            throw ValidationError("--on-camera-change goes with --on-camera-lost wait (with exit, camrec ends at the loss)")
+        }
         if !x264Presets.contains(preset) {
             throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
         }
@@ -173,14 +186,16 @@ struct RecordCommand: ParsableCommand {
         let (source, recorder, outputSet, keyframes) = (plan.source, plan.recorder, plan.outputSet, plan.keyframes)
         let (fileOutputs, videoEncoder) = (plan.fileOutputs, plan.videoEncoder)
         let rotatingFiles = fileOutputs
+        // On a terminal the status line is being redrawn: clear it before a line of its own.
+        let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
+        let camera = CameraPresence()
+        prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         let actions = LiveActions(keyframe: { keyframes.request() },
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count })
         let httpServer = try plan.liveView.map {
             try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
-                                actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs)
+                                actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
         }
-        // On a terminal the status line is being redrawn: clear it before a line of its own.
-        let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         for output in fileOutputs {
             output.onFileFinished = { [weak recorder] file in
                 let progress = recorder?.progress

@@ -45,6 +45,7 @@ private final class HeldUpEncoder: VideoEncoder {
         try inner.encode(buffer, forceKeyframe: forceKeyframe)
     }
     func flush() throws { try inner.flush() }
+    func finishPending() throws { try inner.finishPending() }
 }
 
 /// A live source keeps every frame through an encoder stall of up to two seconds (the pool's

@@ -35,6 +35,20 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
             XCTAssertFalse(r.stderr.contains("70000:9982"), r.stderr)
             XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "\(option) \(value)")
         }
+        // --on-camera-lost takes exit, wait or wait=SECONDS: a bad number is refused like any other.
+        for value in ["wait=0", "wait=", "wait=x", "later", "WAIT", "exit=5"] + alwaysRefused.map({ "wait=\($0)" }) {
+            let r = try Tools.camrec(["--device", "/dev/video0", "--frames", "5", "--on-camera-lost", value, "\(dir)/out-{n}.h264"])
+            XCTAssertEqual(r.status, 64, "--on-camera-lost \(value): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("--on-camera-lost"), "--on-camera-lost \(value): \(r.stderr)")
+            XCTAssertEqual(r.stderr.split(separator: "\n").count, 1, "--on-camera-lost \(value): one line: \(r.stderr)")
+            XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), [], "--on-camera-lost \(value)")
+        }
+        // It is for a camera: the test pattern and a file cannot go away; --on-camera-change needs wait.
+        for arguments in [["--test-pattern", "--on-camera-lost", "wait"], ["--device", "/dev/video0", "--on-camera-change", "true"]] {
+            let r = try Tools.camrec(arguments + ["--frames", "5", "\(dir)/out.h264"])
+            XCTAssertEqual(r.status, 64, "\(arguments): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains("--on-camera-"), "\(arguments): \(r.stderr)")
+        }
         for (option, value) in [("--frames", "-1"), ("--duration", "inf"), ("--duration", "nan")] {
             let r = try Tools.camrec(["receive", "--listen", "0", option, value, "\(dir)/copy.h264"])
             XCTAssertEqual(r.status, 64, "receive \(option) \(value): \(r.stderr)")

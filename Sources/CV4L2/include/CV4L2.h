@@ -56,6 +56,11 @@ static const unsigned int CAMREC_V4L2_PIX_FMT_MJPEG = V4L2_PIX_FMT_MJPEG;
 static const unsigned int CAMREC_V4L2_PIX_FMT_JPEG = V4L2_PIX_FMT_JPEG;
 static const unsigned int CAMREC_V4L2_PIX_FMT_H264 = V4L2_PIX_FMT_H264;
 
+// The kernel's device events (NETLINK_KOBJECT_UEVENT, its own multicast group, which any user may
+// read and which needs no udev daemon): how camrec learns that a camera came back. Returns a
+// non-blocking, close-on-exec socket, or -errno.
+int camrec_open_uevent_socket(void);
+
 // libv4lconvert converts the formats camrec has no converter of its own for (Bayer, old
 // webcams' vendor formats). libv4l2's variadic v4l2_ioctl wrapper is not used: it converts
 // inside DQBUF, hiding the buffer flags and bytesused that camrec's error counting needs.

@@ -1,0 +1,53 @@
+import Encoder
+import Frames
+
+extension Recorder {
+    /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its
+    /// buffers are mapped GPU surfaces); with several, one plain pool in the format they share,
+    /// big enough for each one's frames in flight and queued.
+    func makePool() throws -> PixelBufferPool {
+        let (width, height) = (source.frameSize.width, source.frameSize.height)
+        if branches.count == 1 {
+            let encoder = branches[0].encoder
+            // A file source waits for a free buffer instead of dropping: one to read the next frame into
+            // while the encoder holds its own is enough; more would only fill up (reading ahead of the
+            // encoder) and commit their memory (102 MB peak at 1080p with 4, 93 MB with 1; same speed).
+            let headroom = source.isLive
+                ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond,
+                                     frameBytes: encoder.inputFormat.packedFrameSize(width: width, height: height))
+                : 1
+            return encoder.makePool(width: width, height: height,
+                                    capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
+        }
+        let format = branches[0].encoder.inputFormat
+        if let other = branches.first(where: { $0.encoder.inputFormat != format }) {
+            throw EncoderError(.unavailable, "\(branches[0].encoder.name) takes \(format) and \(other.encoder.name) \(other.encoder.inputFormat): "
+                + "two encodings from one capture need one pixel format")
+        }
+        let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + branchQueueDepth }
+        return PixelBufferPool(format: format, width: width, height: height,
+                               capacity: inFlight + Self.minimumSpareBuffers + source.poolBuffersHeld)
+    }
+
+    /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
+    /// that wait while the encoder is held up (its cold first frames, another process on the CPU, a slow disk)
+    /// instead of being dropped. Two seconds of video within 64 MiB, never fewer than 4. A
+    /// buffer's memory is committed when first written, so spares a recording never needs cost
+    /// nothing. (In the test VM, 4 spares at 10 fps ran out while camrec itself started up.)
+    static func stallHeadroom(framesPerSecond: Double, frameBytes: Int) -> Int {
+        guard framesPerSecond.isFinite, framesPerSecond > 0, frameBytes > 0 else { return minimumSpareBuffers }
+        let twoSeconds = Int(min(framesPerSecond * 2, 1_000).rounded(.up))
+        let withinBudget = (64 << 20) / frameBytes
+        return max(minimumSpareBuffers, min(twoSeconds, withinBudget))
+    }
+
+    /// Frames each of several encodings may be behind: half a second for a live source, so that a slow
+    /// start costs no skip; two for a file, whose reading simply waits (deeper queues only filled up
+    /// with frames read ahead, and committed their memory: 305 MB at 1080p for H.264 and H.265).
+    var branchQueueDepth: Int {
+        source.isLive ? EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond) : 2
+    }
+
+    /// Spare pool buffers whatever the source: the capture side always has one to fill next.
+    static let minimumSpareBuffers = 4
+}

@@ -1,0 +1,16 @@
+#!/bin/bash
+# Tests/suites/vm-camera-return.sh — a camera that goes away and comes back (issue 27): camrec with
+# --on-camera-lost wait against vivid in the test VM, three unplugs with a TCP receiver and the live
+# status watching, a time limit that runs out, and another camera that must not be taken for it
+# and a v4l2loopback node whose writer stops and whose module is removed and loaded again
+# (Tests/vm-cases/camera-return-cases.sh, one boot).
+# Ends with the cases' "N passed, N failed" line; a VM that fails to run counts as one failure.
+# Environment: see Tests/lib/vm-suite.sh (CAMREC, CAMREC_VM_RESULTS).
+set -uo pipefail
+source "$(dirname "$0")/../lib/vm-suite.sh"
+vm_suite_start vm-camera-return
+echo "vm-camera-return: camrec $CAMREC, results in $RESULTS"
+# Two vivid instances: 0 is the camera that goes away, 1 another camera of the same kind.
+ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
+vm_suite_run camera-return-cases.sh --vivid 'n_devs=2' --cpus 2 --env "LOOPBACK_KO=$ko"
+vm_suite_finish

@@ -1,0 +1,198 @@
+#!/bin/bash
+# Tests/vm-cases/camera-return-cases.sh — a camera that goes away and comes back (issue 27), inside the
+# test VM with vivid: `--on-camera-lost wait` over three unplugs (vivid's disconnect control; vivid
+# plugs the node back in once camrec, its last user, has closed it), with a TCP receiver (ffmpeg) and
+# the live page's status watching throughout; `wait=SECONDS` giving up with 71; and an impostor: a
+# different camera (the second vivid instance) is never taken for the lost one.
+# Run by Tests/suites/vm-camera-return.sh through Tests/vm/run.sh with vivid 'n_devs=2'.
+# Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
+set -uo pipefail
+
+source "$(dirname "$0")/case-lib.sh" camera-return
+CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
+# Priority "interactive": vivid's fault controls are set by v4l2-ctl while camrec records (see
+# capture-cases.sh). Niced, so vivid's kernel thread keeps its pace beside x264 on the emulated CPU.
+RUN=(env CAMREC_V4L2_PRIORITY=interactive nice -n 10 "$CAMREC_BIN")
+capture_node() {
+    local n
+    for n in /dev/video*; do
+        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
+        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && { echo "$n"; return; }
+    done
+}
+DEV=$(capture_node 0)
+OTHER=$(capture_node 1)
+echo "== vivid capture nodes: $DEV (the camera), $OTHER (another camera)"
+check "two vivid capture nodes" test -n "$DEV" -a -n "$OTHER"
+# Moving bars: Tests/tools/frame-steps.py reads which camera frames each file holds.
+for d in "$DEV" "$OTHER"; do v4l2-ctl -d "$d" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; done
+
+HTTP_PORT=18480 TCP_PORT=18481
+status_json() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/api/status"; }
+# A field of /api/status (a number or a string), read with sed: python's start-up is slow under TCG.
+status_field() { status_json | sed -n "s/.*\"$1\" *: *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
+# Waits up to $2 seconds for the status field camera to be $1.
+await_camera() {
+    local i
+    for ((i = 0; i < $2 * 10; i++)); do [[ $(status_field camera) == "$1" ]] && return 0; sleep 0.1; done
+    return 1
+}
+
+echo "== --on-camera-lost wait: three unplugs in one recording ($(elapsed))"
+timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
+    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" 2>"$R/rec.err" &
+REC=$!
+for ((i = 0; i < 300; i++)); do [[ $(status_field frames) =~ ^[1-9] ]] && break; sleep 0.1; done
+# The receiver: ffmpeg reads the bare stream from the socket for the whole recording, never reconnecting.
+timeout 280 ffmpeg -hide_banner -nostdin -loglevel error -f h264 -i "tcp://127.0.0.1:$TCP_PORT" -c copy -f h264 "$R/receiver.h264" \
+    2>"$R/receiver.err" &
+RECEIVER=$!
+sleep 2
+# Each time, another program holds the node open across the unplug: vivid stays unplugged until its
+# last user closes it, so the camera is away for the 3 s the holder sleeps, not only while camrec reopens.
+lost_ok=0 back_ok=0 back_times=
+for n in 1 2 3; do
+    (exec 3<"$DEV"; sleep 3) 2>/dev/null &
+    holder=$!
+    sleep 0.3
+    v4l2-ctl -d "$DEV" -c disconnect=1 || bad "could not unplug $DEV ($n)"
+    if await_camera lost 3; then lost_ok=$((lost_ok + 1)); fi
+    wait "$holder"
+    released=$(date +%s%N)
+    if await_camera present 10; then
+        back_ok=$((back_ok + 1))
+        back_times+="$(( ($(date +%s%N) - released) / 1000000 )) "
+    fi
+    sleep 2
+done
+echo "   back after the holder let go, as /api/status showed it (ms): $back_times"
+check "the live status showed the camera lost during each of the 3 gaps ($lost_ok)" test $lost_ok = 3
+check "and present again within 10 s after each ($back_ok)" test $back_ok = 3
+losses=$(status_field cameraLosses) returns=$(status_field cameraReturns)
+check "/api/status counted 3 losses and 3 returns ($losses, $returns)" test "$losses/$returns" = 3/3
+metrics=$(curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/metrics")
+check "/metrics: camrec_camera_losses_total 3, camrec_camera_returns_total 3, camera present" \
+    eval "grep -q '^camrec_camera_losses_total 3' <<<\"\$metrics\" && grep -q '^camrec_camera_returns_total 3' <<<\"\$metrics\" &&
+        grep -q '^camrec_camera_present 1' <<<\"\$metrics\""
+kill -INT "$REC"
+wait "$REC"; rc=$?
+sleep 1
+kill "$RECEIVER" 2>/dev/null; wait "$RECEIVER" 2>/dev/null
+grep -v '^camrec: finished' "$R/rec.err" | grep -v 'capture counters' | tail -12 | sed 's/^/   /'
+check "the recording ends with 0 at the interrupt, after three unplugs (got $rc)" test $rc = 0
+check "stderr says each loss and each return (3 and 3)" \
+    eval "[[ \$(grep -c '^camrec: camera lost ([123]): .*was disconnected while recording' '$R/rec.err') == 3 &&
+            \$(grep -c '^camrec: camera back after .* s as $DEV; recording on' '$R/rec.err') == 3 ]]"
+check "--on-camera-change ran for each: lost, returned (3 each, in turn)" \
+    eval "[[ \$(cat '$R/changes.txt' 2>/dev/null | tr '\n' ' ') == 'lost $DEV returned $DEV lost $DEV returned $DEV lost $DEV returned $DEV ' ]]"
+files=("$R/rec.h264" "$R/rec-2.h264" "$R/rec-3.h264" "$R/rec-4.h264")
+all=1 total=0
+for f in "${files[@]}"; do
+    frames=$(grep -F "output=$f " "$R/rec.err" | grep -o '\bframes=[0-9]*' | cut -d= -f2)
+    decoded=$(decoded_frames "$f")
+    steps=$(frame_steps --step 4 --missing 0 --at-most "$f" 2>&1 | head -1)
+    echo "   $f: camrec frames=${frames:-none}, ffprobe decodes ${decoded:-none}; pictures: $steps"
+    [[ -n $frames && $frames -gt 0 && $decoded == "$frames" ]] || all=0
+    total=$((total + ${frames:-0}))
+done
+check "four files (one per stretch between unplugs), each decodes alone with every frame camrec wrote" test $all = 1
+check "no fifth file" test ! -e "$R/rec-5.h264"
+idr_first=1
+for f in "${files[@]}"; do
+    first=$(ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
+    [[ $first == 1,I* ]] || idr_first=0
+done
+check "each file starts with a key frame" test $idr_first = 1
+delivered=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdelivered=[0-9]*' | cut -d= -f2)
+dropped=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdropped=[0-9]*' | cut -d= -f2)
+check "the four files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
+    test -n "$delivered" -a "$total" = "${delivered:-x}"
+received=$(decoded_frames "$R/receiver.h264")
+check "the TCP receiver stayed connected through all three and decodes them all (${received:-0} of $total; it joins after the start)" \
+    eval "[[ -n '$received' && $received -gt $((total * 3 / 4)) && $received -le $total ]] && ! grep -q . '$R/receiver.err'"
+
+echo "== wait=3 and the camera does not come back in time ($(elapsed))"
+# vivid only plugs back in once its last user closes it; another program holding it open keeps it away.
+timeout --foreground 120 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait=3 "$R/short.h264" 2>"$R/short.err" &
+REC=$!
+for ((i = 0; i < 300; i++)); do [[ -s $(ls "$R"/short.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
+sleep 2
+# A second opener (holding the node, streaming nothing) keeps vivid unplugged after camrec closes it.
+# It opens before the unplug: an unplugged node refuses new openers.
+(exec 3<"$DEV"; sleep 8) 2>/dev/null &
+HOLDER=$!
+sleep 0.5
+v4l2-ctl -d "$DEV" -c disconnect=1
+start=$(date +%s)
+wait "$REC"; rc=$?
+took=$(( $(date +%s) - start ))
+wait "$HOLDER" 2>/dev/null
+tail -3 "$R/short.err" | sed 's/^/   /'
+check "wait=3: exit 71 once the 3 s are up ($rc after ${took} s)" test $rc = 71 -a $took -le 10
+check "wait=3: the error line says it did not come back within 3 s" grep -q "^camrec: error: .*did not come back within 3 s" "$R/short.err"
+check "wait=3: the file before the loss is complete" eval "[[ \$(decoded_frames '$R/short.h264') -gt 0 ]]"
+
+echo "== an impostor: another camera is not taken for the lost one ($(elapsed))"
+for ((i = 0; i < 100; i++)); do v4l2-ctl -d "$DEV" -D >/dev/null 2>&1 && break; sleep 0.1; done
+timeout --foreground 120 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait=4 "$R/impostor.h264" 2>"$R/impostor.err" &
+REC=$!
+for ((i = 0; i < 300; i++)); do [[ -s $(ls "$R"/impostor.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
+sleep 2
+(exec 3<"$DEV"; sleep 7) 2>/dev/null &
+HOLDER=$!
+sleep 0.5
+v4l2-ctl -d "$DEV" -c disconnect=1
+wait "$REC"; rc=$?
+kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
+check "impostor: $OTHER (vivid-001, a camera of the same kind) is not taken: exit 71 at the limit (got $rc)" test $rc = 71
+check "impostor: nothing was recorded from it (one file only)" test ! -e "$R/impostor-2.h264"
+
+echo "== v4l2loopback: the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
+# A loopback node whose writer (ffmpeg) stops is a camera that stalls; removing the module takes the node
+# away and loading it again adds it back, as /dev/video31 this time (its bus info, platform:v4l2loopback-000,
+# stays): camrec hears of that from the kernel's device event (no node is there to retry in between),
+# finds it under its new number, and records on once a writer feeds it again.
+load_loopback() { LOOP=/dev/video$1; insmod "${LOOPBACK_KO:?}" devices=1 video_nr=$1 exclusive_caps=0 card_label="loop camera"; }
+start_writer() {
+    ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=640x480:rate=10" -pix_fmt yuyv422 -f v4l2 "$LOOP" &
+    WRITER=$!
+    for ((i = 0; i < 100; i++)); do v4l2-ctl -d "$LOOP" --get-fmt-video 2>/dev/null | grep -q 'YUYV' && return 0; sleep 0.1; done
+    return 1
+}
+if load_loopback 30 && start_writer; then
+    FIRST=$LOOP
+    timeout --foreground 150 "${RUN[@]}" --device "$LOOP" --size 640x480 --encoder software --preset ultrafast \
+        --on-camera-lost wait=60 "$R/loop.h264" 2>"$R/loop.err" &
+    REC=$!
+    for ((i = 0; i < 300; i++)); do [[ -s $(ls "$R"/loop.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
+    sleep 2
+    kill "$WRITER"; wait "$WRITER" 2>/dev/null
+    for ((i = 0; i < 100; i++)); do grep -q '^camrec: camera lost (1)' "$R/loop.err" && break; sleep 0.1; done
+    removed=no
+    for ((i = 0; i < 50; i++)); do rmmod v4l2loopback 2>/dev/null && { removed=yes; break; }; sleep 0.1; done
+    check "v4l2loopback: the stall was noticed and camrec let go of the node (module removed: $removed)" \
+        eval "[[ $removed == yes ]] && grep -q '^camrec: camera lost (1): .*' '$R/loop.err'"
+    sleep 2
+    load_loopback 31 && start_writer || bad "v4l2loopback: could not load it again with a writer"
+    for ((i = 0; i < 200; i++)); do grep -q '^camrec: camera back' "$R/loop.err" && break; sleep 0.1; done
+    sleep 2
+    kill -INT "$REC"; wait "$REC"; rc=$?
+    kill "$WRITER" 2>/dev/null; wait "$WRITER" 2>/dev/null
+    grep -v '^camrec: finished' "$R/loop.err" | tail -6 | sed 's/^/   /'
+    check "v4l2loopback: back under its new number ($FIRST → $LOOP), found through the kernel's device event" \
+        eval "grep -q '^camrec: camera back after .* s as $LOOP; recording on' '$R/loop.err' &&
+            ! grep -q 'cannot listen for device events' '$R/loop.err'"
+    check "v4l2loopback: exit 0 at the interrupt (got $rc), two files, each decodes with every frame" \
+        eval "[[ $rc == 0 && \$(decoded_frames '$R/loop.h264') -gt 0 && \$(decoded_frames '$R/loop-2.h264') -gt 0 ]] &&
+            [[ \$(decoded_frames '$R/loop.h264') == \$(grep -F 'output=$R/loop.h264 ' '$R/loop.err' | grep -o 'frames=[0-9]*' | cut -d= -f2) ]] &&
+            [[ \$(decoded_frames '$R/loop-2.h264') == \$(grep -F 'output=$R/loop-2.h264 ' '$R/loop.err' | grep -o 'frames=[0-9]*' | cut -d= -f2) ]]"
+    rmmod v4l2loopback 2>/dev/null
+else
+    bad "v4l2loopback: cannot load $LOOPBACK_KO with a writer"
+fi
+
+echo "== done in $(elapsed)"
+case_finish
