@@ -165,6 +165,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         // After a gap the file ended there; the camera's first IDR since opens the next one.
         if current == nil, sink == nil {
             guard chunk.isIDR else { return }
+            // A SIGHUP during the gap asked for what this does: not another file at the next IDR.
+            shared.withLock { $0.rotateRequested = false }
             try openNextFile()
         }
         if firstPresentation == nil {

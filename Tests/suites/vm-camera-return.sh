@@ -10,7 +10,8 @@ set -uo pipefail
 source "$(dirname "$0")/../lib/vm-suite.sh"
 vm_suite_start vm-camera-return
 echo "vm-camera-return: camrec $CAMREC, results in $RESULTS"
-# Two vivid instances: 0 is the camera that goes away, 1 another camera of the same kind.
+# Two vivid instances: 0 is the camera that goes away, 1 another camera (multi-planar) for the impostor
+# case and an unplug of its own.
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
-vm_suite_run camera-return-cases.sh --vivid 'n_devs=2' --cpus 2 --env "LOOPBACK_KO=$ko"
+vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko"
 vm_suite_finish

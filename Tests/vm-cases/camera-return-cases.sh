@@ -41,7 +41,7 @@ await_camera() {
 echo "== --on-camera-lost wait: three unplugs in one recording ($(elapsed))"
 timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --encoder software --preset ultrafast \
     --on-camera-lost wait --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
-    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" 2>"$R/rec.err" &
+    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" "$R/rec.mp4" 2>"$R/rec.err" &
 REC=$!
 for ((i = 0; i < 300; i++)); do [[ $(status_field frames) =~ ^[1-9] ]] && break; sleep 0.1; done
 # The receiver: ffmpeg reads the bare stream from the socket for the whole recording, never reconnecting.
@@ -98,6 +98,14 @@ for f in "${files[@]}"; do
 done
 check "four files (one per stretch between unplugs), each decodes alone with every frame camrec wrote" test $all = 1
 check "no fifth file" test ! -e "$R/rec-5.h264"
+mp4_all=1
+for n in "" -2 -3 -4; do
+    f="$R/rec$n.mp4" raw="$R/rec$n.h264"
+    frames=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$f" 2>/dev/null)
+    echo "   $f: ffprobe decodes ${frames:-none} (the raw file beside it: $(decoded_frames "$raw"))"
+    [[ -n $frames && $frames == "$(decoded_frames "$raw")" ]] || mp4_all=0
+done
+check "the MP4 output beside it: four files too, each with the same frames as its raw twin" test $mp4_all = 1
 idr_first=1
 for f in "${files[@]}"; do
     first=$(ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
@@ -150,22 +158,44 @@ kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>/dev/null
 check "impostor: $OTHER (vivid-001, a camera of the same kind) is not taken: exit 71 at the limit (got $rc)" test $rc = 71
 check "impostor: nothing was recorded from it (one file only)" test ! -e "$R/impostor-2.h264"
 
-echo "== v4l2loopback: the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
+echo "== multi-planar ($OTHER): one unplug under wait ($(elapsed))"
+timeout --foreground 120 "${RUN[@]}" --device "$OTHER" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait=20 --log-level info "$R/mplane.h264" 2>"$R/mplane.err" &
+REC=$!
+for ((i = 0; i < 300; i++)); do [[ -s $(ls "$R"/mplane.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
+sleep 2
+v4l2-ctl -d "$OTHER" -c disconnect=1
+for ((i = 0; i < 200; i++)); do grep -q '^camrec: camera back' "$R/mplane.err" && break; sleep 0.1; done
+sleep 2
+kill -INT "$REC"; wait "$REC"; rc=$?
+mp_ok=1
+for f in mplane.h264 mplane-2.h264; do
+    n=$(decoded_frames "$R/$f")
+    [[ -n $n && $n -gt 0 && $n == "$(grep -F "output=$R/$f " "$R/mplane.err" | grep -o 'frames=[0-9]*' | cut -d= -f2)" ]] || mp_ok=0
+done
+grep -E '^camrec: camera|capture: ' "$R/mplane.err" | cut -c1-160 | sed 's/^/   /'
+check "multi-planar: exit 0 ($rc), back after the unplug, two files each decoding with every frame camrec wrote" \
+    eval "[[ $rc == 0 && $mp_ok == 1 ]] && grep -q '^camrec: camera back after .* s as $OTHER; recording on' '$R/mplane.err'"
+check "multi-planar: $OTHER is a multi-planar node (vivid multiplanar=2)" \
+    eval "v4l2-ctl -d '$OTHER' -D 2>/dev/null | sed -n '/Device Caps/,\$p' | grep -q 'Video Capture Multiplanar'"
+
+echo "== v4l2loopback (MJPEG): the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
 # A loopback node whose writer (ffmpeg) stops is a camera that stalls; removing the module takes the node
 # away and loading it again adds it back, as /dev/video31 this time (its bus info, platform:v4l2loopback-000,
 # stays): camrec hears of that from the kernel's device event (no node is there to retry in between),
 # finds it under its new number, and records on once a writer feeds it again.
 load_loopback() { LOOP=/dev/video$1; insmod "${LOOPBACK_KO:?}" devices=1 video_nr=$1 exclusive_caps=0 card_label="loop camera"; }
+# The writer sends MJPEG, as most USB webcams do at 640x480 and above: camrec's decoding path.
 start_writer() {
-    ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=640x480:rate=10" -pix_fmt yuyv422 -f v4l2 "$LOOP" &
+    ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=640x480:rate=10" -c:v mjpeg -pix_fmt yuvj422p -q:v 5 -f v4l2 "$LOOP" &
     WRITER=$!
-    for ((i = 0; i < 100; i++)); do v4l2-ctl -d "$LOOP" --get-fmt-video 2>/dev/null | grep -q 'YUYV' && return 0; sleep 0.1; done
+    for ((i = 0; i < 100; i++)); do v4l2-ctl -d "$LOOP" --get-fmt-video 2>/dev/null | grep -q 'MJPG' && return 0; sleep 0.1; done
     return 1
 }
 if load_loopback 30 && start_writer; then
     FIRST=$LOOP
     timeout --foreground 150 "${RUN[@]}" --device "$LOOP" --size 640x480 --encoder software --preset ultrafast \
-        --on-camera-lost wait=60 "$R/loop.h264" 2>"$R/loop.err" &
+        --on-camera-lost wait=60 --log-level info "$R/loop.h264" 2>"$R/loop.err" &
     REC=$!
     for ((i = 0; i < 300; i++)); do [[ -s $(ls "$R"/loop.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
     sleep 2
@@ -181,12 +211,12 @@ if load_loopback 30 && start_writer; then
     sleep 2
     kill -INT "$REC"; wait "$REC"; rc=$?
     kill "$WRITER" 2>/dev/null; wait "$WRITER" 2>/dev/null
-    grep -v '^camrec: finished' "$R/loop.err" | tail -6 | sed 's/^/   /'
+    grep '^camrec: ' "$R/loop.err" | grep -v '^camrec: finished' | tail -6 | sed 's/^/   /'
     check "v4l2loopback: back under its new number ($FIRST → $LOOP), found through the kernel's device event" \
         eval "grep -q '^camrec: camera back after .* s as $LOOP; recording on' '$R/loop.err' &&
             ! grep -q 'cannot listen for device events' '$R/loop.err'"
-    check "v4l2loopback: exit 0 at the interrupt (got $rc), two files, each decodes with every frame" \
-        eval "[[ $rc == 0 && \$(decoded_frames '$R/loop.h264') -gt 0 && \$(decoded_frames '$R/loop-2.h264') -gt 0 ]] &&
+    check "v4l2loopback: MJPEG decoded ($(grep -c 'MJPEG decoded' "$R/loop.err") line says so), exit 0 at the interrupt (got $rc), two files, each decodes with every frame" \
+        eval "grep -q 'MJPEG decoded' '$R/loop.err' && [[ $rc == 0 && \$(decoded_frames '$R/loop.h264') -gt 0 && \$(decoded_frames '$R/loop-2.h264') -gt 0 ]] &&
             [[ \$(decoded_frames '$R/loop.h264') == \$(grep -F 'output=$R/loop.h264 ' '$R/loop.err' | grep -o 'frames=[0-9]*' | cut -d= -f2) ]] &&
             [[ \$(decoded_frames '$R/loop-2.h264') == \$(grep -F 'output=$R/loop-2.h264 ' '$R/loop.err' | grep -o 'frames=[0-9]*' | cut -d= -f2) ]]"
     rmmod v4l2loopback 2>/dev/null

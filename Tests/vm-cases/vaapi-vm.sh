@@ -221,6 +221,27 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     check "camera, --log-level info: exit 0, 20 frames, each in $ONE_PASS" \
         eval "[[ $rc == 0 && \$(decoded_frames '$W/info.h264') == 20 ]] && grep -qF 'VA-API upload: 20 frames took $ONE_PASS' '$R/cam-info.log'"
     rm -f "$W/info.h264"
+    # Issue 27 on the VA-API upload path: --on-camera-lost wait, one unplug (vivid is back once camrec, its
+    # last user, has closed it), the same pool of mapped surfaces filled by the reopened camera.
+    echo "== camera via VA-API, --on-camera-lost wait: an unplug and the return ($(elapsed))"
+    (cd "$W" && exec env CAMREC_V4L2_PRIORITY=interactive "$CAMREC" --device /dev/video0 --encoder vaapi --vaapi-device $NODE \
+        --on-camera-lost wait=30 --duration 60 gap.h264) >"$R/cam-gap.log" 2>&1 &
+    rec=$!
+    for ((i = 0; i < 300; i++)); do [[ -s $(ls "$W"/gap.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
+    sleep 2
+    v4l2-ctl -d /dev/video0 -c disconnect=1
+    for ((i = 0; i < 200; i++)); do grep -q '^camrec: camera back' "$R/cam-gap.log" && break; sleep 0.1; done
+    sleep 2
+    kill -INT "$rec"; wait "$rec"; rc=$?
+    grep -E '^camrec: (camera|finished)' "$R/cam-gap.log"
+    gap_ok=1
+    for f in gap.h264 gap-2.h264; do
+        n=$(decoded_frames "$W/$f")
+        [[ -n $n && $n -gt 0 && $n == "$(grep -F "output=$f " "$R/cam-gap.log" | grep -o 'frames=[0-9]*' | cut -d= -f2)" ]] || gap_ok=0
+    done
+    check "camera via VA-API, an unplug under --on-camera-lost wait: exit 0 ($rc), back, two files each decoding with every frame camrec wrote" \
+        eval "[[ $rc == 0 && $gap_ok == 1 ]] && grep -q '^camrec: camera back after .* s as /dev/video0; recording on' '$R/cam-gap.log'"
+    rm -f "$W"/gap*.h264
 else
     bad "camrec --device /dev/video0 does not work in this VM: $(head -3 "$R/devices.txt" 2>/dev/null)"
 fi
