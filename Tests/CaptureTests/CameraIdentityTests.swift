@@ -1,4 +1,5 @@
 @testable import Capture
+import Frames
 import Foundation
 import XCTest
 
@@ -85,5 +86,68 @@ final class CameraIdentityTests: XCTestCase {
         XCTAssertTrue(vivid.isSameCamera(as: identity("video3", bus: "platform:vivid-000")))
         XCTAssertFalse(vivid.isSameCamera(as: identity("video3", bus: "platform:vivid-001")))
         XCTAssertTrue(vivid.matchedBy.contains("bus info platform:vivid-000"), vivid.matchedBy)
+    }
+}
+
+/// `CameraReturnWatcher` over the same kind of sysfs tree, with a fake /dev and the mock camera: the lost
+/// camera back under another number on another port is found; the same model with another serial on
+/// the lost camera's own port is never opened.
+final class CameraReturnWatcherTests: XCTestCase {
+    private var root = ""
+
+    override func setUpWithError() throws {
+        root = NSTemporaryDirectory() + "camrec-return-\(UUID().uuidString)"
+        try FileManager.default.createDirectory(atPath: root + "/class/video4linux", withIntermediateDirectories: true)
+        try FileManager.default.createDirectory(atPath: root + "/dev", withIntermediateDirectories: true)
+    }
+
+    override func tearDownWithError() throws {
+        try? FileManager.default.removeItem(atPath: root)
+    }
+
+    private func plug(_ node: String, port: String, serial: String) throws {
+        let usb = "\(root)/devices/pci0000:00/0000:00:14.0/usb1/\(port)"
+        let interface = "\(usb)/\(port):1.0"
+        let classDir = "\(interface)/video4linux/\(node)"
+        let fm = FileManager.default
+        try fm.createDirectory(atPath: classDir, withIntermediateDirectories: true)
+        try "046d\n".write(toFile: "\(usb)/idVendor", atomically: true, encoding: .utf8)
+        try "0825\n".write(toFile: "\(usb)/idProduct", atomically: true, encoding: .utf8)
+        try "\(serial)\n".write(toFile: "\(usb)/serial", atomically: true, encoding: .utf8)
+        try "0\n".write(toFile: "\(classDir)/index", atomically: true, encoding: .utf8)
+        try fm.createSymbolicLink(atPath: "\(classDir)/device", withDestinationPath: interface)
+        try fm.createSymbolicLink(atPath: "\(root)/class/video4linux/\(node)", withDestinationPath: classDir)
+        FileManager.default.createFile(atPath: "\(root)/dev/\(node)", contents: nil)
+    }
+
+    /// The camera that was lost: serial A, last seen at port 1-1.
+    private let lost = CameraIdentity(vendorProduct: "046d:0825", serial: "A", portPath: "1-1", busInfo: "usb-0000:00:14.0-1", nodeIndex: 0)
+
+    private func watcher(_ camera: MockCamera, timeout: Double) -> CameraReturnWatcher {
+        CameraReturnWatcher(identity: lost, size: FrameSize(width: camera.width, height: camera.height), framesPerSecond: 30,
+                            pixelFormat: camera.pixelFormat, timeoutSeconds: timeout, recordPriority: true, system: camera,
+                            devices: root + "/dev", sysfs: root, log: { _ in })
+    }
+
+    func testTheSameCameraUnderAnotherNumberIsFoundAndTheImpostorOnItsPortIsNeverOpened() throws {
+        try plug("video3", port: "1-1", serial: "B")   // the same model, another serial, on the lost camera's port
+        try plug("video5", port: "1-2", serial: "A")   // the lost camera, on another port, under another number
+        let camera = MockCamera(script: [])
+        camera.nodes = ["\(root)/dev/video3", "\(root)/dev/video5"]
+        let outcome = watcher(camera, timeout: 5).waitForReturn(of: TestPatternSource(size: FrameSize(width: 4, height: 2), fps: 30))
+        guard case .returned(let source) = outcome else { return XCTFail("not found: \(outcome)") }
+        XCTAssertEqual((source as? V4L2CaptureSource)?.path, "\(root)/dev/video5")
+        XCTAssertFalse(camera.openedPaths.contains("\(root)/dev/video3"), "the impostor was opened: \(camera.openedPaths)")
+    }
+
+    func testWithOnlyTheImpostorThereTheWaitRunsOut() throws {
+        try plug("video3", port: "1-1", serial: "B")
+        let camera = MockCamera(script: [])
+        camera.nodes = ["\(root)/dev/video3"]
+        let started = Date()
+        let outcome = watcher(camera, timeout: 0.5).waitForReturn(of: TestPatternSource(size: FrameSize(width: 4, height: 2), fps: 30))
+        guard case .timedOut = outcome else { return XCTFail("expected a timeout: \(outcome)") }
+        XCTAssertLessThan(Date().timeIntervalSince(started), 3)
+        XCTAssertEqual(camera.openedPaths, [], "nothing opened")
     }
 }

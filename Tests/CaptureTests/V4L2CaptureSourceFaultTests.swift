@@ -38,6 +38,7 @@ final class MockCamera: V4L2System, @unchecked Sendable {
         var goneAt: UInt?
         var gone = false
         var requests: [UInt] = []
+        var opened: [String] = []
     }
 
     /// Unplugs the camera at the first call of `request` (it and every later ioctl fail with ENODEV).
@@ -58,8 +59,13 @@ final class MockCamera: V4L2System, @unchecked Sendable {
     var dequeueCalls: Int { lock.withLock { $0.dequeueCalls } }
     var pollCalls: Int { lock.withLock { $0.pollCalls } }
 
+    /// The nodes that open (as this one camera), and every path an open was tried on.
+    var nodes: Set<String> = ["/dev/video0"]
+    var openedPaths: [String] { lock.withLock { $0.opened } }
+
     func open(_ path: String, flags: Int32) -> Int32 {
-        path == "/dev/video0" ? Self.fd : -ENOENT
+        lock.withLock { $0.opened.append(path) }
+        return nodes.contains(path) ? Self.fd : -ENOENT
     }
 
     func close(_ fd: Int32) -> Int32 { 0 }

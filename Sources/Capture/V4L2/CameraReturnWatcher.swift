@@ -18,6 +18,9 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     private let recordPriority: Bool
     private let timeoutSeconds: Double?
     private let system: V4L2System
+    /// Where nodes and sysfs are: /dev and /sys, or a test's tree.
+    private let devices: String
+    private let sysfs: String
     private let log: @Sendable (String) -> Void
     private let wakeRead: Int32
     private let wakeWrite: Int32
@@ -37,7 +40,10 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     }
 
     init(identity: CameraIdentity, size: FrameSize, framesPerSecond: Double, pixelFormat: V4L2PixelFormat,
-         timeoutSeconds: Double?, recordPriority: Bool, system: V4L2System, log: @escaping @Sendable (String) -> Void) {
+         timeoutSeconds: Double?, recordPriority: Bool, system: V4L2System, devices: String = "/dev", sysfs: String = "/sys",
+         log: @escaping @Sendable (String) -> Void) {
+        self.devices = devices
+        self.sysfs = sysfs
         self.identity = identity
         request = V4L2FormatRequest(size: size, framesPerSecond: framesPerSecond, pixelFormat: pixelFormat)
         expected = (size, pixelFormat)
@@ -118,7 +124,7 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     /// every second, it alone, until it opens or goes.
     private func look(lostNode: String?) -> Look {
         var reason: String?
-        for node in V4L2DeviceDirectory.videoNodes() {
+        for node in V4L2DeviceDirectory.videoNodes(in: devices) {
             guard let seen = identityOf(node), identity.isSameCamera(as: seen) else { continue }
             do {
                 let source = try V4L2CaptureSource(path: node, request: request, recordPriority: recordPriority, system: system)
@@ -144,11 +150,11 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
 
     /// A node's identity: from sysfs alone for a USB camera; off USB its bus info needs VIDIOC_QUERYCAP.
     private func identityOf(_ node: String) -> CameraIdentity? {
-        let fromSysfs = CameraIdentity.of(node: node, busInfo: "")
+        let fromSysfs = CameraIdentity.of(node: node, busInfo: "", sysfs: sysfs)
         if fromSysfs.vendorProduct != nil { return fromSysfs }
         guard let device = try? V4L2Device(path: node, system: system), let capabilities = try? device.identity(),
               capabilities.capabilities.canCaptureVideo else { return nil }
-        return CameraIdentity.of(node: node, busInfo: capabilities.busInfo)
+        return CameraIdentity.of(node: node, busInfo: capabilities.busInfo, sysfs: sysfs)
     }
 
     /// Reads every pending kernel event; true when one was about a video4linux node.
