@@ -48,6 +48,8 @@ let package = Package(
         .target(name: "NetStream", dependencies: [
             "Bitstream",
             .product(name: "SystemPackage", package: "swift-system"),
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Outputs", dependencies: [
             "Bitstream", "Pipeline", "NetStream", "Hub", "Frames",
@@ -68,7 +70,9 @@ let package = Package(
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
         .target(name: "Receiver", dependencies: [
-            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs",
+            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Recorder", dependencies: [
             "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline", "Hub",

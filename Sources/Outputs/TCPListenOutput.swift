@@ -63,70 +63,29 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     public func open(hub: StreamHub) throws {
         self.hub = hub
-        let addresses: [ListenAddress]
         do {
-            addresses = try endpoint.listenAddresses()
-        } catch {
-            throw OutputError(.unwritable, "cannot listen on \(label): \(error)")
-        }
-        var port = endpoint.port
-        var firstError: SocketError?
-        for address in addresses {
-            do {
-                let server = try bind(address, port: port)
-                servers.append(server)
-                port = UInt16(server.localAddress?.port ?? Int(port))
-            } catch let error as SocketError where address.dualStack && error.errno == .addressFamilyNotSupported {
-                // No IPv6 in this kernel: IPv4 only.
-                let server = try? bind(TCPEndpoint.fallbackAddress, port: port)
-                if let server { servers.append(server); port = UInt16(server.localAddress?.port ?? Int(port)) }
-                firstError = firstError ?? error
-            } catch let error as SocketError {
-                firstError = firstError ?? error
+            servers = try ServerSockets.bind(endpoint) { bootstrap in
+                bootstrap
+                    // The kernel's send buffer bounds what a receiver holds there (doubled by the kernel).
+                    .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
+                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { [self] channel in admit(channel) }
             }
-        }
-        guard !servers.isEmpty else {
-            let error = firstError ?? SocketError("bind", .addressNotAvailable, address: label)
+        } catch let error as SocketError {
             let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
                 : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
             throw OutputError(.unwritable, "cannot listen on \(label): \(error)\(hint)")
+        } catch {
+            throw OutputError(.unwritable, "cannot listen on \(label): \(error)")
         }
+        let port = UInt16(clamping: servers.first?.localAddress?.port ?? Int(endpoint.port))
         boundPort = port
         let bound = servers.compactMap { $0.localAddress.map(Self.text) }
         log("listening for receivers on " + bound.map { "tcp://\($0)" }.joined(separator: ", "))
     }
 
-    /// One listening socket (backlog 512: room for a burst of joins and junk connections without SYNs
-    /// being dropped, which would cost a real receiver a 1 s retransmit).
-    private func bind(_ address: ListenAddress, port: UInt16) throws -> Channel {
-        let where_ = address.host.contains(":") ? "[\(address.host)]:\(port)" : "\(address.host):\(port)"
-        do {
-            let socketAddress = try SocketAddress(ipAddress: address.host, port: Int(port))
-            var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
-                .serverChannelOption(.backlog, value: 512)
-                .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
-                // The kernel's send buffer bounds what a receiver holds there (doubled by the kernel).
-                .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
-                .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-                .childChannelInitializer { [self] channel in admit(channel) }
-            if socketAddress.protocol == .inet6 {
-                bootstrap = bootstrap.serverChannelOption(ChannelOptions.Types.SocketOption(level: .ipv6, name: .ipv6_v6only),
-                                                           value: address.dualStack ? 0 : 1)
-            }
-            return try bootstrap.bind(to: socketAddress).wait()
-        } catch let error as IOError {
-            throw SocketError("bind", Errno(rawValue: error.errnoCode), address: where_)
-        } catch let error as SocketAddressError {
-            throw SocketError("bind", .invalidArgument, address: "\(where_) (\(error))")
-        }
-    }
-
     /// `127.0.0.1:9982`, `[::1]:9982`, as the log and the tests name peers.
-    static func text(_ address: SocketAddress) -> String {
-        let ip = address.ipAddress ?? "?"
-        let port = address.port ?? 0
-        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
-    }
+    static func text(_ address: SocketAddress) -> String { ServerSockets.text(address) }
 
     /// Bytes one receiver may cost at most: its kernel send buffer (256 KiB, doubled by
     /// the kernel), its copy of the access unit in flight (as large as the largest), and its queue

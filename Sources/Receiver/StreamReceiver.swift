@@ -119,10 +119,10 @@ public final class StreamReceiver: @unchecked Sendable {
     /// or a limit is reached.
     public func run() throws -> Result {
         decoder = try VideoDecoder()
-        var listener: TCPListener?
+        var listener: SenderListener?
         if case .listen(let endpoint) = options.source {
             do {
-                listener = try TCPListener(host: endpoint.host, port: endpoint.port)
+                listener = try SenderListener(endpoint: endpoint)
             } catch {
                 let hint = (error as? SocketError)?.errno == .addressInUse ? "; something else listens there: choose another port" : ""
                 throw ReceiverError(.cannotListen, "cannot listen on \(endpoint): \(error)\(hint)")
@@ -140,11 +140,11 @@ public final class StreamReceiver: @unchecked Sendable {
         var backoff: UInt64 = 250_000_000
         var reported = false
         while !stopping && !limitReached && outputError == nil {
-            let connection: TCPConnection?
+            let connection: SenderConnection?
             switch options.source {
             case .connect(let endpoint):
                 do {
-                    connection = try TCPConnection.connect(host: endpoint.host ?? "localhost", port: endpoint.port, timeoutMilliseconds: 2000)
+                    connection = try SenderConnection.connect(host: endpoint.host ?? "localhost", port: endpoint.port, timeoutMilliseconds: 2000)
                 } catch {
                     if !reported { log("cannot reach the sender \(endpoint) (\(error)); retrying with backoff up to 5 s") }
                     reported = true
@@ -153,13 +153,7 @@ public final class StreamReceiver: @unchecked Sendable {
                     continue
                 }
             case .listen:
-                do {
-                    connection = try listener!.accept(timeoutMilliseconds: 200)
-                } catch {
-                    log("\(error)")
-                    pause(nanoseconds: 200_000_000)
-                    continue
-                }
+                connection = listener!.accept(timeoutMilliseconds: 200)
             }
             guard let connection else { continue }
             reported = false
@@ -196,7 +190,7 @@ public final class StreamReceiver: @unchecked Sendable {
     }
 
     /// One connection's worth of stream. Returns the frames written from it.
-    private func receive(from connection: TCPConnection, listener: TCPListener?) -> Int {
+    private func receive(from connection: SenderConnection, listener: SenderListener?) -> Int {
         let sender = connection.peerAddress
         let n = shared.withLock { p -> Int in
             p.connections += 1
@@ -214,7 +208,7 @@ public final class StreamReceiver: @unchecked Sendable {
         var lastRefusalCheck = lastData
         var ending = ""
         loop: while !stopping && !limitReached && outputError == nil {
-            let result: TCPConnection.ReceiveResult
+            let result: SenderConnection.ReceiveResult
             do {
                 result = try buffer.withUnsafeMutableBytes { try connection.receive(into: $0, timeoutMilliseconds: 200) }
             } catch {
@@ -228,7 +222,7 @@ public final class StreamReceiver: @unchecked Sendable {
             if let listener, now - lastRefusalCheck > 200_000_000 {
                 lastRefusalCheck = now
                 // One sender at a time: a second one is told no by closing it.
-                while let extra = try? listener.accept(timeoutMilliseconds: 0) {
+                while let extra = listener.accept(timeoutMilliseconds: 0) {
                     log("refusing sender \(extra.peerAddress): already receiving from \(sender)")
                     extra.close()
                 }

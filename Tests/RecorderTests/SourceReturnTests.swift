@@ -45,6 +45,33 @@ final class SourceReturnTests: XCTestCase {
         XCTAssertTrue(message.contains("did not come back within 5 s"), message)
     }
 
+    func testTwoEncodingsH264AndH265EachPutOutEveryFrameBeforeTheLossAndRunOnFromAnIDR() throws {
+        let hubs = (StreamHub(label: "h264", keyframes: KeyframeGate()), StreamHub(label: "hevc", keyframes: KeyframeGate()))
+        var settings = (EncoderSettings(codec: .h264, size: size, framesPerSecond: 30, keyframeInterval: 100, preset: "ultrafast", softwareThreads: 2),
+                        EncoderSettings(codec: .hevc, size: size, framesPerSecond: 30, keyframeInterval: 100, preset: "ultrafast", softwareThreads: 2))
+        settings.0.planarInput = true
+        settings.1.planarInput = true
+        let branches = [EncodingBranch(encoder: try SoftwareEncoder(settings: settings.0), hub: hubs.0, codec: .h264),
+                        EncodingBranch(encoder: try SoftwareEncoder(settings: settings.1), hub: hubs.1, codec: .hevc)]
+        let recorder = Recorder(source: LosingSource(size: size, frames: 20, live: false), branches: branches, keyframeInterval: 100,
+                                limits: .init(), logger: Logger(label: "test"))
+        recorder.sourceReturn = ScriptedReturn(size: size, frames: 20, times: 1, live: false)
+        let atLoss = Mutex([[Int]]())
+        recorder.onSourceLost = { _ in atLoss.withLock { $0.append([hubs.0.publishedCount, hubs.1.publishedCount]) } }
+        let h264 = Collected(try XCTUnwrap(hubs.0.subscribe("a", from: .nextIDR, policy: .lossless(depth: 64))))
+        let hevc = Collected(try XCTUnwrap(hubs.1.subscribe("b", from: .nextIDR, policy: .lossless(depth: 64))))
+        h264.start()
+        hevc.start()
+        _ = recorder.run()
+        h264.waitUntilEnded()
+        hevc.waitUntilEnded()
+        XCTAssertEqual(atLoss.withLock { $0 }, [[20, 20], [40, 40]], "both encoders flushed before the outputs hear of each loss")
+        for got in [h264, hevc] {
+            XCTAssertEqual(got.units.map(\.sequence), (0..<40).map { UInt64($0) })
+            XCTAssertEqual(got.units.filter(\.isIDR).map(\.sequence), [0, 20])
+        }
+    }
+
     func testAStopWhileWaitingEndsTheRecordingWithoutAFailure() throws {
         let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
         let recorder = Recorder(source: LosingSource(size: size, frames: 10), encoder: try encoder(threads: 1), hub: hub,
@@ -90,9 +117,12 @@ final class LosingSource: FrameSource, @unchecked Sendable {
     private let frames: Int
     private var delivered = 0
     private let lostAt = Mutex<SourceEnd?>(nil)
-    init(size: FrameSize, frames: Int) {
+    /// Unpaced, so not live here: a live source of several encodings would skip frames for a branch behind.
+    let isLive: Bool
+    init(size: FrameSize, frames: Int, live: Bool = true) {
         inner = TestPatternSource(size: size, fps: 30, realTime: false)
         self.frames = frames
+        isLive = live
     }
     var summary: String { "losing " + inner.summary }
     var frameSize: FrameSize { inner.frameSize }
@@ -119,11 +149,13 @@ final class ScriptedReturn: SourceReturn, @unchecked Sendable {
     private let frames: Int
     private let left: Mutex<Int>
     private let waitForCancel: Bool
+    private let live: Bool
     private let cancelled = DispatchSemaphore(value: 0)
     private let cancelSeen = Atomic<Bool>(false)
     var wasCancelled: Bool { cancelSeen.load(ordering: .relaxed) }
 
-    init(size: FrameSize, frames: Int, times: Int, waitForCancel: Bool = false) {
+    init(size: FrameSize, frames: Int, times: Int, waitForCancel: Bool = false, live: Bool = true) {
+        self.live = live
         self.size = size
         self.frames = frames
         left = Mutex(times)
@@ -139,7 +171,7 @@ final class ScriptedReturn: SourceReturn, @unchecked Sendable {
             defer { n -= 1 }
             return n > 0
         }
-        return again ? .returned(LosingSource(size: size, frames: frames)) : .timedOut(seconds: 5)
+        return again ? .returned(LosingSource(size: size, frames: frames, live: live)) : .timedOut(seconds: 5)
     }
 
     func cancel() {

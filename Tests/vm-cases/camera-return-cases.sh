@@ -51,7 +51,9 @@ RECEIVER=$!
 sleep 2
 # Each time, another program holds the node open across the unplug: vivid stays unplugged until its
 # last user closes it, so the camera is away for the 3 s the holder sleeps, not only while camrec reopens.
-lost_ok=0 back_ok=0 back_times=
+lost_ok=0 back_ok=0 back_times= fds=
+camrec_pid=
+for p in $(pgrep -f "rec.h264 $R/rec.mp4"); do [[ $(readlink "/proc/$p/exe") == */camrec ]] && camrec_pid=$p; done
 for n in 1 2 3; do
     (exec 3<"$DEV"; sleep 3) 2>/dev/null &
     holder=$!
@@ -64,11 +66,15 @@ for n in 1 2 3; do
         back_ok=$((back_ok + 1))
         back_times+="$(( ($(date +%s%N) - released) / 1000000 )) "
     fi
+    fds+="$(ls /proc/"$camrec_pid"/fd 2>/dev/null | wc -l) "
     sleep 2
 done
 echo "   back after the holder let go, as /api/status showed it (ms): $back_times"
 check "the live status showed the camera lost during each of the 3 gaps ($lost_ok)" test $lost_ok = 3
 check "and present again within 10 s after each ($back_ok)" test $back_ok = 3
+read -r fds1 fds2 fds3 <<<"$fds"
+check "no descriptor left behind by a loss and return: camrec holds as many after the third as after the first ($fds)" \
+    test -n "$fds1" -a "$fds1" != 0 -a "$fds1" = "$fds2" -a "$fds2" = "$fds3"
 losses=$(status_field cameraLosses) returns=$(status_field cameraReturns)
 check "/api/status counted 3 losses and 3 returns ($losses, $returns)" test "$losses/$returns" = 3/3
 metrics=$(curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/metrics")
