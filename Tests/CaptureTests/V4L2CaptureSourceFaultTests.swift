@@ -316,7 +316,8 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
             ("VIDIOC_QBUF", UInt(CAMREC_VIDIOC_QBUF)), ("VIDIOC_STREAMON", UInt(CAMREC_VIDIOC_STREAMON)),
             ("VIDIOC_DQBUF", UInt(CAMREC_VIDIOC_DQBUF)),
         ]
-        for format in [V4L2PixelFormat.yuyv, .nv12] {
+        // YUYV: mmap and one conversion pass; NV12: zero-copy USERPTR; MJPEG: mmap and the decoder.
+        for format in [V4L2PixelFormat.yuyv, .nv12, .mjpeg] {
             for (name, request) in steps {
                 let camera = MockCamera(script: [.frame(sequence: 0)], pixelFormat: format)
                 camera.unplug(at: request)
