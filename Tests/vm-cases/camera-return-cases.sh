@@ -38,10 +38,33 @@ await_camera() {
     return 1
 }
 
+# A media server: nginx with the RTMP module (the host's, as the publish suite runs it), recording what
+# camrec publishes to an FLV file.
+N=$R/nginx
+mkdir -p "$N/rec" "$N/tmp"
+RTMP_PORT=19350
+cat >"$N/nginx.conf" <<EOF
+load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $N/error.log warn;
+pid $N/nginx.pid;
+events { worker_connections 16; }
+http { access_log off; client_body_temp_path $N/tmp; proxy_temp_path $N/tmp; fastcgi_temp_path $N/tmp; uwsgi_temp_path $N/tmp; scgi_temp_path $N/tmp; }
+rtmp { server { listen 127.0.0.1:$RTMP_PORT; application live { live on; record all; record_path $N/rec; record_unique off; } } }
+EOF
+# The VM's root is read-only: nginx opens its compiled-in log path at start whatever the configuration says.
+for d in /var/log/nginx /var/lib/nginx; do [[ -d $d ]] && ! mountpoint -q $d && mount -t tmpfs -o mode=0755 tmpfs $d; done
+nginx -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
+NGINX=$!
+for ((i = 0; i < 100; i++)); do (exec 3<>/dev/tcp/127.0.0.1/$RTMP_PORT) 2>/dev/null && break; sleep 0.1; done
+
 echo "== --on-camera-lost wait: three unplugs in one recording ($(elapsed))"
 timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --encoder software --preset ultrafast \
     --on-camera-lost wait --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
-    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" "$R/rec.mp4" 2>"$R/rec.err" &
+    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" "$R/rec.mp4" \
+    "rtmp://127.0.0.1:$RTMP_PORT/live/cam" 2>"$R/rec.err" &
 REC=$!
 for ((i = 0; i < 300; i++)); do [[ $(status_field frames) =~ ^[1-9] ]] && break; sleep 0.1; done
 # The receiver: ffmpeg reads the bare stream from the socket for the whole recording, never reconnecting.
@@ -122,6 +145,12 @@ delivered=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bd
 dropped=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdropped=[0-9]*' | cut -d= -f2)
 check "the four files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
     test -n "$delivered" -a "$total" = "${delivered:-x}"
+sleep 1   # nginx closes its recording when the publisher has gone
+kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null
+published=$(grep -F 'output=rtmp://' "$R/rec.err" | grep -o '\bframes=[0-9]*' | cut -d= -f2)
+flv=$(decoded_frames "$N/rec/cam.flv")
+check "the media-server session (nginx-rtmp) stayed up through all three: camrec sent all $total frames (${published:-none}) in one session, nginx recorded ${flv:-none}" \
+    eval "[[ '$published' == $total && '$flv' == $total ]] && ! grep -q 'rtmp://.*\(reconnect\|lost\|failed\)' '$R/rec.err'"
 received=$(decoded_frames "$R/receiver.h264")
 check "the TCP receiver stayed connected through all three and decodes them all (${received:-0} of $total; it joins after the start)" \
     eval "[[ -n '$received' && $received -gt $((total * 3 / 4)) && $received -le $total ]] && ! grep -q . '$R/receiver.err'"
