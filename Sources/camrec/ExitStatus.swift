@@ -38,7 +38,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .unsupportedFormat: return "the camera cannot deliver the asked size, rate or pixel format"
         case .permissionDenied: return "permission denied on the device (join the video group) or the input file"
         case .deviceBusy: return "the camera is busy (another camrec or program has it)"
-        case .deviceLost: return "the camera went away while recording (the file is saved)"
+        case .deviceLost: return "the camera went away while recording (the file is saved), or with --on-camera-lost wait=SECONDS did not come back in time"
         case .deviceStalled: return "the camera stopped delivering frames (the file is saved)"
         case .encoderUnavailable: return "the encoder cannot run here (no libx264, no usable VAAPI)"
         case .encoderFailed: return "the encoder failed while recording (the file is saved)"
