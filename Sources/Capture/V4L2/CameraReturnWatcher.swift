@@ -119,9 +119,9 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     }
 
     /// The nodes now present that are this camera, tried in order; the first that opens with the same format.
-    /// The lost node itself, still there but refusing to open with ENODEV, is a camera whose driver keeps
-    /// its node while the device is away (vivid plugs it back in without a device event): tried again
-    /// every second, it alone, until it opens or goes.
+    /// While the lost node itself is still there (a driver that keeps its node while the device is away,
+    /// as vivid does, plugging it back in without a device event), the nodes are looked at again every
+    /// second until the camera opens or that node goes.
     private func look(lostNode: String?) -> Look {
         var reason: String?
         for node in V4L2DeviceDirectory.videoNodes(in: devices) {
@@ -138,12 +138,18 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
                 reason = "\(node) is the camera, but it cannot be opened yet: \(error.message)"
             }
         }
+        // The lost node still there: looked at again every second, whatever it answers now. vivid plugs
+        // itself back in when its last user closes it, with no device event; that can happen between this
+        // scan's look at the node and now, so a node that opens now is no reason to stop looking.
         if reason == nil, let lostNode, access(lostNode, F_OK) == 0 {
             do {
                 _ = try V4L2Device(path: lostNode, system: system)
+                reason = "\(lostNode) is still there: looking at it again every second"
             } catch where error.rawValue == ENODEV {
                 reason = "\(lostNode) is still there but its device is gone: trying it again every second"
-            } catch {}
+            } catch {
+                reason = "\(lostNode) is still there (\(error)): looking at it again every second"
+            }
         }
         return reason.map { .notReady($0) } ?? .notThere
     }
