@@ -97,10 +97,6 @@ private final class Inbox: @unchecked Sendable {
         lock.lock()
         defer { lock.unlock() }
         guard !closed else { return false }
-        if start > 0 && start == bytes.count {
-            bytes.removeAll(keepingCapacity: true)
-            start = 0
-        }
         bytes.append(contentsOf: buffer.readableBytesView)
         lock.signalNotEmpty()
         paused = bytes.count - start >= SenderConnection.bufferLimit
@@ -139,12 +135,17 @@ private final class Inbox: @unchecked Sendable {
             let n = min(available, buffer.count)
             bytes.withUnsafeBytes { buffer.baseAddress!.copyMemory(from: $0.baseAddress! + start, byteCount: n) }
             start += n
-            let resume = paused && bytes.count - start < SenderConnection.bufferLimit / 2
-            if resume {
-                paused = false
+            // What was taken goes once it is as large as the limit, so a sender the receiver keeps up
+            // with, never quite drained, cannot grow the buffer without end.
+            if start == bytes.count {
+                bytes.removeAll(keepingCapacity: true)
+                start = 0
+            } else if start >= SenderConnection.bufferLimit {
                 bytes.removeFirst(start)
                 start = 0
             }
+            let resume = paused && bytes.count - start < SenderConnection.bufferLimit / 2
+            if resume { paused = false }
             return (.bytes(n), resume)
         }
         if ended {
