@@ -20,17 +20,7 @@ final class CameraIdentityTests: XCTestCase {
     /// `videoN` of a USB camera at `port`, its `index`-th node; `serial` nil for a camera without one.
     private func plug(_ node: String, port: String, vendor: String = "046d", product: String = "0825",
                       serial: String?, index: Int = 0) throws {
-        let usb = "\(root)/devices/pci0000:00/0000:00:14.0/usb1/\(port)"
-        let interface = "\(usb)/\(port):1.0"
-        let classDir = "\(interface)/video4linux/\(node)"
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: classDir, withIntermediateDirectories: true)
-        try "\(vendor)\n".write(toFile: "\(usb)/idVendor", atomically: true, encoding: .utf8)
-        try "\(product)\n".write(toFile: "\(usb)/idProduct", atomically: true, encoding: .utf8)
-        if let serial { try "\(serial)\n".write(toFile: "\(usb)/serial", atomically: true, encoding: .utf8) }
-        try "\(index)\n".write(toFile: "\(classDir)/index", atomically: true, encoding: .utf8)
-        try fm.createSymbolicLink(atPath: "\(classDir)/device", withDestinationPath: interface)
-        try fm.createSymbolicLink(atPath: "\(root)/class/video4linux/\(node)", withDestinationPath: classDir)
+        try plugUSBCamera(sysfs: root, node: node, port: port, vendor: vendor, product: product, serial: serial, index: index)
     }
 
     private func unplug(_ node: String, port: String) throws {
@@ -106,17 +96,7 @@ final class CameraReturnWatcherTests: XCTestCase {
     }
 
     private func plug(_ node: String, port: String, serial: String) throws {
-        let usb = "\(root)/devices/pci0000:00/0000:00:14.0/usb1/\(port)"
-        let interface = "\(usb)/\(port):1.0"
-        let classDir = "\(interface)/video4linux/\(node)"
-        let fm = FileManager.default
-        try fm.createDirectory(atPath: classDir, withIntermediateDirectories: true)
-        try "046d\n".write(toFile: "\(usb)/idVendor", atomically: true, encoding: .utf8)
-        try "0825\n".write(toFile: "\(usb)/idProduct", atomically: true, encoding: .utf8)
-        try "\(serial)\n".write(toFile: "\(usb)/serial", atomically: true, encoding: .utf8)
-        try "0\n".write(toFile: "\(classDir)/index", atomically: true, encoding: .utf8)
-        try fm.createSymbolicLink(atPath: "\(classDir)/device", withDestinationPath: interface)
-        try fm.createSymbolicLink(atPath: "\(root)/class/video4linux/\(node)", withDestinationPath: classDir)
+        try plugUSBCamera(sysfs: root, node: node, port: port, serial: serial)
         FileManager.default.createFile(atPath: "\(root)/dev/\(node)", contents: nil)
     }
 
@@ -150,4 +130,21 @@ final class CameraReturnWatcherTests: XCTestCase {
         XCTAssertLessThan(Date().timeIntervalSince(started), 3)
         XCTAssertEqual(camera.openedPaths, [], "nothing opened")
     }
+}
+
+/// `videoN` of a USB camera at `port` in a sysfs tree at `sysfs`, laid out as the kernel lays out UVC
+/// cameras; `serial` nil for a camera without one.
+func plugUSBCamera(sysfs root: String, node: String, port: String, vendor: String = "046d", product: String = "0825",
+                   serial: String?, index: Int = 0) throws {
+    let usb = "\(root)/devices/pci0000:00/0000:00:14.0/usb1/\(port)"
+    let interface = "\(usb)/\(port):1.0"
+    let classDir = "\(interface)/video4linux/\(node)"
+    let fm = FileManager.default
+    try fm.createDirectory(atPath: classDir, withIntermediateDirectories: true)
+    try "\(vendor)\n".write(toFile: "\(usb)/idVendor", atomically: true, encoding: .utf8)
+    try "\(product)\n".write(toFile: "\(usb)/idProduct", atomically: true, encoding: .utf8)
+    if let serial { try "\(serial)\n".write(toFile: "\(usb)/serial", atomically: true, encoding: .utf8) }
+    try "\(index)\n".write(toFile: "\(classDir)/index", atomically: true, encoding: .utf8)
+    try fm.createSymbolicLink(atPath: "\(classDir)/device", withDestinationPath: interface)
+    try fm.createSymbolicLink(atPath: "\(root)/class/video4linux/\(node)", withDestinationPath: classDir)
 }

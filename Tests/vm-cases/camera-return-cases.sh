@@ -16,13 +16,6 @@ CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # Priority "interactive": vivid's fault controls are set by v4l2-ctl while camrec records (see
 # capture-cases.sh). Niced, so vivid's kernel thread keeps its pace beside x264 on the emulated CPU.
 RUN=(env CAMREC_V4L2_PRIORITY=interactive nice -n 10 "$CAMREC_BIN")
-capture_node() {
-    local n
-    for n in /dev/video*; do
-        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
-        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && { echo "$n"; return; }
-    done
-}
 DEV=$(capture_node 0)
 OTHER=$(capture_node 1)
 echo "== vivid capture nodes: $DEV (the camera), $OTHER (another camera)"

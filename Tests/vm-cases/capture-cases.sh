@@ -18,14 +18,6 @@ CAMREC=(nice -n 10 "$CAMREC_BIN")
 SHARED=(env CAMREC_V4L2_PRIORITY=interactive nice -n 10 "$CAMREC_BIN")
 RUN=("${CAMREC[@]}")
 
-# The capture node of vivid instance N (by bus info, so node numbering does not matter).
-capture_node() {
-    local n
-    for n in /dev/video*; do
-        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
-        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && { echo "$n"; return; }
-    done
-}
 output_node() {
     local n
     for n in /dev/video*; do

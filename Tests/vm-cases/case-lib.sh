@@ -40,6 +40,14 @@ frames_in_order() {
     check "$name: the pictures show every camera frame in order but ${5:+at most }the ${dropped:-?} camrec reported dropped (moving bars)" \
         test $rc = 0 -a -n "$dropped"
 }
+# The capture node of vivid instance N (by bus info, so node numbering does not matter).
+capture_node() {
+    local n
+    for n in /dev/video*; do
+        v4l2-ctl -d "$n" -D 2>/dev/null | grep -q "platform:vivid-00$1" || continue
+        v4l2-ctl -d "$n" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && { echo "$n"; return; }
+    done
+}
 # The summary line every case script ends with, and its exit status.
 case_finish() {
     echo "$pass passed, $fail failed"
