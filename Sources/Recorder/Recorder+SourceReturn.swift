@@ -64,8 +64,11 @@ extension Recorder {
     /// into the same pool. Before waiting, everything captured is encoded and published, and
     /// `onSourceLost` lets the outputs end their files there.
     func awaitReturn(after lost: FrameSource, frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool) -> FrameSource? {
-        guard let sourceReturn, let end = lost.end, end != .finished,
-              !shared.withLock({ $0.stopRequested }) else { return nil }
+        guard let sourceReturn, let end = lost.end, end != .finished else { return nil }
+        // A stop that came with the loss (SIGINT as the camera went) ends the recording as asked, not as lost.
+        if shared.withLock({ s -> Bool in if s.stopRequested { s.stoppedWhileWaiting = true }; return s.stopRequested }) {
+            return nil
+        }
         let done = BlockingQueue<Bool>(capacity: branches.count)
         _ = frames.push(.sourceGap(done))
         for _ in branches { _ = done.pop() }

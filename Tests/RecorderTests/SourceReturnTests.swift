@@ -88,6 +88,18 @@ final class SourceReturnTests: XCTestCase {
         XCTAssertTrue(returns.wasCancelled)
     }
 
+    func testAStopThatComesWithTheLossEndsTheRecordingWithoutAFailure() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let source = LosingSource(size: size, frames: 10)
+        let recorder = Recorder(source: source, encoder: try encoder(threads: 1), hub: hub,
+                                keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
+        recorder.sourceReturn = ScriptedReturn(size: size, frames: 10, times: 1)
+        source.onLoss = { recorder.stop() }
+        let result = recorder.run()
+        XCTAssertNil(result.failure, "SIGINT as the camera went: a clean end, not 71")
+        XCTAssertEqual(result.framesEncoded, 10)
+    }
+
     func testContinuityCarriesTimeAcrossTheGapByHowLongTheCameraWasAway() {
         var continuity = SourceContinuity()
         let pool = PixelBufferPool(format: .nv12, width: 2, height: 2, capacity: 4)
@@ -119,6 +131,8 @@ final class LosingSource: FrameSource, @unchecked Sendable {
     private let lostAt = Mutex<SourceEnd?>(nil)
     /// Unpaced, so not live here: a live source of several encodings would skip frames for a branch behind.
     let isLive: Bool
+    /// Called on the capture thread as the loss is found.
+    var onLoss: (() -> Void)?
     init(size: FrameSize, frames: Int, live: Bool = true) {
         inner = TestPatternSource(size: size, fps: 30, realTime: false)
         self.frames = frames
@@ -134,6 +148,7 @@ final class LosingSource: FrameSource, @unchecked Sendable {
         guard delivered < frames else {
             // Not inner.stop(): the test pattern closes the pool then, and a camera's teardown does not.
             lostAt.withLock { $0 = .deviceLost("the test camera was unplugged") }
+            onLoss?()
             return nil
         }
         delivered += 1
