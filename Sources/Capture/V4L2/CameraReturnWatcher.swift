@@ -10,7 +10,7 @@ import SystemPackage
 /// looks once at once (vivid, and a camera that only stalled, are back as soon as camrec has closed
 /// them), then again on each of the kernel's video4linux device events (netlink), not by polling
 /// `/dev`. A matching node that cannot be opened yet (udev still setting its permissions, the
-/// driver still probing) is tried again a second later.
+/// driver still probing) is tried again a quarter second later.
 public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     public let identity: CameraIdentity
     private let request: V4L2FormatRequest
@@ -26,7 +26,7 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     private let wakeWrite: Int32
     private let cancelled = Atomic<Bool>(false)
     /// A matching node that failed to open is looked at again after this long.
-    static let retryNanoseconds: UInt64 = 1_000_000_000
+    static let retryNanoseconds: UInt64 = 250_000_000
 
     /// - Parameters:
     ///   - camera: the source that is recording now; its identity and format are what is waited for.
@@ -81,7 +81,7 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
         let events = camrec_open_uevent_socket()
         defer { if events >= 0 { Glibc.close(events) } }
         if events < 0 {
-            log("cannot listen for device events (\(Errno(rawValue: -events))): looking for the camera again every second")
+            log("cannot listen for device events (\(Errno(rawValue: -events))): looking for the camera again every quarter second")
         }
         var lookAt: UInt64? = started
         var notes = Set<String>()
@@ -121,7 +121,7 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
     /// The nodes now present that are this camera, tried in order; the first that opens with the same format.
     /// While the lost node itself is still there (a driver that keeps its node while the device is away,
     /// as vivid does, plugging it back in without a device event), the nodes are looked at again every
-    /// second until the camera opens or that node goes.
+    /// quarter second until the camera opens or that node goes.
     private func look(lostNode: String?) -> Look {
         var reason: String?
         for node in V4L2DeviceDirectory.videoNodes(in: devices) {
@@ -138,17 +138,17 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
                 reason = "\(node) is the camera, but it cannot be opened yet: \(error.message)"
             }
         }
-        // The lost node still there: looked at again every second, whatever it answers now. vivid plugs
+        // The lost node still there: looked at again every quarter second, whatever it answers now. vivid plugs
         // itself back in when its last user closes it, with no device event; that can happen between this
         // scan's look at the node and now, so a node that opens now is no reason to stop looking.
         if reason == nil, let lostNode, access(lostNode, F_OK) == 0 {
             do {
                 _ = try V4L2Device(path: lostNode, system: system)
-                reason = "\(lostNode) is still there: looking at it again every second"
+                reason = "\(lostNode) is still there: looking at it again every quarter second"
             } catch where error.rawValue == ENODEV {
-                reason = "\(lostNode) is still there but its device is gone: trying it again every second"
+                reason = "\(lostNode) is still there but its device is gone: trying it again every quarter second"
             } catch {
-                reason = "\(lostNode) is still there (\(error)): looking at it again every second"
+                reason = "\(lostNode) is still there (\(error)): looking at it again every quarter second"
             }
         }
         return reason.map { .notReady($0) } ?? .notThere
