@@ -59,7 +59,7 @@ EXPECTED_SUITES=(
   "network              103  1200   150"   # quiet 82 s, loaded 94 s
   "vaapi-host           83   900   160"   # quiet 105 s, loaded 117 s
   "vaapi-vm             33  1200   360"   # quiet 145 s; loaded 308 s (beside the debug build and stress-ng, 2026-11-25)
-  "vm-capture          125  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case)
+  "vm-capture          138  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case); 844 s beside another VM suite (two TCG VMs on 2 cores, never in CI), with the libv4lconvert fault cases
   "vm-camera-return     27  1200   420"   # quiet 173 s with the browser case, 299 s beside a full run without it (issue 27, 2026-11-25)
   "vm-mjpeg             20  1200   200"   # quiet 82 s, loaded 158 s (before the numbered-frames case: about 10 s more)
   "vm-unattended        40  1200   230"   # quiet 93 s, loaded 177-188 s

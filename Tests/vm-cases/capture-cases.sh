@@ -391,11 +391,12 @@ check "STREAMON refused: no output file and no .partial left" \
 timeout 60 "${CAMREC[@]}" --device "$DEV" --size 640x480 --frames 5 "$R/after-streamon.h264" 2>/dev/null
 check "the device works again after the refused STREAMON" test $? = 0
 
-# fault_ends_recording NAME DEV CONTROL MESSAGE WHAT: a fault camrec must notice by itself while
-# recording (exit 71 with MESSAGE as its error line) and the file kept with every frame before it.
+# fault_ends_recording NAME DEV CONTROL MESSAGE WHAT [ARGS...]: a fault camrec must notice by itself
+# while recording (exit 71 with MESSAGE as its error line) and the file kept with every frame before it.
 fault_ends_recording() {
     local name=$1 dev=$2 control=$3 message=$4 what=$5 rc
-    if start_recording "$name" "$dev" --duration 60 && inject "$dev" "$control"; then
+    shift 5
+    if start_recording "$name" "$dev" --duration 60 "$@" && inject "$dev" "$control"; then
         finish_recording "$name"
         rc=$?
         # 71 means camrec noticed by itself (the 60-s --duration would end it with 0, the 120-s timeout with 124).
@@ -410,6 +411,20 @@ fault_ends_recording() {
 RUN=("${SHARED[@]}")
 echo "== fault: inject_fatal_streaming_error ($(elapsed))"
 fault_ends_recording fatal "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" "fatal streaming error"
+# The same two faults on the libv4lconvert path (Bayer, which camrec cannot convert itself): the
+# converter sits between DQBUF and the pool, and must not hide the driver's errors.
+echo "== fault: inject_fatal_streaming_error, converted by libv4lconvert (BA81) ($(elapsed))"
+moving "$DEV"
+fault_ends_recording fatal-bayer "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" \
+    "libv4lconvert path, fatal streaming error" --pixel-format BA81
+check "libv4lconvert path, fatal streaming error: it was recorded through libv4lconvert" \
+    grep -q 'capture: .*libv4lconvert' "$R/fatal-bayer.err"
+echo "== fault: disconnect, converted by libv4lconvert (BA81) ($(elapsed))"
+fault_ends_recording unplug-bayer "$DEV" disconnect=1 "$DEV was disconnected while recording" \
+    "libv4lconvert path, disconnect" --pixel-format BA81
+check "libv4lconvert path, disconnect: it was recorded through libv4lconvert" \
+    grep -q 'capture: .*libv4lconvert' "$R/unplug-bayer.err"
+wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
 echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
 moving "$MDEV"
 fault_ends_recording unplug "$MDEV" disconnect=1 "$MDEV was disconnected while recording" "disconnect"

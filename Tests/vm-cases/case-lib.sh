@@ -2,7 +2,7 @@
 # results subfolder's name: `source "$(dirname "$0")/case-lib.sh" capture`. It refuses to run outside
 # the VM (exit 2), makes R (CAMREC_VM_RESULTS/NAME, emptied) and gives ok/bad/check (counted in
 # pass/fail; end with case_finish), elapsed (seconds since the start), decoded_frames FILE, field LOG NAME
-# (camrec's summary line) and frames_in_order (vivid's moving bars, read by Tests/tools/frame-steps.py).
+# (camrec's summary line), wait_for SECONDS CMD... and frames_in_order (vivid's moving bars, read by Tests/tools/frame-steps.py).
 if [[ ${CAMREC_VM:-} != 1 ]]; then
     echo "$(basename "$0"): run me inside the VM (its suite in Tests/suites does)" >&2
     exit 2
@@ -15,6 +15,12 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 T0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS of wall-clock time have
+# passed (1). A deadline, not a count of tries: under a loaded TCG guest each try can itself take seconds.
+wait_for() {
+    local deadline=$(( $(date +%s) + $1 )); shift
+    until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep 0.1; done
+}
 decoded_frames() {
     ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
 }
