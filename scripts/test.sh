@@ -60,7 +60,7 @@ EXPECTED_SUITES=(
   "vaapi-host           83   900   160"   # quiet 105 s, loaded 117 s
   "vaapi-vm             33  1200   360"   # quiet 145 s; loaded 308 s (beside the debug build and stress-ng, 2026-11-25)
   "vm-capture          138  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case); 844 s beside another VM suite (two TCG VMs on 2 cores, never in CI), with the libv4lconvert fault cases
-  "vm-camera-return     27  1200   420"   # quiet 173 s with the browser case, 299 s beside a full run without it (issue 27, 2026-11-25)
+  "vm-camera-return     26  1200   540"   # loaded 368 s beside one busy loop, about 540 s beside two (2026-11-25, 320x180, no browser); quiet 173-238 s with the browser case
   "vm-mjpeg             20  1200   200"   # quiet 82 s, loaded 158 s (before the numbered-frames case: about 10 s more)
   "vm-unattended        40  1200   230"   # quiet 93 s, loaded 177-188 s
   "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s

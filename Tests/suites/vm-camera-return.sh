@@ -13,8 +13,5 @@ echo "vm-camera-return: camrec $CAMREC, results in $RESULTS"
 # Two vivid instances: 0 is the camera that goes away, 1 another camera (multi-planar) for the impostor
 # case and an unplug of its own.
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
-# The Python that has Selenium (scripts/setup.sh --test installs it), by its real path: the VM has no pyenv shims.
-browser_python=$(python3 -c 'import selenium, sys; print(sys.executable)' 2>/dev/null) ||
-    vm_suite_give_up "no Selenium for python3 (scripts/setup.sh --test installs it)"
-vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko" --env "BROWSER_PYTHON=$browser_python"
+vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko"
 vm_suite_finish

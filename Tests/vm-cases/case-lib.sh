@@ -15,11 +15,12 @@ bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
 T0=$(date +%s)
 elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
-# wait_for SECONDS CMD...: runs CMD every 0.1 s until it succeeds (0) or SECONDS of wall-clock time have
-# passed (1). A deadline, not a count of tries: under a loaded TCG guest each try can itself take seconds.
+# wait_for SECONDS CMD...: runs CMD every WAIT_EVERY seconds (default 0.1) until it succeeds (0) or
+# SECONDS of wall-clock time have passed (1). A deadline, not a count of tries: under a loaded TCG guest
+# each try can itself take seconds.
 wait_for() {
     local deadline=$(( $(date +%s) + $1 )); shift
-    until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep 0.1; done
+    until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep "${WAIT_EVERY:-0.1}"; done
 }
 decoded_frames() {
     ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
