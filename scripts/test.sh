@@ -58,10 +58,10 @@ EXPECTED_SUITES=(
   "swift-tests         297  2400   360"   # XCTest cases (swift test), the expected skips not counted; quiet 155 s alone, ~240 s beside the VM lane; loaded 246 s
   "network              103  1200   150"   # quiet 82 s, loaded 94 s
   "vaapi-host           83   900   160"   # quiet 105 s, loaded 117 s
-  "vaapi-vm             33  1200   360"   # quiet 145 s; loaded 308 s (beside the debug build and stress-ng, 2026-11-25)
-  "vm-capture          138  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case); 844 s beside another VM suite (two TCG VMs on 2 cores, never in CI), with the libv4lconvert fault cases
+  "vaapi-vm             33  1200   600"   # quiet 145 s; loaded 308 s (beside the debug build and stress-ng, 2026-11-25); 516 s on a slower 2-core host beside its 825-s debug build (CI's took 323 s), 2026-11-25
+  "vm-capture          137  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case); 844 s beside another VM suite (two TCG VMs on 2 cores, never in CI), with the libv4lconvert fault cases; 670 s alone beside one busy loop, 2026-11-25
   "vm-camera-return     26  1200   540"   # loaded 368 s beside one busy loop, about 540 s beside two (2026-11-25, 320x180, no browser); quiet 173-238 s with the browser case
-  "vm-mjpeg             20  1200   200"   # quiet 82 s, loaded 158 s (before the numbered-frames case: about 10 s more)
+  "vm-mjpeg             20  1200   230"   # quiet 82 s, loaded 158 s (before the numbered-frames case: about 10 s more); 194 s in a full run on a slower host, 2026-11-25
   "vm-unattended        40  1200   230"   # quiet 93 s, loaded 177-188 s
   "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s

@@ -294,7 +294,10 @@ finish_recording() {
 echo "== two camrec on one device ($(elapsed))"
 moving "$DEV"   # check_saved reads the moving bars when it excuses frames as never delivered
 start_recording first "$DEV" --duration 60
-"${CAMREC[@]}" --device "$DEV" --frames 10 --log-level info "$R/second.h264" 2>"$R/second.err"
+# The second at a lower priority (nice 19 to the first's 10): its start-up takes seconds of the VM's one
+# emulated CPU, and the first then dropped frames for want of CPU (dropped=14 in a full run on a slow
+# host), which is not what "unharmed" asks about: what the second does to the first through the device.
+nice -n 19 "$CAMREC_BIN" --device "$DEV" --frames 10 --log-level info "$R/second.h264" 2>"$R/second.err"
 rc=$?
 first_alive=no; kill -0 "$REC" 2>/dev/null && first_alive=yes
 cat "$R/second.err"
