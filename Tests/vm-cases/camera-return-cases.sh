@@ -156,7 +156,7 @@ check "stderr says each loss and each return (3 and 3)" \
 check "--on-camera-change ran for each: lost, returned (3 each, in turn)" \
     eval "[[ \$(cat '$R/changes.txt' 2>/dev/null | tr '\n' ' ') == 'lost $DEV returned $DEV lost $DEV returned $DEV lost $DEV returned $DEV ' ]]"
 files=("$R/rec.h264" "$R/rec-2.h264" "$R/rec-3.h264" "$R/rec-4.h264")
-# Each raw file decoded once (ffprobe takes seconds to start under TCG) and the count used below.
+# Each raw file decoded once and the count used below.
 declare -A DECODED
 for f in "${files[@]}"; do DECODED[$f]=$(decoded_frames "$f"); done
 all=1 total=0
@@ -173,14 +173,14 @@ check "no fifth file" test ! -e "$R/rec-5.h264"
 mp4_all=1
 for n in "" -2 -3 -4; do
     f="$R/rec$n.mp4" raw="$R/rec$n.h264"
-    frames=$(ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$f" 2>/dev/null)
+    frames=$(on_host ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$f" 2>/dev/null)
     echo "   $f: ffprobe decodes ${frames:-none} (the raw file beside it: ${DECODED[$raw]:-none})"
     [[ -n $frames && $frames == "${DECODED[$raw]}" ]] || mp4_all=0
 done
 check "the MP4 output beside it: four files too, each with the same frames as its raw twin" test $mp4_all = 1
 idr_first=1
 for f in "${files[@]}"; do
-    first=$(ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
+    first=$(on_host ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
     [[ $first == 1,I* ]] || idr_first=0
 done
 check "each file starts with a key frame" test $idr_first = 1

@@ -34,7 +34,7 @@ echo "== capture nodes: single-planar $DEV, multi-planar $MDEV; output node $OUT
 # Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
 counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
 # The independent Annex-B checker (Tests/tools/annexb-check.py, no code shared with camrec).
-annexb_check() { /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
+annexb_check() { on_host /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
 # Waits until camrec has written at least N bytes to FILE (it is recording), up to S seconds.
 wait_for_bytes() {
     local file=$1 bytes=$2 limit=$3 i
@@ -123,7 +123,7 @@ check "default recording: zero-copy, the CPU wrote 0 bytes into pool buffers (cp
 fps=$(v4l2-ctl -d "$DEV" -P | awk '/Frames per second/ {print $4}')
 gop=$(awk -v f="$fps" 'BEGIN { printf "%d", f + 0.5 }')
 # One line per frame: ffprobe's csv adds a blank line after a frame with side data, so keep digits only.
-keys=$(ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$R/default.h264" \
+keys=$(on_host ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$R/default.h264" \
     | tr -cd '01\n' | grep -E '^[01]$' | awk '$1 == 1 {print NR - 1}' | tr '\n' ' ')
 expected=$(seq 0 "$gop" 199 | tr '\n' ' ')
 echo "   device rate $fps fps → IDR every $gop; key frames at: $keys"
@@ -135,7 +135,7 @@ check "annexb-check: 4-byte start codes, SPS+PPS right before each IDR, IDR ever
 "${CAMREC[@]}" inspect --summary "$R/default.h264" >"$R/default.inspect" 2>&1
 check "camrec inspect agrees: the contract is kept (exit 0)" test $? = 0
 check "default recording is 1280x720" \
-    test "$(ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$R/default.h264")" = "1280,720"
+    test "$(on_host ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$R/default.h264")" = "1280,720"
 fi
 
 # Records FORMAT at SIZE and compares the last decoded frame with a raw frame vivid sends
@@ -178,8 +178,8 @@ psnr_case() {
     frame_bytes=$((raw_size / 2))
     tail -c "$frame_bytes" "$R/$name.raw" >"$R/$name.one.raw"
     # The reference: vivid's raw frame in its own format, converted to 4:2:0 by swscale in the same
-    # ffmpeg that decodes the recording's last picture and measures the PSNR (one process start: each
-    # takes 1-2 s in the VM). For the Bayer cases it is vivid's YUYV frame of the same still pattern.
+    # ffmpeg that decodes the recording's last picture and measures the PSNR (one ffmpeg, on the host).
+    # For the Bayer cases it is vivid's YUYV frame of the same still pattern.
     local ref=$R/$name.one.raw refpix=$ffpix
     if [[ -n ${REF_FROM:-} ]]; then
         ref=$R/$REF_FROM.one.raw refpix=yuyv422
@@ -191,7 +191,7 @@ psnr_case() {
         ref=$R/$name.ref.yuv refpix=yuv420p
     fi
     local psnr
-    psnr=$(ffmpeg -hide_banner -nostdin -i "$R/$name.h264" -f rawvideo -pix_fmt "$refpix" -s "$size" -i "$ref" \
+    psnr=$(on_host ffmpeg -hide_banner -nostdin -i "$R/$name.h264" -f rawvideo -pix_fmt "$refpix" -s "$size" -i "$ref" \
         -lavfi "[0:v]select='eq(n\,$((frames - 1)))',setpts=PTS-STARTPTS[a];[1:v]format=yuv420p[b];[a][b]psnr" -f null - 2>&1 \
         | grep -o 'average:[0-9.inf]*' | cut -d: -f2)
     local decoded

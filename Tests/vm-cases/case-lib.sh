@@ -1,7 +1,8 @@
 # Tests/vm-cases/case-lib.sh — how every case script run inside the test VM starts. Source it with the
 # results subfolder's name: `source "$(dirname "$0")/case-lib.sh" capture`. It refuses to run outside
 # the VM (exit 2), makes R (CAMREC_VM_RESULTS/NAME, emptied) and gives ok/bad/check (counted in
-# pass/fail; end with case_finish), elapsed (seconds since the start), decoded_frames FILE, field LOG NAME
+# pass/fail; end with case_finish), elapsed (seconds since the start), on_host CMD (analysis tools run
+# on the host), decoded_frames FILE, field LOG NAME
 # (camrec's summary line), wait_for SECONDS CMD... and frames_in_order (vivid's moving bars, read by Tests/tools/frame-steps.py).
 if [[ ${CAMREC_VM:-} != 1 ]]; then
     echo "$(basename "$0"): run me inside the VM (its suite in Tests/suites does)" >&2
@@ -22,14 +23,49 @@ wait_for() {
     local deadline=$(( $(date +%s) + $1 )); shift
     until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep "${WAIT_EVERY:-0.1}"; done
 }
+# on_host CMD...: runs CMD on the host instead (Tests/vm/host-tools.py, started by run.sh): only
+# ffprobe, ffmpeg and /usr/bin/python3 Tests/tools/*.py, on finished files in the results share
+# (same path on both sides), never with stdin. Each of those takes 4-8 s just to start under
+# emulation, 0.1-0.3 s there. Its output, then its errors, then its exit status, as if run here.
+# Bash builtins only (each process start costs the guest a fraction of a second).
+ON_HOST=${CAMREC_VM_RESULTS:?}/.on-host
+# A pipe nobody writes: `read -t` on it sleeps without starting a process (no /dev/fd here for <(:)).
+NAP_FIFO=/tmp/case-lib-nap.$$
+mkfifo "$NAP_FIFO" && exec {NAP}<>"$NAP_FIFO" && rm -f "$NAP_FIFO"
+on_host() {
+    local id="$BASHPID-$EPOCHREALTIME" deadline=$((EPOCHSECONDS + 900)) rc line
+    if [[ ! -d $ON_HOST ]]; then "$@"; return; fi   # run.sh without its helper: run here
+    printf '%s\0' "$PWD" "$@" end-of-request >"$ON_HOST/$id.req" || return 125
+    until [[ -e $ON_HOST/$id.rc ]]; do
+        if ((EPOCHSECONDS > deadline)); then
+            echo "on_host: no answer from the host for $1 in 900 s" >&2; return 124
+        fi
+        read -r -t 0.05 -u "$NAP"
+    done
+    while IFS= read -r line || [[ -n $line ]]; do printf '%s\n' "$line"; done <"$ON_HOST/$id.out"
+    while IFS= read -r line || [[ -n $line ]]; do printf '%s\n' "$line"; done <"$ON_HOST/$id.err" >&2
+    read -r rc <"$ON_HOST/$id.rc"
+    return "$rc"
+}
+# Every check that reads a file through on_host trusts it to pass on output, errors and exit status:
+# checked once per VM run (an error that went missing would make "decodes cleanly" pass on anything).
+on_host_relays() {
+    local out err rc
+    out=$(on_host ffmpeg -hide_banner -version 2>/dev/null | head -1)
+    err=$(on_host ffprobe -v error "$CAMREC_VM_RESULTS/no-such-file.h264" 2>&1 >/dev/null)
+    on_host ffprobe -v error "$CAMREC_VM_RESULTS/no-such-file.h264" 2>/dev/null; rc=$?
+    [[ $out == "ffmpeg version"* && $err == *"No such file"* && $rc == 1 ]] ||
+        { echo "   on_host: out '$out', errors '$err', exit $rc"; return 1; }
+}
+[[ -d $ON_HOST ]] && check "on_host: ffmpeg on the host, its output, errors and exit status come back" on_host_relays
 decoded_frames() {
-    ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
+    on_host ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
 }
 # Field NAME of camrec's summary line ("camrec: finished … dropped=N") in a stderr log.
 field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9.]*" | cut -d= -f2; }
 # The independent reader of vivid's moving bars (no code shared with camrec). The VM runs the host's
 # own /usr/bin/python3 (a pyenv shim would need the host's HOME).
-frame_steps() { /usr/bin/python3 Tests/tools/frame-steps.py "$@"; }
+frame_steps() { on_host /usr/bin/python3 Tests/tools/frame-steps.py "$@"; }
 # vivid's "Move Right" moves the bars by ((width + 639) / 640) * 4 pixels every frame it makes,
 # delivered or dropped (measured with v4l2-ctl: 4 px at 320 and 640 wide, 8 at 1280).
 step_px() { echo $(( ($1 + 639) / 640 * 4 )); }

@@ -25,7 +25,7 @@ fi
 # Frame numbers of the keyframes, space-separated (ffprobe prints an empty line after a frame
 # with side data, so only non-empty lines count as frames).
 keyframes() {
-    ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null |
+    on_host ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$1" 2>/dev/null |
         awk -F, '$1 == "" { next } { if ($1 == 1) { printf "%s%d", sep, n; sep = " " } n++ }'
 }
 # Waits (up to 60 s: ffmpeg starts slowly under emulation) until the writer has made the node a
@@ -50,21 +50,21 @@ trap stop_writer EXIT
 # PSNR (average over Y, U, V) of frame N of an H.264 file against a reference yuv420p frame.
 psnr_of() {
     local file=$1 n=$2 ref=$3 size=$4 name=$5
-    ffmpeg -nostdin -v error -i "$file" -vf "select=eq(n\,$n)" -frames:v 1 -f rawvideo -pix_fmt yuv420p -y "$R/$name.got.yuv"
-    ffmpeg -nostdin -hide_banner -f rawvideo -pix_fmt yuv420p -s "$size" -i "$R/$name.got.yuv" \
+    on_host ffmpeg -nostdin -v error -i "$file" -vf "select=eq(n\,$n)" -frames:v 1 -f rawvideo -pix_fmt yuv420p -y "$R/$name.got.yuv"
+    on_host ffmpeg -nostdin -hide_banner -f rawvideo -pix_fmt yuv420p -s "$size" -i "$R/$name.got.yuv" \
         -f rawvideo -pix_fmt yuv420p -s "$size" -i "$ref" -lavfi psnr -f null - 2>&1 |
         grep -o 'average:[0-9.inf]*' | cut -d: -f2
 }
 # The reference picture: what ffmpeg itself makes of the JPEG, as limited-range yuv420p (swscale
 # converts full → limited range, as camrec does).
 reference() {
-    ffmpeg -nostdin -v error -i "$1" -f rawvideo -pix_fmt yuv420p -y "$2"
+    on_host ffmpeg -nostdin -v error -i "$1" -f rawvideo -pix_fmt yuv420p -y "$2"
 }
 
 # A still, detailed picture (testsrc2's first frame) as the camera's JPEG: every frame the
 # same, so which frames camrec catches does not matter for the comparison.
-ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=640x480 -frames:v 1 -pix_fmt yuvj422p -q:v 3 -y "$R/cam422.jpg"
-ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=352x288 -frames:v 1 -pix_fmt yuvj420p -q:v 3 -y "$R/cam420.jpg"
+on_host ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=640x480 -frames:v 1 -pix_fmt yuvj422p -q:v 3 -y "$R/cam422.jpg"
+on_host ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=352x288 -frames:v 1 -pix_fmt yuvj420p -q:v 3 -y "$R/cam420.jpg"
 reference "$R/cam422.jpg" "$R/cam422.ref.yuv"
 reference "$R/cam420.jpg" "$R/cam420.ref.yuv"
 
@@ -226,7 +226,7 @@ if [[ -s ${PATTERN_MJPEG:-} && -s ${PATTERN_MJPEG%.mjpeg}.counters ]]; then
             >"$R/numbered.out" 2>"$R/numbered.err"
         rc=$?
         grep '^camrec: \(error\|finished\)' "$R/numbered.err" | sed 's/^/   /'
-        /usr/bin/python3 Tests/tools/pattern-counters.py "$R/numbered.h264" >"$R/numbered.counters"
+        on_host /usr/bin/python3 Tests/tools/pattern-counters.py "$R/numbered.h264" >"$R/numbered.counters"
         # Frames the camera sent between the first and the last recorded (the writer's own list, which
         # has gaps where the host's test pattern dropped one), against those recorded.
         report=$(awk 'NR == FNR { sent[++n] = $1; next }

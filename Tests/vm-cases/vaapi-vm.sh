@@ -9,20 +9,23 @@ set -uo pipefail
 source "$(dirname "$0")/case-lib.sh" vaapi
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
 : "${LIBVA_DRIVER_NAME:?}" "${LIBVA_DRIVERS_PATH:?}"
-# Big I_PCM streams stay in the VM's RAM (/tmp); only logs go to the results share.
-W=$(mktemp -d /tmp/vaapi-vm.XXXXXX)
-chmod 1777 "$W"   # the permission cases run as nobody and write here
+# Recordings go to the results share, where the host's tools read them (on_host): the share also
+# takes big I_PCM streams faster than the VM's RAM-backed /tmp (measured: 212 against 61 MB/s).
+# They are removed at the end.
+W=$R/work
+mkdir -p "$W" && chmod 1777 "$W"   # the permission cases run as nobody and write here
+chmod 0755 "$CAMREC_VM_RESULTS" "$R"  # (mktemp -d made the results dir 0700: nobody could not reach $W)
 NODE=/dev/dri/renderD128
 
 STRICT=(-err_detect +crccheck+bitstream+buffer+explode)
 decoded_frames() {
-    ffprobe -v error "${STRICT[@]}" -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
+    on_host ffprobe -v error "${STRICT[@]}" -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
 }
 profile_of() {
-    ffprobe -v error -select_streams v:0 -show_entries stream=profile,width,height -of csv=p=0 "$1" 2>/dev/null
+    on_host ffprobe -v error -select_streams v:0 -show_entries stream=profile,width,height -of csv=p=0 "$1" 2>/dev/null
 }
 idr_frames() {
-    ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
+    on_host ffmpeg -hide_banner -nostdin -loglevel trace -i "$1" -c copy -bsf:v trace_headers -f null - 2>&1 |
         sed -n 's/.*nal_unit_type .* = \([0-9]*\)$/\1/p' |
         awk '$1 == 1 || $1 == 5 { if ($1 == 5) printf "%d ", n; n++ }' | sed 's/ $//'
 }
@@ -33,7 +36,7 @@ expected_idrs() {  # frames interval
 counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
 # The stream contract checked by Tests/tools/annexb-check.py, which shares no code with camrec
 # (the host's /usr/bin/python3: a pyenv shim would need the host's HOME).
-annexb_check() { /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
+annexb_check() { on_host /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
 
 echo "== kernel $(uname -r); $(ls -l $NODE)"
 echo "== $(readlink -f /sys/class/drm/renderD128/device)"
@@ -71,11 +74,11 @@ rm -f "$W/out.h264"
 
 # 2. Pixel identity through the DRM path (the host suite covers more sizes under X11).
 echo "== pixel identity, 650x482 NV12 through $NODE ($(elapsed))"
-ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=s=650x482:r=30 -frames:v 10 -pix_fmt nv12 -f rawvideo -y "$W/in.nv12"
+on_host ffmpeg -hide_banner -nostdin -loglevel error -f lavfi -i testsrc2=s=650x482:r=30 -frames:v 10 -pix_fmt nv12 -f rawvideo -y "$W/in.nv12"
 CAMREC_TEST_VA_COUNTS="$R/px.counts" "$CAMREC" --log-level info --input "$W/in.nv12" --input-format nv12 --size 650x482 \
     --keyframe-interval 4 --encoder vaapi --vaapi-device $NODE "$W/px.h264" >"$R/px.log" 2>&1
 rc=$?
-ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/px.h264" -f rawvideo -pix_fmt nv12 -y "$W/px.nv12"
+on_host ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/px.h264" -f rawvideo -pix_fmt nv12 -y "$W/px.nv12"
 ONE_PASS="1 CPU pass (source converted straight into the VA surface, vaDeriveImage)"
 check "650x482 via $NODE: exit $rc, IDRs $(idr_frames "$W/px.h264"), decoded frames identical to the input, 1 CPU pass each" \
     eval "[[ $rc == 0 && '$(idr_frames "$W/px.h264")' == '0 4 8' ]] && cmp -s '$W/in.nv12' '$W/px.nv12' &&
@@ -93,7 +96,7 @@ for habit in wrong-pitch no-chroma map-fails; do
         --input "$W/in.nv12" --input-format nv12 --size 650x482 --keyframe-interval 4 --encoder vaapi \
         --vaapi-device $NODE "$W/habit.h264" >"$R/habit-$habit.log" 2>&1
     rc=$?
-    ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/habit.h264" -f rawvideo -pix_fmt nv12 -y "$W/habit.nv12"
+    on_host ffmpeg -hide_banner -nostdin -loglevel error "${STRICT[@]}" -i "$W/habit.h264" -f rawvideo -pix_fmt nv12 -y "$W/habit.nv12"
     check "derive habit $habit via $NODE: exit $rc, frames identical, vaPutImage path said and counted ($(count_of "$R/habit-$habit.counts" put_images) puts)" \
         eval "[[ $rc == 0 ]] && cmp -s '$W/in.nv12' '$W/habit.nv12' &&
             grep -qF 'upload: 1 CPU pass into a VA image, then the driver copies once more (vaPutImage) because' '$R/habit-$habit.log' &&
@@ -138,16 +141,17 @@ fails packed-none "vaapi, no packed headers and no SPS/PPS written" \
     CAMREC_TEST_VA_PACKED_HEADERS=none -- --encoder vaapi --vaapi-device $NODE
 
 # Permission denied on the node: as a user outside the node's group. nobody runs a copy of camrec and
-# loads a copy of the driver from $W: a checkout in a 0700 directory (`git clone . "$(mktemp -d)"`) is
-# closed to nobody, and libva would then fail to load the driver for a reason that is not the node's.
+# loads a copy of the driver from the VM's /tmp: a checkout in a 0700 directory (`git clone . "$(mktemp -d)"`)
+# is closed to nobody, and libva would then fail to load the driver for a reason that is not the node's.
 echo "== permission denied ($(elapsed))"
-mkdir -p "$W/as-nobody/drivers" && chmod 0755 "$W/as-nobody" "$W/as-nobody/drivers" &&
-    install -m 0755 "$CAMREC" "$W/as-nobody/camrec" &&
-    install -m 0755 "$LIBVA_DRIVERS_PATH/${LIBVA_DRIVER_NAME}_drv_video.so" "$W/as-nobody/drivers/" ||
+AS_NOBODY=$(mktemp -d /tmp/as-nobody.XXXXXX)
+mkdir -p "$AS_NOBODY/drivers" && chmod 0755 "$AS_NOBODY" "$AS_NOBODY/drivers" &&
+    install -m 0755 "$CAMREC" "$AS_NOBODY/camrec" &&
+    install -m 0755 "$LIBVA_DRIVERS_PATH/${LIBVA_DRIVER_NAME}_drv_video.so" "$AS_NOBODY/drivers/" ||
     bad "cannot copy camrec and the test driver where nobody can read them"
-NOBODY_CAMREC="$W/as-nobody/camrec"
+NOBODY_CAMREC="$AS_NOBODY/camrec"
 DRIVERS_FROM_CHECKOUT=$LIBVA_DRIVERS_PATH
-export LIBVA_DRIVERS_PATH="$W/as-nobody/drivers"
+export LIBVA_DRIVERS_PATH="$AS_NOBODY/drivers"
 chgrp render $NODE 2>/dev/null || true
 chmod 0660 $NODE
 ls -l $NODE
@@ -182,7 +186,7 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     (cd "$W" && "$CAMREC" --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 200 out.h264) >"$R/cam.log" 2>&1
     rc=$?
     dropped=$(field "$R/cam.log" dropped)
-    width=$(ffprobe -v error -select_streams v:0 -show_entries stream=width -of csv=p=0 "$W/out.h264")
+    width=$(on_host ffprobe -v error -select_streams v:0 -show_entries stream=width -of csv=p=0 "$W/out.h264")
     frames_in_order "camera" "$W/out.h264" "${width:-640}" "$R/cam.log"
     # Bound: the test VA driver encodes at once and one conversion pass per frame keeps up with vivid's
     # 1280x720 12.5 fps in the VM; what drops is the emulated CPU starved by the host: measured 11 with
@@ -214,7 +218,7 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     grep -E 'VA-API|capture counters' "$R/cam-info.log"
     # Measured by camrec's capture counter: the one pass writes one NV12 frame per frame into the
     # surfaces (1280x720: 1382400 bytes), never more.
-    size=$(ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$W/info.h264")
+    size=$(on_host ffprobe -v error -show_entries stream=width,height -of csv=p=0 "$W/info.h264")
     frame_bytes=$(( ${size%,*} * ${size#*,} * 3 / 2 ))
     check "camera, --log-level info: the CPU wrote one frame ($frame_bytes bytes) per frame: cpu_bytes=$(counter "$R/cam-info.log" cpu_bytes) for delivered=$(counter "$R/cam-info.log" delivered)" \
         test "$(counter "$R/cam-info.log" delivered)/$(counter "$R/cam-info.log" cpu_bytes)" = "20/$((20 * frame_bytes))"

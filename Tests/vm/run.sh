@@ -68,9 +68,10 @@ RESULTS=$(cd "$RESULTS" && pwd -P)
 CWD=$(pwd -P)
 
 CTL=$(mktemp -d "${TMPDIR:-/tmp}/camrec-vm-ctl.XXXXXX")
-qpid=
+qpid= hpid=
 cleanup() {
     [[ -n $qpid ]] && kill "$qpid" 2>/dev/null
+    [[ -n $hpid ]] && kill "$hpid" 2>/dev/null
     if ((KEEP)); then echo "$me: control dir kept: $CTL" >&2; else rm -rf "$CTL"; fi
 }
 trap cleanup EXIT
@@ -107,12 +108,23 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
 
+# The cases' analysis tools (ffprobe, ffmpeg, Tests/tools/*.py on finished files) run here, not
+# under emulation, where each start costs seconds: Tests/vm/host-tools.py, called through
+# on_host in Tests/vm-cases/case-lib.sh over the results share.
+ON_HOST="$RESULTS/.on-host"
+rm -rf "$ON_HOST"
+/usr/bin/python3 "$HERE/host-tools.py" "$ON_HOST" </dev/null >"$CTL/host-tools.log" 2>&1 &
+hpid=$!
 set +e
 timeout -k 5 "$TIMEOUT" "${qemu[@]}" </dev/null >"$CTL/qemu.log" 2>&1 &
 qpid=$!
 wait "$qpid"
 qrc=$?
 qpid=
+kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
+hpid=
+rm -rf "$ON_HOST"
+[[ -s $CTL/host-tools.log ]] && { echo "$me: host-tools.py:"; sed 's/^/  /' "$CTL/host-tools.log"; } >&2
 set -e
 T1=$(date +%s.%N)
 
