@@ -9,15 +9,17 @@
 #                                  listen with `camrec receive`) and Tests/quick/recordings.sh (an MP4,
 #                                  a Matroska file, an RTMP publish to ffmpeg)
 #
-# Everything is built once (the release camrec and the test VA driver first; debug with its tests
-# while the side lane's first VM suite runs) and each suite is given its binary: CAMREC=.build/debug/camrec for the suites on this
-# machine, as they built it themselves before; the release build for the VM suites (Tests/lib/vm-suite.sh).
+# Everything is built once, in release mode with -enable-testing (the XCTests' @testable imports need
+# it): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
+# Every suite is given that camrec (CAMREC=.build/release/camrec) and `swift test -c release` runs the
+# XCTests, so the run tests what users build (optimised) and the debug build of everything (twice the
+# compile work of the tests alone) is gone. --quick builds debug, which recompiles faster after an edit.
 # The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core)
 # run in a lane of their own beside the rest, so the run takes about as long as the longer lane. fuzz
-# (one core, no ports, no X display) ran after them until vm-camera-return made the VM lane the longer
-# (measured 2026-11-25 under load: VM suites 1078 s, the rest 994 s, fuzz about 200 s): it runs with
-# the rest now, and SIDE_EXTRA is where such a suite goes when the other lane is the longer again. Each suite's output goes to its own log; the side lane's suites are printed whole
-# when they end.
+# (one core, no ports, no X display) runs after them (SIDE_EXTRA): with the VM cases' analysis on the
+# host (on_host) the VM lane took about 1160 s on a slow 2-core machine and the rest about 1500 s
+# with fuzz's 210 s in it (2026-11-25). Each suite's output goes to its own log; the side lane's
+# suites are printed whole when they end.
 #
 # Environment: TEST_JOBS=1   one suite at a time, in the old order (swift test, then
 #                            Tests/suites/*.sh by name): if running side by side proves flaky
@@ -58,11 +60,11 @@ EXPECTED_SUITES=(
   "swift-tests         297  2400   360"   # XCTest cases (swift test), the expected skips not counted; quiet 155 s alone, ~240 s beside the VM lane; loaded 246 s
   "network              103  1200   150"   # quiet 82 s, loaded 94 s
   "vaapi-host           83   900   160"   # quiet 105 s, loaded 117 s
-  "vaapi-vm             33  1200   600"   # quiet 145 s; loaded 308 s (beside the debug build and stress-ng, 2026-11-25); 516 s on a slower 2-core host beside its 825-s debug build (CI's took 323 s), 2026-11-25
-  "vm-capture          137  2400   900"   # quiet 309 s alone, 396 s beside the rest; loaded 613 s (2026-11-25; 791 s before one ffmpeg per PSNR case); 844 s beside another VM suite (two TCG VMs on 2 cores, never in CI), with the libv4lconvert fault cases; 670 s alone beside one busy loop, 2026-11-25
-  "vm-camera-return     26  1200   540"   # loaded 368 s beside one busy loop, about 540 s beside two (2026-11-25, 320x180, no browser); quiet 173-238 s with the browser case
-  "vm-mjpeg             20  1200   230"   # quiet 82 s, loaded 158 s (before the numbered-frames case: about 10 s more); 194 s in a full run on a slower host, 2026-11-25
-  "vm-unattended        40  1200   230"   # quiet 93 s, loaded 177-188 s
+  "vaapi-vm             34  1200   400"   # 173 s beside the host suites on a slow 2-core machine with the analysis on the host (on_host; 447 s in the VM before), 2026-11-25; earlier loaded runs took 1.8x a quiet one
+  "vm-capture          138  2400   800"   # 437 s beside the host suites on a slow 2-core machine with the analysis on the host (on_host; 698 s before), 2026-11-25; loaded runs took up to 1.6x
+  "vm-camera-return     27  1200   400"   # 150 s beside the host suites with the analysis on the host (on_host; 339 s before), 2026-11-25; 368 s beside one busy loop before on_host
+  "vm-mjpeg             21  1200   230"   # 155 s beside the host suites with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
+  "vm-unattended        41  1200   230"   # 95 s beside the host suites with the analysis on the host (on_host; 209 s before), 2026-11-25; quiet 93 s, loaded 177-188 s before
   "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
@@ -258,7 +260,7 @@ collect() {
   SEEN+=("$name")
 }
 
-# --- build once: debug (camrec and the XCTests), release camrec (the VM suites), the test VA driver.
+# --- build once: release with testing enabled (camrec, then the XCTests), the test VA driver.
 build() {
   local what=$1; shift
   echo "== build: $what"
@@ -274,26 +276,28 @@ build() {
     problem "$what: $(wc -l <<<"$warnings") compiler warning(s) in Sources/ (listed above); fix them"
   fi
 }
-# The release build and the VA driver come first: the side lane (the VM suites) starts on them while
-# the debug build, which only the rest needs, runs beside it (qemu leaves a core mostly free).
+# camrec and the VA driver come first: the side lane (the VM suites) starts on them while the test
+# targets, which only the rest needs, build beside it (qemu leaves a core mostly free).
 T_BUILD=$(date +%s)
-DEBUG_CAMREC="$(swift build --show-bin-path)/camrec"
-build_debug() { build "swift build --build-tests (debug)" swift build --build-tests; }
+if ((QUICK)); then BUILD_FLAGS=(); else BUILD_FLAGS=(-c release -Xswiftc -enable-testing); fi
+# vaapi-host runs three XCTests itself: with these flags they reuse this build.
+export CAMREC_SWIFT_BUILD_FLAGS="${BUILD_FLAGS[*]}"
+CAMREC_BUILT="$(swift build "${BUILD_FLAGS[@]}" --show-bin-path)/camrec"
+build_tests() { build "swift build ${BUILD_FLAGS[*]} --build-tests (the XCTests)" swift build "${BUILD_FLAGS[@]}" --build-tests; }
 if ((QUICK)); then
-  build_debug
+  build_tests
 else
-  build "swift build -c release --product camrec (the VM suites)" swift build -c release --product camrec
-  RELEASE_CAMREC="$(swift build -c release --show-bin-path)/camrec"
+  build "swift build ${BUILD_FLAGS[*]} --product camrec (every suite's camrec)" swift build "${BUILD_FLAGS[@]}" --product camrec
   # Built here once: vaapi-host, vaapi-vm and seed-receivers all call build.sh, which would
   # otherwise compile into the same .build-va at the same time.
   build "the test VA driver (Tests/fixtures/va-test-driver/build.sh)" Tests/fixtures/va-test-driver/build.sh
-  [[ $TEST_JOBS == 1 ]] && build_debug
+  [[ $TEST_JOBS == 1 ]] && build_tests
 fi
 T_BUILD=$(( $(date +%s) - T_BUILD ))
 
 # --- the suites, in two lists: the side lane (the VM suites, then SIDE_EXTRA) and the rest ---
 # Suites that may run beside any other: no fixed port, no X display, no shared file.
-SIDE_EXTRA=" "
+SIDE_EXTRA=" fuzz "
 SEEN=()
 HOST=(swift-tests) VM=() SIDE=() ALL=(swift-tests)
 if ((QUICK)); then
@@ -309,13 +313,12 @@ else
   for name in "${ALL[@]}"; do [[ $SIDE_EXTRA == *" $name "* ]] && SIDE+=("$name"); done
   SIDE=("${VM[@]}" "${SIDE[@]}")
 fi
-# The command of a suite in CMD; the VM suites get the release build, the others the debug one.
+# The command of a suite in CMD: every suite gets the one camrec built above.
 suite_command() {
   case $1 in
-    swift-tests) CMD=(swift test) ;;
-    quick-recordings) CMD=(env "CAMREC=$DEBUG_CAMREC" bash Tests/quick/recordings.sh) ;;
-    *) if [[ " ${VM[*]} " == *" $1 "* ]]; then CMD=(env "CAMREC=$RELEASE_CAMREC" bash "Tests/suites/$1.sh")
-       else CMD=(env "CAMREC=$DEBUG_CAMREC" bash "Tests/suites/$1.sh"); fi ;;
+    swift-tests) CMD=(swift test "${BUILD_FLAGS[@]}" --skip-build) ;;
+    quick-recordings) CMD=(env "CAMREC=$CAMREC_BUILT" bash Tests/quick/recordings.sh) ;;
+    *) CMD=(env "CAMREC=$CAMREC_BUILT" bash "Tests/suites/$1.sh") ;;
   esac
 }
 limit_of() { local e; e=$(listed "$1"); read -r _ l _ <<<"${e:-- 1200 -}"; echo "$l"; }
@@ -345,9 +348,9 @@ else
     LANE_PID=$!
   fi
   if ((!QUICK)); then
-    T_DEBUG=$(date +%s)
-    build_debug
-    T_DEBUG=$(( $(date +%s) - T_DEBUG )); T_BUILD=$((T_BUILD + T_DEBUG))
+    T_TESTS=$(date +%s)
+    build_tests
+    T_TESTS=$(( $(date +%s) - T_TESTS )); T_BUILD=$((T_BUILD + T_TESTS))
   fi
   COLLECTED=" "
   collect_side_lane() {
@@ -387,7 +390,7 @@ echo
 printf '%-16s %7s %7s %8s %8s %7s\n' suite passed failed skipped seconds budget
 printf '%s\n' "${ROWS[@]}"
 how="the side lane beside the rest"; [[ $TEST_JOBS == 1 ]] && how="one suite at a time"; ((QUICK)) && how="--quick"
-overlap=" (the debug build beside the side lane's start)"; ((QUICK)) || [[ $TEST_JOBS == 1 ]] && overlap=""
+overlap=" (the test targets built beside the side lane's start)"; ((QUICK)) || [[ $TEST_JOBS == 1 ]] && overlap=""
 echo "build ${T_BUILD}s$overlap; the suites' seconds add up to ${summed}s; the whole run took ${total}s ($how)"
 echo "$passed passed, $failed failed, $skipped skipped"
 [[ $failed -eq 0 ]]

@@ -20,6 +20,10 @@
 # Environment: CAMREC=path                test this binary instead of building with `swift build`
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
 #                                         none runs, and stopped at the end)
+#              CAMREC_SWIFT_BUILD_FLAGS   the flags the XCTests were built with (scripts/test.sh sets
+#                                         "-c release -Xswiftc -enable-testing"): `swift test` then
+#                                         runs them without building (its own build parameters differ
+#                                         from `swift build --build-tests`' and would rebuild everything)
 #              KEEP=1                     keep the work directory
 # Ends with "N passed, N failed, N skipped" (SKIP lines: cases this machine cannot run).
 set -uo pipefail
@@ -596,12 +600,15 @@ if [[ ${SKIP_XCTEST:-0} == 1 ]]; then
     skip "XCTest VAAPIH264EncoderTests (SKIP_XCTEST=1)"
 else
     (cd "$REPO" && LIBVA_DRIVER_NAME=camrec_test LIBVA_DRIVERS_PATH=$DRVDIR CAMREC_VA_TEST_DISPLAY=$DISP \
-        swift test --filter VAAPIH264EncoderTests) >xctest.log 2>&1
+        swift test ${CAMREC_SWIFT_BUILD_FLAGS:+$CAMREC_SWIFT_BUILD_FLAGS --skip-build} --filter VAAPIH264EncoderTests) >xctest.log 2>&1
     grep -E '^VAAPI upload' xctest.log | sed 's/^/      /'
     if grep -qE 'Executed 3 tests, with 0 failures' xctest.log && ! grep -q 'skipped' xctest.log; then
         pass "XCTest VAAPIH264EncoderTests: 3 tests, none skipped (surface pool: in place, released when unencoded; copy path; IDRs)"
     else
         fail "XCTest VAAPIH264EncoderTests: $(grep -E 'error:|failed|skipped|Executed' xctest.log | head -5)"
+        # Seen once (a full run, 2026-11-25): the first test could not open $DISP, the next two could.
+        echo "      X server on $DISP running now: $(x_running && echo yes || echo no); its log:"
+        tail -n 5 "$WORK/xvfb.log" 2>/dev/null | sed 's/^/      /'
     fi
 fi
 
