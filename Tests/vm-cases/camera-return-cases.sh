@@ -3,8 +3,8 @@
 # test VM with vivid: `--on-camera-lost wait` over three unplugs (vivid's disconnect control; vivid
 # plugs the node back in once camrec, its last user, has closed it), with a TCP receiver (ffmpeg), a
 # media server (nginx-rtmp) and the live status watching throughout; `wait=SECONDS` giving up with 71 while a different camera (the second vivid instance) is never taken
-# for the lost one; a multi-planar camera; a v4l2loopback camera sending MJPEG that stalls, is removed
-# and comes back under another number.
+# for the lost one; a multi-planar camera; two unplugs in a --segment recording; a v4l2loopback camera
+# sending MJPEG that stalls, is removed and comes back under another number.
 # Run by Tests/suites/vm-camera-return.sh through Tests/vm/run.sh with vivid 'n_devs=2 multiplanar=1,2'.
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir), LOOPBACK_KO (v4l2loopback.ko).
 # Ends with "N passed, N failed".
@@ -263,6 +263,50 @@ check "multi-planar: exit 0 ($rc), back after the unplug, two files each decodin
     eval "[[ $rc == 0 && $mp_ok == 1 ]] && grep -q '^camrec: camera back after .* s as $OTHER; recording on' '$R/mplane.err'"
 check "multi-planar: $OTHER is a multi-planar node (vivid multiplanar=2)" \
     eval "v4l2-ctl -d '$OTHER' -D 2>/dev/null | sed -n '/Device Caps/,\$p' | grep -q 'Video Capture Multiplanar'"
+
+echo "== --segment 4 under wait: two unplugs in a segmented recording ($(elapsed))"
+# A loss closes the segment being written (every frame before it in that file); after the return
+# segments go on under the pattern's next names, each file starting with an IDR and decoding alone,
+# and the files together hold every frame the camera delivered.
+mkdir -p "$R/seg"
+wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"   # plugged back in after the wait=3 case
+timeout --foreground 120 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait=20 --segment 4 --log-level info "$R/seg/cam-{n}.h264" 2>"$R/seg.err" &
+REC=$!
+seg_recording() { [[ -s $(ls "$R"/seg/*.partial 2>/dev/null | head -1) ]]; }
+count_is_at_least() { (( $(grep -c "$1" "$R/seg.err") >= $2 )); }
+wait_for 60 seg_recording
+sleep 5   # past the first boundary
+for n in 1 2; do
+    hold_open "$DEV"
+    v4l2-ctl -d "$DEV" -c disconnect=1 || bad "could not unplug $DEV (segments, $n)"
+    wait_for 20 count_is_at_least '^camrec: camera lost' $n
+    sleep 1
+    let_go
+    wait_for 20 count_is_at_least '^camrec: camera back' $n
+    sleep 5   # a boundary after the return
+done
+kill -INT "$REC"; wait "$REC"; rc=$?
+grep -E '^camrec: (camera|finished)' "$R/seg.err" | sed "s|$R/||" | cut -c1-150 | sed 's/^/   /'
+check "segments under wait: exit 0 ($rc), back after both unplugs, no .partial left" \
+    eval "[[ $rc == 0 ]] && (( \$(grep -c '^camrec: camera back after .* s as $DEV; recording on' '$R/seg.err') == 2 )) &&
+        ! ls '$R'/seg/*.partial >/dev/null 2>&1"
+# Each loss line is followed by a finished line before the return: the segment ended at the loss.
+check "segments under wait: each loss ended the segment being written" \
+    eval "(( \$(awk '/^camrec: camera lost/ { lost = 1 } /^camrec: finished/ && lost { closed++; lost = 0 }
+        /^camrec: camera back/ { lost = 0 } END { print closed + 0 }' '$R/seg.err') == 2 ))"
+seg_ok=1 seg_total=0 seg_files=0
+while read -r f frames; do
+    seg_files=$((seg_files + 1)) seg_total=$((seg_total + frames))
+    n=$(decoded_frames "$f")
+    first=$(on_host ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
+    [[ $frames -gt 0 && $n == "$frames" && $first == 1,I* ]] || { seg_ok=0; echo "   $f: camrec $frames, ffprobe ${n:-none}, first picture ${first:-none}"; }
+done <<<"$(sed -n 's/^camrec: finished output=\([^ ]*\) frames=\([0-9]*\) .*/\1 \2/p' "$R/seg.err")"   # no /dev/fd for <(...) here
+delivered=$(grep -o 'capture counters: .*' "$R/seg.err" | tail -1 | grep -o '\bdelivered=[0-9]*' | cut -d= -f2)
+check "segments under wait: $seg_files files (at least 2 boundaries and 2 losses: 5), each starting with an IDR and decoding alone with every frame camrec wrote" \
+    test $seg_ok = 1 -a $seg_files -ge 5 -a "$seg_files" = "$(ls "$R"/seg/cam-*.h264 | wc -l)"
+check "segments under wait: the files hold every frame the camera delivered ($seg_total of ${delivered:-?})" \
+    test -n "$delivered" -a "$seg_total" = "${delivered:-x}"
 
 echo "== v4l2loopback (MJPEG): the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
 # A loopback node whose writer (ffmpeg) stops is a camera that stalls; removing the module takes the node

@@ -428,6 +428,58 @@ fault_ends_recording unplug-bayer "$DEV" disconnect=1 "$DEV was disconnected whi
 check "libv4lconvert path, disconnect: it was recorded through libv4lconvert" \
     grep -q 'capture: .*libv4lconvert' "$R/unplug-bayer.err"
 wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
+# The mmap path (YUYV: vivid's own buffers, one conversion pass into the pool): the same two faults.
+echo "== fault: inject_fatal_streaming_error on the mmap path (YUYV) ($(elapsed))"
+moving "$DEV"
+fault_ends_recording fatal-yuyv "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" \
+    "mmap path, fatal streaming error" --pixel-format YUYV
+check "mmap path, fatal streaming error: it was recorded through mmap and one conversion pass" \
+    grep -q 'capture: .*mmap, one conversion pass' "$R/fatal-yuyv.err"
+echo "== fault: disconnect on the mmap path (YUYV) ($(elapsed))"
+fault_ends_recording unplug-yuyv "$DEV" disconnect=1 "$DEV was disconnected while recording" \
+    "mmap path, disconnect" --pixel-format YUYV
+check "mmap path, disconnect: it was recorded through mmap and one conversion pass" \
+    grep -q 'capture: .*mmap, one conversion pass' "$R/unplug-yuyv.err"
+wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
+
+# stall_ends_recording NAME WHAT [ARGS...]: vivid keeps every buffer from now on
+# (percentage_of_dropped_buffers=100: no frame and no error, the node open and streaming), which is a
+# camera that stalls: the watchdog must end the recording with 72 after max(2 s, 4 frame intervals)
+# (10 fps here: 2 s) and keep the file with every frame before it.
+stall_ends_recording() {
+    local name=$1 what=$2 rc t0 t1
+    shift 2
+    if start_recording "$name" "$DEV" --duration 60 "$@"; then
+        t0=$EPOCHREALTIME
+        if inject "$DEV" percentage_of_dropped_buffers=100; then
+            finish_recording "$name"
+            rc=$?
+            t1=$EPOCHREALTIME
+            echo "   $what: camrec ended $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", b - a }') s after the stall began"
+            check "$what: exit 72, by itself (got $rc)" test $rc = 72
+            check "$what: the error line says no frame came for at least the watchdog's 2 s" \
+                grep -qE "^camrec: error: $DEV delivered no frame for ([2-9]|[1-9][0-9])(\.[0-9]+)? s; the camera stalled" "$R/$name.err"
+            check_saved "$what" "$R/$name.h264" "$R/$name.err"
+            frames_in_order "$what" "$R/$name.h264" 640 "$R/$name.err" --at-most
+        else
+            kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
+        fi
+    fi
+    v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
+}
+echo "== stall: vivid delivers nothing more, zero-copy path (NV12, USERPTR) ($(elapsed))"
+moving "$DEV"
+stall_ends_recording stall-nv12 "zero-copy path, stall"
+check "zero-copy path, stall: it was recorded zero-copy" grep -q 'capture: .*zero-copy' "$R/stall-nv12.err"
+echo "== stall: the mmap path (YUYV) ($(elapsed))"
+stall_ends_recording stall-yuyv "mmap path, stall" --pixel-format YUYV
+check "mmap path, stall: it was recorded through mmap and one conversion pass" \
+    grep -q 'capture: .*mmap, one conversion pass' "$R/stall-yuyv.err"
+echo "== stall: the libv4lconvert path (BA81) ($(elapsed))"
+stall_ends_recording stall-bayer "libv4lconvert path, stall" --pixel-format BA81
+check "libv4lconvert path, stall: it was recorded through libv4lconvert" \
+    grep -q 'capture: .*libv4lconvert' "$R/stall-bayer.err"
+
 echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
 moving "$MDEV"
 fault_ends_recording unplug "$MDEV" disconnect=1 "$MDEV was disconnected while recording" "disconnect"
