@@ -414,33 +414,28 @@ fault_ends_recording() {
 RUN=("${SHARED[@]}")
 echo "== fault: inject_fatal_streaming_error ($(elapsed))"
 fault_ends_recording fatal "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" "fatal streaming error"
-# The same two faults on the libv4lconvert path (Bayer, which camrec cannot convert itself): the
-# converter sits between DQBUF and the pool, and must not hide the driver's errors.
-echo "== fault: inject_fatal_streaming_error, converted by libv4lconvert (BA81) ($(elapsed))"
-moving "$DEV"
-fault_ends_recording fatal-bayer "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" \
-    "libv4lconvert path, fatal streaming error" --pixel-format BA81
-check "libv4lconvert path, fatal streaming error: it was recorded through libv4lconvert" \
-    grep -q 'capture: .*libv4lconvert' "$R/fatal-bayer.err"
-echo "== fault: disconnect, converted by libv4lconvert (BA81) ($(elapsed))"
-fault_ends_recording unplug-bayer "$DEV" disconnect=1 "$DEV was disconnected while recording" \
-    "libv4lconvert path, disconnect" --pixel-format BA81
-check "libv4lconvert path, disconnect: it was recorded through libv4lconvert" \
-    grep -q 'capture: .*libv4lconvert' "$R/unplug-bayer.err"
-wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
-# The mmap path (YUYV: vivid's own buffers, one conversion pass into the pool): the same two faults.
-echo "== fault: inject_fatal_streaming_error on the mmap path (YUYV) ($(elapsed))"
-moving "$DEV"
-fault_ends_recording fatal-yuyv "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" \
-    "mmap path, fatal streaming error" --pixel-format YUYV
-check "mmap path, fatal streaming error: it was recorded through mmap and one conversion pass" \
-    grep -q 'capture: .*mmap, one conversion pass' "$R/fatal-yuyv.err"
-echo "== fault: disconnect on the mmap path (YUYV) ($(elapsed))"
-fault_ends_recording unplug-yuyv "$DEV" disconnect=1 "$DEV was disconnected while recording" \
-    "mmap path, disconnect" --pixel-format YUYV
-check "mmap path, disconnect: it was recorded through mmap and one conversion pass" \
-    grep -q 'capture: .*mmap, one conversion pass' "$R/unplug-yuyv.err"
-wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
+# recorded_through NAME WHAT PATTERN HOW: the recording's "capture:" log line shows the path it took.
+recorded_through() { check "$2: it was recorded through $4" grep -q "capture: .*$3" "$R/$1.err"; }
+# Capture paths as FOURCC|label|pattern of the "capture:" line|how it reads|file tag.
+LIBV4LCONVERT_PATH="BA81|libv4lconvert path|libv4lconvert|libv4lconvert|bayer"
+MMAP_PATH="YUYV|mmap path|mmap, one conversion pass|mmap and one conversion pass|yuyv"
+ZERO_COPY_PATH="NV12|zero-copy path|zero-copy|zero-copy (USERPTR)|nv12"
+# The same two faults on the libv4lconvert path (Bayer, which camrec cannot convert itself: the
+# converter sits between DQBUF and the pool and must not hide the driver's errors) and on the mmap
+# path (YUYV: vivid's own buffers, one conversion pass into the pool).
+for capture_path in "$LIBV4LCONVERT_PATH" "$MMAP_PATH"; do
+    IFS='|' read -r fourcc label pattern how tag <<<"$capture_path"
+    echo "== fault: inject_fatal_streaming_error on the $label ($fourcc) ($(elapsed))"
+    moving "$DEV"
+    fault_ends_recording "fatal-$tag" "$DEV" inject_fatal_streaming_error=1 "$DEV reported a fatal streaming error" \
+        "$label, fatal streaming error" --pixel-format "$fourcc"
+    recorded_through "fatal-$tag" "$label, fatal streaming error" "$pattern" "$how"
+    echo "== fault: disconnect on the $label ($fourcc) ($(elapsed))"
+    fault_ends_recording "unplug-$tag" "$DEV" disconnect=1 "$DEV was disconnected while recording" \
+        "$label, disconnect" --pixel-format "$fourcc"
+    recorded_through "unplug-$tag" "$label, disconnect" "$pattern" "$how"
+    wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"
+done
 
 # stall_ends_recording NAME WHAT [ARGS...]: vivid keeps every buffer from now on
 # (percentage_of_dropped_buffers=100: no frame and no error, the node open and streaming), which is a
@@ -467,18 +462,13 @@ stall_ends_recording() {
     fi
     v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
 }
-echo "== stall: vivid delivers nothing more, zero-copy path (NV12, USERPTR) ($(elapsed))"
 moving "$DEV"
-stall_ends_recording stall-nv12 "zero-copy path, stall"
-check "zero-copy path, stall: it was recorded zero-copy" grep -q 'capture: .*zero-copy' "$R/stall-nv12.err"
-echo "== stall: the mmap path (YUYV) ($(elapsed))"
-stall_ends_recording stall-yuyv "mmap path, stall" --pixel-format YUYV
-check "mmap path, stall: it was recorded through mmap and one conversion pass" \
-    grep -q 'capture: .*mmap, one conversion pass' "$R/stall-yuyv.err"
-echo "== stall: the libv4lconvert path (BA81) ($(elapsed))"
-stall_ends_recording stall-bayer "libv4lconvert path, stall" --pixel-format BA81
-check "libv4lconvert path, stall: it was recorded through libv4lconvert" \
-    grep -q 'capture: .*libv4lconvert' "$R/stall-bayer.err"
+for capture_path in "$ZERO_COPY_PATH" "$MMAP_PATH" "$LIBV4LCONVERT_PATH"; do
+    IFS='|' read -r fourcc label pattern how tag <<<"$capture_path"
+    echo "== stall: vivid delivers nothing more, the $label ($fourcc) ($(elapsed))"
+    stall_ends_recording "stall-$tag" "$label, stall" --pixel-format "$fourcc"
+    recorded_through "stall-$tag" "$label, stall" "$pattern" "$how"
+done
 
 echo "== fault: disconnect ($MDEV, last: the node is gone afterwards) ($(elapsed))"
 moving "$MDEV"
