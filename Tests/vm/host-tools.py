@@ -18,6 +18,7 @@ anything else gets exit status 126 and a message, so a case cannot quietly move 
 usage: host-tools.py DIR   (runs until killed; run.sh stops it when the VM stops)
 """
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -28,6 +29,8 @@ PYTHON = "/usr/bin/python3"
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 LIMIT_SECONDS = 600
 END = b"\0end-of-request\0"
+CHILDREN = set()
+CHILDREN_LOCK = threading.Lock()
 
 
 def allowed(cwd, argv):
@@ -65,20 +68,37 @@ def run_request(base):
             rc = 126
         else:
             try:
-                rc = subprocess.run(argv, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                                    timeout=LIMIT_SECONDS).returncode
-            except subprocess.TimeoutExpired:
-                err.write(f"host-tools.py: {argv[0]} ran over {LIMIT_SECONDS} s and was killed\n".encode())
-                rc = 124
+                child = subprocess.Popen(argv, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                with CHILDREN_LOCK:
+                    CHILDREN.add(child)
+                try:
+                    rc = child.wait(timeout=LIMIT_SECONDS)
+                except subprocess.TimeoutExpired:
+                    child.kill()
+                    child.wait()
+                    err.write(f"host-tools.py: {argv[0]} ran over {LIMIT_SECONDS} s and was killed\n".encode())
+                    rc = 124
+                finally:
+                    with CHILDREN_LOCK:
+                        CHILDREN.discard(child)
             except OSError as e:
                 err.write(f"host-tools.py: cannot run {argv[0]}: {e}\n".encode())
                 rc = 127
     return rc
 
 
+def stop(signum, frame):
+    """run.sh stops us when the VM stops: a tool still running for a guest that is gone goes too."""
+    with CHILDREN_LOCK:
+        for child in CHILDREN:
+            child.kill()
+    os._exit(0)
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit("usage: host-tools.py DIR")
+    signal.signal(signal.SIGTERM, stop)
     folder = sys.argv[1]
     os.makedirs(folder, exist_ok=True)
     while True:
