@@ -29,6 +29,7 @@ PYTHON = "/usr/bin/python3"
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 LIMIT_SECONDS = 600
 END = b"\0end-of-request\0"
+MAX_REQUEST = 64 * 1024  # a command line of the cases is well under 4 KiB
 CHILDREN = set()
 CHILDREN_LOCK = threading.Lock()
 
@@ -87,6 +88,17 @@ def run_request(base):
     return rc
 
 
+def refuse(folder, ident, path, why):
+    """Answers a request that is not run, so it is not read again every poll."""
+    base = os.path.join(folder, ident)
+    os.rename(path, base + ".run")
+    with open(base + ".err", "w") as err:
+        err.write(f"host-tools.py: not run: {why}\n")
+    with open(base + ".rc.tmp", "w") as f:
+        f.write("125\n")
+    os.rename(base + ".rc.tmp", base + ".rc")
+
+
 def stop(signum, frame):
     """run.sh stops us when the VM stops: a tool still running for a guest that is gone goes too."""
     with CHILDREN_LOCK:
@@ -108,8 +120,12 @@ def main():
             ident = entry.name[:-len(".req")]
             try:
                 with open(entry.path, "rb") as f:
-                    if not f.read().endswith(END):
-                        continue  # still being written
+                    request = f.read(MAX_REQUEST + 1)
+                if len(request) > MAX_REQUEST:
+                    refuse(folder, ident, entry.path, f"a request over {MAX_REQUEST} bytes")
+                    continue
+                if not request.endswith(END):
+                    continue  # still being written
                 os.rename(entry.path, os.path.join(folder, ident + ".run"))
             except FileNotFoundError:
                 continue
