@@ -41,9 +41,11 @@ wait_udp() {
     echo "nothing has UDP port $1 open"; return 1
 }
 KEYS="0 30 60 90 120"
-# Frames a live test pattern may drop in one case here (and must count): a 720p libx265 encode with
-# stress-ng --cpu 1 beside the suite dropped up to MEASURED (2026-11-24); quiet, none.
-DROP_BOUND=60
+# Frames a live test pattern may drop in one case here (and must count): a CPU bound, not a
+# correctness one (every case also checks that exactly the counted frames are missing). Quiet,
+# none; the 640x360 libx265 encode to SRT dropped 72 of 222 in a full run beside one busy loop
+# (2026-11-25, 2-core machine, the VM lane running beside it): 85 is 1.15 times that.
+DROP_BOUND=85
 # server_up WHAT COMMAND...: the wait for a server is a check of its own (a server that never
 # listens fails here instead of leaving its case out); its status is the command's.
 server_up() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; return 1; fi; }

@@ -59,6 +59,14 @@ check_saved() {
     echo "   $name: summary frames=${frames:-none} dropped=${dropped:-none} (skipped by the device ${skipped:-?}), ffprobe decodes ${decoded:-none}"
     check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
         test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
+    if [[ $want = counted ]]; then
+        # Drops for want of CPU are counted and the pictures must show exactly them missing, but
+        # their number is not bounded: the caller asks about something else (see its comment).
+        echo "   $name: $own dropped by camrec for want of CPU, not bounded in this case"
+        frames_in_order "$name" "$file" 640 "$log"
+        check "$name: no buffer came back errored (errored=$(counter "$log" errored))" test "$(counter "$log" errored)" = 0
+        return
+    fi
     check "$name: $want dropped by camrec before the end (dropped=${dropped:-?}, of them ${skipped:-?} never delivered by the camera)" \
         test "$own" = "$want"
     # skipped_by_device is camrec's own count: before it excuses a drop, the moving bars (every caller
@@ -312,7 +320,14 @@ check "second camrec creates no file" test ! -e "$R/second.h264"
 kill -INT "$REC"
 finish_recording first
 check "first camrec unharmed: exit 0 after SIGINT" test $? = 0
-check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err"
+# What the second could do to the first through the device (stop its stream, change its format,
+# fail its buffers) shows as an exit other than 0, errored buffers or pictures missing that camrec
+# did not report. Frames camrec drops for want of CPU are not that: beside a busy host the VM's
+# one emulated CPU, shared with the second's start-up (seconds under TCG), fell behind for the
+# first (dropped=24, 8 of them never delivered by vivid itself, in a full run beside a busy loop).
+# Those drops are counted and must be exactly the frames missing; the cases above and below bound
+# them at 0 where nothing else competes.
+check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err" counted
 
 moving "$DEV"
 echo "== fault: percentage_of_dropped_buffers=30 ($(elapsed))"
