@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tests/suites/vm-camera-return.sh — a camera that goes away and comes back (issue 27): camrec with
-# --on-camera-lost wait against vivid in the test VM, three unplugs with a TCP receiver and the live
-# status watching, a time limit that runs out, and another camera that must not be taken for it
+# --on-camera-lost wait against vivid in the test VM, three unplugs with a TCP receiver, the live
+# status and the host's Chromium on the live page watching, a time limit that runs out, and another camera that must not be taken for it
 # and a v4l2loopback node whose writer stops and whose module is removed and loaded again
 # (Tests/vm-cases/camera-return-cases.sh, one boot).
 # Ends with the cases' "N passed, N failed" line; a VM that fails to run counts as one failure.
@@ -13,5 +13,8 @@ echo "vm-camera-return: camrec $CAMREC, results in $RESULTS"
 # Two vivid instances: 0 is the camera that goes away, 1 another camera (multi-planar) for the impostor
 # case and an unplug of its own.
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
-vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko"
+# The host's Chromium watches the live page in the VM (port 18480 there) through a forwarded port.
+browser_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko" \
+    --forward "$browser_port:18480" --env "BROWSER_PORT=$browser_port"
 vm_suite_finish

@@ -2,8 +2,9 @@
 # Tests/vm-cases/camera-return-cases.sh — a camera that goes away and comes back (issue 27), inside the
 # test VM with vivid: `--on-camera-lost wait` over three unplugs (vivid's disconnect control; vivid
 # plugs the node back in once camrec, its last user, has closed it), with a TCP receiver (ffmpeg), a
-# media server (nginx-rtmp) and the live status watching throughout; `wait=SECONDS` giving up with 71 while a different camera (the second vivid instance) is never taken
-# for the lost one; a multi-planar camera; two unplugs in a --segment recording; a v4l2loopback camera
+# media server (nginx-rtmp), the live status and a browser on the live page (the host's Chromium)
+# watching throughout; `wait=SECONDS` giving up with 71 while a different camera (the second vivid instance) is never taken
+# for the lost one; a multi-planar camera; a v4l2loopback camera
 # sending MJPEG that stalls, is removed and comes back under another number.
 # Run by Tests/suites/vm-camera-return.sh through Tests/vm/run.sh with vivid 'n_devs=2 multiplanar=1,2'.
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir), LOOPBACK_KO (v4l2loopback.ko).
@@ -27,6 +28,12 @@ check "two vivid capture nodes" test -n "$DEV" -a -n "$OTHER"
 for d in "$DEV" "$OTHER"; do v4l2-ctl -d "$d" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; done
 
 HTTP_PORT=18480 TCP_PORT=18481
+# The browser: the host's Chromium (Debian's took 120-167 s to load a blank page inside this VM)
+# watches the live page through run.sh --forward BROWSER_PORT:HTTP_PORT, so the page is served on
+# the VM's NIC too (qemu's restricted user network: nothing but the forwarded port reaches it).
+HTTP_BIND=127.0.0.1 HTTP_OPEN=()
+[[ -n ${BROWSER_PORT:-} ]] && HTTP_BIND=0.0.0.0 HTTP_OPEN=(--http-insecure)
+three_within() { local limit=$1 ms; shift; (( $# == 3 )) || return 1; for ms; do [[ $ms =~ ^[0-9]+$ ]] && (( ms <= limit )) || return 1; done; }
 status_json() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/api/status"; }
 # A field of /api/status (a number or a string), read with sed: python's start-up is slow under TCG.
 status_field() { status_json | sed -n "s/.*\"$1\" *: *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
@@ -78,13 +85,17 @@ nginx -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
 NGINX=$!
 wait_for 20 eval "(exec 3<>/dev/tcp/127.0.0.1/$RTMP_PORT) 2>/dev/null"
 
-echo "== --on-camera-lost wait: three unplugs in one recording ($(elapsed))"
+echo "== --on-camera-lost wait: three unplugs in a two-minute --segment 15 recording ($(elapsed))"
+# Every output at once: segmented raw and MP4 files, a media server, two TCP receivers and a browser.
+# A loss closes the segment being written; after the return segments go on under the next names.
+mkdir -p "$R/rec"
 timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --encoder software --preset ultrafast \
-    --on-camera-lost wait --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
-    --http "127.0.0.1:$HTTP_PORT" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec.h264" "$R/rec.mp4" \
+    --on-camera-lost wait --segment 15 --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
+    --http "$HTTP_BIND:$HTTP_PORT" "${HTTP_OPEN[@]}" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec/rec-{n}.h264" "$R/rec/rec-{n}.mp4" \
     "rtmp://127.0.0.1:$RTMP_PORT/live/cam" 2>"$R/rec.err" &
 REC=$!
 wait_for 60 has_frames
+REC_START=$(date +%s%N)   # the first frame, near enough: the unplugs and the end are timed from it
 # The receiver: ffmpeg reads the bare stream from the socket for the whole recording, never reconnecting.
 timeout 280 ffmpeg -hide_banner -nostdin -loglevel error -f h264 -i "tcp://127.0.0.1:$TCP_PORT" -c copy -f h264 "$R/receiver.h264" \
     2>"$R/receiver.err" &
@@ -97,28 +108,42 @@ ARRIVALS=$!
 # The first unplug comes once the receivers get pictures (it starts at the next IDR): under load ffmpeg
 # can take seconds to connect, and then the whole first stretch would pass it by.
 wait_for 60 tcp_receiving
+# The browser on the host plays the live page throughout; it and this script mark their moments with
+# files in $B (Tests/tools/browser-return.py): the two machines share no clock.
+B="$R/browser"; mkdir -p "$B"; BROWSER=
+if [[ -n ${BROWSER_PORT:-} ]]; then
+    on_host python3 Tests/tools/browser-return.py "http://127.0.0.1:$BROWSER_PORT/" "$B" 3 150 \
+        >"$R/browser.txt" 2>"$R/browser.err" &
+    BROWSER=$!
+    wait_for 60 test -e "$B/started" || bad "the browser did not start playing the live page within 60 s: $(tail -2 "$R/browser.err" | tr '\n' ' ')"
+else
+    bad "no BROWSER_PORT: Tests/suites/vm-camera-return.sh runs this with a port forwarded for the browser"
+fi
 sleep 1
 # Each time, another program holds the node open across the unplug: vivid stays unplugged until its
 # last user closes it, so the camera is away for 3 s from the unplug (and at least until /api/status
 # has shown it lost), not only while camrec reopens.
 # What camrec holds that a loss and return could leak: descriptors that are not sockets (camera nodes,
-# pipes, files), plus kernel-event netlink sockets (protocol 15 in /proc/net/netlink); TCP sockets come
-# and go with the status polls' requests.
+# pipes, files other than the recordings, which come and go with the segments), plus kernel-event
+# netlink sockets (protocol 15 in /proc/net/netlink); TCP sockets come and go with the status polls.
 held() {
     local inodes plain
-    plain=$(ls -l /proc/"$1"/fd 2>/dev/null | grep -c -v -e 'socket:' -e '^total')
+    plain=$(ls -l /proc/"$1"/fd 2>/dev/null | grep -c -v -e 'socket:' -e '^total' -e " -> $R/rec/")
     inodes=$(ls -l /proc/"$1"/fd 2>/dev/null | sed -n 's/.*socket:\[\([0-9]*\)\]/\1/p' | tr '\n' ' ')
     echo $((plain + $(awk -v ins=" $inodes" 'NR > 1 && $2 == 15 && index(ins, " " $NF " ") { n++ } END { print n + 0 }' /proc/net/netlink)))
 }
 lost_ok=0 back_ok=0 back_times= fds= released_at=()
 camrec_pid=
-for p in $(pgrep -f "rec.h264 $R/rec.mp4"); do [[ $(readlink "/proc/$p/exe") == */camrec ]] && camrec_pid=$p; done
+# timeout's child (env and nice exec camrec).
+for p in $(pgrep -P "$REC"); do [[ $(readlink "/proc/$p/exe") == "$(readlink -f "$CAMREC_BIN")" ]] && camrec_pid=$p; done
 for n in 1 2 3; do
+    sleep_rest $((n * 30000 - 20000)) "$REC_START"   # unplugs 10, 40 and 70 s in (or at once, if later)
     hold_open "$DEV"
     unplugged=$(date +%s%N)
     v4l2-ctl -d "$DEV" -c disconnect=1 || bad "could not unplug $DEV ($n)"
     if await_camera lost 10; then lost_ok=$((lost_ok + 1)); fi
     sleep_rest 3000 "$unplugged"
+    : >"$B/released-$n"
     let_go
     released=$RELEASED
     released_at+=("$released")
@@ -130,7 +155,6 @@ for n in 1 2 3; do
         back_times+="$(( ($(date +%s%N) - released) / 1000000 )) "
     fi
     fds+="$(held "$camrec_pid") "
-    sleep 2
 done
 echo "   back after the holder let go, as /api/status showed it (ms, first looked at after 1 s): $back_times"
 check "the live status showed the camera lost during each of the 3 gaps ($lost_ok)" test $lost_ok = 3
@@ -144,6 +168,14 @@ metrics=$(curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/metrics")
 check "/metrics: camrec_camera_losses_total 3, camrec_camera_returns_total 3, camera present" \
     eval "grep -q '^camrec_camera_losses_total 3' <<<\"\$metrics\" && grep -q '^camrec_camera_returns_total 3' <<<\"\$metrics\" &&
         grep -q '^camrec_camera_present 1' <<<\"\$metrics\""
+# The browser ends by itself 2 s after its third new picture (or after 150 s), before camrec does.
+[[ -n $BROWSER ]] && { wait "$BROWSER"; sed 's/^/   browser: /' "$R/browser.txt"; tail -3 "$R/browser.err" | sed 's/^/   browser: /'; }
+browser() { sed -n "s/^$1=//p" "$R/browser.txt" 2>/dev/null; }
+check "a browser on the live page (the host's Chromium) showed the camera lost during each of the 3 gaps ($(browser lost_shown))" \
+    test "$(browser lost_shown)" = 3
+check "and a new picture within 1 s of the camera being free again, each time, on the same page and stream connection (ms: $(browser picture_ms); connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
+    eval "three_within 1000 \$(browser picture_ms) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
+sleep_rest 120000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
 sleep 1
@@ -155,38 +187,42 @@ check "stderr says each loss and each return (3 and 3)" \
             \$(grep -c '^camrec: camera back after .* s as $DEV; recording on' '$R/rec.err') == 3 ]]"
 check "--on-camera-change ran for each: lost, returned (3 each, in turn)" \
     eval "[[ \$(cat '$R/changes.txt' 2>/dev/null | tr '\n' ' ') == 'lost $DEV returned $DEV lost $DEV returned $DEV lost $DEV returned $DEV ' ]]"
-files=("$R/rec.h264" "$R/rec-2.h264" "$R/rec-3.h264" "$R/rec-4.h264")
-# Each raw file decoded once and the count used below.
-declare -A DECODED
-for f in "${files[@]}"; do DECODED[$f]=$(decoded_frames "$f"); done
-all=1 total=0
+# Each loss line is followed by a finished line before the return: the segment ended at the loss.
+check "each loss ended the segment being written" \
+    eval "(( \$(awk '/^camrec: camera lost/ { lost = 1 } /^camrec: finished/ && lost { closed++; lost = 0 }
+        /^camrec: camera back/ { lost = 0 } END { print closed + 0 }' '$R/rec.err') == 3 ))"
+# The raw files in the order camrec finished them, with the frames it says each holds.
+files=() later=0 back=0
+declare -A FRAMES DECODED
+while read -r line; do
+    case $line in
+        "camrec: camera back"*) back=1 ;;
+        "camrec: finished output=$R/rec/"*.h264" "*)
+            f=${line#camrec: finished output=}; f=${f%% *}
+            frames=$(grep -o '\bframes=[0-9]*' <<<"$line" | cut -d= -f2)
+            files+=("$f"); FRAMES[$f]=$frames
+            ((back)) && later=$((later + frames)) ;;
+    esac
+done <<<"$(grep -E '^camrec: (camera back|finished)' "$R/rec.err")"   # no /dev/fd for <(...) here
+all=1 total=0 idr_first=1 mp4_all=1
 for f in "${files[@]}"; do
-    frames=$(grep -F "output=$f " "$R/rec.err" | grep -o '\bframes=[0-9]*' | cut -d= -f2)
-    decoded=${DECODED[$f]}
-    steps=$(frame_steps --step 4 --missing 0 --at-most "$f" 2>&1 | head -1)
-    echo "   $f: camrec frames=${frames:-none}, ffprobe decodes ${decoded:-none}; pictures: $steps"
-    [[ -n $frames && $frames -gt 0 && $decoded == "$frames" ]] || all=0
-    total=$((total + ${frames:-0}))
-done
-check "four files (one per stretch between unplugs), each decodes alone with every frame camrec wrote" test $all = 1
-check "no fifth file" test ! -e "$R/rec-5.h264"
-mp4_all=1
-for n in "" -2 -3 -4; do
-    f="$R/rec$n.mp4" raw="$R/rec$n.h264"
-    frames=$(on_host ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$f" 2>/dev/null)
-    echo "   $f: ffprobe decodes ${frames:-none} (the raw file beside it: ${DECODED[$raw]:-none})"
-    [[ -n $frames && $frames == "${DECODED[$raw]}" ]] || mp4_all=0
-done
-check "the MP4 output beside it: four files too, each with the same frames as its raw twin" test $mp4_all = 1
-idr_first=1
-for f in "${files[@]}"; do
+    DECODED[$f]=$(decoded_frames "$f")
     first=$(on_host ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
+    mp4=$(on_host ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "${f%.h264}.mp4" 2>/dev/null)
+    echo "   ${f#"$R/"}: camrec frames=${FRAMES[$f]:-none}, ffprobe decodes ${DECODED[$f]:-none}, first picture ${first:-none}; its MP4 twin ${mp4:-none}"
+    [[ ${FRAMES[$f]:-0} -gt 0 && ${DECODED[$f]} == "${FRAMES[$f]}" ]] || all=0
     [[ $first == 1,I* ]] || idr_first=0
+    [[ -n $mp4 && $mp4 == "${DECODED[$f]}" ]] || mp4_all=0
+    total=$((total + ${FRAMES[$f]:-0}))
 done
+check "${#files[@]} raw files (3 losses and segment boundaries: at least 7), each decoding alone with every frame camrec wrote, and no other" \
+    eval "[[ $all == 1 && ${#files[@]} -ge 7 && \$(ls '$R'/rec/*.h264 | wc -l) == ${#files[@]} ]] && ! ls '$R'/rec/*.partial >/dev/null 2>&1"
+check "the MP4 output beside it: the same files, each with the same frames as its raw twin" \
+    eval "[[ $mp4_all == 1 && \$(ls '$R'/rec/*.mp4 | wc -l) == ${#files[@]} ]]"
 check "each file starts with a key frame" test $idr_first = 1
 delivered=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdelivered=[0-9]*' | cut -d= -f2)
 dropped=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdropped=[0-9]*' | cut -d= -f2)
-check "the four files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
+check "the files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
     test -n "$delivered" -a "$total" = "${delivered:-x}"
 sleep 1   # nginx closes its recording when the publisher has gone
 kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null
@@ -194,14 +230,13 @@ published=$(grep -F 'output=rtmp://' "$R/rec.err" | grep -o '\bframes=[0-9]*' | 
 flv=$(decoded_frames "$N/rec/cam.flv")
 check "the media-server session (nginx-rtmp) stayed up through all three: camrec sent all $total frames (${published:-none}) in one session, nginx recorded ${flv:-none}" \
     eval "[[ '$published' == $total && '$flv' == $total ]] && ! grep -q 'rtmp://.*\(reconnect\|lost\|failed\)' '$R/rec.err'"
-# It joined during the first stretch: it must have every frame from the first file's next IDR on, so
-# more than the three later files hold, and exactly what camrec says it sent it, over one connection.
+# They joined during the first stretch: each must have every frame from its first IDR on, so more
+# than the files finished after the first return hold, and exactly what camrec says it sent them,
+# over one connection each.
 received=$(decoded_frames "$R/receiver.h264")
-later=0
-for f in "${files[@]:1}"; do later=$((later + ${DECODED[$f]:-0})); done
 arrived=$(decoded_frames "$R/arrivals.h264")
 sent=$(grep -o 'listen: served 2 receivers, [0-9]* frames in all' "$R/rec.err" | grep -o '[0-9]* frames' | cut -d' ' -f1)
-check "the TCP receivers stayed connected through all three and decode them all: ffmpeg ${received:-0} and the IDR timer ${arrived:-0} frames, what camrec sent them (${sent:-not two receivers}), each more than the $later after the first unplug" \
+check "the TCP receivers stayed connected through all three and decode them all: ffmpeg ${received:-0} and the IDR timer ${arrived:-0} frames, what camrec sent them (${sent:-not two receivers}), each more than the $later in the files finished after the first return" \
     eval "[[ -n '$received' && -n '$arrived' && \$((received + arrived)) == '$sent' && $received -gt $later && $arrived -gt $later &&
         $received -le $total && $arrived -le $total ]] && ! grep -q . '$R/receiver.err' '$R/arrivals.err'"
 # From the camera free again (the holder gone) to the first IDR a receiver has after it.
@@ -210,7 +245,6 @@ for released in "${released_at[@]}"; do
     ms=$(awk -v r="$released" '$1 >= r / 1e9 { printf "%d", ($1 - r / 1e9) * 1000; exit }' "$R/idr-times.txt" 2>/dev/null)
     to_picture+=("${ms:-none}")
 done
-three_within() { local limit=$1 ms; shift; (( $# == 3 )) || return 1; for ms; do [[ $ms =~ ^[0-9]+$ ]] && (( ms <= limit )) || return 1; done; }
 check "after each return a receiver had an IDR to start from within 1 s of the camera being free again (ms: ${to_picture[*]})" \
     three_within 1000 "${to_picture[@]}"
 
@@ -238,11 +272,6 @@ check "wait=3: the file before the loss is complete" eval "[[ \$(decoded_frames 
 check "wait=3: $OTHER (vivid-001, a camera of the same kind) was not taken for it: no second file, no return" \
     eval "[[ ! -e '$R/short-2.h264' ]] && ! grep -q 'camera back' '$R/short.err'"
 
-# No browser here: Debian's Chromium 156 (bookworm-security, 2026-11-22) took 120-167 s to load a blank
-# page in this VM beside one busy host process (chromedriver gives up after 60), so a browser's
-# picture within 1 s of a return cannot be measured under TCG. The live page across a loss is not
-# checked by any suite now (README, "A camera that goes away").
-
 echo "== multi-planar ($OTHER): one unplug under wait ($(elapsed))"
 timeout --foreground 120 "${RUN[@]}" --device "$OTHER" --size 640x480 --fps 10 --encoder software --preset ultrafast \
     --on-camera-lost wait=20 --log-level info "$R/mplane.h264" 2>"$R/mplane.err" &
@@ -263,50 +292,6 @@ check "multi-planar: exit 0 ($rc), back after the unplug, two files each decodin
     eval "[[ $rc == 0 && $mp_ok == 1 ]] && grep -q '^camrec: camera back after .* s as $OTHER; recording on' '$R/mplane.err'"
 check "multi-planar: $OTHER is a multi-planar node (vivid multiplanar=2)" \
     eval "v4l2-ctl -d '$OTHER' -D 2>/dev/null | sed -n '/Device Caps/,\$p' | grep -q 'Video Capture Multiplanar'"
-
-echo "== --segment 4 under wait: two unplugs in a segmented recording ($(elapsed))"
-# A loss closes the segment being written (every frame before it in that file); after the return
-# segments go on under the pattern's next names, each file starting with an IDR and decoding alone,
-# and the files together hold every frame the camera delivered.
-mkdir -p "$R/seg"
-wait_for 30 eval "v4l2-ctl -d '$DEV' -D >/dev/null 2>&1"   # plugged back in after the wait=3 case
-timeout --foreground 120 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --encoder software --preset ultrafast \
-    --on-camera-lost wait=20 --segment 4 --log-level info "$R/seg/cam-{n}.h264" 2>"$R/seg.err" &
-REC=$!
-seg_recording() { [[ -s $(ls "$R"/seg/*.partial 2>/dev/null | head -1) ]]; }
-count_is_at_least() { (( $(grep -c "$1" "$R/seg.err") >= $2 )); }
-wait_for 60 seg_recording
-sleep 5   # past the first boundary
-for n in 1 2; do
-    hold_open "$DEV"
-    v4l2-ctl -d "$DEV" -c disconnect=1 || bad "could not unplug $DEV (segments, $n)"
-    wait_for 20 count_is_at_least '^camrec: camera lost' $n
-    sleep 1
-    let_go
-    wait_for 20 count_is_at_least '^camrec: camera back' $n
-    sleep 5   # a boundary after the return
-done
-kill -INT "$REC"; wait "$REC"; rc=$?
-grep -E '^camrec: (camera|finished)' "$R/seg.err" | sed "s|$R/||" | cut -c1-150 | sed 's/^/   /'
-check "segments under wait: exit 0 ($rc), back after both unplugs, no .partial left" \
-    eval "[[ $rc == 0 ]] && (( \$(grep -c '^camrec: camera back after .* s as $DEV; recording on' '$R/seg.err') == 2 )) &&
-        ! ls '$R'/seg/*.partial >/dev/null 2>&1"
-# Each loss line is followed by a finished line before the return: the segment ended at the loss.
-check "segments under wait: each loss ended the segment being written" \
-    eval "(( \$(awk '/^camrec: camera lost/ { lost = 1 } /^camrec: finished/ && lost { closed++; lost = 0 }
-        /^camrec: camera back/ { lost = 0 } END { print closed + 0 }' '$R/seg.err') == 2 ))"
-seg_ok=1 seg_total=0 seg_files=0
-while read -r f frames; do
-    seg_files=$((seg_files + 1)) seg_total=$((seg_total + frames))
-    n=$(decoded_frames "$f")
-    first=$(on_host ffprobe -v error -select_streams v:0 -show_frames -read_intervals '%+#1' -show_entries frame=key_frame,pict_type -of csv=p=0 "$f" 2>/dev/null | head -1)
-    [[ $frames -gt 0 && $n == "$frames" && $first == 1,I* ]] || { seg_ok=0; echo "   $f: camrec $frames, ffprobe ${n:-none}, first picture ${first:-none}"; }
-done <<<"$(sed -n 's/^camrec: finished output=\([^ ]*\) frames=\([0-9]*\) .*/\1 \2/p' "$R/seg.err")"   # no /dev/fd for <(...) here
-delivered=$(grep -o 'capture counters: .*' "$R/seg.err" | tail -1 | grep -o '\bdelivered=[0-9]*' | cut -d= -f2)
-check "segments under wait: $seg_files files (at least 2 boundaries and 2 losses: 5), each starting with an IDR and decoding alone with every frame camrec wrote" \
-    test $seg_ok = 1 -a $seg_files -ge 5 -a "$seg_files" = "$(ls "$R"/seg/cam-*.h264 | wc -l)"
-check "segments under wait: the files hold every frame the camera delivered ($seg_total of ${delivered:-?})" \
-    test -n "$delivered" -a "$seg_total" = "${delivered:-x}"
 
 echo "== v4l2loopback (MJPEG): the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
 # A loopback node whose writer (ffmpeg) stops is a camera that stalls; removing the module takes the node

@@ -14,6 +14,9 @@ Protocol, in DIR (the results share's .on-host folder; the guest mounts it uncac
   run.sh removes DIR when the VM stops.
 Only the tools named in ALLOWED run (ffprobe, ffmpeg, and python3 with a script in Tests/tools);
 anything else gets exit status 126 and a message, so a case cannot quietly move other work here.
+`/usr/bin/python3` is Debian's; a bare `python3` is the one the tests run (run.sh passes its path
+in CAMREC_TEST_PYTHON), which has Selenium for the browser tools. Each tool runs in a session of
+its own and is killed with its whole group (a browser's driver and renderers too).
 
 usage: host-tools.py DIR   (runs until killed; run.sh stops it when the VM stops)
 """
@@ -26,6 +29,7 @@ import time
 
 ALLOWED_PROGRAMS = {"ffprobe", "ffmpeg"}
 PYTHON = "/usr/bin/python3"
+TEST_PYTHON = os.environ.get("CAMREC_TEST_PYTHON") or PYTHON
 ENV = {"PATH": "/usr/local/bin:/usr/bin:/bin", "HOME": "/tmp", "LANG": "C.UTF-8"}
 LIMIT_SECONDS = 600
 END = b"\0end-of-request\0"
@@ -34,15 +38,24 @@ CHILDREN = set()
 CHILDREN_LOCK = threading.Lock()
 
 
-def allowed(cwd, argv):
+def command_for(cwd, argv):
+    """The command line to run for a request, or None when it is not allowed."""
     if not argv:
-        return False
+        return None
     if argv[0] in ALLOWED_PROGRAMS:
-        return True
-    if argv[0] == PYTHON and len(argv) >= 2:
+        return argv
+    if argv[0] in (PYTHON, "python3") and len(argv) >= 2:
         script = os.path.realpath(os.path.join(cwd, argv[1]))
-        return os.path.dirname(script).endswith("/Tests/tools") and script.endswith(".py")
-    return False
+        if os.path.dirname(script).endswith("/Tests/tools") and script.endswith(".py"):
+            return [PYTHON if argv[0] == PYTHON else TEST_PYTHON] + argv[1:]
+    return None
+
+
+def kill_group(child):
+    try:
+        os.killpg(child.pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
 
 
 def run(folder, ident):
@@ -64,18 +77,20 @@ def run_request(base):
         fields = f.read().split(b"\0")[:-2]
     cwd, argv = os.fsdecode(fields[0]), [os.fsdecode(a) for a in fields[1:]]
     with open(base + ".out", "wb") as out, open(base + ".err", "wb") as err:
-        if not allowed(cwd, argv):
-            err.write(f"host-tools.py: not run on the host (only ffprobe, ffmpeg and {PYTHON} Tests/tools/*.py): {argv[:2]}\n".encode())
+        command = command_for(cwd, argv)
+        if command is None:
+            err.write(f"host-tools.py: not run on the host (only ffprobe, ffmpeg and {PYTHON} or python3 Tests/tools/*.py): {argv[:2]}\n".encode())
             rc = 126
         else:
             try:
-                child = subprocess.Popen(argv, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, stdout=out, stderr=err)
+                child = subprocess.Popen(command, cwd=cwd, env=ENV, stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                                         start_new_session=True)
                 with CHILDREN_LOCK:
                     CHILDREN.add(child)
                 try:
                     rc = child.wait(timeout=LIMIT_SECONDS)
                 except subprocess.TimeoutExpired:
-                    child.kill()
+                    kill_group(child)
                     child.wait()
                     err.write(f"host-tools.py: {argv[0]} ran over {LIMIT_SECONDS} s and was killed\n".encode())
                     rc = 124
@@ -103,7 +118,7 @@ def stop(signum, frame):
     """run.sh stops us when the VM stops: a tool still running for a guest that is gone goes too."""
     with CHILDREN_LOCK:
         for child in CHILDREN:
-            child.kill()
+            kill_group(child)
     os._exit(0)
 
 

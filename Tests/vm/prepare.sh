@@ -29,8 +29,9 @@ done
 # Modules the VM needs; their dependencies are added by modprobe --show-depends.
 # virtio_pci: the PCI transport; 9pnet_virtio + 9p: the host-root and share mounts;
 # overlay: writable /tmp and /var/tmp on top of the read-only host root;
-# vivid: V4L2 test devices; vgem: a DRM render node; loop: loop devices for later tests.
-MODULES=(virtio_pci 9pnet_virtio 9p overlay loop vgem vivid)
+# vivid: V4L2 test devices; vgem: a DRM render node; loop: loop devices for later tests;
+# virtio_net: the NIC that run.sh --forward adds (a host browser reaching a server in the VM).
+MODULES=(virtio_pci 9pnet_virtio 9p overlay loop vgem vivid virtio_net)
 
 log() { :; }
 [[ ${CAMREC_VM_VERBOSE:-0} == 1 ]] && log() { echo "prepare.sh: $*" >&2; }

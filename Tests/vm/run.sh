@@ -10,6 +10,8 @@
 #                       (default: a new mktemp -d dir, printed on stderr); env CAMREC_VM_RESULTS
 #   --timeout SECONDS   kill the VM after this long (default 600)
 #   --mem SIZE          guest memory (default 2G)      --cpus N   vCPUs (default 1; see README)
+#   --forward HPORT:GPORT  a NIC on qemu's restricted user network, with the host's loopback
+#                       TCP port HPORT forwarded to the VM's GPORT (the VM reaches nothing else)
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
 #   --keep              keep the control dir (console.log, init.log, cmd.sh) and print its path
 # The command's stdout/stderr come out on run.sh's stdout/stderr after the VM stops.
@@ -19,10 +21,10 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,17p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
-VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
+VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0 FORWARD=
 ENVS=()
 while (($#)); do
     case $1 in
@@ -39,6 +41,9 @@ while (($#)); do
         --timeout) TIMEOUT=${2?}; shift 2 ;;
         --mem) MEM=${2?}; shift 2 ;;
         --cpus) CPUS=${2?}; shift 2 ;;
+        --forward)
+            [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward ${2:-}: give HOSTPORT:GUESTPORT" >&2; exit 2; }
+            FORWARD=$2; shift 2 ;;
         --console) CONSOLE=1; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage ;;
@@ -97,7 +102,7 @@ for d in /usr/local/sbin /usr/sbin /sbin; do [[ :$path: == *:$d:* ]] || path=$pa
 } >"$CTL/cmd.sh"
 
 # -accel tcg: KVM hangs on this kind of machine. -cpu max: lets the guest use AVX2 etc. (x264's
-# SIMD paths). No display, no NIC; the serial console goes to a file, never to our stdout.
+# SIMD paths). No display, no NIC (but with --forward); the serial console goes to a file, never to our stdout.
 # loglevel=3: only errors and worse reach that file (a crash's backtrace, for the report below).
 qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -nodefaults -no-user-config -display none -no-reboot -monitor none
@@ -107,13 +112,17 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
+[[ -n $FORWARD ]] && qemu+=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:${FORWARD%%:*}-:${FORWARD##*:}")
 
 # The cases' analysis tools (ffprobe, ffmpeg, Tests/tools/*.py on finished files) run here, not
 # under emulation, where each start costs seconds: Tests/vm/host-tools.py, called through
 # on_host in Tests/vm-cases/case-lib.sh over the results share.
 ON_HOST="$RESULTS/.on-host"
 rm -rf "$ON_HOST"
-/usr/bin/python3 "$HERE/host-tools.py" "$ON_HOST" </dev/null >"$CTL/host-tools.log" 2>&1 &
+# A bare python3 in a request is the one the tests run (with Selenium), as a path: its pyenv shim
+# would need this HOME.
+CAMREC_TEST_PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null) \
+    /usr/bin/python3 "$HERE/host-tools.py" "$ON_HOST" </dev/null >"$CTL/host-tools.log" 2>&1 &
 hpid=$!
 set +e
 timeout -k 5 "$TIMEOUT" "${qemu[@]}" </dev/null >"$CTL/qemu.log" 2>&1 &
