@@ -213,7 +213,10 @@ psnr_case() {
 
 if [[ -z ${SKIP_MATRIX:-} ]]; then
 echo "== formats × sizes vs vivid's raw frames ($(elapsed))"
-for size in 640x480 1280x720 1920x1080; do
+# Two sizes: 640x480 (a multiple of 16 both ways, as 1280x720 is) and 1920x1080 (1080 is not: the
+# encoders' padded rows). All five at 1280x720 too took 50 s of the VM's time and reached no other
+# code; YUYV at 1280x720 stays, below, as the RGGB case's reference.
+for size in 640x480 1920x1080; do
     n=6; [[ $size == 1920x1080 ]] && n=3
     psnr_case "$DEV" YUYV yuyv422 "$size" $n
     psnr_case "$DEV" UYVY uyvy422 "$size" $n
@@ -232,6 +235,7 @@ psnr_case "$MDEV" NM12 nv12 640x480 4
 # and blue, so it can't serve): this checks colours and geometry through the whole path.
 echo "== formats only libv4lconvert converts ($(elapsed))"
 MIN_PSNR=42 REF_FROM=YUYV-640x480 psnr_case "$DEV" BA81 bayer_bggr8 640x480 4
+psnr_case "$DEV" YUYV yuyv422 1280x720 3
 MIN_PSNR=44 REF_FROM=YUYV-1280x720 psnr_case "$DEV" RGGB bayer_rggb8 1280x720 3
 rm -f "$R/nv24.h264"
 "${CAMREC[@]}" --device "$DEV" --pixel-format NV24 --frames 3 "$R/nv24.h264" 2>"$R/nv24.err"
