@@ -5,7 +5,8 @@ import Frames
 /// A built-in moving pattern paced in real time like a camera.
 ///
 /// Every frame differs (a scrolling luma ramp, drifting colour bands and a
-/// bouncing box), so P-frames carry real motion. The frame's sequence number is
+/// bouncing box), so P-frames carry real motion. With `.eventScene` the picture is
+/// instead `--test-scene`'s still room with events (see `TestScene`). The frame's sequence number is
 /// burned into the top-left corner as 32 blocks of 16x16 pixels, most significant
 /// bit first, white for 1 and black for 0, between two white marker blocks; tests
 /// read it back from decoded pictures to prove no frame was lost or repeated.
@@ -15,9 +16,20 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
     /// Top-left corner of the counter strip (first marker block).
     public static let counterOrigin = (x: 16, y: 16)
 
+    /// What the frames show.
+    public enum Picture: Sendable {
+        /// The moving pattern: every frame differs everywhere.
+        case movingPattern
+        /// A still room with noise; every 30 s an object crosses (10-15 s) and the lights are on (20-30 s).
+        case eventScene
+    }
+
     public let frameSize: FrameSize
     public let framesPerSecond: Double
-    public var summary: String { "test pattern \(frameSize) @ \(formatRate(framesPerSecond)) fps" }
+    public let picture: Picture
+    public var summary: String {
+        "\(picture == .eventScene ? "test scene" : "test pattern") \(frameSize) @ \(formatRate(framesPerSecond)) fps"
+    }
 
     private let state = Mutex(State())
     private struct State {
@@ -37,18 +49,21 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
     /// A ramp twice as wide as the frame, so each row is one copy from an offset.
     private var lumaRamp: [UInt8] = []
     private var chromaRamp: [UInt8] = []
+    private var scene: TestScene?
 
     /// - Parameter realTime: pace frames at `fps` like a camera (false in benchmarks and tests
     ///   that want frames as fast as the encoder takes them).
-    public init(size: FrameSize, fps: Double, realTime: Bool = true) {
+    public init(size: FrameSize, fps: Double, realTime: Bool = true, picture: Picture = .movingPattern) {
         frameSize = size
         framesPerSecond = fps
+        self.picture = picture
         frameInterval = UInt64(1_000_000_000 / fps)
         pacedInRealTime = realTime
     }
 
     public func start(pool: PixelBufferPool) throws {
         self.pool = pool
+        if picture == .eventScene { scene = TestScene(size: frameSize, fps: framesPerSecond) }
         lumaRamp = (0..<(frameSize.width + 512)).map { i in
             let phase = i & 511
             let tri = phase < 256 ? phase : 511 - phase
@@ -113,6 +128,12 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
     }
 
     func draw(frame: UInt64, into buffer: PixelBuffer) {
+        if let scene {
+            scene.draw(frame: frame, into: buffer)
+            drawCounter(frame, luma: buffer.planes[0])
+            neutralChromaUnderCounter(buffer)
+            return
+        }
         let width = frameSize.width
         let height = frameSize.height
         let luma = buffer.planes[0]
@@ -184,7 +205,12 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
                 preconditionFailure("pool buffers are never packed 4:2:2")
             }
         }
-        // Neutral chroma under the counter so it reads as pure black and white.
+        neutralChromaUnderCounter(buffer)
+    }
+
+    /// Neutral chroma under the counter so it reads as pure black and white.
+    private func neutralChromaUnderCounter(_ buffer: PixelBuffer) {
+        let chromaHeight = (frameSize.height + 1) / 2
         let size = Self.counterBlockSize
         let (ox, oy) = Self.counterOrigin
         let x0 = ox / 2, x1 = min((ox + (Self.counterBits + 2) * size) / 2, (frameSize.width + 1) / 2)

@@ -60,8 +60,9 @@ struct FileOutputOptions: ParsableArguments {
 }
 
 /// The name `{device}` stands for: the camera's stable /dev/v4l/by-id name when it has one.
-func stableSourceName(device: String?, testPattern: Bool, input: String?) -> String {
+func stableSourceName(device: String?, testPattern: Bool, testScene: Bool, input: String?) -> String {
     if testPattern { return "test-pattern" }
+    if testScene { return "test-scene" }
     if let input { return input == "-" ? "stdin" : basename(of: input) }
     let node = device ?? "/dev/video0"
     var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)

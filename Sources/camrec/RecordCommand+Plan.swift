@@ -61,7 +61,7 @@ extension RecordCommand {
                 throw Recorder.classify(error)
             }
         }
-        let sourceName = stableSourceName(device: device, testPattern: testPattern, input: input)
+        let sourceName = stableSourceName(device: device, testPattern: testPattern, testScene: testScene, input: input)
         var fileOutputs: [RecordingFileOutput] = []
         // Every IDR request of the recording (receivers, servers, viewers, snapshots, rotations) goes through this gate.
         let keyframes = KeyframeGate(minimumIntervalSeconds: 1)
@@ -122,8 +122,9 @@ extension RecordCommand {
         if let input {
             return try RawFrameSource(path: input, format: inputFormat, size: size!, fps: fps)
         }
-        if testPattern {
-            return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps)
+        if testPattern || testScene {
+            return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps,
+                                     picture: testScene ? .eventScene : .movingPattern)
         }
         // The camera is the default source. `self.fps` (not the 30 fps default) so the
         // camera's own rate is chosen when none is asked for.

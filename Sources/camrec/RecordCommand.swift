@@ -27,6 +27,9 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "Record a built-in moving test pattern, paced in real time like a camera.")
     var testPattern = false
 
+    @Flag(help: "Record a built-in still scene for testing motion and events, paced in real time: a noisy room in which, every 30 s, an object crosses from 10 s to 15 s and the lights are on from 20 s to 30 s; the test pattern's frame counter is burned in.")
+    var testScene = false
+
     @Option(help: "Read raw frames from FILE, or - for stdin, as fast as the encoder takes them.")
     var input: String?
 
@@ -36,7 +39,7 @@ struct RecordCommand: ParsableCommand {
     @Option(help: "Camera pixel format for --device: a fourcc (YUYV, NV12, YU12, RGB3, …) or i420, rgb24, grey. Default: the cheapest to convert that the camera offers (see `camrec devices`).")
     var pixelFormat: V4L2PixelFormat?
 
-    @Option(help: "Frame size WxH (default 1280x720 for the test pattern; required with --input).")
+    @Option(help: "Frame size WxH (default 1280x720 for the test pattern and scene; required with --input).")
     var size: FrameSize?
 
     @Option(parsing: .unconditional, help: "Frames per second (default 30).")
@@ -125,8 +128,8 @@ struct RecordCommand: ParsableCommand {
     var outputs: [String] = []
 
     func validate() throws {
-        let sources = [device != nil, testPattern, input != nil].filter { $0 }.count
-        if sources > 1 { throw ValidationError("give only one of --device, --test-pattern and --input") }
+        let sources = [device != nil, testPattern, testScene, input != nil].filter { $0 }.count
+        if sources > 1 { throw ValidationError("give only one of --device, --test-pattern, --test-scene and --input") }
         if input != nil && size == nil { throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)") }
         if let maxReceivers, !(1...100_000).contains(maxReceivers) {
             throw ValidationError("--max-receivers must be between 1 and 100000, got \(maxReceivers)")
@@ -145,8 +148,8 @@ struct RecordCommand: ParsableCommand {
         try OptionRange.check(threads, "--threads", in: 0...64)
         try OptionRange.checkSeconds(wait, "--wait", inclusive: true)
         try onCameraLost.validate()
-        if onCameraLost.waits && (testPattern || input != nil) {
-            throw ValidationError("--on-camera-lost \(onCameraLost.text) is for a camera (--device); the test pattern and --input cannot go away")
+        if onCameraLost.waits && (testPattern || testScene || input != nil) {
+            throw ValidationError("--on-camera-lost \(onCameraLost.text) is for a camera (--device); the test pattern, the test scene and --input cannot go away")
         }
         if onCameraChange != nil && !onCameraLost.waits {
             throw ValidationError("--on-camera-change goes with --on-camera-lost wait (with exit, camrec ends at the loss)")

@@ -76,6 +76,21 @@ final class RecordingEndToEndTests: ScratchDirectoryTestCase {
         XCTAssertEqual(counters, (0..<UInt64(60)).map { $0 })
     }
 
+    /// --test-scene through the binary: every frame encoded and decoded, its counter read back by the
+    /// independent reader, and the summary names the source.
+    func testTestSceneCarriesTheCounterInEveryFrame() throws {
+        let out = "\(dir)/scene.h264"
+        let r = try Tools.camrec(["--test-scene", "--size", "640x360", "--frames", "45", "--preset", "ultrafast",
+                                  "--log-level", "info", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertTrue(r.stderr.contains("test scene 640x360 @ 30 fps"), r.stderr)
+        XCTAssertTrue(r.stderr.contains("dropped=0"), r.stderr)
+        XCTAssertEqual(try Tools.patternCounters(out), (0..<UInt64(45)).map { $0 })
+        let both = try Tools.camrec(["--test-scene", "--test-pattern", "--frames", "1", "\(dir)/no.h264"])
+        XCTAssertEqual(both.status, 64, both.stderr)
+        XCTAssertTrue(both.stderr.contains("give only one of --device, --test-pattern, --test-scene and --input"), both.stderr)
+    }
+
     func testRawYUYVInputDecodesToTheSamePicture() throws {
         let raw = "\(dir)/in.yuyv", out = "\(dir)/raw.h264"
         let gen = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=1920x1080:rate=30", "-frames:v", "20",
