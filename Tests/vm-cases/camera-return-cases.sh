@@ -173,8 +173,11 @@ check "/metrics: camrec_camera_losses_total 3, camrec_camera_returns_total 3, ca
 browser() { sed -n "s/^$1=//p" "$R/browser.txt" 2>/dev/null; }
 check "a browser on the live page (the host's Chromium) showed the camera lost during each of the 3 gaps ($(browser lost_shown))" \
     test "$(browser lost_shown)" = 3
-check "and a new picture within 1 s of the camera being free again, each time, on the same page and stream connection (ms: $(browser picture_ms); connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
-    eval "three_within 1000 \$(browser picture_ms) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
+# 1.5 s, not the receivers' 1 s: the browser's picture comes 150-600 ms after the receivers' IDR in
+# the same runs (the fragment muxed and sent over the WebSocket, Chromium resuming after the stall):
+# 296-902 ms in five runs, 1152 ms once beside a busy host process, under the VM's emulated CPU.
+check "and a new picture within 1.5 s of the camera being free again, each time, on the same page and stream connection (ms: $(browser picture_ms); connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
+    eval "three_within 1500 \$(browser picture_ms) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
 sleep_rest 120000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
@@ -187,9 +190,10 @@ check "stderr says each loss and each return (3 and 3)" \
             \$(grep -c '^camrec: camera back after .* s as $DEV; recording on' '$R/rec.err') == 3 ]]"
 check "--on-camera-change ran for each: lost, returned (3 each, in turn)" \
     eval "[[ \$(cat '$R/changes.txt' 2>/dev/null | tr '\n' ' ') == 'lost $DEV returned $DEV lost $DEV returned $DEV lost $DEV returned $DEV ' ]]"
-# Each loss line is followed by a finished line before the return: the segment ended at the loss.
+# Each loss line ("camera lost (N)", not the retry note after it) is followed by a raw file's
+# finished line before the return: the segment ended at the loss.
 check "each loss ended the segment being written" \
-    eval "(( \$(awk '/^camrec: camera lost/ { lost = 1 } /^camrec: finished/ && lost { closed++; lost = 0 }
+    eval "(( \$(awk '/^camrec: camera lost \\(/ { lost = 1 } /^camrec: finished output=.*\\.h264 / && lost { closed++; lost = 0 }
         /^camrec: camera back/ { lost = 0 } END { print closed + 0 }' '$R/rec.err') == 3 ))"
 # The raw files in the order camrec finished them, with the frames it says each holds.
 files=() later=0 back=0
