@@ -42,10 +42,11 @@ wait_udp() {
 }
 KEYS="0 30 60 90 120"
 # Frames a live test pattern may drop in one case here (and must count): a CPU bound, not a
-# correctness one (every case also checks that exactly the counted frames are missing). Quiet,
-# none; the 640x360 libx265 encode to SRT dropped 72 of 222 in a full run beside one busy loop
-# (2026-11-25, 2-core machine, the VM lane running beside it): 85 is 1.15 times that.
-DROP_BOUND=85
+# correctness one (every case also checks that exactly the counted frames are missing), as a share
+# of the frames the case records. Quiet, none; beside one busy loop in a full run (2026-11-25, 2-core
+# machine, the VM lane beside it) the 640x360 libx265 encodes dropped up to 48% as many as they
+# recorded (72 beside 150 to SRT; 87 beside 240 to an RTSP server stopped mid-stream): 60%.
+drop_bound() { echo $(( $1 * 60 / 100 )); }
 # server_up WHAT COMMAND...: the wait for a server is a check of its own (a server that never
 # listens fails here instead of leaving its case out); its status is the command's.
 server_up() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; return 1; fi; }
@@ -59,7 +60,7 @@ publish() {
     wait_for "$SERVER" 20 >/dev/null; SERVER=
     check "$name: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
     local d; d=$(summary_dropped "$W/$name.log" "$url")
-    check "$name: the summary says frames=150, dropped=${d:-none} (bound $DROP_BOUND)" summary_counts "$W/$name.log" "$url" 150 "$DROP_BOUND"
+    check "$name: the summary says frames=150, dropped=${d:-none} (bound $(drop_bound 150))" summary_counts "$W/$name.log" "$url" 150 "$(drop_bound 150)"
     check "$name: the server received every frame from 0 in order, the numbers missing exactly the ${d:-none} reported dropped" \
         counters_account "$received" "${d:--1}"
     check "$name: key frames exactly at camrec's IDRs ($KEYS)" [ "$(key_frames "$received")" = "$KEYS" ]
@@ -160,7 +161,7 @@ if wait_listen "$RTMP_PORT" && wait_listen "$HTTP_PORT"; then
     wait_for "$VIEWER" 10 >/dev/null
     check "nginx-rtmp: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
     nd=$(summary_dropped "$W/nginx.log" "$url")
-    check "nginx-rtmp: the summary says frames=150, dropped=${nd:-none} (bound $DROP_BOUND)" summary_counts "$W/nginx.log" "$url" 150 "$DROP_BOUND"
+    check "nginx-rtmp: the summary says frames=150, dropped=${nd:-none} (bound $(drop_bound 150))" summary_counts "$W/nginx.log" "$url" 150 "$(drop_bound 150)"
     sleep 1  # nginx closes the recording and the last HLS fragment when the publisher has gone
     check "nginx-rtmp: its FLV recording holds every frame from 0 in order, the numbers missing exactly the ${nd:-none} reported dropped" \
         counters_account "$N/rec/cam.flv" "${nd:--1}"
@@ -218,8 +219,8 @@ for proto in rtmp rtsp srt; do
     check "$what: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
     check "$what: camrec says it reconnected" grep -q "reconnected (connection #2)" "$W/restart-$proto.log"
     d=$(summary_dropped "$W/restart-$proto.log" "$W/beside-restart-$proto.h264")
-    check "$what: the file beside it has all $n frames, dropped=${d:-none} (bound $DROP_BOUND)" \
-        summary_counts "$W/restart-$proto.log" "$W/beside-restart-$proto.h264" "$n" "$DROP_BOUND"
+    check "$what: the file beside it has all $n frames, dropped=${d:-none} (bound $(drop_bound "$n"))" \
+        summary_counts "$W/restart-$proto.log" "$W/beside-restart-$proto.h264" "$n" "$(drop_bound "$n")"
     check "$what: the file beside it: every frame from 0 in order, the numbers missing exactly the ${d:-none} reported dropped" \
         counters_account "$W/beside-restart-$proto.h264" "${d:--1}"
     check "$what: the first server's frames start at 0 and rise" starts_at_zero_and_rises "$W/first-$proto.ts"
@@ -249,7 +250,7 @@ ended_whole() {
     local bound=$(( (n + ${d:-0}) * 1000 / 30 + 7000 ))
     check "$what: camrec exits 0 (status $rc)" [ "$rc" -eq 0 ]
     check "$what: camrec ends within 5 s of its last frame (took ${took} ms, bound $bound with ${d:-0} dropped)" [ "$took" -lt "$bound" ]
-    check "$what: the file beside it has all $n frames, dropped=${d:-none} (bound $DROP_BOUND)" summary_counts "$log" "$file" "$n" "$DROP_BOUND"
+    check "$what: the file beside it has all $n frames, dropped=${d:-none} (bound $(drop_bound "$n"))" summary_counts "$log" "$file" "$n" "$(drop_bound "$n")"
     check "$what: the file's frames start at 0 in order, the numbers missing exactly the ${d:-none} reported dropped" \
         counters_account "$file" "${d:--1}"
 }

