@@ -110,6 +110,25 @@ enum Tools {
         }
     }
 
+    /// A live test-pattern recording holds `frames` pictures whose burned-in numbers rise, none twice,
+    /// the missing ones no more than the `dropped=` camrec's summary for OUTPUT reports: the pattern is
+    /// paced like a camera, so beside a busy process the encoder (libx265 above all) can fall behind and
+    /// frames are dropped and counted rather than delivered late.
+    static func assertEveryFrameAccounted(_ counters: [UInt64?], frames: Int, output: String, stderr: String,
+                                          file: StaticString = #filePath, line: UInt = #line) {
+        let summary = stderr.split(separator: "\n").first { $0.hasPrefix("camrec: finished output=\(output) ") }
+        guard let dropped = summary?.split(separator: " ").first(where: { $0.hasPrefix("dropped=") }).flatMap({ Int($0.dropFirst(8)) }) else {
+            return XCTFail("no summary line with dropped= for \(output): \(stderr)", file: file, line: line)
+        }
+        let numbers = counters.compactMap { $0 }
+        XCTAssertEqual(numbers.count, frames, "every one of the \(frames) pictures has its number: \(counters)", file: file, line: line)
+        XCTAssertEqual(numbers, numbers.sorted(), "in order", file: file, line: line)
+        XCTAssertEqual(Set(numbers).count, numbers.count, "none twice", file: file, line: line)
+        XCTAssertLessThan(numbers.last ?? .max, UInt64(frames + dropped),
+                          "\(frames) of the frames 0..\(frames + dropped - 1), the missing ones reported dropped (\(dropped)): \(numbers)",
+                          file: file, line: line)
+    }
+
     /// The frame number of one decoded 8-bit luma picture, written from README's description of
     /// --test-pattern ("top left, 32 bits as black/white 16x16 blocks between two white markers",
     /// most significant bit first, from x=16, y=16, as Tests/tools/pattern-counters.py reads it) and
