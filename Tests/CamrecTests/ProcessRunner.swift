@@ -117,8 +117,14 @@ enum Tools {
     static func assertEveryFrameAccounted(_ counters: [UInt64?], frames: Int, output: String, stderr: String,
                                           file: StaticString = #filePath, line: UInt = #line) {
         let summary = stderr.split(separator: "\n").first { $0.hasPrefix("camrec: finished output=\(output) ") }
-        guard let dropped = summary?.split(separator: " ").first(where: { $0.hasPrefix("dropped=") }).flatMap({ Int($0.dropFirst(8)) }) else {
-            return XCTFail("no summary line with dropped= for \(output): \(stderr)", file: file, line: line)
+        assertEveryFrameAccounted(counters, frames: frames, summary: summary.map(String.init) ?? stderr, file: file, line: line)
+    }
+
+    /// The same, given the summary line itself.
+    static func assertEveryFrameAccounted(_ counters: [UInt64?], frames: Int, summary: String,
+                                          file: StaticString = #filePath, line: UInt = #line) {
+        guard let dropped = summary.split(separator: " ").first(where: { $0.hasPrefix("dropped=") }).flatMap({ Int($0.dropFirst(8)) }) else {
+            return XCTFail("no summary line with dropped=: \(summary)", file: file, line: line)
         }
         let numbers = counters.compactMap { $0 }
         XCTAssertEqual(numbers.count, frames, "every one of the \(frames) pictures has its number: \(counters)", file: file, line: line)
