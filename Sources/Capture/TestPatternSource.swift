@@ -63,7 +63,12 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
 
     public func start(pool: PixelBufferPool) throws {
         self.pool = pool
-        if picture == .eventScene { scene = TestScene(size: frameSize, fps: framesPerSecond) }
+        startTime = MonotonicClock.now()
+        if picture == .eventScene {
+            // The scene draws its own picture: the moving pattern's ramps are not needed.
+            scene = TestScene(size: frameSize, fps: framesPerSecond)
+            return
+        }
         lumaRamp = (0..<(frameSize.width + 512)).map { i in
             let phase = i & 511
             let tri = phase < 256 ? phase : 511 - phase
@@ -76,7 +81,6 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
             let v: [UInt8] = [200, 90, 60, 128, 170, 110]
             return i % 2 == 0 ? u[band] : v[band]
         }
-        startTime = MonotonicClock.now()
     }
 
     public func stop() {
