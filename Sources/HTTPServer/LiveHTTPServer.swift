@@ -28,6 +28,9 @@ public final class LiveHTTPServer: @unchecked Sendable {
     private var group: ServiceGroup?
     private let stopped = DispatchSemaphore(value: 0)
 
+    /// The longest label `POST /api/events?label=` takes.
+    static let maximumLabelBytes = 200
+
     public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
                 status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, metrics: LiveMetrics, recordings: RecordingShelf,
                 logger: Logger) {
@@ -64,6 +67,34 @@ public final class LiveHTTPServer: @unchecked Sendable {
                 ? EditedResponse(status: .accepted, response: ActionAnswer(done: true, message: "\(files) file output\(files == 1 ? " starts" : "s start") a new file at the next IDR"))
                 : EditedResponse(status: .conflict, response: ActionAnswer(done: false, message: "this recording writes no files"))
         }
+        router.post("/api/events") { [actions] request, _ -> EditedResponse<EventAnswer> in
+            guard let trigger = actions.event else {
+                return EditedResponse(status: .conflict, response: EventAnswer(
+                    done: false, message: "this recording makes no event clips: start camrec with --event-output PATTERN", event: nil))
+            }
+            var label: String?
+            if let given = request.uri.queryParameters["label"] {
+                let text = String(given)
+                // A label goes into JSON, logs and (later) a command's environment: short and printable.
+                guard text.utf8.count <= Self.maximumLabelBytes,
+                      text.unicodeScalars.allSatisfy({ $0.value >= 0x20 && $0.value != 0x7F }) else {
+                    return EditedResponse(status: .badRequest, response: EventAnswer(
+                        done: false, message: "label: at most \(Self.maximumLabelBytes) bytes of printable text", event: nil))
+                }
+                label = text.isEmpty ? nil : text
+            }
+            switch trigger(label) {
+            case .started(let event):
+                return EditedResponse(status: .created, response: EventAnswer(
+                    done: true, message: "event \(event.id) started at frame \(event.triggerFrame)", event: event))
+            case .extended(let event):
+                return EditedResponse(status: .ok, response: EventAnswer(
+                    done: true, message: "event \(event.id) extended at frame \(event.lastTriggerFrame)", event: event))
+            case .refused(let why):
+                return EditedResponse(status: .serviceUnavailable, response: EventAnswer(done: false, message: why, event: nil))
+            }
+        }
+        router.get("/api/events") { [actions] _, _ in EventListing(events: actions.events()) }
         router.get("/metrics") { [metrics] _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
                      body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))

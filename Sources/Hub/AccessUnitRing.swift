@@ -68,7 +68,11 @@ struct AccessUnitRing {
     func startIndex(secondsBack seconds: Double) -> Int? {
         guard let newest = chunks.last?.presentationTimeNanoseconds else { return nil }
         let back = UInt64((seconds.isFinite ? min(max(0, seconds), 86_400) : 0) * 1e9)
-        let target = newest >= back ? newest - back : 0
+        return startIndex(atOrBefore: newest >= back ? newest - back : 0)
+    }
+
+    /// The newest IDR presented at or before `target`, or the oldest held if none is that early.
+    func startIndex(atOrBefore target: UInt64) -> Int? {
         var start: Int?
         for (index, chunk) in chunks.enumerated() where chunk.isIDR {
             if start == nil || chunk.presentationTimeNanoseconds <= target { start = index }

@@ -19,6 +19,13 @@ public final class StreamHub: Sendable {
         var ring: AccessUnitRing
         var closed = false
         var published = 0
+        var newest: PublishedFrame?
+    }
+
+    /// The newest access unit published: which frame, and when it is presented.
+    public struct PublishedFrame: Sendable, Equatable {
+        public var sequence: UInt64
+        public var presentationTimeNanoseconds: UInt64
     }
     private let state: Mutex<State>
 
@@ -36,6 +43,7 @@ public final class StreamHub: Sendable {
             guard !s.closed else { return [] }
             s.ring.append(chunk)
             s.published += 1
+            s.newest = PublishedFrame(sequence: chunk.sequence, presentationTimeNanoseconds: chunk.presentationTimeNanoseconds)
             return s.subscribers
         }
         if !subscribers.isEmpty { chunk.retain(subscribers.count) }
@@ -56,6 +64,7 @@ public final class StreamHub: Sendable {
             case .nextIDR: begin = nil
             case .newestIDR: begin = s.ring.newestIDRIndex
             case .preroll(let seconds): begin = s.ring.startIndex(secondsBack: seconds)
+            case .atOrBefore(let time): begin = s.ring.startIndex(atOrBefore: time)
             }
             if let begin {
                 backlog = s.ring.chunks[begin...]
@@ -100,6 +109,8 @@ public final class StreamHub: Sendable {
         return (held.map(\.bytes), last.sequence)
     }
 
+    /// The newest access unit published so far; nil before the first.
+    public var newest: PublishedFrame? { state.withLock { $0.newest } }
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
     /// Access units published so far.
     public var publishedCount: Int { state.withLock { $0.published } }

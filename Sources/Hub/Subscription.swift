@@ -18,6 +18,9 @@ public final class Subscription: @unchecked Sendable {
         case newestIDR
         /// From the newest IDR at least this many seconds back, as far as the hub's ring reaches.
         case preroll(seconds: Double)
+        /// From the newest IDR presented at or before this time, as far as the hub's ring reaches (an
+        /// event clip: its trigger frame's time minus the pre-roll).
+        case atOrBefore(presentationNanoseconds: UInt64)
     }
 
     public enum Policy: Sendable, Equatable {

@@ -24,6 +24,10 @@ public struct FinishedFile: Sendable {
     public var format: ContainerFormat = .raw
     /// Frames whose presentation time did not move forward and was moved to just after the last.
     public var clampedTimestamps = 0
+    /// The source frame numbers of its first and last access units.
+    public var firstFrame: UInt64?
+    public var lastFrame: UInt64?
+    public var firstPresentationNanoseconds: UInt64?
     /// Set when the file was cut short by a failure (it still holds every whole frame before it).
     public var error: OutputError?
 }

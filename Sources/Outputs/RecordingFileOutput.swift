@@ -27,6 +27,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         /// Raw files only: camrec's timing note at the head of every access unit, as an SEI of this
         /// codec (`--timing-sei`); nil for a bare stream.
         public var timingSEICodec: VideoCodec?
+        /// Where `{n}` comes from when files of several outputs share one count (event clips).
+        public var numbering: FileNumbering?
 
         public init(pattern: OutputNamePattern, device: String, overwrite: Bool, segmentSeconds: Double? = nil,
                     saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy(),
@@ -66,7 +68,12 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         /// The camera went away: end the file once everything before the gap is written.
         var endAtGap = false
         var finished: [FinishedFile] = []
+        /// An event clip ends after the access unit presented at this time (`openClip`).
+        var clipEnd: UInt64 = .max
+        var clipEnded = false
     }
+    /// An event clip: a subscription from the ring, and an end (`openClip`).
+    private var isClip = false
 
     // Owned by the output thread once open() returns.
     private var sink: FileSink?
@@ -111,6 +118,49 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         worker.start()
     }
 
+    /// An event clip: the first file opens now; the stream starts at `start` in the hub's ring (the
+    /// pre-roll) and ends after the access unit presented at `endingAfter`, unless `extendClip` moves
+    /// that on first. Segments (`segmentSeconds`) cut a long clip into files that continue seamlessly.
+    /// `onClipEnded` hears when the last file is finished (or the recording ended first).
+    public func openClip(hub: StreamHub, from start: Subscription.Start, endingAfter: UInt64) throws {
+        try openNextFile()
+        guard let subscription = hub.subscribe(label, from: start, policy: .lossless(depth: queueCapacity)) else {
+            try? finishCurrentFile()
+            throw OutputError(.unwritable, "\(label): the recording has already ended")
+        }
+        isClip = true
+        shared.withLock { $0.clipEnd = endingAfter }
+        self.hub = hub
+        self.subscription = subscription
+        let worker = WorkerThread(name: "event-clip") { [unowned self] in
+            self.run()
+            // The recording ended during the clip: its file is finished here, before the event ends.
+            do {
+                try self.finishCurrentFile()
+            } catch {
+                let failure = error as? OutputError ?? OutputError(.unwritable, "\(self.label): \(error)")
+                self.shared.withLock { $0.failure = $0.failure ?? failure }
+                self.onFailure?(failure)
+            }
+            self.onClipEnded?()
+        }
+        self.worker = worker
+        worker.start()
+    }
+
+    /// Called on the clip's thread once it has ended.
+    public var onClipEnded: (@Sendable () -> Void)?
+
+    /// Moves the clip's end to after the access unit presented at `time` (a later trigger); false
+    /// when the clip has already ended (the caller starts a new one).
+    public func extendClip(endingAfter time: UInt64) -> Bool {
+        shared.withLock { s in
+            guard !s.clipEnded else { return false }
+            s.clipEnd = max(s.clipEnd, time)
+            return true
+        }
+    }
+
     /// Starts a new file at the next IDR (SIGHUP, log-rotation style).
     public func requestNewFile() {
         shared.withLock { $0.rotateRequested = true }
@@ -144,6 +194,11 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
                 shared.withLock { $0.failure = failure }
                 current?.error = failure
                 onFailure?(failure)
+                // A clip that cannot be written ends; the recording it came from goes on.
+                if isClip {
+                    shared.withLock { $0.clipEnded = true }
+                    subscription.cancel()
+                }
             }
         }
     }
@@ -151,6 +206,11 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private func endFileIfAtGap() {
         guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
               shared.withLock({ $0.failure == nil }), current != nil else { return }
+        // A clip ends at the gap: the camera that returns is a new event's.
+        if isClip {
+            shared.withLock { $0.clipEnded = true }
+            subscription?.cancel()
+        }
         do {
             try finishCurrentFile()
         } catch {
@@ -162,6 +222,15 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     private func write(_ chunk: StreamChunk) throws {
         let pts = chunk.presentationTimeNanoseconds
+        if isClip, shared.withLock({ s -> Bool in
+            if pts > s.clipEnd { s.clipEnded = true }
+            return s.clipEnded
+        }) {
+            // Past the post-roll: the clip is complete; leave the hub so it never waits for us.
+            subscription?.cancel()
+            try finishCurrentFile()
+            return
+        }
         // After a gap the file ended there; the camera's first IDR since opens the next one.
         if current == nil, sink == nil {
             guard chunk.isIDR else { return }
@@ -190,7 +259,12 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
             }
         }
         guard let sink, current != nil else { return }
-        if current!.frames == 0 { segmentStartPresentation = pts }
+        if current!.frames == 0 {
+            segmentStartPresentation = pts
+            current!.firstFrame = chunk.sequence
+            current!.firstPresentationNanoseconds = pts
+        }
+        current!.lastFrame = chunk.sequence
         var written = chunk.bytes.count
         if let container {
             try container.write(chunk)
@@ -214,7 +288,9 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private func openNextFile() throws {
         segmentIndex += 1
         let pattern = configuration.pattern
-        let rendered = pattern.render(time: time(nil), segment: segmentIndex, device: configuration.device)
+        // An event clip's {n} counts files over every clip of the run.
+        let number = configuration.numbering?.next() ?? segmentIndex
+        let rendered = pattern.render(time: time(nil), segment: number, device: configuration.device)
         var path = rendered
         var attempt = 1
         // A file this run wrote is never replaced, --overwrite or not: a fixed name rotated by
@@ -234,7 +310,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
                 repeat {
                     attempt += 1
                     guard attempt < 1000 else { throw error }
-                    path = OutputNamePattern.alternative(to: pattern.render(time: time(nil), segment: segmentIndex,
+                    path = OutputNamePattern.alternative(to: pattern.render(time: time(nil), segment: number,
                                                                             device: configuration.device), attempt: attempt)
                 } while writtenThisRun.contains(path)
             }

@@ -68,6 +68,7 @@ extension RecordCommand {
         let recorder = plan.recorder
         recorder.sourceReturn = watcher
         let files = plan.fileOutputs
+        let events = plan.events
         let command = onCameraChange
         recorder.onSourceLost = { end in
             let reason = switch end {
@@ -76,6 +77,7 @@ extension RecordCommand {
             }
             let count = presence.lost()
             files.forEach { $0.endFileAtSourceGap() }
+            events?.endClipAtSourceGap()
             say("camera lost (\(count)): \(reason); the files end here; waiting for it to come back"
                 + (onCameraLost.waitSeconds.map { " (up to \(formatWait($0)) s)" } ?? ""))
             command.map { runCameraChange($0, event: "lost", device: camera.path, detail: reason) }

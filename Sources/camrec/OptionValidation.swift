@@ -12,12 +12,13 @@ enum OptionRange {
 
     /// A finite number of seconds above `minimum` (or at least it, if `inclusive`) and at most
     /// `maximumSeconds`.
-    static func checkSeconds(_ value: Double?, _ option: String, minimum: Double = 0, inclusive: Bool = false) throws {
+    static func checkSeconds(_ value: Double?, _ option: String, minimum: Double = 0, inclusive: Bool = false,
+                             maximum: Double = maximumSeconds) throws {
         guard let value else { return }
         let aboveMinimum = inclusive ? value >= minimum : value > minimum
-        guard value.isFinite, aboveMinimum, value <= maximumSeconds else {
+        guard value.isFinite, aboveMinimum, value <= maximum else {
             let lower = inclusive ? "at least \(format(minimum))" : "more than \(format(minimum))"
-            throw ValidationError("\(option) must be a number of seconds, \(lower) and at most \(format(maximumSeconds)); got \(format(value))")
+            throw ValidationError("\(option) must be a number of seconds, \(lower) and at most \(format(maximum)); got \(format(value))")
         }
     }
 

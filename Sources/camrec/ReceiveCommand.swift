@@ -104,7 +104,8 @@ struct ReceiveCommand: ParsableCommand {
         let interrupts = Atomic<Int>(0)
         let writesFile = output != nil && output != "-"
         signals.start { signal in
-            if signal == SIGHUP { return }
+            // SIGHUP and SIGUSR1 mean nothing to a receiver (they used to end it with no file).
+            if signal == SIGHUP || signal == SIGUSR1 { return }
             if interrupts.add(1, ordering: .relaxed).newValue == 2 {
                 // "Stop waiting", never "throw away": a file is finished with every whole frame
                 // that arrived; stdout (perhaps a pipe nobody reads) is simply left.

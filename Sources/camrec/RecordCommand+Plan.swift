@@ -28,6 +28,8 @@ struct RecordingPlan {
     let outputs: [StreamOutput]
     let fileOutputs: [RecordingFileOutput]
     let liveView: LiveViewOutput?
+    /// `--event-output`: clips around triggers, from the default codec's hub.
+    let events: EventRecorder?
     let outputSet: OutputSet
     let recorder: Recorder
 
@@ -99,10 +101,20 @@ extension RecordCommand {
             add(live, defaultCodec)
             liveView = live
         }
+        let eventRecorder: EventRecorder?
+        do {
+            eventRecorder = try events.makeRecorder(codec: defaultCodec, device: sourceName, framesPerSecond: source.framesPerSecond)
+        } catch {
+            throw Recorder.classify(error)
+        }
+        if let eventRecorder { add(eventRecorder, defaultCodec) }
         logger.info("recording \(source.summary) with \(codecs.map { encoders[$0]!.name }.joined(separator: " and ")), IDR every \(interval) frames")
-        // One hub per encoding; the live view's snapshots read the newest picture group from its ring.
+        // One hub per encoding; the live view's snapshots read the newest picture group from its ring,
+        // event clips their pre-roll.
+        let defaultRing = eventRecorder?.configuration.ringBounds(framesPerSecond: source.framesPerSecond, keyframeInterval: interval)
+            ?? (http != nil ? .newestPictureGroup : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0))
         let hubs = Dictionary(uniqueKeysWithValues: codecs.map { codec in
-            (codec, StreamHub(label: codec.rawValue, ring: http != nil && codec == defaultCodec ? .newestPictureGroup
+            (codec, StreamHub(label: codec.rawValue, ring: codec == defaultCodec ? defaultRing
                                 : RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0), keyframes: keyframes))
         })
         let branches = codecs.map { codec in
@@ -114,7 +126,7 @@ extension RecordCommand {
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         return RecordingPlan(source: source, codecs: codecs, encoders: encoders, keyframeInterval: interval, keyframes: keyframes,
-                             hubs: hubs, outputs: streamOutputs, fileOutputs: fileOutputs, liveView: liveView,
+                             hubs: hubs, outputs: streamOutputs, fileOutputs: fileOutputs, liveView: liveView, events: eventRecorder,
                              outputSet: outputSet, recorder: recorder)
     }
 

@@ -97,6 +97,9 @@ struct RecordCommand: ParsableCommand {
     @OptionGroup(title: "Files, segments and retention")
     var files: FileOutputOptions
 
+    @OptionGroup(title: "Events")
+    var events: EventOptions
+
     @Option(parsing: .unconditional, help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
     var wait: Double?
 
@@ -157,7 +160,7 @@ struct RecordCommand: ParsableCommand {
         if !x264Presets.contains(preset) {
             throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
         }
-        if outputs.isEmpty && listen.isEmpty && http == nil { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, or a media server (rtsp://, rtmp://, srt://)") }
+        if outputs.isEmpty && listen.isEmpty && http == nil && events.eventOutput == nil { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, a media server (rtsp://, rtmp://, srt://), or --event-output PATTERN") }
         _ = try networkEndpoints()
         if let http {
             let endpoint: TCPEndpoint
@@ -193,8 +196,19 @@ struct RecordCommand: ParsableCommand {
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         let camera = CameraPresence()
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
+        let eventClips = plan.events
+        prepareEvents(plan.events, clearStatus: clearStatus)
+        var httpTrigger: (@Sendable (String?) -> EventRecorder.Outcome)?
+        if let eventClips {
+            httpTrigger = { label in
+                let outcome = eventClips.trigger(.http, label: label)
+                if let line = Self.describe(outcome, via: .http) { printLine(clearStatus + "camrec: " + line) }
+                return outcome
+            }
+        }
         let actions = LiveActions(keyframe: { keyframes.request() },
-                                  rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count })
+                                  rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count },
+                                  event: httpTrigger, events: { eventClips?.events ?? [] })
         let httpServer = try plan.liveView.map {
             try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
                                 actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
@@ -211,6 +225,11 @@ struct RecordCommand: ParsableCommand {
             // SIGHUP starts new files, log-rotation style; SIGINT and SIGTERM end cleanly.
             if signal == SIGHUP {
                 fileOutputs.forEach { $0.requestNewFile() }
+                return
+            }
+            // SIGUSR1 starts or extends an event.
+            if signal == SIGUSR1 {
+                triggerBySignal(eventClips, clearStatus: clearStatus)
                 return
             }
             if interrupts.add(1, ordering: .relaxed).newValue == 2 {

@@ -1,14 +1,14 @@
 import Glibc
 import Pipeline
 
-/// Turns SIGINT, SIGTERM and SIGHUP into calls on a thread of their own.
+/// Turns SIGINT, SIGTERM, SIGHUP and SIGUSR1 into calls on a thread of their own.
 ///
 /// The signals are blocked in every thread (set before any thread starts, so
 /// all inherit the mask) and taken with sigwait, which avoids async-signal
 /// restrictions altogether.
 final class SignalWatcher: @unchecked Sendable {
     private let signals: [Int32] = SignalWatcher.watched
-    static let watched: [Int32] = [SIGINT, SIGTERM, SIGHUP]
+    static let watched: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 
     /// Blocks the signals for this thread and every thread started after it. `main` does this
     /// first of all, so a SIGTERM that comes while camrec starts up waits for the watcher

@@ -86,6 +86,25 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(sub.snapshot.beforeStart, 0)
     }
 
+    func testAnAtOrBeforeSubscriberStartsAtTheNewestIDRPresentedAtOrBeforeThatTime() throws {
+        // 10 fps, an IDR every 10 (chunk i is presented at i/10 s).
+        let hub = hub(ring: RingBounds(seconds: 3, maximumBytes: 1 << 20, maximumFrames: 1000))
+        XCTAssertNil(hub.newest)
+        for i in 0..<57 { hub.publish(chunk(i)) }
+        XCTAssertEqual(hub.newest?.sequence, 56)
+        XCTAssertEqual(hub.newest?.presentationTimeNanoseconds, 5_600_000_000)
+        // Exactly on an IDR (4.0 s) starts there; just before it (3.9 s), at the one before (3.0 s).
+        let on = try XCTUnwrap(hub.subscribe("on", from: .atOrBefore(presentationNanoseconds: 4_000_000_000), policy: .lossless(depth: 8)))
+        let before = try XCTUnwrap(hub.subscribe("before", from: .atOrBefore(presentationNanoseconds: 3_900_000_000), policy: .lossless(depth: 8)))
+        // Before what the ring holds (it keeps from 2 s): the oldest IDR held, never a later one.
+        let early = try XCTUnwrap(hub.subscribe("early", from: .atOrBefore(presentationNanoseconds: 0), policy: .lossless(depth: 8)))
+        hub.publish(chunk(57))
+        hub.close()
+        XCTAssertEqual(drain(on), Array(40...57))
+        XCTAssertEqual(drain(before), Array(30...57))
+        XCTAssertEqual(drain(early).first, 20)
+    }
+
     func testANewestIDRSubscriberGetsThePictureGroupHeldAtOnce() throws {
         let hub = hub(ring: .newestPictureGroup)
         for i in 0..<14 { hub.publish(chunk(i)) }

@@ -1,0 +1,204 @@
+import Foundation
+import Glibc
+import XCTest
+
+/// Event clips (`--event-output`, `--pre-roll`, `--post-roll`, `--max-clip-length`) from the built
+/// camrec, triggered over HTTP and by SIGUSR1. The truth is the burned-in counter (read from
+/// ffmpeg's decode, sharing no code with camrec) and ffprobe's key-frame flags of the continuous
+/// recording made beside the clips: a clip must hold exactly the frames the continuous recording
+/// holds from the newest IDR at or before (trigger − pre-roll) to (last trigger + post-roll).
+/// The test pattern is paced like a camera; frames it drops under load are in neither file, so the
+/// expectations come from the continuous file, not from arithmetic on frame numbers.
+final class EventClipTests: ScratchDirectoryTestCase {
+
+    func testHTTPTriggersMakeOneClipFromTheNewestIDRBeforeThePrerollToThePostrollAfterTheLastTrigger() throws {
+        let port = Int.random(in: 22_000..<23_000)
+        let continuous = "\(dir)/cont.h264"
+        let (camrec, errors) = try Tools.launch(Tools.camrec, [
+            "--test-pattern", "--size", "640x360", "--fps", "30", "--keyframe-interval", "30", "--preset", "ultrafast",
+            "--duration", "16", "--pre-roll", "3", "--post-roll", "5", "--event-output", "\(dir)/ev/%Y/clip-{n}.mp4",
+            "--http", "127.0.0.1:\(port)", continuous])
+        defer { if camrec.isRunning { camrec.terminate() } }
+        let api = "http://127.0.0.1:\(port)/api"
+        try waitFor(seconds: 20) { (try? self.status(api))?.frames ?? 0 >= 150 }
+
+        let badLabel = try curl(["-X", "POST", "\(api)/events?label=" + String(repeating: "x", count: 201)])
+        XCTAssertEqual(badLabel.code, 400, badLabel.body)
+        let before = try status(api)
+        let first = try curl(["-X", "POST", "\(api)/events?label=door"])
+        let after = try status(api)
+        XCTAssertEqual(first.code, 201, first.body)
+        let started = try XCTUnwrap(try event(in: first.body), first.body)
+        let t1 = try XCTUnwrap(started["triggerFrame"] as? Int)
+        XCTAssertEqual(started["label"] as? String, "door")
+        XCTAssertEqual(started["trigger"] as? String, "http")
+        // The trigger frame is the newest encoded when the request came: between the frames encoded
+        // before it was sent and those (with the dropped) after the answer.
+        XCTAssertTrue(before.frames - 1 <= t1 && t1 <= after.frames + after.dropped, "\(before) \(t1) \(after)")
+        Thread.sleep(forTimeInterval: 2)
+        let second = try curl(["-X", "POST", "\(api)/events"])
+        XCTAssertEqual(second.code, 200, "a trigger during the clip extends it: " + second.body)
+        let extended = try XCTUnwrap(try event(in: second.body), second.body)
+        XCTAssertEqual(extended["id"] as? Int, 1)
+        XCTAssertEqual(extended["triggers"] as? Int, 2)
+        let t2 = try XCTUnwrap(extended["lastTriggerFrame"] as? Int)
+        XCTAssertGreaterThan(t2, t1)
+        let listing = try curl(["\(api)/events"])
+        let listed = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(listing.body.utf8)) as? [String: Any])?["events"] as? [[String: Any]])
+        XCTAssertEqual(listed.count, 1, listing.body)
+
+        camrec.waitUntilExit()
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(camrec.terminationStatus, 0, log)
+        XCTAssertTrue(log.contains("camrec: event 1 started at frame \(t1) (http, label door)"), log)
+        XCTAssertFalse(log.contains("extended"), "an extension is counted (triggers=2), not said: " + log)
+        let year = String(Calendar(identifier: .gregorian).component(.year, from: Date()))
+        let clip = "\(dir)/ev/\(year)/clip-1.mp4"
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev/\(year)"), ["clip-1.mp4"], "one clip, no temporary file")
+
+        let expected = try framesOfContinuous(continuous, fromIDRAtOrBefore: t1 - 90, through: t2 + 150)
+        XCTAssertEqual(try Tools.patternCounters(clip), expected.map { UInt64($0) },
+                       "the clip holds every frame of the continuous recording from the newest IDR at or before \(t1 - 90) to \(t2 + 150)")
+        XCTAssertEqual(try Tools.keyFrameIndices(clip).first, 0, "the clip begins with an IDR")
+        XCTAssertEqual(try Tools.decodeErrors(clip), "", "the clip decodes alone")
+        XCTAssertTrue(log.contains("camrec: event ended event=1 trigger=http triggers=2 frames=\(expected.first ?? -1)-\(expected.last ?? -1) "), log)
+    }
+
+    func testSignalTriggersAClipAndALongEventGoesOnInTheNextFilesWithNothingLostOrDoubled() throws {
+        let continuous = "\(dir)/cont.h264"
+        let (camrec, errors) = try Tools.launch(Tools.camrec, [
+            "--test-pattern", "--size", "640x360", "--fps", "30", "--keyframe-interval", "15", "--preset", "ultrafast",
+            "--duration", "10", "--pre-roll", "1", "--post-roll", "4", "--max-clip-length", "1.5",
+            "--event-output", "\(dir)/ev/clip-{n}.h264", continuous])
+        defer { if camrec.isRunning { camrec.terminate() } }
+        // Frames are being written once the continuous file holds bytes (after its first IDR).
+        try waitFor(seconds: 20) {
+            let partial = (try? FileManager.default.contentsOfDirectory(atPath: self.dir))?.first { $0.hasPrefix("cont.h264.") }
+            return partial.flatMap { try? FileManager.default.attributesOfItem(atPath: "\(self.dir)/\($0)")[.size] as? Int } ?? 0 > 0
+        }
+        Thread.sleep(forTimeInterval: 2)
+        kill(camrec.processIdentifier, SIGUSR1)
+        camrec.waitUntilExit()
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(camrec.terminationStatus, 0, log)
+        let startLine = try XCTUnwrap(log.split(separator: "\n").first { $0.hasPrefix("camrec: event 1 started at frame ") }, log)
+        let t = try XCTUnwrap(Int(startLine.split(separator: " ")[6]), String(startLine))
+        XCTAssertTrue(startLine.hasSuffix("(signal)"), String(startLine))
+
+        let names = try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev").sorted { $0.count == $1.count ? $0 < $1 : $0.count < $1.count }
+        // 1 s of pre-roll (at most a picture group more) and 4 s of post-roll in files of 1.5 s (cut at
+        // the first IDR after, every half second): at least three.
+        XCTAssertGreaterThanOrEqual(names.count, 3, "\(names)")
+        XCTAssertEqual(names, (1...names.count).map { "clip-\($0).h264" })
+        var together: [UInt64?] = []
+        for name in names {
+            let path = "\(dir)/ev/\(name)"
+            XCTAssertEqual(try Tools.keyFrameIndices(path).first, 0, "\(name) begins with an IDR")
+            XCTAssertEqual(try Tools.decodeErrors(path), "", "\(name) decodes alone")
+            let counters = try Tools.patternCounters(path)
+            XCTAssertLessThanOrEqual(counters.count, 60, "\(name): at most 1.5 s and the picture group that reaches past it")
+            together += counters
+        }
+        let expected = try framesOfContinuous(continuous, fromIDRAtOrBefore: t - 30, through: t + 120)
+        XCTAssertEqual(together, expected.map { UInt64($0) },
+                       "the clip files together hold every frame from the newest IDR at or before \(t - 30) to \(t + 120), none twice")
+        XCTAssertTrue(log.contains("camrec: event ended event=1 trigger=signal triggers=1 frames=\(expected.first ?? -1)-\(expected.last ?? -1) "), log)
+        XCTAssertTrue(log.contains("files=\(names.count)"), log)
+    }
+
+    func testSIGUSR1AndPostWithoutEventOutputChangeNothing() throws {
+        let port = Int.random(in: 23_000..<24_000)
+        let out = "\(dir)/out.h264"
+        let (camrec, errors) = try Tools.launch(Tools.camrec, ["--test-pattern", "--size", "640x360", "--fps", "30", "--duration", "4",
+                                                              "--http", "127.0.0.1:\(port)", out])
+        defer { if camrec.isRunning { camrec.terminate() } }
+        let api = "http://127.0.0.1:\(port)/api"
+        try waitFor(seconds: 20) { (try? self.status(api))?.frames ?? 0 >= 30 }
+        kill(camrec.processIdentifier, SIGUSR1)
+        let post = try curl(["-X", "POST", "\(api)/events"])
+        XCTAssertEqual(post.code, 409, post.body)
+        XCTAssertTrue(post.body.contains("--event-output"), post.body)
+        camrec.waitUntilExit()
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(camrec.terminationStatus, 0, "SIGUSR1 once ended camrec with no file: " + log)
+        XCTAssertTrue(log.contains("camrec: SIGUSR1 ignored: this recording makes no event clips (give --event-output PATTERN)"), log)
+        Tools.assertEveryFrameAccounted(try Tools.patternCounters(out), frames: try Tools.decodedFrameCount(out), output: out, stderr: log)
+        XCTAssertTrue(log.contains("frames=\(try Tools.decodedFrameCount(out)) "), log)
+    }
+
+    func testEventOptionsOutsideTheirRangesAreUsageErrors() throws {
+        let pattern = "\(dir)/ev/{n}.h264"
+        let cases: [([String], String)] = [
+            (["--pre-roll", "nan", "--event-output", pattern], "--pre-roll must be a number of seconds, at least 0 and at most 600; got nan"),
+            (["--pre-roll", "601", "--event-output", pattern], "--pre-roll must be a number of seconds, at least 0 and at most 600; got 601"),
+            (["--pre-roll", "-1", "--event-output", pattern], "--pre-roll must be a number of seconds"),
+            (["--post-roll", "inf", "--event-output", pattern], "--post-roll must be a number of seconds, at least 0 and at most 3600; got inf"),
+            (["--max-clip-length", "0.5", "--event-output", pattern], "--max-clip-length must be a number of seconds, at least 1"),
+            (["--pre-roll", "3", "\(dir)/out.h264"], "--pre-roll, --post-roll and --max-clip-length go with --event-output PATTERN"),
+            (["--event-output", "\(dir)/clip.mp4"], "give a name that changes per clip"),
+            (["--event-output", "rtmp://user:secret@host/live/{n}"], "--event-output rtmp://"),
+            (["--event-output", "-"], "clips go to files"),
+        ]
+        for (arguments, message) in cases {
+            let r = try Tools.camrec(["--test-pattern", "--frames", "5"] + arguments)
+            XCTAssertEqual(r.status, 64, "\(arguments): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message), "\(arguments): \(r.stderr)")
+        }
+        // A folder that cannot be made fails before anything is recorded, with one line.
+        try Data().write(to: URL(fileURLWithPath: "\(dir)/file"))
+        let r = try Tools.camrec(["--test-pattern", "--frames", "5", "--event-output", "\(dir)/file/{n}.h264", "\(dir)/out.h264"])
+        XCTAssertEqual(r.status, 75, r.stderr)
+        XCTAssertTrue(r.stderr.contains("camrec: error: --event-output: output directory \(dir)/file is a file, not a directory"), r.stderr)
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/out.h264"), "nothing recorded")
+    }
+
+    // MARK: helpers
+
+    /// The burned-in numbers of the continuous recording from its newest IDR numbered at or before
+    /// `start` through its last frame numbered at or before `end`.
+    private func framesOfContinuous(_ path: String, fromIDRAtOrBefore start: Int, through end: Int) throws -> [Int] {
+        let counters = try Tools.patternCounters(path).map { $0.map(Int.init) }
+        XCTAssertFalse(counters.contains(nil), "every picture of the continuous recording has its number")
+        let numbers = counters.compactMap { $0 }
+        let idrs = try Tools.keyFrameIndices(path).map { numbers[$0] }
+        let first = try XCTUnwrap(idrs.last { $0 <= start }, "an IDR at or before \(start) in \(idrs)")
+        return numbers.filter { $0 >= first && $0 <= end }
+    }
+
+    private struct NotReady: Error { let seconds: Double }
+
+    private struct Status: CustomStringConvertible {
+        var frames: Int
+        var dropped: Int
+        var description: String { "frames=\(frames) dropped=\(dropped)" }
+    }
+
+    private func status(_ api: String) throws -> Status {
+        let answer = try curl(["\(api)/status"])
+        // Not XCTUnwrap: asked while camrec starts, no answer is expected yet (and is no failure).
+        guard let json = (try? JSONSerialization.jsonObject(with: Data(answer.body.utf8))) as? [String: Any] else {
+            throw NotReady(seconds: 0)
+        }
+        return Status(frames: json["frames"] as? Int ?? 0, dropped: json["dropped"] as? Int ?? 0)
+    }
+
+    private func event(in body: String) throws -> [String: Any]? {
+        (try JSONSerialization.jsonObject(with: Data(body.utf8)) as? [String: Any])?["event"] as? [String: Any]
+    }
+
+    /// curl's answer: the status code and the body.
+    private func curl(_ arguments: [String]) throws -> (code: Int, body: String) {
+        let r = try Tools.run("curl", ["-s", "-m", "10", "-w", "\n%{http_code}"] + arguments)
+        var lines = r.stdoutText.split(separator: "\n", omittingEmptySubsequences: false)
+        let code = Int(lines.popLast() ?? "") ?? 0
+        return (code, lines.joined(separator: "\n"))
+    }
+
+    private func waitFor(seconds: Double, _ condition: () -> Bool) throws {
+        let deadline = Date().addingTimeInterval(seconds)
+        while !condition() {
+            guard Date() < deadline else { throw NotReady(seconds: seconds) }
+            Thread.sleep(forTimeInterval: 0.1)
+        }
+    }
+}
