@@ -39,6 +39,8 @@ let package = Package(
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline"),
+        // Motion in the picture, from the pool buffers' luma before encoding (pure Swift).
+        .target(name: "Motion", dependencies: ["Frames"]),
         // The seam between encoders and everything that takes their stream: a hub per encoded
         // stream with the recent access units, the one keyframe gate, and subscriptions.
         .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
@@ -80,7 +82,7 @@ let package = Package(
         ]),
         .executableTarget(name: "camrec", dependencies: [
             "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
-            "Pipeline",
+            "Pipeline", "Motion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
         ]),
@@ -90,6 +92,9 @@ let package = Package(
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub"]),
         .testTarget(name: "HubTests", dependencies: ["Hub"]),
+        // What --motion costs, measured: swift run -c release motion-benchmark
+        .executableTarget(name: "motion-benchmark", dependencies: ["Motion", "Capture", "Frames"], path: "benchmarks/motion-benchmark"),
+        .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "Frames"]),
         .testTarget(name: "RecorderTests", dependencies: [
             "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs",
             .product(name: "Logging", package: "swift-log"),

@@ -26,6 +26,10 @@ public final class StreamHub: Sendable {
     public struct PublishedFrame: Sendable, Equatable {
         public var sequence: UInt64
         public var presentationTimeNanoseconds: UInt64
+        public init(sequence: UInt64, presentationTimeNanoseconds: UInt64) {
+            self.sequence = sequence
+            self.presentationTimeNanoseconds = presentationTimeNanoseconds
+        }
     }
     private let state: Mutex<State>
 

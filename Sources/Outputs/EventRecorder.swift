@@ -66,6 +66,8 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         public var prerollSeconds: Double?
         public var files: [String]
         public var error: String?
+        /// With `--motion`: the largest share of the picture that moved (0-1) among its motion triggers.
+        public var motionScore: Double?
     }
 
     public enum Outcome: Sendable {
@@ -134,24 +136,29 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     }
 
     /// Starts an event, or extends the one being written.
-    public func trigger(_ trigger: Trigger, label: String? = nil) -> Outcome {
+    /// - Parameter frame: the frame the trigger belongs to (motion: the frame that moved), when it is
+    ///   not the newest encoded (which may lag behind a frame about to be encoded).
+    /// - Parameter motionScore: the share of the picture that moved, for a motion trigger.
+    public func trigger(_ trigger: Trigger, label: String? = nil, frame: StreamHub.PublishedFrame? = nil,
+                        motionScore: Double? = nil) -> Outcome {
         joinEndedClips()
         return state.withLock { s -> Outcome in
             guard let hub = s.hub, !hub.isClosed, !s.finishing else { return .refused("the recording is not running") }
-            guard let newest = hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
+            guard let newest = frame ?? hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
             let post = UInt64(configuration.postRollSeconds * 1e9)
             let end = newest.presentationTimeNanoseconds &+ post
             if let current = s.current, let i = index(of: current.id, in: s), current.clip.extendClip(endingAfter: end) {
                 s.events[i].triggers += 1
                 s.events[i].lastTriggerFrame = newest.sequence
                 if s.events[i].label == nil { s.events[i].label = label }
+                if let motionScore { s.events[i].motionScore = max(s.events[i].motionScore ?? 0, motionScore) }
                 return .extended(s.events[i])
             }
             let id = s.nextID
             s.nextID += 1
             let event = Event(id: id, trigger: trigger, label: label, start: Self.isoNow(), end: nil, triggers: 1,
                               triggerFrame: newest.sequence, lastTriggerFrame: newest.sequence, firstFrame: nil,
-                              lastFrame: nil, prerollSeconds: nil, files: [], error: nil)
+                              lastFrame: nil, prerollSeconds: nil, files: [], error: nil, motionScore: motionScore)
             let clip = RecordingFileOutput(configuration: configuration.files)
             let pre = UInt64(configuration.preRollSeconds * 1e9)
             let from = newest.presentationTimeNanoseconds >= pre ? newest.presentationTimeNanoseconds - pre : 0

@@ -46,6 +46,9 @@ public final class Recorder: @unchecked Sendable {
     }
     /// Called on the encoder thread for every access unit; must be quick.
     public var onFrameTimed: (@Sendable (FrameTiming) -> Void)?
+    /// Called on the recording thread with each frame before it is encoded (motion detection reads
+    /// its luma here, with no copy); it must be quick and must not keep the buffer. Set before `run`.
+    public var onFrameBeforeEncoding: ((PixelBuffer) -> Void)?
     /// When recent frames went into the encoder, by sequence number modulo its size.
     private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
 
@@ -188,6 +191,7 @@ public final class Recorder: @unchecked Sendable {
                 let entry = (buffer.sequence, MonotonicClock.now())
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
+            onFrameBeforeEncoding?(buffer)
             hand(buffer, forceKeyframe: force, release: release)
         }
         capture.join()

@@ -1,6 +1,9 @@
 import ArgumentParser
 import Bitstream
 import Containers
+import Frames
+import Hub
+import Motion
 import Outputs
 
 /// Event clips: what a trigger records, and how far around it.
@@ -17,6 +20,18 @@ struct EventOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "Longest clip file in seconds (default 300): a longer event goes on in the next file from an IDR, no frame lost or repeated.")
     var maxClipLength: Double?
 
+    @Flag(help: "Start or extend an event when something moves in the picture (needs --event-output): differences of each frame's downscaled brightness from a learned background; changes of the whole picture (lights, exposure, a day/night switch) are not motion.")
+    var motion = false
+
+    @Option(parsing: .unconditional, help: "With --motion: brightness levels (1-255) a 16x16 area must change by (default 12).")
+    var motionThreshold: Int?
+
+    @Option(parsing: .unconditional, help: "With --motion: percent of the picture (outside the mask) that must change (default 0.5).")
+    var motionArea: Double?
+
+    @Option(help: ArgumentHelp("With --motion: ignore this rectangle, in pixels (a clock overlay, a tree, a road); may be given more than once.", valueName: "X,Y,W,H"))
+    var motionMask: [String] = []
+
     static let defaultPreRoll = 5.0
     static let defaultPostRoll = 10.0
     static let defaultMaxClipLength = 300.0
@@ -28,6 +43,19 @@ struct EventOptions: ParsableArguments {
         if eventOutput == nil && (preRoll != nil || postRoll != nil || maxClipLength != nil) {
             throw ValidationError("--pre-roll, --post-roll and --max-clip-length go with --event-output PATTERN")
         }
+        if !motion && (motionThreshold != nil || motionArea != nil || !motionMask.isEmpty) {
+            throw ValidationError("--motion-threshold, --motion-area and --motion-mask go with --motion")
+        }
+        if motion && eventOutput == nil {
+            throw ValidationError("--motion starts events: give --event-output PATTERN for their clips")
+        }
+        if let motionThreshold, !(1...255).contains(motionThreshold) {
+            throw ValidationError("--motion-threshold must be between 1 and 255 brightness levels; got \(motionThreshold)")
+        }
+        if let motionArea, !(motionArea.isFinite && motionArea > 0 && motionArea <= 100) {
+            throw ValidationError("--motion-area must be a percentage more than 0 and at most 100; got \(motionArea)")
+        }
+        _ = try motionRectangles()
         if let eventOutput {
             if eventOutput == "-" || MediaServerURL.schemeSeparator(eventOutput) != nil {
                 throw ValidationError("--event-output \(MediaServerURL.redact(eventOutput)): clips go to files; give a file name pattern such as 'events/%F/%H%M%S-{n}.mp4'")
@@ -38,6 +66,27 @@ struct EventOptions: ParsableArguments {
                 throw ValidationError("--event-output \(eventOutput): give a name that changes per clip, e.g. 'events/%F/%H%M%S-{n}.mp4'")
             }
         }
+    }
+
+    /// `--motion-mask` values, each X,Y,W,H in pixels (whole numbers, W and H above 0).
+    func motionRectangles() throws -> [MotionDetector.Rectangle] {
+        try motionMask.map { text in
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
+                  (0...100_000).contains(x), (0...100_000).contains(y), (1...100_000).contains(w), (1...100_000).contains(h) else {
+                throw ValidationError("--motion-mask \(text): give X,Y,W,H in pixels, e.g. 0,0,640,48")
+            }
+            return MotionDetector.Rectangle(x: x, y: y, width: w, height: h)
+        }
+    }
+
+    /// With `--motion`: a detector on every frame before it is encoded, triggering `events`.
+    func makeMotionWatcher(events: EventRecorder?, size: FrameSize) throws -> MotionWatcher? {
+        guard motion, let events else { return nil }
+        let settings = MotionDetector.Settings(threshold: motionThreshold ?? MotionDetector.Settings.defaultThreshold,
+                                               minimumArea: (motionArea ?? MotionDetector.Settings.defaultMinimumArea * 100) / 100,
+                                               mask: try motionRectangles())
+        return MotionWatcher(detector: MotionDetector(width: size.width, height: size.height, settings: settings), events: events)
     }
 
     /// The event recorder for `--event-output`, or nil.
@@ -67,6 +116,7 @@ extension RecordCommand {
             var fields = ["event=\(event.id)", "trigger=\(event.trigger.rawValue)", "triggers=\(event.triggers)"]
             if let first = event.firstFrame, let last = event.lastFrame { fields.append("frames=\(first)-\(last)") }
             if let pre = event.prerollSeconds { fields.append("pre-roll=\(format(pre, decimals: 3))s") }
+            if let score = event.motionScore { fields.append("motion=\(format(score * 100, decimals: 1))%") }
             fields.append("files=\(event.files.count)")
             if let error = event.error { fields.append("error=\(quotedField(error))") }
             printLine(clearStatus + "camrec: event ended " + fields.joined(separator: " "))
@@ -94,5 +144,29 @@ extension RecordCommand {
         case .refused(let why):
             return "event not started: \(why)"
         }
+    }
+}
+
+/// Motion, as triggers: confirmed motion starts or extends an event, at most every half second of
+/// video while it lasts (a trigger a frame would only move the clip's end by a frame each time).
+final class MotionWatcher {
+    let detector: MotionDetector
+    let events: EventRecorder
+    private var lastTrigger: UInt64?
+    static let triggerEveryNanoseconds: UInt64 = 500_000_000
+
+    init(detector: MotionDetector, events: EventRecorder) {
+        self.detector = detector
+        self.events = events
+    }
+
+    /// On the recording thread, once per frame; returns the trigger's outcome when there was one.
+    func look(at buffer: PixelBuffer) -> EventRecorder.Outcome? {
+        guard case .motion(let score) = detector.look(at: buffer) else { return nil }
+        let now = buffer.presentationTimeNanoseconds
+        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds { return nil }
+        lastTrigger = now
+        let frame = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now)
+        return events.trigger(.motion, frame: frame, motionScore: score)
     }
 }

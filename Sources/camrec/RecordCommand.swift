@@ -198,6 +198,13 @@ struct RecordCommand: ParsableCommand {
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         let eventClips = plan.events
         prepareEvents(plan.events, clearStatus: clearStatus)
+        if let watcher = try events.makeMotionWatcher(events: plan.events, size: source.frameSize) {
+            recorder.onFrameBeforeEncoding = { buffer in
+                if let outcome = watcher.look(at: buffer), let line = Self.describe(outcome, via: .motion) {
+                    printLine(clearStatus + "camrec: " + line)
+                }
+            }
+        }
         var httpTrigger: (@Sendable (String?) -> EventRecorder.Outcome)?
         if let eventClips {
             httpTrigger = { label in

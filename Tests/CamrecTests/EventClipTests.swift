@@ -106,6 +106,35 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertTrue(log.contains("files=\(names.count)"), log)
     }
 
+    /// `--test-scene` at 30 fps: the object crosses in frames 300-449, the lights go on at 600 (20 s).
+    func testMotionMakesOneClipHoldingTheWholeCrossingAndTheLightsMakeNone() throws {
+        let continuous = "\(dir)/cont.h264"
+        let r = try Tools.camrec([
+            "--test-scene", "--size", "640x360", "--fps", "30", "--keyframe-interval", "30", "--preset", "ultrafast",
+            "--duration", "22", "--motion", "--motion-mask", "0,0,640,48", "--pre-roll", "2", "--post-roll", "2",
+            "--event-output", "\(dir)/ev/{n}.h264", continuous])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let starts = r.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: event ") && $0.contains(" started at frame ") }
+        XCTAssertEqual(starts.count, 1, "one event: the crossing, not the lights: " + r.stderr)
+        let start = try XCTUnwrap(starts.first)
+        XCTAssertTrue(start.hasSuffix("(motion)"), String(start))
+        let t = try XCTUnwrap(Int(start.split(separator: " ")[6]), String(start))
+        XCTAssertTrue((300..<330).contains(t), "noticed within a second of the object entering at 300: \(t)")
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev"), ["1.h264"])
+        let clip = "\(dir)/ev/1.h264"
+        let counters = try Tools.patternCounters(clip).map { $0.map(Int.init) }
+        let numbers = counters.compactMap { $0 }
+        XCTAssertEqual(numbers.count, counters.count, "every picture has its number")
+        let crossing = try framesOfContinuous(continuous, fromIDRAtOrBefore: 0, through: 449).filter { $0 >= 300 }
+        XCTAssertTrue(Set(numbers).isSuperset(of: crossing), "the clip holds the whole crossing: \(numbers.first ?? -1)-\(numbers.last ?? -1)")
+        let expected = try framesOfContinuous(continuous, fromIDRAtOrBefore: t - 60, through: numbers.last ?? 0)
+        XCTAssertEqual(numbers, expected, "from the newest IDR at or before \(t - 60), every frame of the continuous recording")
+        XCTAssertLessThan(numbers.last ?? .max, 600, "the clip ended before the lights went on")
+        XCTAssertEqual(try Tools.keyFrameIndices(clip).first, 0)
+        XCTAssertEqual(try Tools.decodeErrors(clip), "")
+        XCTAssertTrue(r.stderr.contains("trigger=motion") && r.stderr.contains(" motion="), r.stderr)
+    }
+
     func testSIGUSR1AndPostWithoutEventOutputChangeNothing() throws {
         let port = Int.random(in: 23_000..<24_000)
         let out = "\(dir)/out.h264"
@@ -138,6 +167,13 @@ final class EventClipTests: ScratchDirectoryTestCase {
             (["--event-output", "\(dir)/clip.mp4"], "give a name that changes per clip"),
             (["--event-output", "rtmp://user:secret@host/live/{n}"], "--event-output rtmp://"),
             (["--event-output", "-"], "clips go to files"),
+            (["--motion", "\(dir)/out.h264"], "--motion starts events: give --event-output PATTERN"),
+            (["--motion-threshold", "5", "--event-output", pattern], "go with --motion"),
+            (["--motion", "--motion-threshold", "0", "--event-output", pattern], "--motion-threshold must be between 1 and 255"),
+            (["--motion", "--motion-area", "nan", "--event-output", pattern], "--motion-area must be a percentage"),
+            (["--motion", "--motion-area", "101", "--event-output", pattern], "--motion-area must be a percentage"),
+            (["--motion", "--motion-mask", "1,2,3", "--event-output", pattern], "--motion-mask 1,2,3: give X,Y,W,H"),
+            (["--motion", "--motion-mask", "0,0,-5,10", "--event-output", pattern], "--motion-mask 0,0,-5,10: give X,Y,W,H"),
         ]
         for (arguments, message) in cases {
             let r = try Tools.camrec(["--test-pattern", "--frames", "5"] + arguments)

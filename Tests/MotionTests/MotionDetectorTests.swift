@@ -1,0 +1,127 @@
+import Capture
+import Frames
+import Motion
+import XCTest
+
+/// The detector on `--test-scene`, whose timeline says which frames hold motion: an object crossing
+/// from 10 s to 15 s of every 30, the lights on from 20 s to 30 s (a change of the whole picture,
+/// never motion), sensor-like noise in every frame (never motion).
+final class MotionDetectorTests: XCTestCase {
+    /// The burned-in counter (rows 16-31) changes every frame, as a camera's clock overlay does: masked,
+    /// as a user masks an overlay.
+    private static func counterStrip(_ size: FrameSize) -> MotionDetector.Rectangle {
+        MotionDetector.Rectangle(x: 0, y: 0, width: size.width, height: 48)
+    }
+
+    private func verdicts(size: FrameSize, fps: Double, frames: Int,
+                          settings: MotionDetector.Settings? = nil) throws -> [MotionDetector.Verdict] {
+        let settings = settings ?? .init(mask: [Self.counterStrip(size)])
+        let source = TestPatternSource(size: size, fps: fps, realTime: false, picture: .eventScene)
+        let pool = PixelBufferPool(format: .nv12, width: size.width, height: size.height, capacity: 3)
+        try source.start(pool: pool)
+        defer { source.stop() }
+        let detector = MotionDetector(width: size.width, height: size.height, settings: settings)
+        var got: [MotionDetector.Verdict] = []
+        for _ in 0..<frames {
+            let frame = try XCTUnwrap(source.nextFrame())
+            got.append(detector.look(at: frame))
+            frame.recycle()
+        }
+        return got
+    }
+
+    private func isMotion(_ verdict: MotionDetector.Verdict) -> Bool {
+        if case .motion = verdict { return true }
+        return false
+    }
+
+    private func score(_ verdict: MotionDetector.Verdict) -> Double {
+        switch verdict {
+        case .learning: 0
+        case .still(let s), .motion(let s), .globalChange(let s): s
+        }
+    }
+
+    func testMotionOnlyWhileTheObjectCrossesAndNeverForNoiseOrTheLights() throws {
+        for (size, fps) in [(FrameSize(width: 640, height: 360), 10.0), (FrameSize(width: 320, height: 240), 30.0)] {
+            let scene = TestScene(size: size, fps: fps)
+            let frames = Int(scene.periodFrames) * 2 + 10
+            let got = try verdicts(size: size, fps: fps, frames: frames)
+            let second = Int(fps.rounded())
+            // The trail a passing object leaves in the background fades within 15 frames (1/8 a frame).
+            let trail = 15
+            for period in 0..<2 {
+                let base = period * Int(scene.periodFrames)
+                let object = (base + Int(scene.objectFrames.lowerBound))..<(base + Int(scene.objectFrames.upperBound))
+                let motion = (base..<min(frames, base + Int(scene.periodFrames))).filter { isMotion(got[$0]) }
+                let context = "\(size) @ \(fps) fps, period \(period): motion in \(motion)"
+                XCTAssertTrue(motion.allSatisfy { object.lowerBound <= $0 && $0 < object.upperBound + trail }, context)
+                XCTAssertTrue(motion.contains { $0 < object.lowerBound + second }, "noticed within a second of entering: " + context)
+                XCTAssertGreaterThanOrEqual(motion.filter { object.contains($0) }.count, object.count * 8 / 10,
+                                            "most of the crossing: " + context)
+                let lights = base + Int(scene.lightsFrames.lowerBound)
+                XCTAssertFalse(isMotion(got[lights]) || isMotion(got[lights + 1]), "lights on: \(got[lights]) \(got[lights + 1])")
+                if base + Int(scene.periodFrames) + 1 < frames {
+                    let off = base + Int(scene.periodFrames)
+                    XCTAssertFalse(isMotion(got[off]) || isMotion(got[off + 1]), "lights off: \(got[off]) \(got[off + 1])")
+                }
+            }
+            let stillScores = got.indices.filter { i in
+                let phase = UInt64(i) % scene.periodFrames
+                return !(scene.objectFrames.lowerBound..<(scene.objectFrames.upperBound + UInt64(trail))).contains(phase)
+            }.map { score(got[$0]) }
+            print("motion: \(size) @ \(fps) fps: the largest score of a frame without the object: \(stillScores.max() ?? 0)")
+        }
+    }
+
+    func testTheLightsAreNoMotionEvenWithoutTheGlobalGuard() throws {
+        // globalFraction 1: only taking the picture's mean change off keeps the lights from being motion.
+        let size = FrameSize(width: 320, height: 240)
+        let scene = TestScene(size: size, fps: 10)
+        let got = try verdicts(size: size, fps: 10, frames: Int(scene.periodFrames) + 5,
+                               settings: .init(globalFraction: 1, mask: [Self.counterStrip(size)]))
+        let lights = Int(scene.lightsFrames.lowerBound), off = Int(scene.periodFrames)
+        for i in [lights, lights + 1, lights + 2, off, off + 1, off + 2] {
+            XCTAssertFalse(isMotion(got[i]), "frame \(i): \(got[i])")
+        }
+    }
+
+    func testAPictureThatTurnsGreyIsAGlobalChangeAndTheBackgroundStartsAgain() {
+        // A camera's day/night switch: texture gone, the mean brightness the same. Every cell differs.
+        let width = 320, height = 240
+        let textured = (0..<(width * height)).map { i in UInt8(((i % width) / 16 + (i / width) / 16) % 2 == 0 ? 60 : 180) }
+        let grey = [UInt8](repeating: 120, count: width * height)
+        let detector = MotionDetector(width: width, height: height)
+        func look(_ plane: [UInt8]) -> MotionDetector.Verdict {
+            plane.withUnsafeBufferPointer { detector.look(luma: $0.baseAddress!, stride: width) }
+        }
+        XCTAssertEqual(look(textured), .learning)
+        XCTAssertEqual(look(textured), .still(score: 0))
+        XCTAssertEqual(look(grey), .globalChange(score: 1))
+        XCTAssertEqual(look(grey), .still(score: 0), "learned again from the grey picture")
+        XCTAssertEqual(look(grey), .still(score: 0))
+    }
+
+    func testAMaskedObjectIsNoMotion() throws {
+        let size = FrameSize(width: 640, height: 360)
+        let scene = TestScene(size: size, fps: 10)
+        // The band the object crosses in, masked.
+        let side = size.height / 3
+        let mask = MotionDetector.Rectangle(x: 0, y: (size.height - side) / 2 - 16, width: size.width, height: side + 32)
+        let got = try verdicts(size: size, fps: 10, frames: Int(scene.objectFrames.upperBound) + 20,
+                               settings: .init(mask: [mask, Self.counterStrip(size)]))
+        XCTAssertFalse(got.contains { isMotion($0) }, "\(got.enumerated().filter { isMotion($0.element) }.map(\.offset))")
+    }
+
+    func testTheFirstFrameIsLearnedAndSettingsAreClamped() {
+        let settings = MotionDetector.Settings(threshold: 1000, minimumArea: .nan, globalFraction: -3, framesToConfirm: 0)
+        XCTAssertEqual(settings.threshold, 255)
+        XCTAssertEqual(settings.minimumArea, MotionDetector.Settings.defaultMinimumArea)
+        XCTAssertEqual(settings.globalFraction, 0)
+        XCTAssertEqual(settings.framesToConfirm, 1)
+        let detector = MotionDetector(width: 64, height: 32)
+        let plane = [UInt8](repeating: 100, count: 64 * 32)
+        XCTAssertEqual(plane.withUnsafeBufferPointer { detector.look(luma: $0.baseAddress!, stride: 64) }, .learning)
+        XCTAssertEqual(plane.withUnsafeBufferPointer { detector.look(luma: $0.baseAddress!, stride: 64) }, .still(score: 0))
+    }
+}
