@@ -100,41 +100,9 @@ private func formatWait(_ seconds: Double) -> String {
     seconds.isFinite ? String(Double((seconds * 10).rounded()) / 10) : "?"
 }
 
-/// Runs `--on-camera-change CMD` through /bin/sh without waiting for it. What happened reaches it in
-/// environment variables, never in the command line: CAMREC_CAMERA_EVENT (lost or returned),
-/// CAMREC_DEVICE (the node), CAMREC_CAMERA_DETAIL (why it was lost, or the seconds it was away).
+/// Runs `--on-camera-change CMD`: CAMREC_CAMERA_EVENT (lost or returned), CAMREC_DEVICE (the node),
+/// CAMREC_CAMERA_DETAIL (why it was lost, or the seconds it was away).
 func runCameraChange(_ command: String, event: String, device: String, detail: String) {
-    var environment = [String: String]()
-    var entry = environ
-    while let pointer = entry.pointee {
-        let pair = String(cString: pointer)
-        if let equals = pair.firstIndex(of: "=") {
-            environment[String(pair[..<equals])] = String(pair[pair.index(after: equals)...])
-        }
-        entry += 1
-    }
-    environment["CAMREC_CAMERA_EVENT"] = event
-    environment["CAMREC_DEVICE"] = device
-    environment["CAMREC_CAMERA_DETAIL"] = detail
-    let arguments = ["/bin/sh", "-c", command]
-    let argv = arguments.map { strdup($0) } + [nil]
-    let envp = environment.map { strdup("\($0.key)=\($0.value)") } + [nil]
-    defer {
-        argv.forEach { free($0) }
-        envp.forEach { free($0) }
-    }
-    var pid: pid_t = 0
-    let status = posix_spawn(&pid, "/bin/sh", nil, nil, argv, envp)
-    guard status == 0 else {
-        writeStandardError("camrec: --on-camera-change: cannot start /bin/sh: \(String(cString: strerror(status)))\n")
-        return
-    }
-    // Reaped on a thread of its own, so a slow command never holds up the capture thread.
-    let child = pid
-    let reaper = WorkerThread(name: "camera-change") {
-        var ignored: Int32 = 0
-        _ = waitpid(child, &ignored, 0)
-    }
-    reaper.start()
-    reaper.detach()
+    runHookCommand(command, option: "--on-camera-change",
+                   variables: ["CAMREC_CAMERA_EVENT": event, "CAMREC_DEVICE": device, "CAMREC_CAMERA_DETAIL": detail])
 }

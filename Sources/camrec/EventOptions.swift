@@ -32,6 +32,9 @@ struct EventOptions: ParsableArguments {
     @Option(help: ArgumentHelp("With --motion: ignore this rectangle, in pixels (a clock overlay, a tree, a road); may be given more than once.", valueName: "X,Y,W,H"))
     var motionMask: [String] = []
 
+    @Option(help: ArgumentHelp("Run CMD (with /bin/sh) when each event's clip is finished; it gets CAMREC_EVENT_ID, CAMREC_EVENT_TRIGGER, CAMREC_EVENT_LABEL, CAMREC_EVENT_FILE (the clip's first file), CAMREC_EVENT_LAST_FILE, CAMREC_EVENT_FILES (how many), CAMREC_EVENT_START, CAMREC_EVENT_END, CAMREC_EVENT_FIRST_FRAME, CAMREC_EVENT_LAST_FRAME and CAMREC_EVENT_MOTION in its environment, never in the command line.", valueName: "CMD"))
+    var onEventEnd: String?
+
     static let defaultPreRoll = 5.0
     static let defaultPostRoll = 10.0
     static let defaultMaxClipLength = 300.0
@@ -42,6 +45,9 @@ struct EventOptions: ParsableArguments {
         try OptionRange.checkSeconds(maxClipLength, "--max-clip-length", minimum: 1, inclusive: true)
         if eventOutput == nil && (preRoll != nil || postRoll != nil || maxClipLength != nil) {
             throw ValidationError("--pre-roll, --post-roll and --max-clip-length go with --event-output PATTERN")
+        }
+        if onEventEnd != nil && eventOutput == nil {
+            throw ValidationError("--on-event-end goes with --event-output PATTERN")
         }
         if !motion && (motionThreshold != nil || motionArea != nil || !motionMask.isEmpty) {
             throw ValidationError("--motion-threshold, --motion-area and --motion-mask go with --motion")
@@ -109,6 +115,7 @@ extension RecordCommand {
     /// Says each event's start, extension and end on stderr (one line each, key=value).
     func prepareEvents(_ events: EventRecorder?, clearStatus: String) {
         guard let events else { return }
+        let onEventEnd = self.events.onEventEnd
         events.onFileFinished = { file in
             printLine(clearStatus + finishedFileLine(file, dropped: 0).replacingOccurrences(of: " dropped=0", with: ""))
         }
@@ -120,7 +127,19 @@ extension RecordCommand {
             fields.append("files=\(event.files.count)")
             if let error = event.error { fields.append("error=\(quotedField(error))") }
             printLine(clearStatus + "camrec: event ended " + fields.joined(separator: " "))
+            if let command = onEventEnd { runHookCommand(command, option: "--on-event-end", variables: Self.variables(of: event)) }
         }
+    }
+
+    /// What `--on-event-end` gets: the event, in CAMREC_EVENT_* variables (empty when unknown).
+    static func variables(of event: EventRecorder.Event) -> [String: String] {
+        ["CAMREC_EVENT_ID": String(event.id), "CAMREC_EVENT_TRIGGER": event.trigger.rawValue,
+         "CAMREC_EVENT_LABEL": event.label ?? "", "CAMREC_EVENT_FILE": event.files.first ?? "",
+         "CAMREC_EVENT_LAST_FILE": event.files.last ?? "", "CAMREC_EVENT_FILES": String(event.files.count),
+         "CAMREC_EVENT_START": event.start, "CAMREC_EVENT_END": event.end ?? "",
+         "CAMREC_EVENT_FIRST_FRAME": event.firstFrame.map { String($0) } ?? "",
+         "CAMREC_EVENT_LAST_FRAME": event.lastFrame.map { String($0) } ?? "",
+         "CAMREC_EVENT_MOTION": event.motionScore.map { format($0, decimals: 4) } ?? ""]
     }
 
     /// SIGUSR1: starts or extends an event, and says which on stderr.

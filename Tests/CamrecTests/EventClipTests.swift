@@ -17,7 +17,8 @@ final class EventClipTests: ScratchDirectoryTestCase {
         let (camrec, errors) = try Tools.launch(Tools.camrec, [
             "--test-pattern", "--size", "640x360", "--fps", "30", "--keyframe-interval", "30", "--preset", "ultrafast",
             "--duration", "16", "--pre-roll", "3", "--post-roll", "5", "--event-output", "\(dir)/ev/%Y/clip-{n}.mp4",
-            "--http", "127.0.0.1:\(port)", continuous])
+            "--on-event-end", "env > \"\(dir)/hook-$CAMREC_EVENT_ID.env\"",
+            "--http", "127.0.0.1:\(port)", continuous], cwd: dir)
         defer { if camrec.isRunning { camrec.terminate() } }
         let api = "http://127.0.0.1:\(port)/api"
         try waitFor(seconds: 20) { (try? self.status(api))?.frames ?? 0 >= 150 }
@@ -25,12 +26,14 @@ final class EventClipTests: ScratchDirectoryTestCase {
         let badLabel = try curl(["-X", "POST", "\(api)/events?label=" + String(repeating: "x", count: 201)])
         XCTAssertEqual(badLabel.code, 400, badLabel.body)
         let before = try status(api)
-        let first = try curl(["-X", "POST", "\(api)/events?label=door"])
+        // A label a shell would run: it reaches the command's environment as text, and nothing runs it.
+        let label = "door $(touch pwned) ; \"quoted\""
+        let first = try curl(["-X", "POST", "-G", "--data-urlencode", "label=\(label)", "\(api)/events"])
         let after = try status(api)
         XCTAssertEqual(first.code, 201, first.body)
         let started = try XCTUnwrap(try event(in: first.body), first.body)
         let t1 = try XCTUnwrap(started["triggerFrame"] as? Int)
-        XCTAssertEqual(started["label"] as? String, "door")
+        XCTAssertEqual(started["label"] as? String, label)
         XCTAssertEqual(started["trigger"] as? String, "http")
         // The trigger frame is the newest encoded when the request came: between the frames encoded
         // before it was sent and those (with the dropped) after the answer.
@@ -50,7 +53,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         camrec.waitUntilExit()
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(camrec.terminationStatus, 0, log)
-        XCTAssertTrue(log.contains("camrec: event 1 started at frame \(t1) (http, label door)"), log)
+        XCTAssertTrue(log.contains("camrec: event 1 started at frame \(t1) (http, label \"door $(touch pwned) ; \\\"quoted\\\"\")"), log)
         XCTAssertFalse(log.contains("extended"), "an extension is counted (triggers=2), not said: " + log)
         let year = String(Calendar(identifier: .gregorian).component(.year, from: Date()))
         let clip = "\(dir)/ev/\(year)/clip-1.mp4"
@@ -62,6 +65,17 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertEqual(try Tools.keyFrameIndices(clip).first, 0, "the clip begins with an IDR")
         XCTAssertEqual(try Tools.decodeErrors(clip), "", "the clip decodes alone")
         XCTAssertTrue(log.contains("camrec: event ended event=1 trigger=http triggers=2 frames=\(expected.first ?? -1)-\(expected.last ?? -1) "), log)
+
+        // --on-event-end ran once the clip was finished, with the event in its environment.
+        try waitFor(seconds: 10) { FileManager.default.fileExists(atPath: "\(self.dir)/hook-1.env") }
+        Thread.sleep(forTimeInterval: 0.2)
+        let environment = try String(contentsOfFile: "\(dir)/hook-1.env", encoding: .utf8).split(separator: "\n").map(String.init)
+        for line in ["CAMREC_EVENT_ID=1", "CAMREC_EVENT_TRIGGER=http", "CAMREC_EVENT_LABEL=\(label)", "CAMREC_EVENT_FILE=\(clip)",
+                     "CAMREC_EVENT_LAST_FILE=\(clip)", "CAMREC_EVENT_FILES=1", "CAMREC_EVENT_FIRST_FRAME=\(expected.first ?? -1)",
+                     "CAMREC_EVENT_LAST_FRAME=\(expected.last ?? -1)"] {
+            XCTAssertTrue(environment.contains(line), "\(line) in \(environment.filter { $0.hasPrefix("CAMREC") })")
+        }
+        XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/pwned"), "the label was never run")
     }
 
     func testSignalTriggersAClipAndALongEventGoesOnInTheNextFilesWithNothingLostOrDoubled() throws {

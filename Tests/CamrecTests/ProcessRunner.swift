@@ -53,10 +53,11 @@ enum Tools {
     }
 
     /// Starts a process in the background with its stderr in a pipe (read it after it ends).
-    static func launch(_ executable: String, _ arguments: [String]) throws -> (process: Process, stderr: Pipe) {
+    static func launch(_ executable: String, _ arguments: [String], cwd: String? = nil) throws -> (process: Process, stderr: Pipe) {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: executable.hasPrefix("/") ? executable : (which(executable) ?? executable))
         process.arguments = arguments
+        if let cwd { process.currentDirectoryURL = URL(fileURLWithPath: cwd) }
         process.standardInput = FileHandle.nullDevice
         let stderr = Pipe()
         process.standardError = stderr
