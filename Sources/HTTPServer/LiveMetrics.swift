@@ -19,6 +19,12 @@ public final class LiveMetrics: Sendable {
         public var cameraReturns = 0
         public var cameraPresent = true
         public var outputs: [(label: String, kind: String, counters: OutputCounters)] = []
+        /// With --event-output: events and triggers by what set them off (signal, http, motion), and
+        /// the events whose clip is being written.
+        public var eventsEnabled = false
+        public var events: [String: Int] = [:]
+        public var eventTriggers: [String: Int] = [:]
+        public var eventsOpen = 0
         public init() {}
     }
 
@@ -66,6 +72,14 @@ public final class LiveMetrics: Sendable {
             count("encoded_bytes", "Bytes of H.264 the stream writer passed on", now.bytesEncoded)
             count("camera_losses", "Times the camera went away (unplugged, reset, stalled) during the recording", now.cameraLosses)
             count("camera_returns", "Times the camera came back and recording went on (--on-camera-lost wait)", now.cameraReturns)
+            if now.eventsEnabled {
+                for trigger in ["signal", "http", "motion"] {
+                    count("events", "Events started (each one clip), by what started them", now.events[trigger, default: 0],
+                          labels: [("trigger", trigger)])
+                    count("event_triggers", "Triggers, the ones that extended a clip included", now.eventTriggers[trigger, default: 0],
+                          labels: [("trigger", trigger)])
+                }
+            }
             for output in now.outputs {
                 let labels = [("output", output.label), ("kind", output.kind)]
                 count("output_frames", "Access units an output wrote or sent (summed over its receivers)", output.counters.frames, labels: labels)
@@ -73,6 +87,9 @@ public final class LiveMetrics: Sendable {
                 count("output_skipped_frames", "Access units a slow receiver of an output skipped to catch up at an IDR", output.counters.skippedFrames, labels: labels)
                 count("output_reconnects", "Connections an output made after its first", output.counters.reconnects, labels: labels)
             }
+        }
+        if now.eventsEnabled {
+            registry.makeGauge(descriptor: Self.name("events", "open", "Events whose clip is being written now")).set(to: Double(now.eventsOpen))
         }
         registry.makeGauge(descriptor: Self.name("camera", "present", "1 while the camera delivers, 0 while camrec waits for it to come back"))
             .set(to: now.cameraPresent ? 1 : 0)

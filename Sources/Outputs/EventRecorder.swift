@@ -102,6 +102,24 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         var report: OutputReport
         /// `finish` has begun: it joins the clips itself.
         var finishing = false
+        var totals = Totals()
+        /// What the clips that have ended wrote (the one being written adds its own, live).
+        var endedClips = OutputCounters()
+    }
+
+    /// Counts over the whole run (the event list keeps only the newest), for `/metrics`.
+    public struct Totals: Sendable, Equatable {
+        public var events: [Trigger: Int] = [:]
+        public var triggers: [Trigger: Int] = [:]
+        /// Events whose clip is being written now (0 or 1).
+        public var open = 0
+    }
+    public var totals: Totals {
+        state.withLock { s in
+            var totals = s.totals
+            totals.open = s.current == nil ? 0 : 1
+            return totals
+        }
     }
     private let state: Mutex<State>
     private let fileNumbers = FileNumbering()
@@ -147,6 +165,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             guard let newest = frame ?? hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
             let post = UInt64(configuration.postRollSeconds * 1e9)
             let end = newest.presentationTimeNanoseconds &+ post
+            s.totals.triggers[trigger, default: 0] += 1
             if let current = s.current, let i = index(of: current.id, in: s), current.clip.extendClip(endingAfter: end) {
                 s.events[i].triggers += 1
                 s.events[i].lastTriggerFrame = newest.sequence
@@ -156,6 +175,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             }
             let id = s.nextID
             s.nextID += 1
+            s.totals.events[trigger, default: 0] += 1
             let event = Event(id: id, trigger: trigger, label: label, start: Self.isoNow(), end: nil, triggers: 1,
                               triggerFrame: newest.sequence, lastTriggerFrame: newest.sequence, firstFrame: nil,
                               lastFrame: nil, prerollSeconds: nil, files: [], error: nil, motionScore: motionScore)
@@ -222,6 +242,9 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         let event = state.withLock { s -> Event? in
             if let current = s.current, current.clip === clip { s.current = nil }
             if !s.finishing { s.ended.append(clip) }
+            let written = clip.counters
+            s.endedClips.frames += written.frames
+            s.endedClips.bytes += written.bytes
             guard let i = index(of: id, in: s) else { return nil }
             s.events[i].end = Self.isoNow()
             return s.events[i]
@@ -238,11 +261,14 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         for clip in ended { _ = clip.finish() }
     }
 
+    /// Frames and bytes of stream written to clips so far, the clip being written included.
     public var counters: OutputCounters {
-        let report = state.withLock { $0.report }
-        var counters = OutputCounters()
-        counters.frames = report.frames
-        counters.bytes = report.bytes
+        let (ended, current) = state.withLock { ($0.endedClips, $0.current?.clip) }
+        var counters = ended
+        if let live = current?.counters {
+            counters.frames += live.frames
+            counters.bytes += live.bytes
+        }
         return counters
     }
 

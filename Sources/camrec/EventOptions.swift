@@ -4,6 +4,7 @@ import Containers
 import Frames
 import Hub
 import Motion
+import Pipeline
 import Outputs
 
 /// Event clips: what a trigger records, and how far around it.
@@ -167,11 +168,15 @@ extension RecordCommand {
 }
 
 /// Motion, as triggers: confirmed motion starts or extends an event, at most every half second of
-/// video while it lasts (a trigger a frame would only move the clip's end by a frame each time).
-final class MotionWatcher {
+/// video while it lasts (a trigger a frame would only move the clip's end by a frame each time). The
+/// detector runs on the recording thread; the triggers go to a thread of their own, so opening a clip's
+/// file (a slow disk) never holds up the recording.
+final class MotionWatcher: @unchecked Sendable {
     let detector: MotionDetector
     let events: EventRecorder
     private var lastTrigger: UInt64?
+    private let triggers = BlockingQueue<(frame: StreamHub.PublishedFrame, score: Double)>(capacity: 8)
+    private var worker: WorkerThread?
     static let triggerEveryNanoseconds: UInt64 = 500_000_000
 
     init(detector: MotionDetector, events: EventRecorder) {
@@ -179,13 +184,32 @@ final class MotionWatcher {
         self.events = events
     }
 
-    /// On the recording thread, once per frame; returns the trigger's outcome when there was one.
-    func look(at buffer: PixelBuffer) -> EventRecorder.Outcome? {
-        guard case .motion(let score) = detector.look(at: buffer) else { return nil }
+    /// Starts the trigger thread; `say` gets each outcome there.
+    func start(_ say: @escaping @Sendable (EventRecorder.Outcome) -> Void) {
+        let (triggers, events) = (self.triggers, self.events)
+        let worker = WorkerThread(name: "motion-events") {
+            while let next = triggers.pop() {
+                say(events.trigger(.motion, frame: next.frame, motionScore: next.score))
+            }
+        }
+        self.worker = worker
+        worker.start()
+    }
+
+    /// On the recording thread, once per frame, before it is encoded.
+    func look(at buffer: PixelBuffer) {
+        guard case .motion(let score) = detector.look(at: buffer) else { return }
         let now = buffer.presentationTimeNanoseconds
-        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds { return nil }
+        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds { return }
         lastTrigger = now
-        let frame = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now)
-        return events.trigger(.motion, frame: frame, motionScore: score)
+        // Full (the thread is held up by a slow disk): this one is dropped; the next comes within half a second.
+        _ = triggers.tryPush((StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now), score))
+    }
+
+    /// After the recording: the triggers still queued are handled, then the thread ends.
+    func stop() {
+        triggers.close()
+        worker?.join()
+        worker = nil
     }
 }

@@ -74,9 +74,17 @@ extension RecordCommand {
                 case is PushOutput, is TCPPushOutput: "push"
                 case is TCPListenOutput: "listen"
                 case is LiveViewOutput: "browser"
+                case is EventRecorder: "events"
                 default: "other"
                 }
                 return (output.label, kind, output.counters)
+            }
+            if let events = outputs.lazy.compactMap({ $0 as? EventRecorder }).first {
+                let totals = events.totals
+                now.eventsEnabled = true
+                for (trigger, count) in totals.events { now.events[trigger.rawValue] = count }
+                for (trigger, count) in totals.triggers { now.eventTriggers[trigger.rawValue] = count }
+                now.eventsOpen = totals.open
             }
             return now
         }

@@ -198,12 +198,12 @@ struct RecordCommand: ParsableCommand {
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         let eventClips = plan.events
         prepareEvents(plan.events, clearStatus: clearStatus)
-        if let watcher = try events.makeMotionWatcher(events: plan.events, size: source.frameSize) {
-            recorder.onFrameBeforeEncoding = { buffer in
-                if let outcome = watcher.look(at: buffer), let line = Self.describe(outcome, via: .motion) {
-                    printLine(clearStatus + "camrec: " + line)
-                }
+        let motion = try events.makeMotionWatcher(events: plan.events, size: source.frameSize)
+        if let motion {
+            motion.start { outcome in
+                if let line = Self.describe(outcome, via: .motion) { printLine(clearStatus + "camrec: " + line) }
             }
+            recorder.onFrameBeforeEncoding = { buffer in motion.look(at: buffer) }
         }
         var httpTrigger: (@Sendable (String?) -> EventRecorder.Outcome)?
         if let eventClips {
@@ -258,6 +258,8 @@ struct RecordCommand: ParsableCommand {
         do {
             try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
             result = recorder.run()
+            // Motion's last triggers before the clips are finished.
+            motion?.stop()
             result.settle(outputs: outputSet.finish())
         } catch {
             result = RecordingResult()

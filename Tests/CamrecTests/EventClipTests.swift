@@ -46,6 +46,11 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertEqual(extended["triggers"] as? Int, 2)
         let t2 = try XCTUnwrap(extended["lastTriggerFrame"] as? Int)
         XCTAssertGreaterThan(t2, t1)
+        let metrics = try curl(["http://127.0.0.1:\(port)/metrics"]).body
+        for line in ["camrec_events_total{trigger=\"http\"} 1", "camrec_event_triggers_total{trigger=\"http\"} 2",
+                     "camrec_events_total{trigger=\"motion\"} 0", "camrec_events_open 1.0"] {
+            XCTAssertTrue(metrics.contains(line + "\n"), "\(line) in " + metrics)
+        }
         let listing = try curl(["\(api)/events"])
         let listed = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(listing.body.utf8)) as? [String: Any])?["events"] as? [[String: Any]])
         XCTAssertEqual(listed.count, 1, listing.body)
