@@ -307,6 +307,34 @@ literal_file_and_push "literal-x264" -- "${PATTERN[@]}" --encoder software
 literal_late_join "literal-x264-join" 150000 -- "${PATTERN[@]}" --encoder software
 literal_timing_sei "literal-x264-timing-sei" "${PATTERN[@]}" --encoder software
 
+# literal_event_clip LABEL CAMREC-ARGS...: an event clip (--event-output, SIGUSR1) plays alone in the
+# literal seed-001 receiver: every picture of it, each equal to ffmpeg's decode of the clip, its counters
+# one run without a gap (the test pattern is paced: a frame the camera side dropped is in no file, so
+# the run is checked against the continuous recording beside it).
+literal_event_clip() {
+    local label=$1; shift
+    local d="$WORK/$label"; mkdir -p "$d"
+    "$CAMREC" "$@" --duration 7 --pre-roll 2 --post-roll 2 --event-output "$d/ev/{n}.h264" "$d/cont.h264" >"$d/camrec.log" 2>&1 &
+    local c=$!
+    wait_for partial_over "$d/cont.h264" 300000
+    sleep 1
+    kill -USR1 $c
+    wait $c; local rc=$?
+    check "$label: camrec made one event clip and exited 0 (status $rc)" \
+        eval '[[ $rc -eq 0 && -f "$d/ev/1.h264" && ! -e "$d/ev/2.h264" ]] && grep -q "event 1 started at frame" "$d/camrec.log"'
+    [[ -f $d/ev/1.h264 ]] || return
+    reference "$d/ev/1.h264" "$d/ref.md5"
+    local n; n=$(wc -l <"$d/ref.md5")
+    "$WORK/seed001-literal" --file "$d/ev/1.h264" --md5 "$d/file.md5" --y4m "$d/file.y4m" 2>"$d/file.log"
+    check "$label: literal seed-001 receiver, the clip alone: $n of $n pictures, each equal to ffmpeg's decode; 0 access units dropped or not understood ($(tail -n 1 "$d/file.log"))" \
+        eval '[[ $n -gt 60 ]] && literal_said "$d/file.log" $n 0 && same_as_reference_from 0 $n "$d/file.md5" "$d/ref.md5"'
+    local first last
+    first=$($COUNTERS "$d/file.y4m" 2>/dev/null | head -n 1); last=$($COUNTERS "$d/file.y4m" 2>/dev/null | tail -n 1)
+    check "$label: the clip's counters ($first..$last) are the continuous recording's frames from $first to $last, each once" \
+        eval '[[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ ]] && cmp -s <($COUNTERS "$d/file.y4m") <(python3 "$REPO/Tests/tools/pattern-counters.py" "$d/cont.h264" | awk -v a=$first -v b=$last "\$1 >= a && \$1 <= b")'
+}
+literal_event_clip "literal-x264-event-clip" "${PATTERN[@]}" --encoder software --keyframe-interval 15
+
 # VA-API through the test driver (lossless I_PCM).
 DRVDIR=$(Tests/fixtures/va-test-driver/build.sh | tail -n 1)
 if [[ ! -f $DRVDIR/camrec_test_drv_video.so ]]; then
