@@ -168,7 +168,8 @@ extension RecordCommand {
 }
 
 /// Motion, as triggers: confirmed motion starts or extends an event, at most every half second of
-/// video while it lasts (a trigger a frame would only move the clip's end by a frame each time). The
+/// video while it lasts (a trigger a frame would only move the clip's end by a frame each time), and
+/// once more with its last frame when it stops, so a clip ends exactly post-roll after the last motion. The
 /// detector runs on the recording thread; the triggers go to a thread of their own, so opening a clip's
 /// file (a slow disk) never holds up the recording.
 final class MotionWatcher: @unchecked Sendable {
@@ -196,18 +197,33 @@ final class MotionWatcher: @unchecked Sendable {
         worker.start()
     }
 
+    /// The newest frame with motion that no trigger has carried yet (the half-second limit held it back).
+    private var untriggered: (frame: StreamHub.PublishedFrame, score: Double)?
+
     /// On the recording thread, once per frame, before it is encoded.
     func look(at buffer: PixelBuffer) {
-        guard case .motion(let score) = detector.look(at: buffer) else { return }
+        guard case .motion(let score) = detector.look(at: buffer) else {
+            // Motion has stopped: its last frame triggers too, so the clip ends post-roll after it.
+            if let last = untriggered { _ = triggers.tryPush(last) }
+            untriggered = nil
+            return
+        }
         let now = buffer.presentationTimeNanoseconds
-        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds { return }
+        let frame = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now)
+        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds {
+            untriggered = (frame, score)
+            return
+        }
         lastTrigger = now
+        untriggered = nil
         // Full (the thread is held up by a slow disk): this one is dropped; the next comes within half a second.
-        _ = triggers.tryPush((StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now), score))
+        _ = triggers.tryPush((frame, score))
     }
 
     /// After the recording: the triggers still queued are handled, then the thread ends.
     func stop() {
+        if let last = untriggered { _ = triggers.tryPush(last) }
+        untriggered = nil
         triggers.close()
         worker?.join()
         worker = nil

@@ -138,7 +138,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         let start = try XCTUnwrap(starts.first)
         XCTAssertTrue(start.hasSuffix("(motion)"), String(start))
         let t = try XCTUnwrap(Int(start.split(separator: " ")[6]), String(start))
-        XCTAssertTrue((300..<330).contains(t), "noticed within a second of the object entering at 300: \(t)")
+        XCTAssertTrue((300..<303).contains(t), "noticed within 3 frames of the object entering at 300: \(t)")
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev"), ["1.h264"])
         let clip = "\(dir)/ev/1.h264"
         let counters = try Tools.patternCounters(clip).map { $0.map(Int.init) }
@@ -148,7 +148,9 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertTrue(Set(numbers).isSuperset(of: crossing), "the clip holds the whole crossing: \(numbers.first ?? -1)-\(numbers.last ?? -1)")
         let expected = try framesOfContinuous(continuous, fromIDRAtOrBefore: t - 60, through: numbers.last ?? 0)
         XCTAssertEqual(numbers, expected, "from the newest IDR at or before \(t - 60), every frame of the continuous recording")
-        XCTAssertLessThan(numbers.last ?? .max, 600, "the clip ended before the lights went on")
+        // The object's last frame is 449; the background's trail of it fades within 15 frames; the clip
+        // ends post-roll (60 frames) after the last frame with motion.
+        XCTAssertTrue((449 + 60...449 + 15 + 60).contains(numbers.last ?? 0), "the clip ends post-roll after the motion: \(numbers.last ?? -1)")
         XCTAssertEqual(try Tools.keyFrameIndices(clip).first, 0)
         XCTAssertEqual(try Tools.decodeErrors(clip), "")
         XCTAssertTrue(r.stderr.contains("trigger=motion") && r.stderr.contains(" motion="), r.stderr)
