@@ -73,14 +73,14 @@ public final class LiveHTTPServer: @unchecked Sendable {
                     done: false, message: "this recording makes no event clips: start camrec with --event-output PATTERN", event: nil))
             }
             var label: String?
-            let query = request.uri.query.map { Substring($0) } ?? ""
+            let query = request.uri.query.map { String($0) } ?? ""
             if query.utf8.count > 4 * Self.maximumLabelBytes + 64 {
                 return EditedResponse(status: .badRequest, response: EventAnswer(
                     done: false, message: "label: at most \(Self.maximumLabelBytes) bytes of printable text", event: nil))
             }
             var given: String?
             var malformed = false
-            do { given = try FormQuery.value(of: "label", in: query) } catch { malformed = true }
+            do { given = try EventQuery(query: query).label } catch { malformed = true }
             if malformed || given != nil {
                 // A label goes into JSON, logs and a command's environment: short, printable, valid UTF-8.
                 guard let text = given, text.utf8.count <= Self.maximumLabelBytes,
