@@ -85,6 +85,7 @@ let package = Package(
             "Pipeline", "Motion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "SystemPackage", package: "swift-system"),
         ]),
 
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),

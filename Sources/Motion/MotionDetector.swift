@@ -23,14 +23,18 @@ public final class MotionDetector {
         public var framesToConfirm: Int
         /// Rectangles (x, y, width, height, in pixels) where nothing counts.
         public var mask: [Rectangle]
+        /// A drawn mask, stretched over the picture: where it is dark nothing counts.
+        public var maskImage: GrayMask?
 
         public init(threshold: Int = Self.defaultThreshold, minimumArea: Double = Self.defaultMinimumArea,
-                    globalFraction: Double = 0.5, framesToConfirm: Int = 2, mask: [Rectangle] = []) {
+                    globalFraction: Double = 0.5, framesToConfirm: Int = 2, mask: [Rectangle] = [],
+                    maskImage: GrayMask? = nil) {
             self.threshold = max(1, min(threshold, 255))
             self.minimumArea = minimumArea.isFinite ? max(0, min(minimumArea, 1)) : Self.defaultMinimumArea
             self.globalFraction = globalFraction.isFinite ? max(0, min(globalFraction, 1)) : 0.5
             self.framesToConfirm = max(1, min(framesToConfirm, 1000))
             self.mask = mask
+            self.maskImage = maskImage
         }
 
         public static let defaultThreshold = 12
@@ -63,7 +67,8 @@ public final class MotionDetector {
     private var background: [Int32]
     private var current: [Int32]
     private let masked: [Bool]
-    private let countedCells: Int
+    /// The cells no mask covers; none means motion can never be seen (a usage error for the caller).
+    public let countedCells: Int
     private var learned = false
     private var inARow = 0
 
@@ -79,6 +84,14 @@ public final class MotionDetector {
             // A cell is masked when its centre is inside a rectangle.
             for row in 0..<rows where (row * size + size / 2) >= r.y && (row * size + size / 2) < r.y + r.height {
                 for column in 0..<columns where (column * size + size / 2) >= r.x && (column * size + size / 2) < r.x + r.width {
+                    masked[row * columns + column] = true
+                }
+            }
+        }
+        if let image = settings.maskImage {
+            for row in 0..<rows {
+                for column in 0..<columns where image.hides(x: column * Self.cellSize + Self.cellSize / 2, y: row * Self.cellSize + Self.cellSize / 2,
+                                                            frameWidth: width, frameHeight: height) {
                     masked[row * columns + column] = true
                 }
             }

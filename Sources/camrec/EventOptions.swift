@@ -30,7 +30,7 @@ struct EventOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "With --motion: percent of the picture (outside the mask) that must change (default 0.5).")
     var motionArea: Double?
 
-    @Option(help: ArgumentHelp("With --motion: ignore this rectangle, in pixels (a clock overlay, a tree, a road); may be given more than once.", valueName: "X,Y,W,H"))
+    @Option(help: ArgumentHelp("With --motion: ignore this rectangle, in pixels (a clock overlay, a tree, a road), or the dark parts of a PGM image (black hides, white is watched; drawn on a snapshot of any size, it is stretched over the picture); may be given more than once.", valueName: "X,Y,W,H|FILE.pgm"))
     var motionMask: [String] = []
 
     @Option(help: ArgumentHelp("Run CMD (with /bin/sh) when each event's clip is finished; it gets CAMREC_EVENT_ID, CAMREC_EVENT_TRIGGER, CAMREC_EVENT_LABEL, CAMREC_EVENT_FILE (the clip's first file), CAMREC_EVENT_LAST_FILE, CAMREC_EVENT_FILES (how many), CAMREC_EVENT_START, CAMREC_EVENT_END, CAMREC_EVENT_FIRST_FRAME, CAMREC_EVENT_LAST_FRAME and CAMREC_EVENT_MOTION in its environment, never in the command line.", valueName: "CMD"))
@@ -62,7 +62,7 @@ struct EventOptions: ParsableArguments {
         if let motionArea, !(motionArea.isFinite && motionArea > 0 && motionArea <= 100) {
             throw ValidationError("--motion-area must be a percentage more than 0 and at most 100; got \(motionArea)")
         }
-        _ = try motionRectangles()
+        _ = try motionMasks()
         if let eventOutput {
             if eventOutput == "-" || MediaServerURL.schemeSeparator(eventOutput) != nil {
                 throw ValidationError("--event-output \(MediaServerURL.redact(eventOutput)): clips go to files; give a file name pattern such as 'events/%F/%H%M%S-{n}.mp4'")
@@ -75,24 +75,63 @@ struct EventOptions: ParsableArguments {
         }
     }
 
-    /// `--motion-mask` values, each X,Y,W,H in pixels (whole numbers, W and H above 0).
-    func motionRectangles() throws -> [MotionDetector.Rectangle] {
-        try motionMask.map { text in
+    /// `--motion-mask` values: rectangles X,Y,W,H in pixels (whole numbers, W and H above 0), and PGM
+    /// images (any value that is not four numbers is a file name).
+    func motionMasks() throws -> (rectangles: [MotionDetector.Rectangle], images: [GrayMask]) {
+        var rectangles: [MotionDetector.Rectangle] = [], images: [GrayMask] = []
+        for text in motionMask {
             let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
-            guard parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
-                  (0...100_000).contains(x), (0...100_000).contains(y), (1...100_000).contains(w), (1...100_000).contains(h) else {
-                throw ValidationError("--motion-mask \(text): give X,Y,W,H in pixels, e.g. 0,0,640,48")
+            if parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
+               (0...100_000).contains(x), (0...100_000).contains(y), (1...100_000).contains(w), (1...100_000).contains(h) {
+                rectangles.append(MotionDetector.Rectangle(x: x, y: y, width: w, height: h))
+            } else if text.contains(",") || text.isEmpty {
+                throw ValidationError("--motion-mask \(text): give X,Y,W,H in pixels, e.g. 0,0,640,48, or a PGM image")
+            } else {
+                let bytes: [UInt8]
+                do { bytes = try readRegularFile(text, limit: Self.maximumMaskFileBytes) } catch {
+                    throw ValidationError("--motion-mask \(text): \(error)")
+                }
+                do { images.append(try GrayMask(pgm: bytes)) } catch {
+                    throw ValidationError("--motion-mask \(text): \(error)")
+                }
             }
-            return MotionDetector.Rectangle(x: x, y: y, width: w, height: h)
         }
+        return (rectangles, images)
+    }
+
+    /// A PGM mask of the largest size (8192x8192, 16 bits) with room for its header.
+    static let maximumMaskFileBytes = 2 * GrayMask.maximumSide * GrayMask.maximumSide + 4096
+
+    /// The detector's settings for a picture of `size`; a usage error when the masks leave nothing of it
+    /// to watch (motion could never be seen), known only once the source has said its size.
+    func motionSettings(size: FrameSize) throws -> MotionDetector.Settings {
+        let masks = try motionMasks()
+        // Several drawn masks hide where any of them is dark: one image, the union, at the first one's size.
+        var image = masks.images.first
+        if let first = image, masks.images.count > 1 {
+            var hidden = first.hidden
+            for other in masks.images.dropFirst() {
+                for row in 0..<first.height {
+                    for column in 0..<first.width where other.hides(x: column, y: row, frameWidth: first.width, frameHeight: first.height) {
+                        hidden[row * first.width + column] = true
+                    }
+                }
+            }
+            image = GrayMask(width: first.width, height: first.height, hidden: hidden)
+        }
+        let settings = MotionDetector.Settings(threshold: motionThreshold ?? MotionDetector.Settings.defaultThreshold,
+                                               minimumArea: (motionArea ?? MotionDetector.Settings.defaultMinimumArea * 100) / 100,
+                                               mask: masks.rectangles, maskImage: image)
+        if motion && MotionDetector(width: size.width, height: size.height, settings: settings).countedCells == 0 {
+            throw ValidationError("--motion-mask hides the whole \(size.width)x\(size.height) picture: nothing is left to watch for motion; leave part of it unmasked")
+        }
+        return settings
     }
 
     /// With `--motion`: a detector on every frame before it is encoded, triggering `events`.
     func makeMotionWatcher(events: EventRecorder?, size: FrameSize) throws -> MotionWatcher? {
         guard motion, let events else { return nil }
-        let settings = MotionDetector.Settings(threshold: motionThreshold ?? MotionDetector.Settings.defaultThreshold,
-                                               minimumArea: (motionArea ?? MotionDetector.Settings.defaultMinimumArea * 100) / 100,
-                                               mask: try motionRectangles())
+        let settings = try motionSettings(size: size)
         return MotionWatcher(detector: MotionDetector(width: size.width, height: size.height, settings: settings), events: events)
     }
 

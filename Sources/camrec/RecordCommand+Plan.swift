@@ -47,6 +47,8 @@ extension RecordCommand {
         } catch {
             throw Recorder.classify(error)
         }
+        // Masks that hide the whole picture are a usage error, found before any output is created.
+        _ = try events.motionSettings(size: source.frameSize)
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
         let codecs = codecsInUse
         var encoders: [VideoCodec: VideoEncoder] = [:]

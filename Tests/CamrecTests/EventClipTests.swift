@@ -209,6 +209,38 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertFalse(FileManager.default.fileExists(atPath: "\(dir)/out.h264"), "nothing recorded")
     }
 
+    /// Drawn masks are PGM images as ffmpeg writes them; a mask that leaves nothing to watch, a FIFO, a
+    /// device or another image format is a one-line usage error before any output exists.
+    func testDrawnMotionMasksAreReadAndMasksThatHideEverythingAreRefused() throws {
+        func draw(_ name: String, _ filter: String) throws {
+            let r = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", filter, "-frames:v", "1", "-y", "\(dir)/\(name)"])
+            XCTAssertEqual(r.status, 0, r.stderr)
+        }
+        try draw("strip.pgm", "color=white:s=160x90,drawbox=x=0:y=0:w=160:h=12:color=black:t=fill")
+        try draw("black.pgm", "color=black:s=32x18")
+        try draw("white.png", "color=white:s=32x18")
+        XCTAssertEqual(mkfifo("\(dir)/fifo", 0o600), 0)
+        let pattern = "\(dir)/ev/{n}.h264", out = "\(dir)/masked.h264"
+        let cases: [([String], String)] = [
+            (["--motion-mask", "\(dir)/black.pgm"], "--motion-mask hides the whole 320x180 picture: nothing is left to watch"),
+            (["--motion-mask", "0,0,100000,100000"], "--motion-mask hides the whole 320x180 picture"),
+            (["--motion-mask", "0,0,320,100", "--motion-mask", "0,90,320,90"], "--motion-mask hides the whole 320x180 picture"),
+            (["--motion-mask", "\(dir)/fifo"], "--motion-mask \(dir)/fifo: not a regular file"),
+            (["--motion-mask", "/dev/zero"], "--motion-mask /dev/zero: not a regular file"),
+            (["--motion-mask", "\(dir)/white.png"], "--motion-mask \(dir)/white.png: not a PGM image"),
+            (["--motion-mask", "\(dir)/absent.pgm"], "--motion-mask \(dir)/absent.pgm: cannot read it: No such file"),
+        ]
+        for (masks, message) in cases {
+            let r = try Tools.camrec(["--test-scene", "--size", "320x180", "--frames", "5", "--motion", "--event-output", pattern] + masks + [out])
+            XCTAssertEqual(r.status, 64, "\(masks): \(r.stderr)")
+            XCTAssertTrue(r.stderr.contains(message) && r.stderr.split(separator: "\n").count == 1, "\(masks): \(r.stderr)")
+            XCTAssertFalse(FileManager.default.fileExists(atPath: out), "\(masks): nothing recorded")
+        }
+        let r = try Tools.camrec(["--test-scene", "--size", "320x180", "--frames", "5", "--motion", "--event-output", pattern,
+                                  "--motion-mask", "\(dir)/strip.pgm", "--motion-mask", "0,150,320,30", out])
+        XCTAssertEqual(r.status, 0, r.stderr)
+    }
+
     // MARK: helpers
 
     /// The burned-in numbers of the continuous recording from its newest IDR numbered at or before

@@ -112,6 +112,59 @@ final class MotionDetectorTests: XCTestCase {
         XCTAssertFalse(got.contains { isMotion($0) }, "\(got.enumerated().filter { isMotion($0.element) }.map(\.offset))")
     }
 
+    /// The same band and counter strip as `testAMaskedObjectIsNoMotion`, drawn black on a quarter-size
+    /// white PGM (as a user draws on a snapshot), hide the crossing; the same image all white does not.
+    func testADrawnMaskStretchedOverThePictureHidesTheObject() throws {
+        let size = FrameSize(width: 640, height: 360)
+        let scene = TestScene(size: size, fps: 10)
+        let (width, height) = (size.width / 4, size.height / 4)
+        let side = size.height / 3
+        let band = ((size.height - side) / 2 - 16)..<((size.height - side) / 2 + side + 16)
+        func pgm(drawn: Bool) -> [UInt8] {
+            var bytes = Array("P5\n# drawn on a snapshot\n\(width) \(height)\n255\n".utf8)
+            for row in 0..<height {
+                let y = row * 4
+                let black = drawn && (y < 48 || band.contains(y))
+                bytes += [UInt8](repeating: black ? 0 : 255, count: width)
+            }
+            return bytes
+        }
+        let frames = Int(scene.objectFrames.upperBound) + 20
+        let hidden = try verdicts(size: size, fps: 10, frames: frames, settings: .init(maskImage: GrayMask(pgm: pgm(drawn: true))))
+        XCTAssertFalse(hidden.contains { isMotion($0) }, "\(hidden.enumerated().filter { isMotion($0.element) }.map(\.offset))")
+        let seen = try verdicts(size: size, fps: 10, frames: frames,
+                                settings: .init(mask: [Self.counterStrip(size)], maskImage: GrayMask(pgm: pgm(drawn: false))))
+        XCTAssertTrue(seen.contains { isMotion($0) }, "an all-white mask hides nothing")
+    }
+
+    func testAMaskOverTheWholePictureLeavesNothingToWatch() throws {
+        let black = try GrayMask(pgm: Array("P2 2 1 15 7 3".utf8))
+        XCTAssertEqual(MotionDetector(width: 640, height: 360, settings: .init(maskImage: black)).countedCells, 0)
+        let all = MotionDetector.Rectangle(x: 0, y: 0, width: 100_000, height: 100_000)
+        XCTAssertEqual(MotionDetector(width: 640, height: 360, settings: .init(mask: [all])).countedCells, 0)
+        XCTAssertEqual(MotionDetector(width: 640, height: 360).countedCells, 40 * 22)
+    }
+
+    func testPGMFilesAreReadOrRefusedWithTheReason() throws {
+        let sixteenBit = try GrayMask(pgm: Array("P5 2 1 1000\n".utf8) + [0x01, 0xF3, 0x01, 0xF4])
+        XCTAssertEqual(sixteenBit.hidden, [true, false], "499 of 1000 hides, 500 does not")
+        let text = try GrayMask(pgm: Array("P2\n#c\n3 1\n#c\n255\n0 127 128\n".utf8))
+        XCTAssertEqual(text.hidden, [true, true, false])
+        XCTAssertTrue(text.hides(x: 639, y: 0, frameWidth: 1920, frameHeight: 1080) == true)
+        XCTAssertFalse(text.hides(x: 1919, y: 1079, frameWidth: 1920, frameHeight: 1080))
+        let refused: [(String, [UInt8])] = [
+            ("PNG", [0x89, 0x50, 0x4E, 0x47]), ("empty", []), ("P6 colour", Array("P6 1 1 255\n\0\0\0".utf8)),
+            ("cut short", Array("P5 4 4 255\n".utf8) + [0, 0, 0]), ("zero width", Array("P5 0 4 255\n".utf8)),
+            ("too wide", Array("P5 8193 1 255\n".utf8) + [UInt8](repeating: 0, count: 8193)),
+            ("huge number", Array("P5 99999999999999999999 1 255\n".utf8)), ("maxval 0", Array("P5 1 1 0\n\0".utf8)),
+            ("maxval 65536", Array("P5 1 1 65536\n\0\0".utf8)), ("text above maximum", Array("P2 1 1 15 16".utf8)),
+            ("text short", Array("P2 2 1 15 3".utf8)), ("negative", Array("P2 1 1 15 -1".utf8)),
+        ]
+        for (name, bytes) in refused {
+            XCTAssertThrowsError(try GrayMask(pgm: bytes), name)
+        }
+    }
+
     func testTheFirstFrameIsLearnedAndSettingsAreClamped() {
         let settings = MotionDetector.Settings(threshold: 1000, minimumArea: .nan, globalFraction: -3, framesToConfirm: 0)
         XCTAssertEqual(settings.threshold, 255)
