@@ -64,7 +64,7 @@ EXPECTED_SUITES=(
   "vm-capture          157  2400   800"   # 556 s in a full run (170 checks) on a slow 2-core machine with the analysis on the host (on_host; 698 s for 139 checks before), 2026-11-25; loaded runs took up to 1.6x; 391 s for 157 (four 1280x720 format cells fewer) beside another VM suite
   "vm-camera-return     29  1200   450"   # 216 s in a full run with the analysis on the host and the segmented case (on_host; 339 s for 26 checks before), 2026-11-25; 368 s beside one busy loop before on_host; the two-minute segmented recording with a browser: 233-250 s alone or beside another VM suite
   "vm-mjpeg             21  1200   230"   # 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
-  "vm-unattended        36  1200   230"   # 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
+  "vm-unattended        38  1200   230"   # 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
   "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s

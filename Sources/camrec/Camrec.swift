@@ -14,7 +14,7 @@ struct Camrec: ParsableCommand {
         \(ExitStatus.table)
         """,
         version: "0.1.0",
-        subcommands: [RecordCommand.self, InspectCommand.self, DevicesCommand.self, EncodersCommand.self, ReceiveCommand.self],
+        subcommands: [RecordCommand.self, InspectCommand.self, DevicesCommand.self, EncodersCommand.self, ReceiveCommand.self, TriggerCommand.self],
         defaultSubcommand: RecordCommand.self
     )
 }

@@ -24,6 +24,8 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
     case outputError = 75
     case outputExists = 76
     case diskFull = 77
+    /// `trigger`: no camrec records that device, or the pid file names none.
+    case noRecording = 78
     /// A second SIGINT/SIGTERM cut the clean shutdown short.
     case interrupted = 130
 
@@ -36,7 +38,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .sourceMissing: return "input file or camera device not found"
         case .notACaptureDevice: return "the device is not a video capture device"
         case .unsupportedFormat: return "the camera cannot deliver the asked size, rate or pixel format"
-        case .permissionDenied: return "permission denied on the device (join the video group) or the input file"
+        case .permissionDenied: return "permission denied on the device (join the video group) or the input file; trigger: not allowed to signal that camrec"
         case .deviceBusy: return "the camera is busy (another camrec or program has it)"
         case .deviceLost: return "the camera went away while recording (the file is saved), or with --on-camera-lost wait=SECONDS did not come back in time"
         case .deviceStalled: return "the camera stopped delivering frames (the file is saved)"
@@ -45,6 +47,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .outputError: return "an output cannot be created or written"
         case .outputExists: return "the output file exists and --overwrite was not given"
         case .diskFull: return "the disk filled up while recording (the file is saved)"
+        case .noRecording: return "trigger: no camrec is recording that device, or the pid file names none"
         case .interrupted: return "interrupted twice: stopped waiting for stdout and network peers (files are still finished and kept)"
         }
     }

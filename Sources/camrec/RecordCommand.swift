@@ -124,6 +124,9 @@ struct RecordCommand: ParsableCommand {
     @Flag(help: "With --http on an address other machines reach: serve without a password (anyone who can reach the port can watch).")
     var httpInsecure = false
 
+    @Option(help: ArgumentHelp("Write camrec's process id to FILE while it records (for camrec trigger --pid-file, systemd's PIDFile=, scripts); removed at the end.", valueName: "FILE"))
+    var pidFile: String?
+
     @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
     var maxReceivers: Int?
 
@@ -183,6 +186,14 @@ struct RecordCommand: ParsableCommand {
         logger.logLevel = logLevel
         LibavLogging.set(verbose: logLevel <= .debug)
 
+        var written: PidFile?
+        if let pidFile {
+            do { written = try PidFile.write(pidFile) } catch {
+                printError("\(error)")
+                throw ReportedFailure(status: .outputError)
+            }
+        }
+        defer { written?.remove() }
         let plan: RecordingPlan
         do {
             plan = try makePlan(logger: logger)

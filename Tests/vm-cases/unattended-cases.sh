@@ -122,10 +122,21 @@ cat "$R/wait-short.log"
 check "--wait 1 runs out while the first still records ($first_still_running): exit 70 (got $rc_short), the busy error, no file" \
     sh -c "test $rc_short = 70 -a $first_still_running = yes && grep -q 'waiting up to 1 s' '$R/wait-short.log' &&
         grep -q '^camrec: error: $DEV is busy: another camrec is recording from it' '$R/wait-short.log' && test ! -e '$R/wait-short.h264'"
+# camrec trigger finds the recording by the camera's lock, through a link as /dev/v4l/by-id/… names are.
+ln -sf "$DEV" "$R/camera-link"
+"${WAITER[@]}" "$CAMREC" trigger --device "$R/camera-link" 2>"$R/trigger.log"; rc_trigger=$?
+wait_for 30 grep -q "SIGUSR1 ignored" "$R/wait-1.log"
+cat "$R/trigger.log"
+check "camrec trigger --device (a link to $DEV) signals the camrec recording it, pid $first (exit $rc_trigger; it says SIGUSR1 ignored: no --event-output)" \
+    sh -c "test $rc_trigger = 0 && grep -q 'event trigger sent to camrec pid $first ' '$R/trigger.log' && grep -q 'SIGUSR1 ignored' '$R/wait-1.log'"
 kill -INT $first
 wait $first; rc1=$?
 wait $second; rc2=$?
 cat "$R/wait-1.log" "$R/wait-2.log"
+"${WAITER[@]}" "$CAMREC" trigger --device "$DEV" 2>"$R/trigger-none.log"; rc_none=$?
+cat "$R/trigger-none.log"
+check "camrec trigger --device $DEV with no camrec recording it: exit 78 (got $rc_none), one line" \
+    sh -c "test $rc_none = 78 && grep -q '^camrec: error: no process is recording $DEV' '$R/trigger-none.log'"
 check "--wait: the first (stopped by SIGINT) and the waiting second both exit 0 ($rc1, $rc2)" test "$rc1" = 0 -a "$rc2" = 0
 decodes_as_summary "--wait, first run" "$R/wait-1.h264" "$R/wait-1.log" 640
 decodes_as_summary "--wait, second run" "$R/wait-2.h264" "$R/wait-2.log" 640
