@@ -12,14 +12,17 @@ public struct LiveActions: Sendable {
     public var event: (@Sendable (_ label: String?) -> EventRecorder.Outcome)?
     /// The events so far, oldest first (`GET /api/events`).
     public var events: @Sendable () -> [EventRecorder.Event]
+    /// Each event's first picture, small (`GET /api/events/ID/thumbnail.jpg`); nil without --event-output.
+    public var thumbnails: EventThumbnails?
 
     public init(keyframe: @escaping @Sendable () -> Bool, rotate: @escaping @Sendable () -> Int,
                 event: (@Sendable (_ label: String?) -> EventRecorder.Outcome)? = nil,
-                events: @escaping @Sendable () -> [EventRecorder.Event] = { [] }) {
+                events: @escaping @Sendable () -> [EventRecorder.Event] = { [] }, thumbnails: EventThumbnails? = nil) {
         self.keyframe = keyframe
         self.rotate = rotate
         self.event = event
         self.events = events
+        self.thumbnails = thumbnails
     }
 }
 

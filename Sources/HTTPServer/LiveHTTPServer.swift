@@ -102,6 +102,14 @@ public final class LiveHTTPServer: @unchecked Sendable {
             }
         }
         router.get("/api/events") { [actions] _, _ in EventListing(events: actions.events()) }
+        router.get("/api/events/:id/thumbnail.jpg") { [actions] _, context -> Response in
+            guard let id = context.parameters.get("id", as: Int.self), let jpeg = actions.thumbnails?.jpeg(eventID: id) else {
+                throw HTTPError(.notFound, message: "no thumbnail for that event (not made yet, or no longer kept)")
+            }
+            // An event's first picture never changes.
+            return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "private, max-age=86400"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(bytes: jpeg)))
+        }
         router.get("/metrics") { [metrics] _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/plain; version=0.0.4; charset=utf-8", .cacheControl: "no-store"],
                      body: ResponseBody(byteBuffer: ByteBuffer(bytes: metrics.render())))

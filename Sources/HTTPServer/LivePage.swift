@@ -2,8 +2,9 @@
 /// Everything is inline (no build step, no CDN). It keeps close to the live edge: when more than
 /// 1.5 s is buffered ahead it jumps to just before the end, between 0.5 and 1.5 s it plays a little
 /// faster, and it removes what lies more than 10 s behind. Below it: the status, a snapshot link,
-/// the two actions, and the finished recordings (MP4 plays in the page, anything downloads). File
-/// names reach the page only through `textContent` and URL attributes, never as HTML.
+/// the two actions, the newest events with their first picture (with --event-output), and the
+/// finished recordings (MP4 plays in the page, anything downloads). File names and event labels
+/// reach the page only through `textContent` and URL attributes, never as HTML.
 enum LivePage {
     static let html = #"""
 <!doctype html>
@@ -28,6 +29,7 @@ enum LivePage {
   td.n { text-align: right; white-space: nowrap; }
   a { color: #8cf; }
   #playback { margin-bottom: 8px; }
+  img.thumb { display: block; width: 160px; max-width: 35vw; height: auto; border-radius: 3px; }
 </style>
 </head>
 <body>
@@ -41,6 +43,10 @@ enum LivePage {
   <button id="rotate" type="button">Start a new file</button>
   <span id="answer"></span>
 </nav>
+<section id="eventsection" hidden>
+  <h2>Events</h2>
+  <table><tbody id="events"></tbody></table>
+</section>
 <section>
   <h2>Recordings</h2>
   <video id="playback" controls playsinline hidden></video>
@@ -150,6 +156,39 @@ async function refreshRecordings() {
 }
 refreshRecordings();
 setInterval(refreshRecordings, 5000);
+
+// The newest 20 events, newest first, each with its first picture (made when the event starts;
+// asked for again once if it was not ready yet). Redrawn only when the list changes.
+const events = document.getElementById("events"), eventSection = document.getElementById("eventsection");
+let eventsShown = "";
+async function refreshEvents() {
+  try {
+    const list = (await (await fetch("/api/events", { cache: "no-store" })).json()).events.slice(-20).reverse();
+    const key = JSON.stringify(list);
+    if (key === eventsShown) return;
+    eventsShown = key;
+    events.replaceChildren();
+    eventSection.hidden = list.length === 0;
+    for (const e of list) {
+      const img = document.createElement("img");
+      img.className = "thumb"; img.alt = "";
+      const src = "/api/events/" + e.id + "/thumbnail.jpg?start=" + encodeURIComponent(e.start);
+      img.onerror = () => {
+        if (img.dataset.again) { img.hidden = true; return; }
+        img.dataset.again = "1";
+        setTimeout(() => { img.src = src + "&again=1"; }, 1000);
+      };
+      img.src = src;
+      const row = events.insertRow();
+      row.insertCell().append(img);
+      cell(row, "#" + e.id + " " + e.trigger + (e.label ? " · " + e.label : ""));
+      cell(row, new Date(e.start).toLocaleTimeString() + (e.end ? " – " + new Date(e.end).toLocaleTimeString() : " (recording)"));
+      cell(row, (e.files || []).map((f) => f.split("/").pop()).join(" ") + (e.error ? " error: " + e.error : ""));
+    }
+  } catch (e) { /* the next refresh tries again */ }
+}
+refreshEvents();
+setInterval(refreshEvents, 3000);
 </script>
 </body>
 </html>

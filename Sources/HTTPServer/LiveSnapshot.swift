@@ -51,7 +51,7 @@ final class LiveSnapshot: Sendable {
         let result: Result<[UInt8], Failure> = await withCheckedContinuation { continuation in
             queue.async {
                 do {
-                    continuation.resume(returning: .success(try H264Snapshot.jpeg(accessUnits: group.accessUnits)))
+                    continuation.resume(returning: .success(try PictureSnapshot.jpeg(accessUnits: group.accessUnits)))
                 } catch {
                     continuation.resume(returning: .failure(.failed("\(error)")))
                 }

@@ -113,6 +113,20 @@ public final class StreamHub: Sendable {
         return (held.map(\.bytes), last.sequence)
     }
 
+    /// A copy of the IDR access unit (with its parameter sets) that a `.atOrBefore(time)` subscriber
+    /// starts at, and its frame number: the first picture of a clip that starts there.
+    public func keyframe(atOrBefore time: UInt64) -> (accessUnit: [UInt8], sequence: UInt64)? {
+        let held: StreamChunk? = state.withLock { s in
+            guard let begin = s.ring.startIndex(atOrBefore: time) else { return nil }
+            let chunk = s.ring.chunks[begin]
+            chunk.retain()
+            return chunk
+        }
+        guard let held else { return nil }
+        defer { held.release() }
+        return (held.bytes, held.sequence)
+    }
+
     /// The newest access unit published so far; nil before the first.
     public var newest: PublishedFrame? { state.withLock { $0.newest } }
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }

@@ -86,6 +86,9 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     public var onEventEnded: (@Sendable (Event) -> Void)?
     /// Called on the clip's thread with each clip file finished.
     public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+    /// Called on the trigger's thread when an event starts, with a copy of its clip's first access unit
+    /// (the IDR with its parameter sets, for a thumbnail) and that picture's frame number.
+    public var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
 
     private struct Current {
         var clip: RecordingFileOutput
@@ -160,7 +163,8 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     public func trigger(_ trigger: Trigger, label: String? = nil, frame: StreamHub.PublishedFrame? = nil,
                         motionScore: Double? = nil) -> Outcome {
         joinEndedClips()
-        return state.withLock { s -> Outcome in
+        var firstPicture: (accessUnit: [UInt8], sequence: UInt64)?
+        let outcome = state.withLock { s -> Outcome in
             guard let hub = s.hub, !hub.isClosed, !s.finishing else { return .refused("the recording is not running") }
             guard let newest = frame ?? hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
             let post = UInt64(configuration.postRollSeconds * 1e9)
@@ -196,8 +200,11 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
                 return .refused("event \(id): \(message)")
             }
             s.current = Current(clip: clip, id: id, triggerPresentation: newest.presentationTimeNanoseconds)
+            if onEventStarted != nil { firstPicture = hub.keyframe(atOrBefore: from) }
             return .started(event)
         }
+        if case .started(let event) = outcome { onEventStarted?(event, firstPicture) }
+        return outcome
     }
 
     /// The camera went away: the clip being written ends after the last frame before the gap.

@@ -209,6 +209,13 @@ struct RecordCommand: ParsableCommand {
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         let eventClips = plan.events
         prepareEvents(plan.events, clearStatus: clearStatus)
+        // The live page shows each event's first picture.
+        let thumbnails = http != nil && eventClips != nil ? EventThumbnails(hevc: defaultCodec == .hevc) : nil
+        if let thumbnails {
+            eventClips?.onEventStarted = { event, picture in
+                if let picture { thumbnails.make(eventID: event.id, accessUnit: picture.accessUnit) }
+            }
+        }
         let motion = try events.makeMotionWatcher(events: plan.events, size: source.frameSize)
         if let motion {
             motion.start { outcome in
@@ -226,7 +233,7 @@ struct RecordCommand: ParsableCommand {
         }
         let actions = LiveActions(keyframe: { keyframes.request() },
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count },
-                                  event: httpTrigger, events: { eventClips?.events ?? [] })
+                                  event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
         let httpServer = try plan.liveView.map {
             try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
                                 actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)

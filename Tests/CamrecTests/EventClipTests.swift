@@ -54,6 +54,10 @@ final class EventClipTests: ScratchDirectoryTestCase {
         let listing = try curl(["\(api)/events"])
         let listed = try XCTUnwrap((try JSONSerialization.jsonObject(with: Data(listing.body.utf8)) as? [String: Any])?["events"] as? [[String: Any]])
         XCTAssertEqual(listed.count, 1, listing.body)
+        // The live page's thumbnail of the event: its clip's first picture, shrunk (checked below against ffmpeg's decode).
+        let thumbnail = "\(dir)/thumbnail.jpg"
+        try waitFor(seconds: 10) { (try? Tools.run("curl", ["-s", "-o", thumbnail, "-w", "%{http_code}", "\(api)/events/1/thumbnail.jpg"]))?.stdoutText == "200" }
+        XCTAssertEqual(try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(api)/events/2/thumbnail.jpg"]).stdoutText, "404")
 
         camrec.waitUntilExit()
         let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
@@ -70,6 +74,11 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertEqual(try Tools.keyFrameIndices(clip).first, 0, "the clip begins with an IDR")
         XCTAssertEqual(try Tools.decodeErrors(clip), "", "the clip decodes alone")
         XCTAssertTrue(log.contains("camrec: event ended event=1 trigger=http triggers=2 frames=\(expected.first ?? -1)-\(expected.last ?? -1) "), log)
+        let size = try Tools.run("ffprobe", ["-v", "error", "-show_entries", "stream=width,height", "-of", "csv=p=0", thumbnail]).stdoutText
+        XCTAssertEqual(size.trimmingCharacters(in: .whitespacesAndNewlines), "320,180", "640x360 shrunk by 2 to at most 320 wide")
+        // Against ffmpeg's decode of the clip shrunk alike: close to its first picture, far from its 15th (the bars move).
+        let atFirst = try psnr(thumbnail, clip, frame: 0), later = try psnr(thumbnail, clip, frame: 15)
+        XCTAssertTrue(atFirst >= 24 && atFirst >= later + 5, "PSNR against the clip's first picture \(atFirst) dB, its 15th \(later) dB")
 
         // --on-event-end ran once the clip was finished, with the event in its environment.
         try waitFor(seconds: 10) { FileManager.default.fileExists(atPath: "\(self.dir)/hook-1.env") }
@@ -242,6 +251,15 @@ final class EventClipTests: ScratchDirectoryTestCase {
     }
 
     // MARK: helpers
+
+    /// ffmpeg's PSNR (dB, all planes) of the picture `image` against picture `frame` of `video`, shrunk to the image's size.
+    private func psnr(_ image: String, _ video: String, frame: Int) throws -> Double {
+        let r = try Tools.run("ffmpeg", ["-hide_banner", "-i", image, "-i", video, "-lavfi",
+                                         "[1:v]select=eq(n\\,\(frame)),scale=320:180:flags=area,format=yuv420p[b];[0:v]scale=in_range=jpeg:out_range=tv,format=yuv420p[a];[a][b]psnr",
+                                         "-frames:v", "1", "-f", "null", "-"])
+        guard let range = r.stderr.range(of: "average:") else { throw CocoaError(.fileReadCorruptFile) }
+        return Double(r.stderr[range.upperBound...].prefix { $0 == "." || $0.isNumber }) ?? 0
+    }
 
     /// The burned-in numbers of the continuous recording from its newest IDR numbered at or before
     /// `start` through its last frame numbered at or before `end`.

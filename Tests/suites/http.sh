@@ -265,7 +265,7 @@ ln -s ../secret.txt "$W/shelf/seg-99.mp4"; mkfifo "$W/shelf/seg-98.mp4"
 # Ended by SIGINT after its last check (not by a frame count: on a busy machine the checks before take
 # longer than any fixed length); at most 9000 frames.
 "$CAMREC" --test-pattern --size 640x360 --fps 30 --frames 9000 --segment 3 --listen "$L" --http "$P" "$W/shelf/seg-{n}.mp4" \
-    2>"$W/shelf.log" & CAM=$!; PIDS+=($CAM)
+    --event-output "$W/events/{n}.mp4" 2>"$W/shelf.log" & CAM=$!; PIDS+=($CAM)
 wait_listen "$P"
 python3 -c 'import socket, sys
 s = socket.create_connection(("127.0.0.1", int(sys.argv[1])))
@@ -348,6 +348,9 @@ done
 code=$(curl -s -m 5 -o /dev/null -w '%{http_code}' "$U/recordings/0/seg-98.mp4")
 check "recordings: a FIFO named like a segment is not listed and answers 404 at once ($code)" \
     bash -c "[ '$code' = 404 ] && ! grep -q seg-98 <<<'$names'"
+# An event whose label looks like markup: the page must show it as text, beside the clip's first picture.
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST "$U/api/events?label=%3Cb%3Efront%3C%2Fb%3E+door")
+check "events: POST /api/events starts one (201, got $code)" [ "$code" = 201 ]
 PAGE=$(python3 "$TOOLS/browser-page.py" "$U/" 2 "$W/phone.png" 2>"$W/page.err") ||
     PAGE="{\"error\": \"browser-page failed: $(tail -1 "$W/page.err" | tr -d '"\\')\"}"
 echo "phone: $PAGE"
@@ -358,6 +361,11 @@ check "phone: nothing needs sideways scrolling ($(field "$PAGE" overflow) px) an
     [ "$(field "$PAGE" overflow)" = 0 -a "$(field "$PAGE" video_width)" = 390 -a "$(field "$PAGE" window_width)" = 390 ]
 check "phone: 'play' plays the newest recording in the page ($(field "$PAGE" played) s in 1.5 s, at least 1.0; $(field "$PAGE" played_src))" \
     bash -c "at_least() { awk -v a=\"\$1\" -v b=\"\$2\" 'BEGIN { exit !(a != \"\" && a + 0 >= b) }'; }; at_least '$(field "$PAGE" played)' 1.0 && grep -q '/recordings/0/seg-' <<<'$(field "$PAGE" played_src)'"
+check "phone: the event is listed, its label as text ($(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get("events"))' "$PAGE"); elements $(python3 -c 'import json, sys; print(json.loads(sys.argv[1]).get("event_html"))' "$PAGE"))" \
+    python3 -c 'import json, sys; p = json.loads(sys.argv[1]); e = p.get("events") or [[]]
+sys.exit(not (len(e) == 1 and "#1 http · <b>front</b> door" in e[0] and p.get("event_html") == ["img", "td", "tr"]))' "$PAGE"
+check "phone: the event's thumbnail is shown, 320x180 (a 640x360 picture halved; $(field "$PAGE" thumbnail))" \
+    python3 -c 'import json, sys; sys.exit(json.loads(sys.argv[1]).get("thumbnail") != [320, 180])' "$PAGE"
 check "phone: 'Key frame now' shows the server's answer ($(field "$PAGE" answer))" grep -q "IDR" <<<"$(field "$PAGE" answer)"
 # Requests far larger than any camrec takes: neither is held in memory (peak RSS, before and after).
 hwm0=$(vm_hwm_kb $CAM)

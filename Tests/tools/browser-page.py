@@ -8,7 +8,9 @@ Waits up to 15 s for the recordings table to list at least ROWS files and the li
 then reports "rows" (each row's cells as text), "overflow" (pixels the page is wider than the
 window: 0 when nothing needs sideways scrolling), "video_width" (the live video's on-screen width),
 "played" (seconds the first recording's in-page player advanced after its "play" link was
-clicked, and "played_src", the URL it played), "answer" (the line the page showed after "Key frame
+clicked, and "played_src", the URL it played), "events" (each event row's cells as text),
+"event_html" (the event rows' HTML element names: a label is text, never markup),
+"thumbnail" (the first event picture's natural width and height once loaded, or null), "answer" (the line the page showed after "Key frame
 now" was clicked) and "error" (a reason, or null).
 """
 import sys
@@ -43,6 +45,12 @@ def use_page(url, rows, screenshot, driver, result):
     result["video_width"] = driver.execute_script(
         "return Math.round(document.getElementById('live').getBoundingClientRect().width);")
     result["window_width"] = driver.execute_script("return window.innerWidth;")
+    result["events"] = driver.execute_script(
+        "return [...document.querySelectorAll('#events tr')].map(r => [...r.cells].map(c => c.textContent.trim()));")
+    result["event_html"] = driver.execute_script(
+        "return [...new Set([...document.querySelectorAll('#events *')].map(e => e.tagName.toLowerCase()))].sort();")
+    result["thumbnail"] = wait(driver, "const i = document.querySelector('#events img');"
+                                       " return i && i.complete && i.naturalWidth > 0 ? [i.naturalWidth, i.naturalHeight] : null;", 10)
     plays = [a for a in driver.find_elements(By.CSS_SELECTOR, "#files a") if a.text == "play"]
     if plays:
         plays[0].click()

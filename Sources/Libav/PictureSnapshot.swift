@@ -1,24 +1,26 @@
 import CFFmpeg
 
-/// The newest picture of an H.264 stream as a JPEG: `/snapshot.jpg`.
+/// A picture of an H.264 or H.265 stream as a JPEG: `/snapshot.jpg` and event thumbnails.
 ///
-/// Decodes the access units from an IDR to the newest frame with libavcodec's H.264 decoder and
-/// encodes the last picture with its mjpeg encoder. Runs only when asked; nothing is kept open
-/// between requests.
-public enum H264Snapshot {
+/// Decodes the access units from an IDR to the newest frame with libavcodec's decoder and encodes
+/// the last picture with its mjpeg encoder, shrunk first when asked. Runs only when asked; nothing
+/// is kept open between requests.
+public enum PictureSnapshot {
     public struct Failure: Error, CustomStringConvertible {
         public let description: String
         init(_ description: String) { self.description = description }
     }
 
     /// - Parameter accessUnits: Annex-B access units, the first an IDR, in decoding order.
+    /// - Parameter hevc: the stream is H.265 (else H.264).
     /// - Parameter quality: mjpeg's quantizer, 2 (best) to 31.
-    public static func jpeg(accessUnits: [[UInt8]], quality: Int32 = 3) throws -> [UInt8] {
+    /// - Parameter maximumWidth: a wider picture is shrunk by a whole factor (each pixel the mean of a block) to at most this.
+    public static func jpeg(accessUnits: [[UInt8]], hevc: Bool = false, quality: Int32 = 3, maximumWidth: Int? = nil) throws -> [UInt8] {
         let decoder: LibavDecoderSession
         do {
-            decoder = try LibavDecoderSession(codec: AV_CODEC_ID_H264)
+            decoder = try LibavDecoderSession(codec: hevc ? AV_CODEC_ID_HEVC : AV_CODEC_ID_H264)
         } catch {
-            throw Failure("cannot open libavcodec's H.264 decoder: \(error)")
+            throw Failure("cannot open libavcodec's \(hevc ? "H.265" : "H.264") decoder: \(error)")
         }
         guard let picture = av_frame_alloc() else { throw Failure("out of memory") }
         var pictureToFree: UnsafeMutablePointer<AVFrame>? = picture
@@ -48,7 +50,68 @@ public enum H264Snapshot {
         _ = avcodec_send_packet(decoder.context, nil)
         receive()
         guard decoded else { throw Failure("the decoder gave no picture") }
+        if let maximumWidth, maximumWidth >= 16, Int(picture.pointee.width) > maximumWidth,
+           let small = try shrunk(picture, by: (Int(picture.pointee.width) + maximumWidth - 1) / maximumWidth) {
+            var smallToFree: UnsafeMutablePointer<AVFrame>? = small
+            defer { av_frame_free(&smallToFree) }
+            return try encodeJPEG(small, quality: quality)
+        }
         return try encodeJPEG(picture, quality: quality)
+    }
+
+    /// A new picture `factor` times smaller each way (even sizes), each sample the mean of its block;
+    /// nil for a format other than planar 4:2:0, 4:2:2 or 4:4:4 (encodeJPEG refuses those anyway).
+    private static func shrunk(_ picture: UnsafeMutablePointer<AVFrame>, by factor: Int) throws -> UnsafeMutablePointer<AVFrame>? {
+        let format = AVPixelFormat(rawValue: picture.pointee.format)
+        let (shiftX, shiftY): (Int, Int)
+        switch format {
+        case AV_PIX_FMT_YUV420P, AV_PIX_FMT_YUVJ420P: (shiftX, shiftY) = (1, 1)
+        case AV_PIX_FMT_YUV422P, AV_PIX_FMT_YUVJ422P: (shiftX, shiftY) = (1, 0)
+        case AV_PIX_FMT_YUV444P, AV_PIX_FMT_YUVJ444P: (shiftX, shiftY) = (0, 0)
+        default: return nil
+        }
+        let width = (Int(picture.pointee.width) / factor) & ~1, height = (Int(picture.pointee.height) / factor) & ~1
+        guard width >= 2, height >= 2, let small = av_frame_alloc() else { throw Failure("out of memory") }
+        small.pointee.format = picture.pointee.format
+        small.pointee.width = Int32(width)
+        small.pointee.height = Int32(height)
+        small.pointee.color_range = picture.pointee.color_range
+        var toFree: UnsafeMutablePointer<AVFrame>? = small
+        guard av_frame_get_buffer(small, 0) >= 0 else {
+            av_frame_free(&toFree)
+            throw Failure("out of memory")
+        }
+        let area = factor * factor
+        for index in 0..<3 {
+            let (w, h) = index == 0 ? (width, height) : (width >> shiftX, height >> shiftY)
+            guard let source = plane(picture, index), let target = plane(small, index) else { continue }
+            for row in 0..<h {
+                let line = target.base + row * target.stride
+                for column in 0..<w {
+                    var sum = 0
+                    for y in 0..<factor {
+                        let from = source.base + (row * factor + y) * source.stride + column * factor
+                        for x in 0..<factor { sum += Int(from[x]) }
+                    }
+                    line[column] = UInt8(truncatingIfNeeded: (sum + area / 2) / area)
+                }
+            }
+        }
+        return small
+    }
+
+    private static func plane(_ frame: UnsafeMutablePointer<AVFrame>, _ index: Int) -> (base: UnsafeMutablePointer<UInt8>, stride: Int)? {
+        let base: UnsafeMutablePointer<UInt8>? = switch index {
+        case 0: frame.pointee.data.0
+        case 1: frame.pointee.data.1
+        default: frame.pointee.data.2
+        }
+        let stride = switch index {
+        case 0: frame.pointee.linesize.0
+        case 1: frame.pointee.linesize.1
+        default: frame.pointee.linesize.2
+        }
+        return base.map { ($0, Int(stride)) }
     }
 
     /// JPEG wants full-range samples (`yuvj`): a limited-range picture is stretched first.
