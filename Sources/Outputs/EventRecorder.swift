@@ -86,6 +86,8 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     public var onEventEnded: (@Sendable (Event) -> Void)?
     /// Called on the clip's thread with each clip file finished.
     public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+    /// Called with each old clip file retention (`--event-keep-files`, `--event-keep-for`) deleted.
+    public var onFileDeleted: (@Sendable (String) -> Void)?
     /// Called on the trigger's thread when an event starts, with a copy of its clip's first access unit
     /// (the IDR with its parameter sets, for a thumbnail) and that picture's frame number.
     public var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
@@ -188,6 +190,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             let from = newest.presentationTimeNanoseconds >= pre ? newest.presentationTimeNanoseconds - pre : 0
             clip.onFileFinished = { [weak self] file in self?.clipFileFinished(id: id, file) }
             clip.onFailure = { [weak self] error in self?.clipFailed(id: id, error) }
+            clip.onFileDeleted = onFileDeleted
             clip.onClipEnded = { [weak self, unowned clip] in self?.clipEnded(id: id, clip) }
             if s.events.count >= Self.eventsKept { s.events.removeFirst(s.events.count - Self.eventsKept + 1) }
             s.events.append(event)

@@ -21,6 +21,12 @@ struct EventOptions: ParsableArguments {
     @Option(parsing: .unconditional, help: "Longest clip file in seconds (default 300): a longer event goes on in the next file from an IDR, no frame lost or repeated.")
     var maxClipLength: Double?
 
+    @Option(parsing: .unconditional, help: "Keep at most N clip files of --event-output's pattern (counting the one being written); delete the oldest.")
+    var eventKeepFiles: Int?
+
+    @Option(help: "Delete clip files of --event-output's pattern older than DURATION (90s, 30m, 12h, 7d).")
+    var eventKeepFor: String?
+
     @Flag(help: "Start or extend an event when something moves in the picture (needs --event-output): differences of each frame's downscaled brightness from a learned background; changes of the whole picture (lights, exposure, a day/night switch) are not motion.")
     var motion = false
 
@@ -46,6 +52,15 @@ struct EventOptions: ParsableArguments {
         try OptionRange.checkSeconds(maxClipLength, "--max-clip-length", minimum: 1, inclusive: true)
         if eventOutput == nil && (preRoll != nil || postRoll != nil || maxClipLength != nil) {
             throw ValidationError("--pre-roll, --post-roll and --max-clip-length go with --event-output PATTERN")
+        }
+        try OptionRange.check(eventKeepFiles, "--event-keep-files", in: 1...1_000_000)
+        if let eventKeepFor, let seconds = RetentionPolicy.parseDuration(eventKeepFor) {
+            try OptionRange.checkSeconds(seconds, "--event-keep-for")
+        } else if let eventKeepFor {
+            throw ValidationError("--event-keep-for \(eventKeepFor): give a duration such as 3600, 90s, 30m, 12h or 7d")
+        }
+        if eventOutput == nil && (eventKeepFiles != nil || eventKeepFor != nil) {
+            throw ValidationError("--event-keep-files and --event-keep-for go with --event-output PATTERN")
         }
         if onEventEnd != nil && eventOutput == nil {
             throw ValidationError("--on-event-end goes with --event-output PATTERN")
@@ -145,6 +160,8 @@ struct EventOptions: ParsableArguments {
         }
         let files = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: false,
                                                       segmentSeconds: maxClipLength ?? Self.defaultMaxClipLength,
+                                                      retention: RetentionPolicy(maximumFiles: eventKeepFiles,
+                                                                                 maximumAgeSeconds: eventKeepFor.flatMap(RetentionPolicy.parseDuration)),
                                                       format: container, makeContainer: container == .raw ? nil : makeContainer)
         return EventRecorder(configuration: .init(preRollSeconds: preRoll ?? Self.defaultPreRoll,
                                                   postRollSeconds: postRoll ?? Self.defaultPostRoll, files: files))
@@ -159,6 +176,7 @@ extension RecordCommand {
         events.onFileFinished = { file in
             printLine(clearStatus + finishedFileLine(file, dropped: 0).replacingOccurrences(of: " dropped=0", with: ""))
         }
+        events.onFileDeleted = { path in printLine(clearStatus + "camrec: retention: deleted \(path)") }
         events.onEventEnded = { event in
             var fields = ["event=\(event.id)", "trigger=\(event.trigger.rawValue)", "triggers=\(event.triggers)"]
             if let first = event.firstFrame, let last = event.lastFrame { fields.append("frames=\(first)-\(last)") }

@@ -134,6 +134,38 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertTrue(log.contains("files=\(names.count)"), log)
     }
 
+    /// `--event-keep-files 2 --event-keep-for 1h`: a long event's older clip files go as new ones open,
+    /// and a clip from an earlier run older than an hour goes; a file the pattern does not produce stays.
+    func testClipRetentionKeepsTheNewestClipFilesAndNothingElseIsTouched() throws {
+        try FileManager.default.createDirectory(atPath: "\(dir)/ev", withIntermediateDirectories: true)
+        let old = "\(dir)/ev/clip-70.mp4", other = "\(dir)/ev/notes.txt"
+        for path in [old, other] { FileManager.default.createFile(atPath: path, contents: Data("x".utf8)) }
+        let twoHoursAgo = Date().addingTimeInterval(-7200)
+        for path in [old, other] { try FileManager.default.setAttributes([.modificationDate: twoHoursAgo], ofItemAtPath: path) }
+        let (camrec, errors) = try Tools.launch(Tools.camrec, [
+            "--test-pattern", "--size", "320x240", "--fps", "30", "--keyframe-interval", "15", "--preset", "ultrafast",
+            "--duration", "9", "--pre-roll", "0", "--post-roll", "5", "--max-clip-length", "1",
+            "--event-output", "\(dir)/ev/clip-{n}.mp4", "--event-keep-files", "2", "--event-keep-for", "1h"])
+        defer { if camrec.isRunning { camrec.terminate() } }
+        Thread.sleep(forTimeInterval: 2.5)
+        kill(camrec.processIdentifier, SIGUSR1)
+        camrec.waitUntilExit()
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(camrec.terminationStatus, 0, log)
+        let made = log.split(separator: "\n").filter { $0.hasPrefix("camrec: finished output=\(dir)/ev/clip-") }.count
+        XCTAssertGreaterThanOrEqual(made, 4, "5 s of clip in files of 1 s: " + log)
+        let names = Set(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev"))
+        XCTAssertEqual(names, ["clip-\(made - 1).mp4", "clip-\(made).mp4", "notes.txt"], "the newest two clip files, and the file no pattern makes")
+        for n in 1...(made - 2) {
+            XCTAssertTrue(log.contains("camrec: retention: deleted \(dir)/ev/clip-\(n).mp4\n"), "clip-\(n): " + log)
+        }
+        XCTAssertTrue(log.contains("camrec: retention: deleted \(old)\n"), log)
+        XCTAssertEqual(try Tools.decodeErrors("\(dir)/ev/clip-\(made).mp4"), "", "the newest clip file decodes alone")
+        let usage = try Tools.camrec(["--test-pattern", "--frames", "5", "--event-keep-files", "2", "\(dir)/out.h264"])
+        XCTAssertEqual(usage.status, 64, usage.stderr)
+        XCTAssertTrue(usage.stderr.contains("--event-keep-files and --event-keep-for go with --event-output PATTERN"), usage.stderr)
+    }
+
     /// `--test-scene` at 30 fps: the object crosses in frames 300-449, the lights go on at 600 (20 s).
     func testMotionMakesOneClipHoldingTheWholeCrossingAndTheLightsMakeNone() throws {
         let continuous = "\(dir)/cont.h264"
