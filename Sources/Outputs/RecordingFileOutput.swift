@@ -68,12 +68,9 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         /// The camera went away: end the file once everything before the gap is written.
         var endAtGap = false
         var finished: [FinishedFile] = []
-        /// An event clip ends after the access unit presented at this time (`openClip`).
-        var clipEnd: UInt64 = .max
-        var clipEnded = false
     }
-    /// An event clip: a subscription from the ring, and an end (`openClip`).
-    private var isClip = false
+    /// An event clip's end (`openClip`); nil for a recording.
+    private var clipEnd: ClipEnd?
 
     // Owned by the output thread once open() returns.
     private var sink: FileSink?
@@ -128,8 +125,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
             try? finishCurrentFile()
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
-        isClip = true
-        shared.withLock { $0.clipEnd = endingAfter }
+        clipEnd = ClipEnd(after: endingAfter)
         self.hub = hub
         self.subscription = subscription
         let worker = WorkerThread(name: "event-clip") { [unowned self] in
@@ -154,11 +150,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     /// Moves the clip's end to after the access unit presented at `time` (a later trigger); false
     /// when the clip has already ended (the caller starts a new one).
     public func extendClip(endingAfter time: UInt64) -> Bool {
-        shared.withLock { s in
-            guard !s.clipEnded else { return false }
-            s.clipEnd = max(s.clipEnd, time)
-            return true
-        }
+        clipEnd?.extend(after: time) ?? false
     }
 
     /// Starts a new file at the next IDR (SIGHUP, log-rotation style).
@@ -195,8 +187,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
                 current?.error = failure
                 onFailure?(failure)
                 // A clip that cannot be written ends; the recording it came from goes on.
-                if isClip {
-                    shared.withLock { $0.clipEnded = true }
+                if let clipEnd {
+                    clipEnd.endNow()
                     subscription.cancel()
                 }
             }
@@ -207,8 +199,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
               shared.withLock({ $0.failure == nil }), current != nil else { return }
         // A clip ends at the gap: the camera that returns is a new event's.
-        if isClip {
-            shared.withLock { $0.clipEnded = true }
+        if let clipEnd {
+            clipEnd.endNow()
             subscription?.cancel()
         }
         do {
@@ -222,10 +214,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     private func write(_ chunk: StreamChunk) throws {
         let pts = chunk.presentationTimeNanoseconds
-        if isClip, shared.withLock({ s -> Bool in
-            if pts > s.clipEnd { s.clipEnded = true }
-            return s.clipEnded
-        }) {
+        if let clipEnd, clipEnd.isOver(at: pts) {
             // Past the post-roll: the clip is complete; leave the hub so it never waits for us.
             subscription?.cancel()
             try finishCurrentFile()
