@@ -187,6 +187,15 @@ check "the Constrained Baseline stream of the test driver (h264_vaapi, not libx2
 check "test pattern, 1 CPU pass by the driver's counts: 91 pictures, 92 derived maps, 0 vaPutImage, 1 vaGetImage ($(cat tp.counts 2>/dev/null))" \
     eval '[[ $(driver_count tp pictures) == 91 && $(driver_count tp derive_maps) == 92 && $(driver_count tp put_images) == 0 && $(driver_count tp get_images) == 1 ]]'
 
+# --motion on this path reads each frame's luma from the VA surface the source drew into (mapped, no
+# copy). The test scene's object enters at 10 s (frame 300 at 30 fps): the event starts within 3 frames.
+record motion --log-level info --test-scene --size 320x240 --frames 330 --encoder vaapi --vaapi-device "$DISP" \
+    --motion --motion-mask 0,0,320,48 --event-output "motion-{n}.mp4" --pre-roll 1 --post-roll 0 motion.h264
+motion_start=$(grep -o 'event 1 started at frame [0-9]*' motion.log | grep -o '[0-9]*$')
+check "motion on the VA-API path (luma read from the mapped surfaces): exit $rc, event 1 started at frame ${motion_start:-none} (300-302), one event, frames drawn straight into VA surfaces" \
+    bash -c "[[ $rc == 0 && -n '$motion_start' ]] && (( ${motion_start:-0} >= 300 && ${motion_start:-0} <= 302 )) &&
+        [[ \$(grep -c 'started at frame' motion.log) == 1 ]] && grep -qF 'VA-API upload: 330 frames took $ONE_PASS' motion.log"
+
 # --- 2. driver variations ---------------------------------------------------------------------
 in=in-650x482.nv12
 CAMREC_TEST_VA_LOW_POWER_ONLY=1 "$CAMREC" --log-level info --input $in --input-format nv12 --size 650x482 \
