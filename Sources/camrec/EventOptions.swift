@@ -1,4 +1,5 @@
 import ArgumentParser
+import Synchronization
 import Bitstream
 import Containers
 import Frames
@@ -235,6 +236,8 @@ final class MotionWatcher: @unchecked Sendable {
     private var lastTrigger: UInt64?
     private let triggers = BlockingQueue<(frame: StreamHub.PublishedFrame, score: Double)>(capacity: 8)
     private var worker: WorkerThread?
+    /// Set when the recording has ended: queued triggers are dropped (no clip can grow any more).
+    private let stopping = Atomic<Bool>(false)
     static let triggerEveryNanoseconds: UInt64 = 500_000_000
 
     init(detector: MotionDetector, events: EventRecorder) {
@@ -244,9 +247,10 @@ final class MotionWatcher: @unchecked Sendable {
 
     /// Starts the trigger thread; `say` gets each outcome there.
     func start(_ say: @escaping @Sendable (EventRecorder.Outcome) -> Void) {
-        let (triggers, events) = (self.triggers, self.events)
-        let worker = WorkerThread(name: "motion-events") {
+        // Holds self until stop() joins it and lets the thread go.
+        let worker = WorkerThread(name: "motion-events") { [self] in
             while let next = triggers.pop() {
+                if stopping.load(ordering: .sequentiallyConsistent) { continue }
                 say(events.trigger(.motion, frame: next.frame, motionScore: next.score))
             }
         }
@@ -277,10 +281,11 @@ final class MotionWatcher: @unchecked Sendable {
         _ = triggers.tryPush((frame, score))
     }
 
-    /// After the recording: the triggers still queued are handled, then the thread ends.
+    /// After the recording (its stream has ended, so no clip can grow): triggers still queued are
+    /// dropped rather than refused one by one, then the thread ends.
     func stop() {
-        if let last = untriggered { _ = triggers.tryPush(last) }
         untriggered = nil
+        stopping.store(true, ordering: .sequentiallyConsistent)
         triggers.close()
         worker?.join()
         worker = nil
