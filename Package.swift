@@ -86,7 +86,9 @@ let package = Package(
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
-        ]),
+        ], plugins: ["BuildCommit"]),
+        // `camrec --version` names the commit it was built from.
+        .plugin(name: "BuildCommit", capability: .buildTool()),
 
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),

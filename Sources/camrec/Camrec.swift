@@ -1,5 +1,6 @@
 import ArgumentParser
 import Glibc
+import Libav
 import Recorder
 
 /// `camrec`: records by default; `inspect` checks a stream.
@@ -13,11 +14,14 @@ struct Camrec: ParsableCommand {
         EXIT STATUS
         \(ExitStatus.table)
         """,
-        version: "0.1.0",
+        version: versionText,
         subcommands: [RecordCommand.self, InspectCommand.self, DevicesCommand.self, EncodersCommand.self, ReceiveCommand.self, TriggerCommand.self],
         defaultSubcommand: RecordCommand.self
     )
 }
+
+/// `camrec --version`: camrec's version and the commit it was built from, then the media libraries it runs with.
+let versionText = (["camrec 0.1.0 (commit \(buildCommit))"] + LibraryVersions.lines).joined(separator: "\n")
 
 /// A failure already reported on stderr; only its exit status is left to give.
 struct ReportedFailure: Error {

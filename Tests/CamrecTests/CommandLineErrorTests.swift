@@ -82,6 +82,33 @@ final class CommandLineErrorTests: XCTestCase {
         }
     }
 
+    /// `--version`: the commit git says this checkout is at, and the libraries ffmpeg and ldd name.
+    func testVersionNamesTheCommitItWasBuiltFromAndTheLibrariesItRunsWith() throws {
+        let r = try Tools.camrec(["--version"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        let lines = r.stdoutText.split(separator: "\n").map(String.init)
+        XCTAssertEqual(lines.count, 3, r.stdoutText)
+        let checkout = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent().path
+        let head = try Tools.run("git", ["-C", checkout, "rev-parse", "--short=12", "HEAD"]).stdoutText.trimmingCharacters(in: .whitespacesAndNewlines)
+        XCTAssertEqual(head.count, 12, "git names this checkout's commit")
+        XCTAssertTrue(lines.first?.hasPrefix("camrec 0.1.0 (commit \(head)") == true, "\(lines.first ?? "") built from \(head)")
+        // ffmpeg -version: "libavcodec     59. 37.100 / 59. 37.100" (built against / running with).
+        let ffmpeg = try Tools.run("ffmpeg", ["-hide_banner", "-version"]).stdoutText
+        for library in ["libavcodec", "libavformat", "libavutil"] {
+            let row = try XCTUnwrap(ffmpeg.split(separator: "\n").first { $0.hasPrefix(library + " ") }, ffmpeg)
+            let running = row.split(separator: "/").last.map { $0.replacingOccurrences(of: " ", with: "") } ?? "?"
+            XCTAssertTrue(lines.count > 1 && lines[1].contains("\(library) \(running)"), "\(library) \(running) in \(lines)")
+        }
+        // ldd: "libva.so.2 => /lib/x86_64-linux-gnu/libva.so.2 (0x…)"; the file that link names is the one loaded.
+        let linked = try Tools.run("ldd", [Tools.camrec]).stdoutText.split(separator: "\n")
+        for soname in ["libx264.so.", "libva.so."] {
+            let row = try XCTUnwrap(linked.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname) }, "\(soname) in ldd")
+            let path = String(row.split(separator: " ")[2])
+            let file = URL(fileURLWithPath: path).resolvingSymlinksInPath().lastPathComponent
+            XCTAssertTrue(lines.count > 2 && lines[2].contains("(\(file))"), "\(file) in \(lines)")
+        }
+    }
+
     func testInspectRejectsAFileWithoutH264() throws {
         _ = FileManager.default.createFile(atPath: "\(dir)/keep-garbage.bin", contents: Data(repeating: 0x55, count: 4096))
         let r = try Tools.camrec(["inspect", "keep-garbage.bin"], cwd: dir)
