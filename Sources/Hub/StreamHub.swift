@@ -124,7 +124,8 @@ public final class StreamHub: Sendable {
         }
         guard let held else { return nil }
         defer { held.release() }
-        return (held.bytes, held.sequence)
+        // A copy of its own: sharing the chunk's storage would make the encoder copy it when it reuses the chunk.
+        return (held.bytes.withUnsafeBufferPointer { Array($0) }, held.sequence)
     }
 
     /// The newest access unit published so far; nil before the first.
