@@ -70,7 +70,7 @@ EXPECTED_SUITES=(
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
   "seed-receivers       83  1200   140"   # quiet 93 s, loaded 98 s
   "network-load         21  1200    60"   # quiet 22 s, loaded 36 s
-  "containers          134   900   250"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
+  "containers          134   900   280"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25); 239 s beside two builds (2026-11-26)
   "publish             116   600   300"   # quiet 169-209 s, loaded 183 s; 259 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
   "browser              24   600    90"   # quiet 58 s, loaded 60 s
   "http                101   600   160"   # quiet 104 s, loaded 109 s
