@@ -16,6 +16,12 @@ struct PidFile {
         if let other = try? RunningRecorder.named(byPidFile: path), other.pid != file.pid {
             throw Failure(description: "--pid-file \(path) names camrec pid \(other.pid), which is still running: give each recording its own pid file")
         }
+        // Only a regular file (or nothing) is replaced: renamed over /dev/null, a FIFO or a socket, the
+        // pid file would take that name's place (as root, /dev/null itself).
+        var status = stat()
+        if lstat(path, &status) == 0, status.st_mode & S_IFMT != S_IFREG {
+            throw Failure(description: "--pid-file \(path) exists and is not a regular file: give a file name such as /run/camrec/door.pid")
+        }
         let temporary = "\(path).\(file.pid).tmp"
         let fd = open(temporary, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0o644)
         guard fd >= 0 else {

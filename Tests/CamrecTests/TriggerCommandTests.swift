@@ -29,6 +29,15 @@ final class TriggerCommandTests: ScratchDirectoryTestCase {
         let second = try Tools.camrec(["--test-pattern", "--frames", "5", "--pid-file", pidFile, "\(dir)/second.h264"])
         XCTAssertEqual(second.status, 75, second.stderr)
         XCTAssertTrue(second.stderr.contains("names camrec pid \(recording.processIdentifier), which is still running"), second.stderr)
+        // Never put in place of something that is not a regular file (as root, /dev/null itself).
+        XCTAssertEqual(mkfifo("\(dir)/fifo.pid", 0o600), 0)
+        for special in ["/dev/null", "\(dir)/fifo.pid", dir] {
+            let refused = try Tools.camrec(["--test-pattern", "--frames", "5", "--pid-file", special, "\(dir)/special.h264"])
+            XCTAssertEqual(refused.status, 75, "\(special): \(refused.stderr)")
+            XCTAssertTrue(refused.stderr.contains("--pid-file \(special) exists and is not a regular file"), refused.stderr)
+        }
+        var status = stat()
+        XCTAssertTrue(stat("/dev/null", &status) == 0 && status.st_mode & S_IFMT == S_IFCHR, "/dev/null is still the device")
         recording.waitUntilExit()
         let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(recording.terminationStatus, 0, log)
