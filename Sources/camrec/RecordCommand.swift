@@ -176,6 +176,10 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT")
         }
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
+        // The same names twice: clips would collide with the recording, and clip retention would delete it.
+        if let clips = events.eventOutput, outputs.contains(clips) {
+            throw ValidationError("--event-output \(clips) is also an output: give clips a name pattern of their own, e.g. 'events/%F/%H%M%S-{n}.mp4'")
+        }
         try checkCodecs()
     }
 

@@ -229,6 +229,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
             (["--event-output", "\(dir)/clip.mp4"], "give a name that changes per clip"),
             (["--event-output", "rtmp://user:secret@host/live/{n}"], "--event-output rtmp://"),
             (["--event-output", "-"], "clips go to files"),
+            (["--event-output", pattern, pattern], "is also an output: give clips a name pattern of their own"),
             (["--motion", "\(dir)/out.h264"], "--motion starts events: give --event-output PATTERN"),
             (["--motion-threshold", "5", "--event-output", pattern], "go with --motion"),
             (["--motion", "--motion-threshold", "0", "--event-output", pattern], "--motion-threshold must be between 1 and 255"),
