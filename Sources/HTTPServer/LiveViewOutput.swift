@@ -74,7 +74,7 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
 
     /// Asks for an IDR through the hub's gate (rate-limited): a viewer or a snapshot starts there.
     func requestKeyframe() {
-        state.withLock { $0.hub }?.keyframes.request()
+        state.withLock { $0.hub }?.requestIDR()
     }
 
     /// A browser left (or the recording ended).

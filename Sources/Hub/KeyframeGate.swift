@@ -9,8 +9,11 @@ public final class KeyframeGate: Sendable {
     private struct State {
         var action: (@Sendable () -> Void)?
         var lastRequest: UInt64?
+        /// The newest frame the recorder has made an IDR (handed to the encoders, maybe not yet published).
+        var newestForced: UInt64?
         var granted = 0
         var refused = 0
+        var alreadyComing = 0
     }
     private let state = Mutex(State())
     private let minimumIntervalNanoseconds: UInt64
@@ -23,6 +26,13 @@ public final class KeyframeGate: Sendable {
     /// What a granted request does (the recorder forces an IDR at its next frame).
     public func connect(_ action: @escaping @Sendable () -> Void) {
         state.withLock { $0.action = action }
+    }
+
+    /// The recorder has made frame `sequence` an IDR (regular, requested or after a source gap).
+    public func noteForced(sequence: UInt64) {
+        state.withLock { s in
+            if s.newestForced.map({ sequence > $0 }) ?? true { s.newestForced = sequence }
+        }
     }
 
     /// Requests an IDR unless one was granted less than the interval ago. Returns whether it did;
@@ -47,6 +57,25 @@ public final class KeyframeGate: Sendable {
         return action != nil
     }
 
-    /// IDRs requested, and requests refused by the rate limit.
-    public var counts: (granted: Int, refused: Int) { state.withLock { ($0.granted, $0.refused) } }
+    /// For a subscriber that waits for its first IDR and joined when its hub's newest published frame
+    /// was `newestPublished` (nil: none yet, and the first is always an IDR). An IDR the recorder has
+    /// already put on a later frame is on its way to it, so nothing is asked: a receiver that joins
+    /// while the first frame is being encoded adds no second IDR. Otherwise `request()`. True when an IDR is coming (already, or asked for).
+    @discardableResult
+    public func requestFirstIDR(joinedAfter newestPublished: UInt64?) -> Bool {
+        let coming = state.withLock { s -> Bool in
+            // Nothing published yet: the first access unit of a stream is always an IDR.
+            if let published = newestPublished {
+                guard let forced = s.newestForced, forced > published else { return false }
+            }
+            s.alreadyComing += 1
+            return true
+        }
+        return coming || request()
+    }
+
+    /// IDRs requested, requests refused by the rate limit, and first-IDR requests an IDR already on its way met.
+    public var counts: (granted: Int, refused: Int, alreadyComing: Int) {
+        state.withLock { ($0.granted, $0.refused, $0.alreadyComing) }
+    }
 }

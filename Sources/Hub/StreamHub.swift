@@ -60,6 +60,7 @@ public final class StreamHub: Sendable {
     ///   about a frame rather than a picture group (rate-limited).
     public func subscribe(_ name: String, from start: Subscription.Start, policy: Subscription.Policy,
                           askForIDR: Bool = false) -> Subscription? {
+        var joinedAfter: UInt64?
         let subscription: Subscription? = state.withLock { s in
             guard !s.closed else { return nil }
             var backlog: ArraySlice<StreamChunk> = []
@@ -77,10 +78,19 @@ public final class StreamHub: Sendable {
             let subscription = Subscription(name: name, policy: policy, backlog: backlog)
             subscription.hub = self
             s.subscribers.append(subscription)
+            joinedAfter = s.newest?.sequence
             return subscription
         }
-        if subscription != nil && askForIDR { keyframes.request() }
+        if subscription != nil && askForIDR { keyframes.requestFirstIDR(joinedAfter: joinedAfter) }
         return subscription
+    }
+
+    /// Asks the gate for an IDR for a subscriber that has joined and waits for its first one (or a
+    /// file that rotates at its next IDR): nothing is asked when the recorder has already made a
+    /// frame not yet published here an IDR. True when an IDR is coming (see `KeyframeGate`).
+    @discardableResult
+    public func requestIDR() -> Bool {
+        keyframes.requestFirstIDR(joinedAfter: state.withLock { $0.newest?.sequence })
     }
 
     func remove(_ subscription: Subscription) {

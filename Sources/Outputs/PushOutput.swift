@@ -80,10 +80,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
             if transport.connectsOnFirstSend {
                 // The session starts at an IDR; ask for one now unless the server is known to be
                 // down (then wait for the next regular one rather than add IDRs to every output).
-                if !failing { hub.keyframes.request() }
+                if !failing { hub.requestIDR() }
             } else {
                 announce(afterFailures: failing)
-                hub.keyframes.request()
+                hub.requestIDR()
             }
             return nil
         } catch {

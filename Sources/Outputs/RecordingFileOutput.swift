@@ -157,7 +157,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public func requestNewFile() {
         shared.withLock { $0.rotateRequested = true }
         // Through the gate: a rotation waits at most for the next regular IDR when one was just asked for.
-        hub?.keyframes.request()
+        hub?.requestIDR()
     }
 
     /// The camera went away and every access unit before it has been published: the current file (or

@@ -146,7 +146,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
             }
             return (list.count, n)
         }
-        let forced = hub.keyframes.request()
+        let forced = hub.requestIDR()
         log("receiver \(address) joined (\(live) connected, #\(n)); " + (forced ? "IDR requested" : "starts at the next IDR"))
         Task(executorPreference: EventLoopExecutor(channel.eventLoop)) { [self] in
             await session.run(connection)

@@ -61,7 +61,9 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         } catch {
             log("\(label): receiver not reachable yet (\(describe(error))); recording goes on, retrying in the background")
         }
-        let connected = first
+        // Joined before capture starts, the first connection gets frame 0 (an IDR) whatever the
+        // event loop's pace: joining from its task could come a frame late and cost an extra IDR.
+        let connected = first.map { ($0, hub.subscribe(receiverName(of: $0), from: .nextIDR, policy: subscriptionPolicy)) }
         task = Task(executorPreference: EventLoopExecutor(loop)) { [self] in
             await reconnectLoop(first: connected)
             ended.lock()
@@ -82,8 +84,15 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 
-    private func reconnectLoop(first: Channel?) async {
-        var channel = first
+    private var subscriptionPolicy: Subscription.Policy { .skipToIDR(depth: max(2, queueCapacity)) }
+
+    private func receiverName(of channel: Channel) -> String {
+        "receiver \(channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description)"
+    }
+
+    private func reconnectLoop(first: (Channel, Subscription?)?) async {
+        var channel = first?.0
+        var joined = first?.1
         var failing = first == nil
         var backoff: UInt64 = 250_000_000
         while !stopping {
@@ -103,23 +112,27 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
             }
             guard let connected = channel else { continue }
             channel = nil
-            guard await serve(connected, afterFailures: failing) else { break }
+            let subscription = joined ?? hub?.subscribe(receiverName(of: connected), from: .nextIDR, policy: subscriptionPolicy)
+            joined = nil
+            guard await serve(connected, subscription: subscription, afterFailures: failing) else { break }
             failing = false
             backoff = 250_000_000
         }
+        joined?.cancel()
         if let channel { try? await channel.close() }
     }
 
     /// One connection, from its first IDR until the receiver leaves or the stream ends. False when
     /// there is nothing more to send (the recording has ended).
-    private func serve(_ channel: Channel, afterFailures: Bool) async -> Bool {
+    private func serve(_ channel: Channel, subscription: Subscription?, afterFailures: Bool) async -> Bool {
         let address = channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description
-        let name = "receiver \(address)"
-        guard let hub, let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))),
+        let name = receiverName(of: channel)
+        guard let hub, let subscription,
               let connection = try? await channel.eventLoop.submit({
                   try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
               }).get()
         else {
+            subscription?.cancel()
             try? await channel.close()
             return false
         }
@@ -136,7 +149,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         } else if afterFailures {
             log("\(label): connected to the receiver; streaming from the next IDR")
         }
-        hub.keyframes.request()
+        hub.requestIDR()
         await session.run(connection)
         session.leaveHub()
         let summary = session.summary

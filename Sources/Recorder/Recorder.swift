@@ -185,7 +185,11 @@ public final class Recorder: @unchecked Sendable {
                 return s.keyframeRequested
             }
             let force = sinceKeyframe == 0 || sinceKeyframe >= keyframeInterval || requested
-            if force { sinceKeyframe = 0 }
+            if force {
+                sinceKeyframe = 0
+                // Before the encoders see it: a subscriber joining from now on knows this IDR is coming.
+                for branch in branches { branch.hub.keyframes.noteForced(sequence: buffer.sequence) }
+            }
             sinceKeyframe += 1
             if onFrameTimed != nil {
                 let entry = (buffer.sequence, MonotonicClock.now())

@@ -204,6 +204,22 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(gate.counts.refused, 2)
         XCTAssertTrue(KeyframeGate(minimumIntervalSeconds: .nan).request() == false)
     }
+
+    func testAFirstIDRRequestAsksNothingWhenAnIDRIsOnItsWay() {
+        let gate = KeyframeGate(minimumIntervalSeconds: 0)
+        let asked = LockedLog()
+        gate.connect { asked.add("idr") }
+        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: nil), "nothing published: the first unit is an IDR")
+        gate.noteForced(sequence: 0)
+        gate.noteForced(sequence: 30)
+        gate.noteForced(sequence: 12)
+        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: 29), "frame 30 is an IDR not yet published")
+        XCTAssertEqual(asked.lines, [])
+        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: 30), "frame 30 was published before the join")
+        XCTAssertEqual(asked.lines, ["idr"])
+        XCTAssertEqual(gate.counts.alreadyComing, 2)
+        XCTAssertEqual(gate.counts.granted, 1)
+    }
 }
 
 final class LockedLog: @unchecked Sendable {

@@ -5,6 +5,7 @@ import Frames
 import Hub
 import Logging
 import Outputs
+import Synchronization
 import XCTest
 
 @testable import Recorder
@@ -74,6 +75,34 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(idrs.count, 2, "the first frame, and one asked for: \(idrs)")
         XCTAssertEqual(idrs.first, 0)
         XCTAssertGreaterThan(idrs.last ?? 0, 5)
+    }
+
+    func testAReceiverJoiningWhileTheFirstIDRIsBeingEncodedAddsNoSecondIDR() throws {
+        let gate = KeyframeGate(minimumIntervalSeconds: 0)
+        let hub = StreamHub(label: "h264", keyframes: gate)
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(keyframeInterval: 30), hub: hub,
+                                keyframeInterval: 30, limits: .init(frames: 40), logger: Logger(label: "test"))
+        let all = try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 64)))
+        let late = Mutex<Collected?>(nil)
+        // Joins (and asks for its first IDR, as a TCP receiver does) after frame 0 is made an IDR and
+        // before the encoder has it: frame 0 is on its way, so the cadence must stay 0, 30.
+        recorder.onFrameBeforeEncoding = { buffer in
+            guard buffer.sequence == 0,
+                  let joined = hub.subscribe("late", from: .nextIDR, policy: .lossless(depth: 64), askForIDR: true) else { return }
+            let collected = Collected(joined)
+            collected.start()
+            late.withLock { $0 = collected }
+        }
+        let collected = Collected(all)
+        collected.start()
+        XCTAssertNil(recorder.run().failure)
+        collected.waitUntilEnded()
+        XCTAssertEqual(collected.units.filter(\.isIDR).map(\.sequence), [0, 30])
+        let lateOne = try XCTUnwrap(late.withLock { $0 })
+        lateOne.waitUntilEnded()
+        XCTAssertEqual(lateOne.units.first?.sequence, 0, "the late receiver starts with frame 0")
+        XCTAssertEqual(gate.counts.alreadyComing, 1)
+        XCTAssertEqual(gate.counts.granted, 0)
     }
 
     func testAStopFromAnotherThreadEndsTheRecordingAndClosesTheHubWithTheFailureGiven() throws {
