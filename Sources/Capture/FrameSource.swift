@@ -29,13 +29,17 @@ public struct SourceStatistics: Sendable, Equatable {
     /// Of `dropped`, frames the device never delivered: gaps in its sequence numbers (the driver
     /// late, or its queue empty). Tests tell them from drops camrec made itself.
     public var skippedByDevice: UInt64 = 0
+    /// Of `dropped`, frames camrec dropped because no pool buffer was free: the encoder behind (for
+    /// want of CPU) rather than wait and make the camera drop them unseen.
+    public var poolEmpty: UInt64 = 0
 
     public init() {}
 
     /// The counters as key=value pairs, for the info log (tests read them).
     public var fields: String {
         "delivered=\(delivered) dropped=\(dropped) errored=\(errored) cpu_bytes=\(bytesWrittenByCPU) "
-            + "requeued_after_refusal=\(requeuedAfterRefusal) sequence_wraps=\(sequenceWraps) skipped_by_device=\(skippedByDevice)"
+            + "requeued_after_refusal=\(requeuedAfterRefusal) sequence_wraps=\(sequenceWraps) skipped_by_device=\(skippedByDevice) "
+            + "pool_empty=\(poolEmpty)"
     }
 }
 

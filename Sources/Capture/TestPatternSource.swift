@@ -116,7 +116,10 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
             }
             guard let buffer else {
                 if pacedInRealTime && !state.withLock({ $0.stopped }) {
-                    state.withLock { $0.statistics.dropped += 1 }
+                    state.withLock {
+                        $0.statistics.dropped += 1
+                        $0.statistics.poolEmpty += 1
+                    }
                     continue
                 }
                 state.withLock { if $0.end == nil { $0.end = .finished } }

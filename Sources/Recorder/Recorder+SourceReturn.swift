@@ -127,6 +127,7 @@ extension SourceStatistics {
         sum.requeuedAfterRefusal += other.requeuedAfterRefusal
         sum.sequenceWraps += other.sequenceWraps
         sum.skippedByDevice += other.skippedByDevice
+        sum.poolEmpty += other.poolEmpty
         return sum
     }
 }

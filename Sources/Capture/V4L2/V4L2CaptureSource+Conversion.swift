@@ -46,7 +46,10 @@ extension V4L2CaptureSource {
             return .skipped
         }
         func poolEmpty() -> Dequeued {
-            state.withLock { $0.statistics.dropped += 1 }
+            state.withLock {
+                $0.statistics.dropped += 1
+                $0.statistics.poolEmpty += 1
+            }
             return .skipped
         }
         if memory == V4L2_MEMORY_USERPTR {
