@@ -193,15 +193,28 @@ private final class LineCollector: @unchecked Sendable {
     var text: String { lock.lock(); defer { lock.unlock() }; return lines.joined(separator: "\n") }
 
     /// Waits (at most 20 s) until `count` lines end with `suffix` (and contain `containing`); returns the last.
+    /// Lines already looked at for the same question are not looked at again (thousands of cuts).
     @discardableResult
     func wait(for suffix: String, count: Int, containing: String = "") throws -> String {
+        let question = [suffix, containing]
         for _ in 0..<20_000 {
             lock.lock()
-            let matching = lines.filter { ($0.hasSuffix(suffix) || $0.contains(suffix)) && (containing.isEmpty || $0.contains(containing)) }
+            if question != asked { asked = question; scanned = 0; matching = [] }
+            while scanned < lines.count {
+                let line = lines[scanned]
+                scanned += 1
+                if (line.hasSuffix(suffix) || line.contains(suffix)) && (containing.isEmpty || line.contains(containing)) {
+                    matching.append(line)
+                }
+            }
+            let found = matching.count >= count ? matching[count - 1] : nil
             lock.unlock()
-            if matching.count >= count { return matching[count - 1] }
+            if let found { return found }
             usleep(1000)
         }
         throw WaitTimeout(description: "no line \(count) with \(suffix) within 20 s: \(text.suffix(500))")
     }
+    private var asked: [String] = []
+    private var scanned = 0
+    private var matching: [String] = []
 }
