@@ -85,12 +85,12 @@ nginx -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
 NGINX=$!
 wait_for 20 eval "(exec 3<>/dev/tcp/127.0.0.1/$RTMP_PORT) 2>/dev/null"
 
-echo "== --on-camera-lost wait: three unplugs in a two-minute --segment 15 recording ($(elapsed))"
+echo "== --on-camera-lost wait: three unplugs in a 75-second --segment 10 recording ($(elapsed))"
 # Every output at once: segmented raw and MP4 files, a media server, two TCP receivers and a browser.
 # A loss closes the segment being written; after the return segments go on under the next names.
 mkdir -p "$R/rec"
 timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --encoder software --preset ultrafast \
-    --on-camera-lost wait --segment 15 --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
+    --on-camera-lost wait --segment 10 --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
     --http "$HTTP_BIND:$HTTP_PORT" "${HTTP_OPEN[@]}" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec/rec-{n}.h264" "$R/rec/rec-{n}.mp4" \
     "rtmp://127.0.0.1:$RTMP_PORT/live/cam" 2>"$R/rec.err" &
 REC=$!
@@ -137,7 +137,7 @@ camrec_pid=
 # timeout's child (env and nice exec camrec).
 for p in $(pgrep -P "$REC"); do [[ $(readlink "/proc/$p/exe") == "$(readlink -f "$CAMREC_BIN")" ]] && camrec_pid=$p; done
 for n in 1 2 3; do
-    sleep_rest $((n * 30000 - 20000)) "$REC_START"   # unplugs 10, 40 and 70 s in (or at once, if later)
+    sleep_rest $((n * 20000 - 12000)) "$REC_START"   # unplugs 8, 28 and 48 s in (or at once, if later)
     hold_open "$DEV"
     unplugged=$(date +%s%N)
     v4l2-ctl -d "$DEV" -c disconnect=1 || bad "could not unplug $DEV ($n)"
@@ -178,7 +178,7 @@ check "a browser on the live page (the host's Chromium) showed the camera lost d
 # 296-902 ms in five runs, 1152 ms once beside a busy host process, under the VM's emulated CPU.
 check "and a new picture within 1.5 s of the camera being free again, each time, on the same page and stream connection (ms: $(browser picture_ms); connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
     eval "three_within 1500 \$(browser picture_ms) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
-sleep_rest 120000 "$REC_START"
+sleep_rest 75000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
 sleep 1
