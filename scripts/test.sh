@@ -16,10 +16,11 @@
 # compile work of the tests alone) is gone. --quick builds debug, which recompiles faster after an edit.
 # The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core)
 # run in a lane of their own beside the rest, so the run takes about as long as the longer lane. fuzz
-# (one core, no ports, no X display) runs after them (SIDE_EXTRA): with the VM cases' analysis on the
-# host (on_host), a full run on a slow 2-core machine took 1432 s in the side lane with fuzz's 208 s,
-# and about 1370 s in the other with the test targets' build (2026-11-25, 9c4df0e; 1804 s in all). Each suite's output goes to its own log; the side lane's
-# suites are printed whole when they end.
+# and readme-promises (no fixed port, no X display) run after them (SIDE_EXTRA). The lanes were equal
+# at 1430 s each after camrec's build (377 s) in a 1828-s CI run (2026-11-26, 6c4ff61), over the
+# 30 minutes; fuzz went from 60 to 40 s a target, the camera-return recording from 120 to 75 s, a
+# quadratic log wait in an XCTest from 44 to 6 s, and readme-promises to this lane. Each suite's
+# output goes to its own log; the side lane's suites are printed whole when they end.
 #
 # Environment: TEST_JOBS=1   one suite at a time, in the old order (swift test, then
 #                            Tests/suites/*.sh by name): if running side by side proves flaky
@@ -65,7 +66,7 @@ EXPECTED_SUITES=(
   "vm-camera-return     29  1200   450"   # 216 s in a full run with the analysis on the host and the segmented case (on_host; 339 s for 26 checks before), 2026-11-25; 368 s beside one busy loop before on_host; the two-minute segmented recording with a browser: 233-250 s alone or beside another VM suite
   "vm-mjpeg             21  1200   230"   # 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
   "vm-unattended        38  1200   230"   # 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
-  "fuzz                  3   900   310"   # quiet 204 s, loaded 215 s
+  "fuzz                  3   900   230"   # 40 s a target: quiet ~144 s; at 60 s a target it was quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
   "seed-receivers       83  1200   140"   # quiet 93 s, loaded 98 s
@@ -296,8 +297,9 @@ fi
 T_BUILD=$(( $(date +%s) - T_BUILD ))
 
 # --- the suites, in two lists: the side lane (the VM suites, then SIDE_EXTRA) and the rest ---
-# Suites that may run beside any other: no fixed port, no X display, no shared file.
-SIDE_EXTRA=" fuzz "
+# Suites that may run beside any other: no fixed port, no X display, no shared file. They keep the
+# two lanes about equal (each ~1.35-1.4 ks after the build, 2026-11-26).
+SIDE_EXTRA=" fuzz readme-promises "
 SEEN=()
 HOST=(swift-tests) VM=() SIDE=() ALL=(swift-tests)
 if ((QUICK)); then
