@@ -5,12 +5,17 @@
 #                             nginx-rtmp and srt-live-transmit as media servers to publish to, headless
 #                             Chromium with Selenium from PyPI to play recordings in a browser, and
 #                             prometheus-client from PyPI, whose parser reads /metrics)
+#   scripts/setup.sh --package  also what scripts/package.sh and scripts/check-package.sh need (dpkg-dev,
+#                             binutils, debootstrap for a clean Debian 12 root, lintian)
 set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev libyuv-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver)
+fi
+if [[ "${1:-}" == "--package" ]]; then
+  packages+=(dpkg-dev binutils debootstrap lintian python3)
 fi
 
 missing=()
