@@ -42,7 +42,7 @@ for m in proc dev dev/pts; do
     mount --bind "/$m" "$root/$m" && mounted+=("$root/$m")
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null
-in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 "$@"; }
+in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/sbin:/usr/bin:/sbin:/bin HOME=/root LANG=C.UTF-8 TERM=xterm "$@"; }
 
 cp "$deb" "$root/tmp/"
 name=$(basename "$deb")
@@ -77,6 +77,21 @@ completes() {   # completes LINE WORD: what TAB offers at the end of LINE includ
 }
 completions_work() { completes 'camrec re' record && completes 'camrec re' receive && completes 'camrec record --dev' --device; }
 check "bash completion: camrec re<TAB> offers record and receive, camrec record --dev<TAB> offers --device" completions_work
+# And as a user meets it: an interactive login bash in tmux (bash-completion loads from /etc/profile.d
+# and loads camrec's script on the first TAB), the keys typed, the screen read back.
+tab_in_tmux() {
+    local screen
+    in_root sh -c 'DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends tmux >/dev/null 2>&1' || return 1
+    in_root tmux -L check new-session -d -x 120 -y 10 "bash -l -i" || return 1
+    sleep 1
+    in_root tmux -L check send-keys "camrec record --dev" Tab
+    sleep 2
+    screen=$(in_root tmux -L check capture-pane -p)
+    in_root tmux -L check kill-server
+    echo "   tmux: $(grep camrec <<<"$screen" | tail -1)"
+    grep -q "camrec record --device" <<<"$screen"
+}
+check "in tmux, an interactive bash completes camrec record --dev<TAB> to --device" tab_in_tmux
 check "udev rule and systemd unit in place, naming /usr/bin/camrec; nothing enabled" \
     sh -c "test -f '$root/lib/udev/rules.d/70-camrec.rules' && grep -q '^ExecStart=/usr/bin/camrec' '$root/lib/systemd/system/camrec@.service' &&
            ! ls '$root'/etc/systemd/system/*.wants/camrec* >/dev/null 2>&1"

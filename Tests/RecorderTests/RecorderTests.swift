@@ -58,11 +58,18 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(b.units.map(\.sequence), (0..<30).map { UInt64($0) })
     }
 
-    func testAKeyframeRequestThroughTheGateMakesTheNextFrameAnIDR() throws {
+    /// 40 test-pattern frames, as fast as they encode, into one hub whose gate grants every request.
+    private func fortyFramesThroughAnOpenGate(keyframeInterval: Int) throws -> (KeyframeGate, StreamHub, Recorder) {
         let gate = KeyframeGate(minimumIntervalSeconds: 0)
         let hub = StreamHub(label: "h264", keyframes: gate)
-        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(keyframeInterval: 1000), hub: hub,
-                                keyframeInterval: 1000, limits: .init(frames: 40), logger: Logger(label: "test"))
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false),
+                                encoder: try encoder(keyframeInterval: keyframeInterval), hub: hub,
+                                keyframeInterval: keyframeInterval, limits: .init(frames: 40), logger: Logger(label: "test"))
+        return (gate, hub, recorder)
+    }
+
+    func testAKeyframeRequestThroughTheGateMakesTheNextFrameAnIDR() throws {
+        let (gate, hub, recorder) = try fortyFramesThroughAnOpenGate(keyframeInterval: 1000)
         let subscription = try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 1)))
         let requested = Collected(subscription) { unit in
             // Asked for while frame 5 is taken: the encoder is at most the queue and the pool ahead.
@@ -78,10 +85,7 @@ final class RecorderTests: XCTestCase {
     }
 
     func testAReceiverJoiningWhileTheFirstIDRIsBeingEncodedAddsNoSecondIDR() throws {
-        let gate = KeyframeGate(minimumIntervalSeconds: 0)
-        let hub = StreamHub(label: "h264", keyframes: gate)
-        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(keyframeInterval: 30), hub: hub,
-                                keyframeInterval: 30, limits: .init(frames: 40), logger: Logger(label: "test"))
+        let (gate, hub, recorder) = try fortyFramesThroughAnOpenGate(keyframeInterval: 30)
         let all = try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 64)))
         let late = Mutex<Collected?>(nil)
         // Joins (and asks for its first IDR, as a TCP receiver does) after frame 0 is made an IDR and
