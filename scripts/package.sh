@@ -20,7 +20,8 @@ export PATH="/opt/swift/usr/bin:$PATH"
 out=dist
 while (($#)); do
     case $1 in
-        --out) out=${2:?--out needs a directory}; shift 2 ;;
+        --out) [[ $# -ge 2 && -n $2 ]] || { echo "package.sh: --out needs a directory" >&2; exit 64; }
+               out=$2; shift 2 ;;
         -h|--help) sed -n '2,16p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
         *) echo "package.sh: unknown argument $1 (use --out DIR)" >&2; exit 64 ;;
     esac
