@@ -345,7 +345,7 @@ else
     num=${DISP#:}
     if [[ ! -S /tmp/.X11-unix/X$num ]]; then
         rm -f "/tmp/.X$num-lock"
-        Xvfb "$DISP" -nolisten tcp -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
+        Xvfb "$DISP" -nolisten tcp -noreset -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
         XVFB_PID=$!
         wait_for test -S "/tmp/.X11-unix/X$num" || fail "VA-API: Xvfb did not start on $DISP"
     fi

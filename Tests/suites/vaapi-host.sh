@@ -77,7 +77,7 @@ if x_running; then
     echo "vaapi-host: using the X server already running on $DISP"
 else
     rm -f "/tmp/.X$num-lock" "/tmp/.X11-unix/X$num"
-    Xvfb "$DISP" -nolisten tcp -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
+    Xvfb "$DISP" -nolisten tcp -noreset -screen 0 640x480x24 >"$WORK/xvfb.log" 2>&1 &
     XVFB_PID=$!
     for _ in $(seq 50); do x_running && break; sleep 0.1; done
     x_running || { echo "vaapi-host: Xvfb did not start:"; cat "$WORK/xvfb.log"; FAIL=1; finish; }
