@@ -11,23 +11,22 @@
 #
 # Everything is built once, in release mode with -enable-testing (the XCTests' @testable imports need
 # it): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
-# Every suite is given that camrec (CAMREC=.build/release/camrec) and `swift test -c release` runs the
-# XCTests, so the run tests what users build (optimised) and the debug build of everything (twice the
-# compile work of the tests alone) is gone. --quick builds debug, which recompiles faster after an edit.
-# The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core)
-# run in a lane of their own beside the rest, so the run takes about as long as the longer lane. fuzz
-# (no fixed port, no X display) runs after them (SIDE_EXTRA). The lanes were equal at 1430 s each after
-# camrec's build (377 s) in a 1828-s CI run (2026-11-26, 6c4ff61), over the 30 minutes; fuzz went from
-# 60 to 40 s a target, the camera-return recording from 120 to 75 s and a quadratic log wait in an
-# XCTest from 44 to 6 s. The next quiet run, on a day the same build took 630 s instead of 529, took
-# 2188 s: the VM lane 1697 s (with readme-promises, since moved back), the other 1463 s. A large part
-# of the VM suites' time is camrec starting under emulation (`camrec --version` takes about 6 s there,
-# 0.09 s on the host; vm-capture starts it some 50 times). Each suite's output goes to its own log;
-# the side lane's suites are printed whole when they end.
+# Every suite is given that camrec (CAMREC=.build/release/camrec) and the XCTests run from the built
+# bundle in two processes side by side (Tests/tools/run-xctests.sh: they mostly wait on real time;
+# 284 s alone in one process, 143 s in two, 2026-11-26), so the run tests what users build
+# (optimised). --quick builds debug, which recompiles faster after an edit.
+# The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core) run
+# in a lane of their own beside the rest; the suites that may run beside anything (FLOATING below)
+# wait in a queue that each lane takes from when its own list is done, so both lanes end together
+# whichever is slower that day. The last fixed split (a 1818-s run, 2026-11-26, f286698) had the
+# lanes at 1417 and 1419 s after camrec's build (397 s), over the 30 minutes. A part of the VM suites'
+# time is camrec starting under emulation (1.2-2.3 s quiet, more when loaded: the ~150 libraries
+# Debian's libavcodec loads; 0.07 s on the host). Each suite's output goes to its own log; the side
+# lane's suites are printed whole when they end.
 #
 # Environment: TEST_JOBS=1   one suite at a time, in the old order (swift test, then
 #                            Tests/suites/*.sh by name): if running side by side proves flaky
-#              TEST_JOBS=2   (default) the side lane (the VM suites) beside the rest
+#              TEST_JOBS=2   (default) the side lane (the VM suites) beside the rest, and the queue
 #
 # It fails (besides any failed check) when:
 #   - an XCTest is skipped that is not in EXPECTED_SKIPS below;
@@ -61,7 +60,7 @@ TEST_JOBS=${TEST_JOBS:-2}
 # Add a line here with each new Tests/suites/NAME.sh; a suite that runs but is not listed is reported.
 EXPECTED_SUITES=(
   # name           checks limit budget
-  "swift-tests         322  2400   580"   # XCTest cases (swift test -c release), the expected skips not counted; 497 s beside two builds and the event tests (the event and motion end-to-end tests add ~75 s, 2026-11-26); 233-251 s in quiet full runs beside the VM lane, 395 s beside one busy loop (a slow 2-core machine, 2026-11-25); debug before: quiet 155 s alone, loaded 246 s
+  "swift-tests         322  2400   580"   # XCTest cases (two processes of the release bundle since 2026-11-26: 143 s alone, 284 s in one), the expected skips not counted; 497 s beside two builds and the event tests (the event and motion end-to-end tests add ~75 s, 2026-11-26); 233-251 s in quiet full runs beside the VM lane, 395 s beside one busy loop (a slow 2-core machine, 2026-11-25); debug before: quiet 155 s alone, loaded 246 s
   "network              103  1200   150"   # quiet 82 s, loaded 94 s
   "vaapi-host           84   900   160"   # quiet 105 s, loaded 117 s
   "vaapi-vm             34  1200   400"   # 209 s in a full run on a slow 2-core machine and 173-187 s beside the host suites, with the analysis on the host (on_host; 447 s in the VM before), 2026-11-25; earlier loaded runs took 1.8x a quiet one
@@ -299,12 +298,13 @@ else
 fi
 T_BUILD=$(( $(date +%s) - T_BUILD ))
 
-# --- the suites, in two lists: the side lane (the VM suites, then SIDE_EXTRA) and the rest ---
-# Suites that may run beside any other: no fixed port, no X display, no shared file. readme-promises
-# is one too, but the side lane is the longer one (2026-11-26: 1697 s with it, the other 1463 s).
-SIDE_EXTRA=" fuzz "
+# --- the suites: the side lane (VM suites), the rest, and a queue both lanes take from ---
+# FLOATING suites may run beside any other (no fixed port, no X display, no shared file; a VM suite
+# boots its own VM): each lane, when its own list is done, takes the next one nobody has taken
+# (mkdir is the claim), so the lanes end together whichever is slower that day. Longest first.
+FLOATING=(fuzz vm-mjpeg vm-unattended readme-promises)
 SEEN=()
-HOST=(swift-tests) VM=() SIDE=() ALL=(swift-tests)
+HOST=(swift-tests) SIDE=() ALL=(swift-tests) FLOAT=()
 if ((QUICK)); then
   HOST+=(quick-recordings)
 else
@@ -312,16 +312,18 @@ else
     [[ -e "$s" ]] || continue
     name=$(basename "$s" .sh)
     ALL+=("$name")
-    if grep -q 'lib/vm-suite.sh' "$s"; then VM+=("$name")
-    elif [[ $SIDE_EXTRA != *" $name "* ]]; then HOST+=("$name"); fi
+    if [[ " ${FLOATING[*]} " == *" $name "* ]]; then continue
+    elif grep -q 'lib/vm-suite.sh' "$s"; then SIDE+=("$name")
+    else HOST+=("$name"); fi
   done
-  for name in "${ALL[@]}"; do [[ $SIDE_EXTRA == *" $name "* ]] && SIDE+=("$name"); done
-  SIDE=("${VM[@]}" "${SIDE[@]}")
+  for name in "${FLOATING[@]}"; do [[ " ${ALL[*]} " == *" $name "* ]] && FLOAT+=("$name"); done
 fi
+# claim NAME: true for the one lane that takes NAME from the queue.
+claim() { mkdir "$logdir/$1.claimed" 2>/dev/null; }
 # The command of a suite in CMD: every suite gets the one camrec built above.
 suite_command() {
   case $1 in
-    swift-tests) CMD=(swift test "${BUILD_FLAGS[@]}" --skip-build) ;;
+    swift-tests) CMD=(bash Tests/tools/run-xctests.sh "$(dirname "$CAMREC_BUILT")/camrecPackageTests.xctest") ;;
     quick-recordings) CMD=(env "CAMREC=$CAMREC_BUILT" bash Tests/quick/recordings.sh) ;;
     *) CMD=(env "CAMREC=$CAMREC_BUILT" bash "Tests/suites/$1.sh") ;;
   esac
@@ -341,11 +343,16 @@ if [[ $TEST_JOBS == 1 ]]; then
     collect "$name" 0
   done
 else
-  if ((${#SIDE[@]})); then
-    echo "== the side lane, beside the rest: ${SIDE[*]} (each printed whole when it ends)"
+  if ((${#SIDE[@]} + ${#FLOAT[@]})); then
+    echo "== the side lane, beside the rest: ${SIDE[*]}, then from the queue (${FLOAT[*]}) what the rest has not taken (each printed whole when it ends)"
     (
       trap '[[ -n $RUNNING ]] && kill -TERM "$RUNNING" 2>/dev/null; exit 143' TERM
       for name in "${SIDE[@]}"; do
+        suite_command "$name"
+        run_suite "$name" "$(limit_of "$name")" 0 "${CMD[@]}"
+      done
+      for name in "${FLOAT[@]}"; do
+        claim "$name" || continue
         suite_command "$name"
         run_suite "$name" "$(limit_of "$name")" 0 "${CMD[@]}"
       done
@@ -358,17 +365,19 @@ else
     T_TESTS=$(( $(date +%s) - T_TESTS )); T_BUILD=$((T_BUILD + T_TESTS))
   fi
   COLLECTED=" "
+  # The side lane's suites that have ended (this lane collects its own at once).
   collect_side_lane() {
     local name
-    for name in "${SIDE[@]}"; do
+    for name in "${SIDE[@]}" "${FLOAT[@]}"; do
       [[ -e $logdir/$name.done && $COLLECTED != *" $name "* ]] || continue
       collect "$name" 1; COLLECTED+="$name "
     done
   }
-  for name in "${HOST[@]}"; do
+  for name in "${HOST[@]}" "${FLOAT[@]}"; do
+    if [[ " ${FLOAT[*]} " == *" $name "* ]]; then claim "$name" || continue; fi
     suite_command "$name"
     run_suite "$name" "$(limit_of "$name")" 1 "${CMD[@]}"
-    collect "$name" 0
+    collect "$name" 0; COLLECTED+="$name "
     collect_side_lane
   done
   if [[ -n $LANE_PID ]]; then
