@@ -218,10 +218,19 @@ check_count() {
 # run_suite NAME LIMIT LIVE COMMAND...: runs one suite under its hard limit (-k: a suite that
 # ignores SIGTERM is killed 30 s later), its output in $logdir/NAME.log (and on our stdout when
 # LIVE is 1); writes "exit-status seconds" to $logdir/NAME.done when it ends.
+# children_cpu: sets CPU_SECONDS to the user+sys seconds of this shell's ended children (bash's
+# `times`, run in this shell: in $(...) it would count a subshell's, which has no children yet).
+children_cpu() {
+  local f="$logdir/.times.$BASHPID"
+  times >"$f"
+  CPU_SECONDS=$(tail -n 1 "$f" | awk '{ s = 0; for (i = 1; i <= NF; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }
+    printf "%.0f", s }')
+  rm -f "$f"
+}
 run_suite() {
   local name=$1 limit=$2 live=$3; shift 3
-  local log="$logdir/$name.log" t0 rc
-  t0=$(date +%s)
+  local log="$logdir/$name.log" t0 rc c0
+  t0=$(date +%s); children_cpu; c0=$CPU_SECONDS
   if [[ $live == 1 ]]; then
     echo "== $name: $* (limit ${limit}s)"
     timeout -k 30 "$limit" "$@" 2>&1 </dev/null | tee "$log"
@@ -232,14 +241,16 @@ run_suite() {
     wait "$RUNNING"; rc=$?
     RUNNING=
   fi
-  echo "$rc $(( $(date +%s) - t0 ))" >"$logdir/$name.done"
+  # The CPU time counts what the suite waited for (qemu, servers it stopped), not what it left running.
+  children_cpu
+  echo "$rc $(( $(date +%s) - t0 )) $(( CPU_SECONDS - c0 ))" >"$logdir/$name.done"
 }
 
 # collect NAME SHOW: counts a suite that ended (printing its log first when SHOW is 1), checks
 # its skips, count, limit and budget, and adds its row to the table.
 collect() {
-  local name=$1 show=$2 log="$logdir/$1.log" rc secs entry c limit budget
-  read -r rc secs <"$logdir/$name.done"
+  local name=$1 show=$2 log="$logdir/$1.log" rc secs cpu entry c limit budget
+  read -r rc secs cpu <"$logdir/$name.done"
   entry=$(listed "$name"); read -r c limit budget <<<"${entry:-- 1200 -}"
   if [[ $show == 1 ]]; then
     echo "== $name: (ran in the side lane; its output follows)"
@@ -259,7 +270,7 @@ collect() {
     problem "$name took ${secs}s, over its budget of ${budget}s (EXPECTED_SUITES in scripts/test.sh)"
     over=" OVER"
   fi
-  ROWS+=("$(printf '%-16s %7s %7s %8s %8s %7s%s' "$name" "$sp" "$sf" "$ss" "$secs" "$budget" "$over")")
+  ROWS+=("$(printf '%-16s %7s %7s %8s %8s %7s %7s%s' "$name" "$sp" "$sf" "$ss" "$secs" "${cpu:--}" "$budget" "$over")")
   SEEN+=("$name")
 }
 
@@ -412,7 +423,7 @@ total=$(( $(date +%s) - T_START ))
 summed=0
 for r in "${ROWS[@]}"; do read -r _ _ _ _ s _ <<<"$r"; summed=$((summed + s)); done
 echo
-printf '%-16s %7s %7s %8s %8s %7s\n' suite passed failed skipped seconds budget
+printf '%-16s %7s %7s %8s %8s %7s %7s\n' suite passed failed skipped seconds cpu-s budget
 printf '%s\n' "${ROWS[@]}"
 how="the side lane beside the rest"; [[ $TEST_JOBS == 1 ]] && how="one suite at a time"; ((QUICK)) && how="--quick"
 overlap=" (the test targets built beside the side lane's start)"; ((QUICK)) || [[ $TEST_JOBS == 1 ]] && overlap=""
