@@ -1,4 +1,4 @@
-// swift-tools-version:6.0
+// swift-tools-version:6.1
 import PackageDescription
 
 let package = Package(
@@ -11,7 +11,10 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.6.0"),
         .package(url: "https://github.com/apple/swift-system", from: "1.4.0"),
         .package(url: "https://github.com/apple/swift-nio", from: "2.81.0"),
-        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0"),
+        // No traits: camrec reads no swift-configuration settings (ConfigurationSupport) and decodes no
+        // dates from forms (FullFoundation). With Hummingbird's default traits on, SwiftPM 6.3 compiled
+        // Hummingbird without them for `--product camrec` and with them for `--build-tests`: twice a run.
+        .package(url: "https://github.com/hummingbird-project/hummingbird", from: "2.28.0", traits: []),
         .package(url: "https://github.com/hummingbird-project/hummingbird-websocket", from: "2.8.0"),
         .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
         .package(url: "https://github.com/swift-server/swift-service-lifecycle", from: "2.6.0"),
@@ -112,3 +115,12 @@ let package = Package(
     ],
     swiftLanguageModes: [.v6]
 )
+
+// The XCTests' `@testable import`s need -enable-testing on camrec's own modules, and only there:
+// `CAMREC_TESTABLE=1 swift build -c release` (scripts/test.sh) gives it to them and to no dependency
+// (`-Xswiftc -enable-testing` gave it to all of SwiftNIO and Hummingbird too, which compiled slower).
+if Context.environment["CAMREC_TESTABLE"] == "1" {
+    for target in package.targets where (target.type == .regular || target.type == .executable) && target.name != "CV4L2" {
+        target.swiftSettings = (target.swiftSettings ?? []) + [.unsafeFlags(["-enable-testing"])]
+    }
+}

@@ -9,8 +9,8 @@
 #                                  listen with `camrec receive`) and Tests/quick/recordings.sh (an MP4,
 #                                  a Matroska file, an RTMP publish to ffmpeg)
 #
-# Everything is built once, in release mode with -enable-testing (the XCTests' @testable imports need
-# it): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
+# Everything is built once, in release mode with -enable-testing on camrec's own modules (the XCTests'
+# @testable imports need it; CAMREC_TESTABLE=1, see Package.swift; the dependencies build as users get them): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
 # Every suite is given that camrec (CAMREC=.build/release/camrec) and the XCTests run from the built
 # bundle in two processes side by side (Tests/tools/run-xctests.sh: they mostly wait on real time;
 # 284 s alone in one process, 143 s in two, 2026-11-26), so the run tests what users build
@@ -293,8 +293,8 @@ build() {
 # camrec and the VA driver come first: the side lane (the VM suites) starts on them while the test
 # targets, which only the rest needs, build beside it (qemu leaves a core mostly free).
 T_BUILD=$(date +%s)
-if ((QUICK)); then BUILD_FLAGS=(); else BUILD_FLAGS=(-c release -Xswiftc -enable-testing); fi
-# vaapi-host runs three XCTests itself: with these flags they reuse this build.
+if ((QUICK)); then BUILD_FLAGS=(); else BUILD_FLAGS=(-c release); export CAMREC_TESTABLE=1; fi
+# vaapi-host runs three XCTests itself: with these flags (and CAMREC_TESTABLE) they reuse this build.
 export CAMREC_SWIFT_BUILD_FLAGS="${BUILD_FLAGS[*]}"
 CAMREC_BUILT="$(swift build "${BUILD_FLAGS[@]}" --show-bin-path)/camrec"
 build_tests() { build "swift build ${BUILD_FLAGS[*]} --build-tests (the XCTests)" swift build "${BUILD_FLAGS[@]}" --build-tests; }

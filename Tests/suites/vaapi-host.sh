@@ -21,7 +21,7 @@
 #              CAMREC_VA_TEST_DISPLAY=:N  X display to use (default :99; an Xvfb is started there if
 #                                         none runs, and stopped at the end)
 #              CAMREC_SWIFT_BUILD_FLAGS   the flags the XCTests were built with (scripts/test.sh sets
-#                                         "-c release -Xswiftc -enable-testing"): `swift test` then
+#                                         "-c release" and CAMREC_TESTABLE=1): `swift test` then
 #                                         runs them without building (its own build parameters differ
 #                                         from `swift build --build-tests`' and would rebuild everything)
 #              KEEP=1                     keep the work directory
