@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 
 /// Who made the GPU behind a render node, from its PCI vendor ID in sysfs. It decides which
@@ -127,11 +128,4 @@ func readSmallFile(_ path: String, limit: Int) -> String? {
     }
     guard count <= limit else { return nil }
     return String(decoding: bytes.prefix(count), as: UTF8.self)
-}
-
-extension String {
-    func trimmingWhitespace() -> String {
-        let isSpace: (Character) -> Bool = { $0 == " " || $0 == "\n" || $0 == "\t" || $0 == "\r" }
-        return String(drop(while: isSpace).reversed().drop(while: isSpace).reversed())
-    }
 }

@@ -96,7 +96,7 @@ struct EventOptions: ParsableArguments {
     func motionMasks() throws -> (rectangles: [MotionDetector.Rectangle], images: [GrayMask]) {
         var rectangles: [MotionDetector.Rectangle] = [], images: [GrayMask] = []
         for text in motionMask {
-            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingCharacters(in: .whitespaces)) }
+            let parts = text.split(separator: ",", omittingEmptySubsequences: false).map { Int($0.trimmingWhitespace()) }
             if parts.count == 4, let x = parts[0], let y = parts[1], let w = parts[2], let h = parts[3],
                (0...100_000).contains(x), (0...100_000).contains(y), (1...100_000).contains(w), (1...100_000).contains(h) {
                 rectangles.append(MotionDetector.Rectangle(x: x, y: y, width: w, height: h))
@@ -175,7 +175,7 @@ extension RecordCommand {
         guard let events else { return }
         let onEventEnd = self.events.onEventEnd
         events.onFileFinished = { file in
-            printLine(clearStatus + finishedFileLine(file, dropped: 0).replacingOccurrences(of: " dropped=0", with: ""))
+            printLine(clearStatus + finishedFileLine(file, dropped: 0).replacing(" dropped=0", with: ""))
         }
         events.onFileDeleted = { path in printLine(clearStatus + "camrec: retention: deleted \(path)") }
         events.onEventEnded = { event in

@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 
 /// A camrec that is recording, found by what it holds: a camera's exclusive lock (camrec `flock`s the
@@ -32,7 +33,7 @@ struct RunningRecorder {
         do { bytes = try readRegularFile(path, limit: 64) } catch {
             throw Missing(description: "--pid-file \(path): \(error); is camrec running with --pid-file \(path)?")
         }
-        let text = String(decoding: bytes, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+        let text = String(decoding: bytes, as: UTF8.self).trimmingWhitespace()
         guard let pid = pid_t(text), pid > 0 else {
             throw Missing(description: "--pid-file \(path) holds no process id")
         }
@@ -70,7 +71,7 @@ struct RunningRecorder {
 
     /// The process's name (/proc/PID/comm), or nil when it is gone.
     static func command(of pid: pid_t) -> String? {
-        readProcFile("/proc/\(pid)/comm", limit: 64)?.trimmingCharacters(in: .newlines)
+        readProcFile("/proc/\(pid)/comm", limit: 64)?.trimmingWhitespace()
     }
 
     private static func executable(of link: String) -> String? {

@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 
 /// Which camera a video node belongs to, read from sysfs, so that the same camera can be found again when
@@ -96,6 +97,6 @@ public struct CameraIdentity: Sendable, Equatable, CustomStringConvertible {
         var line = [CChar](repeating: 0, count: 257)
         guard fgets(&line, Int32(line.count), file) != nil else { return nil }
         let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return String(text.drop { $0.isWhitespace }.reversed().drop { $0.isWhitespace }.reversed())
+        return text.trimmingWhitespace()
     }
 }
