@@ -75,6 +75,9 @@ def main():
     parser.add_argument("--at-most", action="store_true",
                         help="--missing is an upper bound, not an exact count (drops after the last "
                              "picture leave no trace in the pictures)")
+    parser.add_argument("--trailing", type=int, default=0, metavar="K",
+                        help="up to K of the --missing frames may be after the last picture: between "
+                             "--missing minus K and --missing are missing between pictures")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args()
     try:
@@ -104,9 +107,11 @@ def main():
             else:
                 missing += s // args.step - 1
         report["missing"] = missing
-        if missing > args.missing or (missing != args.missing and not args.at_most):
+        least = 0 if args.at_most else max(0, args.missing - args.trailing)
+        if not least <= missing <= args.missing:
+            expected = f"{least} to {args.missing}" if least < args.missing else f"{args.missing}"
             problems.append(f"{missing} camera frames missing between pictures, expected "
-                            + ("at most " if args.at_most else "") + f"{args.missing}")
+                            + ("at most " if args.at_most else "") + (f"{args.missing}" if args.at_most else expected))
     report["problems"] = problems
     if args.json:
         print(json.dumps(report))

@@ -69,18 +69,23 @@ frame_steps() { on_host /usr/bin/python3 Tests/tools/frame-steps.py "$@"; }
 # vivid's "Move Right" moves the bars by ((width + 639) / 640) * 4 pixels every frame it makes,
 # delivered or dropped (measured with v4l2-ctl: 4 px at 320 and 640 wide, 8 at 1280).
 step_px() { echo $(( ($1 + 639) / 640 * 4 )); }
-# frames_in_order NAME FILE WIDTH LOG [--at-most]: every camera frame between the first and the last
+# frames_in_order NAME FILE WIDTH LOG [--at-most | --trailing K]: every camera frame between the first and the last
 # picture is there, in order, except exactly as many as camrec reported as dropped= in LOG (measured
 # from the pictures, not from camrec). Whether that count is itself right is each case's own check.
 # --at-most for recordings a fault ends: frames dropped after the last picture leave no trace in
-# the pictures (seen: 41 reported, 16 between pictures, the rest at the end under heavy load).
+# the pictures (seen: 41 reported, 16 between pictures, the rest at the end under heavy load);
+# --trailing K: exactly, but for up to K of them that may have come after the last picture.
 frames_in_order() {
-    local name=$1 file=$2 width=$3 dropped report rc
-    dropped=$(field "$4" dropped)
-    report=$(frame_steps --step "$(step_px "$width")" --missing "${dropped:-0}" ${5:-} "$file" 2>&1)
+    local name=$1 file=$2 width=$3 log=$4 dropped report rc
+    shift 4   # what is left: --at-most, or --trailing K (frame-steps.py)
+    dropped=$(field "$log" dropped)
+    report=$(frame_steps --step "$(step_px "$width")" --missing "${dropped:-0}" "$@" "$file" 2>&1)
     rc=$?
     echo "   $name pictures: $report" | head -4
-    check "$name: the pictures show every camera frame in order but ${5:+at most }the ${dropped:-?} camrec reported dropped (moving bars)" \
+    local but="the ${dropped:-?}"
+    [[ ${1:-} == --at-most ]] && but="at most the ${dropped:-?}"
+    [[ ${1:-} == --trailing ]] && but="the ${dropped:-?} (up to $2 after the last picture)"
+    check "$name: the pictures show every camera frame in order but $but camrec reported dropped (moving bars)" \
         test $rc = 0 -a -n "$dropped"
 }
 # The capture node of vivid instance N (by bus info, so node numbering does not matter).
