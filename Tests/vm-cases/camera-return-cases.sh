@@ -59,7 +59,7 @@ let_go() { RELEASED=$(date +%s%N); kill "$HOLDER" 2>/dev/null; wait "$HOLDER" 2>
 # sleep_rest MS SINCE_NS: sleeps until MS milliseconds have passed since SINCE_NS (no time if they have).
 sleep_rest() {
     local ms=$(( $1 - ($(date +%s%N) - $2) / 1000000 ))
-    (( ms > 0 )) && sleep "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
+    (( ms > 0 )) && nap "$((ms / 1000)).$(printf %03d $((ms % 1000)))"
     return 0
 }
 
@@ -119,7 +119,7 @@ if [[ -n ${BROWSER_PORT:-} ]]; then
 else
     bad "no BROWSER_PORT: Tests/suites/vm-camera-return.sh runs this with a port forwarded for the browser"
 fi
-sleep 1
+nap 1
 # Each time, another program holds the node open across the unplug: vivid stays unplugged until its
 # last user closes it, so the camera is away for 3 s from the unplug (and at least until /api/status
 # has shown it lost), not only while camrec reopens.
@@ -139,7 +139,7 @@ held_settled() {
     for i in 1 2 3 4 5 6; do
         n=$(held "$1")
         [[ -z $best || $n -lt $best ]] && best=$n
-        sleep 0.2
+        nap 0.2
     done
     ls -l /proc/"$1"/fd >"$R/fds-$2.txt" 2>&1
     echo "$best"
@@ -161,7 +161,7 @@ for n in 1 2 3; do
     released_at+=("$released")
     # Not polled in the first second back: the polls would compete with camrec reopening the camera,
     # the time the receivers' check measures.
-    sleep 1
+    nap 1
     if await_camera present 10; then
         back_ok=$((back_ok + 1))
         back_times+="$(( ($(date +%s%N) - released) / 1000000 )) "
@@ -193,7 +193,7 @@ check "and a new picture within 1.5 s of the camera being free again, each time,
 sleep_rest 75000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
-sleep 1
+nap 1
 kill "$RECEIVER" "$ARRIVALS" 2>/dev/null; wait "$RECEIVER" "$ARRIVALS" 2>/dev/null
 grep -v '^camrec: finished' "$R/rec.err" | grep -v 'capture counters' | tail -12 | sed 's/^/   /'
 check "the recording ends with 0 at the interrupt, after three unplugs (got $rc)" test $rc = 0
@@ -240,7 +240,7 @@ delivered=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bd
 dropped=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdropped=[0-9]*' | cut -d= -f2)
 check "the files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
     test -n "$delivered" -a "$total" = "${delivered:-x}"
-sleep 1   # nginx closes its recording when the publisher has gone
+nap 1   # nginx closes its recording when the publisher has gone
 kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null
 published=$(grep -F 'output=rtmp://' "$R/rec.err" | grep -o '\bframes=[0-9]*' | cut -d= -f2)
 flv=$(decoded_frames "$N/rec/cam.flv")
@@ -272,14 +272,14 @@ timeout --foreground 120 "${RUN[@]}" --device "$DEV" --size 640x480 --fps 10 --e
     --on-camera-lost wait=3 "$R/short.h264" 2>"$R/short.err" &
 REC=$!
 wait_for 60 partial_written "$R/short.h264"
-sleep 2
+nap 2
 # A second opener (holding the node, streaming nothing) keeps vivid unplugged after camrec closes it.
 # It opens before the unplug: an unplugged node refuses new openers.
 hold_open "$DEV"
 v4l2-ctl -d "$DEV" -c disconnect=1
-start=$(date +%s)
+start=$EPOCHSECONDS
 wait "$REC"; rc=$?
-took=$(( $(date +%s) - start ))
+took=$(( $EPOCHSECONDS - start ))
 let_go
 tail -3 "$R/short.err" | sed 's/^/   /'
 check "wait=3: exit 71 once the 3 s are up ($rc after ${took} s)" test $rc = 71 -a $took -le 10
@@ -293,10 +293,10 @@ timeout --foreground 120 "${RUN[@]}" --device "$OTHER" --size 640x480 --fps 10 -
     --on-camera-lost wait=20 --log-level info "$R/mplane.h264" 2>"$R/mplane.err" &
 REC=$!
 wait_for 60 partial_written "$R/mplane.h264"
-sleep 2
+nap 2
 v4l2-ctl -d "$OTHER" -c disconnect=1
 wait_for 20 grep -q '^camrec: camera back' "$R/mplane.err"
-sleep 2
+nap 2
 kill -INT "$REC"; wait "$REC"; rc=$?
 mp_ok=1
 for f in mplane.h264 mplane-2.h264; do
@@ -327,17 +327,17 @@ if load_loopback 30 && start_writer; then
         --on-camera-lost wait=60 --log-level info "$R/loop.h264" 2>"$R/loop.err" &
     REC=$!
     wait_for 60 partial_written "$R/loop.h264"
-    sleep 2
+    nap 2
     kill "$WRITER"; wait "$WRITER" 2>/dev/null
     wait_for 20 grep -q '^camrec: camera lost (1)' "$R/loop.err"
     removed=no
     wait_for 10 rmmod v4l2loopback 2>/dev/null && removed=yes
     check "v4l2loopback: the stall was noticed and camrec let go of the node (module removed: $removed)" \
         eval "[[ $removed == yes ]] && grep -q '^camrec: camera lost (1): .*' '$R/loop.err'"
-    sleep 2
+    nap 2
     load_loopback 31 && start_writer || bad "v4l2loopback: could not load it again with a writer"
     wait_for 30 grep -q '^camrec: camera back' "$R/loop.err"
-    sleep 2
+    nap 2
     kill -INT "$REC"; wait "$REC"; rc=$?
     kill "$WRITER" 2>/dev/null; wait "$WRITER" 2>/dev/null
     grep '^camrec: ' "$R/loop.err" | grep -v '^camrec: finished' | tail -6 | sed 's/^/   /'

@@ -31,8 +31,6 @@ OUTDEV=$(output_node 0)
 echo "== capture nodes: single-planar $DEV, multi-planar $MDEV; output node $OUTDEV"
 [[ -n $DEV && -n $MDEV && -n $OUTDEV ]] || { echo "vivid nodes not found"; v4l2-ctl --list-devices; echo "0 passed, 1 failed"; exit 1; }
 
-# Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
-counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
 # The independent Annex-B checker (Tests/tools/annexb-check.py, no code shared with camrec).
 annexb_check() { on_host /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
 # Waits until camrec has written at least N bytes to FILE (it is recording), up to S seconds.
@@ -40,7 +38,7 @@ wait_for_bytes() {
     local file=$1 bytes=$2 limit=$3 i
     for ((i = 0; i < limit * 10; i++)); do
         [[ -f $file && $(stat -c %s "$file") -ge $bytes ]] && return 0
-        sleep 0.1
+        nap 0.1
     done
     return 1
 }
@@ -302,7 +300,7 @@ start_recording() {
     for ((i = 0; i < 600; i++)); do
         for f in "$R/$name.h264".camrec-*.partial; do [[ -s $f ]] && return 0; done
         kill -0 "$REC" 2>/dev/null || break
-        sleep 0.1
+        nap 0.1
     done
     bad "$name: camrec wrote no frame within 60 s (or ended first): $(tail -2 "$R/$name.err" | tr '\n' ' ')"
     return 1
@@ -508,7 +506,7 @@ moving "$MDEV"
 fault_ends_recording unplug "$MDEV" disconnect=1 "$MDEV was disconnected while recording" "disconnect"
 # vivid plugs the device back in when its last user closes it: a new recording must work.
 # Wait (up to 30 s) for the node to answer again rather than for a fixed time.
-for ((i = 0; i < 300; i++)); do v4l2-ctl -d "$MDEV" -D >/dev/null 2>&1 && break; sleep 0.1; done
+for ((i = 0; i < 300; i++)); do v4l2-ctl -d "$MDEV" -D >/dev/null 2>&1 && break; nap 0.1; done
 timeout 60 "${CAMREC[@]}" --device "$MDEV" --size 640x480 --frames 5 "$R/replugged.h264" 2>"$R/replugged.err"
 rc=$?
 cat "$R/replugged.err"

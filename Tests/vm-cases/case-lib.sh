@@ -2,8 +2,8 @@
 # results subfolder's name: `source "$(dirname "$0")/case-lib.sh" capture`. It refuses to run outside
 # the VM (exit 2), makes R (CAMREC_VM_RESULTS/NAME, emptied) and gives ok/bad/check (counted in
 # pass/fail; end with case_finish), elapsed (seconds since the start), on_host CMD (analysis tools run
-# on the host), decoded_frames FILE, field LOG NAME
-# (camrec's summary line), wait_for SECONDS CMD... and frames_in_order (vivid's moving bars, read by Tests/tools/frame-steps.py).
+# on the host), decoded_frames FILE, field LOG NAME (camrec's summary line), counter LOG NAME (its
+# capture counters), nap SECONDS, wait_for SECONDS CMD... and frames_in_order (vivid's moving bars, read by Tests/tools/frame-steps.py).
 if [[ ${CAMREC_VM:-} != 1 ]]; then
     echo "$(basename "$0"): run me inside the VM (its suite in Tests/suites does)" >&2
     exit 2
@@ -14,14 +14,14 @@ pass=0 fail=0
 ok() { echo "PASS: $*"; pass=$((pass + 1)); }
 bad() { echo "FAIL: $*"; fail=$((fail + 1)); }
 check() { local what=$1; shift; if "$@"; then ok "$what"; else bad "$what"; fi; }
-T0=$(date +%s)
-elapsed() { echo "$(( $(date +%s) - T0 ))s"; }
+T0=$EPOCHSECONDS
+elapsed() { echo "$(( $EPOCHSECONDS - T0 ))s"; }
 # wait_for SECONDS CMD...: runs CMD every WAIT_EVERY seconds (default 0.1) until it succeeds (0) or
 # SECONDS of wall-clock time have passed (1). A deadline, not a count of tries: under a loaded TCG guest
 # each try can itself take seconds.
 wait_for() {
-    local deadline=$(( $(date +%s) + $1 )); shift
-    until "$@"; do (( $(date +%s) < deadline )) || return 1; sleep "${WAIT_EVERY:-0.1}"; done
+    local deadline=$(( $EPOCHSECONDS + $1 )); shift
+    until "$@"; do (( $EPOCHSECONDS < deadline )) || return 1; nap "${WAIT_EVERY:-0.1}"; done
 }
 # on_host CMD...: runs CMD on the host instead (Tests/vm/host-tools.py, started by run.sh): only
 # ffprobe, ffmpeg and /usr/bin/python3 Tests/tools/*.py, on finished files in the results share
@@ -32,6 +32,9 @@ ON_HOST=${CAMREC_VM_RESULTS:?}/.on-host
 # A pipe nobody writes: `read -t` on it sleeps without starting a process (no /dev/fd here for <(:)).
 NAP_FIFO=/tmp/case-lib-nap.$$
 mkfifo "$NAP_FIFO" && exec {NAP}<>"$NAP_FIFO" && rm -f "$NAP_FIFO"
+# nap SECONDS: sleeps without starting a process (/bin/sleep costs the emulated guest over a tenth of
+# a second of CPU each time: a poll loop that slept 0.1 s with it kept the guest's CPU busy).
+nap() { read -r -t "$1" -u "$NAP" || true; }
 on_host() {
     local id="$BASHPID-$EPOCHREALTIME" deadline=$((EPOCHSECONDS + 900)) rc line
     if [[ ! -d $ON_HOST ]]; then "$@"; return; fi   # run.sh without its helper: run here
@@ -62,7 +65,22 @@ decoded_frames() {
     on_host ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1" 2>/dev/null
 }
 # Field NAME of camrec's summary line ("camrec: finished … dropped=N") in a stderr log.
-field() { grep -o "camrec: finished .*" "$1" | tail -1 | grep -o "\b$2=[0-9.]*" | cut -d= -f2; }
+field() { value_in_last "$1" "camrec: finished " "$2"; }
+# counter LOG NAME: NAME= of camrec's last "capture counters:" line in a stderr log.
+counter() { value_in_last "$1" "capture counters: " "$2"; }
+# value_in_last LOG TEXT NAME: NAME's value (digits and dots) after TEXT in the last line of LOG that
+# holds TEXT. Bash builtins only, as on_host: grep | tail | grep | cut cost the guest half a second.
+value_in_last() {
+    local lines i line
+    [[ -r $1 ]] || return 0
+    mapfile -t lines <"$1"
+    for ((i = ${#lines[@]} - 1; i >= 0; i--)); do
+        [[ ${lines[i]} == *"$2"* ]] || continue
+        line=" ${lines[i]#*"$2"}"
+        [[ $line =~ [^[:alnum:]_]$3=([0-9.]*) ]] && echo "${BASH_REMATCH[1]}"
+        return 0
+    done
+}
 # The independent reader of vivid's moving bars (no code shared with camrec). The VM runs the host's
 # own /usr/bin/python3 (a pyenv shim would need the host's HOME).
 frame_steps() { on_host /usr/bin/python3 Tests/tools/frame-steps.py "$@"; }

@@ -31,11 +31,11 @@ keyframes() {
 # Waits (up to 60 s: ffmpeg starts slowly under emulation) until the writer has made the node a
 # capture node.
 wait_capture() {
-    local limit=$(( $(date +%s) + 60 ))
-    while (( $(date +%s) < limit )); do
+    local limit=$(( $EPOCHSECONDS + 60 ))
+    while (( $EPOCHSECONDS < limit )); do
         v4l2-ctl -d "$DEV" -D 2>/dev/null | sed -n '/Device Caps/,$p' | grep -q 'Video Capture' && return 0
         kill -0 "$WRITER" 2>/dev/null || return 1
-        sleep 0.2
+        nap 0.2
     done
     return 1
 }
@@ -44,7 +44,7 @@ stop_writer() {
     [[ -n $WRITER ]] && kill "$WRITER" 2>/dev/null && wait "$WRITER" 2>/dev/null
     WRITER=
     # v4l2loopback turns back into an output node when its writer closes.
-    sleep 0.5
+    nap 0.5
 }
 trap stop_writer EXIT
 # PSNR (average over Y, U, V) of frame N of an H.264 file against a reference yuv420p frame.
@@ -190,7 +190,7 @@ if wait_capture; then
     # Freeze the writer once camrec has written a frame (its .partial file holds bytes).
     for ((i = 0; i < 600; i++)); do
         for f in "$R"/stall.h264.camrec-*.partial; do [[ -s $f ]] && break 2; done
-        sleep 0.1
+        nap 0.1
     done
     kill -STOP "$WRITER"
     wait "$rec"

@@ -19,7 +19,7 @@ wait_for_file() {  # pattern seconds [-s]
     local i f test=${3:--f}
     for ((i = 0; i < $2 * 10; i++)); do
         for f in $1; do test "$test" "$f" && return 0; done
-        sleep 0.1
+        nap 0.1
     done
     return 1
 }
@@ -114,7 +114,7 @@ wait_for_file "$R/wait-1.h264.camrec-*.partial" 60
 # (seconds each) would otherwise take it from the recording (49 dropped with stress-ng beside the VM).
 WAITER=(nice -n 19)
 "${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
-for ((i = 0; i < 600; i++)); do grep -q "waiting up to 60 s" "$R/wait-2.log" && break; sleep 0.1; done
+for ((i = 0; i < 600; i++)); do grep -q "waiting up to 60 s" "$R/wait-2.log" && break; nap 0.1; done
 check "--wait 60: the second run says it is waiting for the camera" grep -q "waiting up to 60 s" "$R/wait-2.log"
 "${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
 if kill -0 $first 2>/dev/null; then first_still_running=yes; else first_still_running=no; fi

@@ -32,8 +32,6 @@ idr_frames() {
 expected_idrs() {  # frames interval
     seq 0 "$2" $(($1 - 1)) | tr '\n' ' ' | sed 's/ $//'
 }
-# Field of the capture counters camrec logs at --log-level info ("capture counters: … cpu_bytes=N").
-counter() { grep -o "capture counters: .*" "$1" | tail -1 | grep -o "\b$2=[0-9]*" | cut -d= -f2; }
 # The stream contract checked by Tests/tools/annexb-check.py, which shares no code with camrec
 # (the host's /usr/bin/python3: a pyenv shim would need the host's HOME).
 annexb_check() { on_host /usr/bin/python3 Tests/tools/annexb-check.py "$@"; }
@@ -231,11 +229,11 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     (cd "$W" && exec env CAMREC_V4L2_PRIORITY=interactive "$CAMREC" --device /dev/video0 --encoder vaapi --vaapi-device $NODE \
         --on-camera-lost wait=30 --duration 60 gap.h264) >"$R/cam-gap.log" 2>&1 &
     rec=$!
-    for ((i = 0; i < 300; i++)); do [[ -s $(ls "$W"/gap.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; sleep 0.1; done
-    sleep 2
+    for ((i = 0; i < 300; i++)); do [[ -s $(ls "$W"/gap.h264.camrec-*.partial 2>/dev/null | head -1) ]] && break; nap 0.1; done
+    nap 2
     v4l2-ctl -d /dev/video0 -c disconnect=1
-    for ((i = 0; i < 200; i++)); do grep -q '^camrec: camera back' "$R/cam-gap.log" && break; sleep 0.1; done
-    sleep 2
+    for ((i = 0; i < 200; i++)); do grep -q '^camrec: camera back' "$R/cam-gap.log" && break; nap 0.1; done
+    nap 2
     kill -INT "$rec"; wait "$rec"; rc=$?
     grep -E '^camrec: (camera|finished)' "$R/cam-gap.log"
     gap_ok=1
