@@ -18,11 +18,10 @@
 # The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core) run
 # in a lane of their own beside the rest; the suites that may run beside anything (FLOATING below)
 # wait in a queue that each lane takes from when its own list is done, so both lanes end together
-# whichever is slower that day. The last fixed split (a 1818-s run, 2026-11-26, f286698) had the
-# lanes at 1417 and 1419 s after camrec's build (397 s), over the 30 minutes. A part of the VM suites'
-# time is camrec starting under emulation (1.2-2.3 s quiet, more when loaded: the ~150 libraries
-# Debian's libavcodec loads; 0.07 s on the host). Each suite's output goes to its own log; the side
-# lane's suites are printed whole when they end.
+# whichever is slower that day (1598 s in all on 0a94237, 2026-11-26: build 388 s, then the lanes). The
+# table's cpu-s column says where the time goes: the VM suites take most of it (every process started in
+# the emulated guest costs it over 0.1 s of CPU, camrec's own start-up 1-2 s). Each suite's output goes
+# to its own log; the side lane's suites are printed whole when they end.
 #
 # Environment: TEST_JOBS=1   one suite at a time, in the old order (swift test, then
 #                            Tests/suites/*.sh by name): if running side by side proves flaky
@@ -64,7 +63,7 @@ EXPECTED_SUITES=(
   "network              103  1200   150"   # quiet 82 s, loaded 94 s
   "vaapi-host           84   900   160"   # quiet 105 s, loaded 117 s
   "vaapi-vm             34  1200   400"   # 209 s in a full run on a slow 2-core machine and 173-187 s beside the host suites, with the analysis on the host (on_host; 447 s in the VM before), 2026-11-25; earlier loaded runs took 1.8x a quiet one
-  "vm-capture          160  2400   800"   # 157-163 checks (a frames-in-order check for each case with excused drops); 556 s in a full run (170 checks) on a slow 2-core machine with the analysis on the host (on_host; 698 s for 139 checks before), 2026-11-25; loaded runs took up to 1.6x; 391 s for 157 (four 1280x720 format cells fewer) beside another VM suite
+  "vm-capture          160  2400   600"   # 344 s (299 CPU s) in a full run once the cases stopped starting a process to sleep, read the clock or read a log field (655 s in CI's run before), 2026-11-26; 157-163 checks (a frames-in-order check for each case with excused drops); 556 s in a full run (170 checks) on a slow 2-core machine with the analysis on the host (on_host; 698 s for 139 checks before), 2026-11-25; loaded runs took up to 1.6x; 391 s for 157 (four 1280x720 format cells fewer) beside another VM suite
   "vm-camera-return     29  1200   450"   # 216 s in a full run with the analysis on the host and the segmented case (on_host; 339 s for 26 checks before), 2026-11-25; 368 s beside one busy loop before on_host; the segmented recording with a browser: 233-250 s alone or beside another VM suite at two minutes, 272 s at 75 s beside vm-capture and a static build (2026-11-26)
   "vm-mjpeg             21  1200   230"   # 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
   "vm-unattended        38  1200   230"   # 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
