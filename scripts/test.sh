@@ -10,7 +10,8 @@
 #                                  a Matroska file, an RTMP publish to ffmpeg)
 #
 # Everything is built once, in release mode with -enable-testing on camrec's own modules (the XCTests'
-# @testable imports need it; CAMREC_TESTABLE=1, see Package.swift; the dependencies build as users get them): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
+# @testable imports need it; CAMREC_TESTABLE=1, see Package.swift; the dependencies build as users get
+# them): camrec and the test VA driver first, the test targets while the side lane's first VM suite runs.
 # Every suite is given that camrec (CAMREC=.build/release/camrec) and the XCTests run from the built
 # bundle in two processes side by side (Tests/tools/run-xctests.sh: they mostly wait on real time;
 # 284 s alone in one process, 143 s in two, 2026-11-26), so the run tests what users build
@@ -216,7 +217,7 @@ check_count() {
 
 # run_suite NAME LIMIT LIVE COMMAND...: runs one suite under its hard limit (-k: a suite that
 # ignores SIGTERM is killed 30 s later), its output in $logdir/NAME.log (and on our stdout when
-# LIVE is 1); writes "exit-status seconds" to $logdir/NAME.done when it ends.
+# LIVE is 1); writes "exit-status seconds cpu-seconds" to $logdir/NAME.done when it ends.
 # children_cpu: sets CPU_SECONDS to the user+sys seconds of this shell's ended children (bash's
 # `times`, run in this shell: in $(...) it would count a subshell's, which has no children yet).
 children_cpu() {
