@@ -109,9 +109,9 @@ def main():
         report["missing"] = missing
         least = 0 if args.at_most else max(0, args.missing - args.trailing)
         if not least <= missing <= args.missing:
-            expected = f"{least} to {args.missing}" if least < args.missing else f"{args.missing}"
-            problems.append(f"{missing} camera frames missing between pictures, expected "
-                            + ("at most " if args.at_most else "") + (f"{args.missing}" if args.at_most else expected))
+            expected = (f"at most {args.missing}" if args.at_most
+                        else f"{least} to {args.missing}" if least < args.missing else f"{args.missing}")
+            problems.append(f"{missing} camera frames missing between pictures, expected {expected}")
     report["problems"] = problems
     if args.json:
         print(json.dumps(report))

@@ -190,10 +190,11 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     # The test VA driver encodes at once and one conversion pass per frame keeps up with vivid's 1280x720
     # 12.5 fps in the VM (0 dropped in every quiet run); what drops is the emulated CPU starved by the
     # host: 11 with a Swift build and stress-ng --cpu 1 beside the VM (2026-11-24), 41 with the test
-    # targets' build and a busy loop beside it (2026-11-26). A count bound measured the CPU left over, so
-    # the check is what the count is made of, as in vm-capture: frames the camera never delivered and
-    # frames let go while every pool buffer was with the encoder, nothing else (the pictures above miss
-    # exactly those).
+    # targets' build and a busy loop beside it (2026-11-26, one over the bound of 40, about 3 s of frames,
+    # kept). Beside the bound, what the count is made of, as in vm-capture: frames the camera never
+    # delivered and frames let go while every pool buffer was with the encoder, nothing else (the
+    # pictures above miss exactly those).
+    check "camera: dropped=${dropped:-none}, at most 40" test -n "$dropped" -a "${dropped:-99}" -le 40
     cam_skipped=$(counter "$R/cam.log" skipped_by_device) cam_empty=$(counter "$R/cam.log" pool_empty)
     check "camera: nothing dropped but for the device or the encoder behind (dropped=${dropped:-none}: ${cam_skipped:-?} never delivered, ${cam_empty:-?} with the pool empty)" \
         test -n "$dropped" -a -n "$cam_skipped" -a -n "$cam_empty" -a "${dropped:-x}" = "$((${cam_skipped:-0} + ${cam_empty:-0}))"
