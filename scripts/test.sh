@@ -218,32 +218,41 @@ check_count() {
 # run_suite NAME LIMIT LIVE COMMAND...: runs one suite under its hard limit (-k: a suite that
 # ignores SIGTERM is killed 30 s later), its output in $logdir/NAME.log (and on our stdout when
 # LIVE is 1); writes "exit-status seconds cpu-seconds" to $logdir/NAME.done when it ends.
-# children_cpu: sets CPU_SECONDS to the user+sys seconds of this shell's ended children (bash's
-# `times`, run in this shell: in $(...) it would count a subshell's, which has no children yet).
-children_cpu() {
-  local f="$logdir/.times.$BASHPID"
-  times >"$f"
-  CPU_SECONDS=$(tail -n 1 "$f" | awk '{ s = 0; for (i = 1; i <= NF; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }
-    printf "%.0f", s }')
-  rm -f "$f"
+# The CPU seconds are user+sys of the processes the suite ran and waited for (qemu, servers it
+# stopped), not of what it left running: bash's `times` in a subshell that ran only the suite (a new
+# process starts with no children's time, so nothing another lane's suite did can be counted in it).
+times_file_seconds() {
+  tail -n 1 "$1" 2>/dev/null | awk '{ s = 0; for (i = 1; i <= NF; i++) { split($i, p, /[ms]/); s += p[1] * 60 + p[2] }
+    printf "%.0f", s }'
+}
+# measured TIMES_FILE LIMIT COMMAND...: runs in a subshell of its own; passes a TERM on to the suite.
+measured() {
+  local times_file=$1 limit=$2 pid rc; shift 2
+  timeout -k 30 "$limit" "$@" </dev/null &
+  pid=$!
+  trap 'kill -TERM "$pid" 2>/dev/null' TERM
+  wait "$pid"; rc=$?
+  while kill -0 "$pid" 2>/dev/null; do wait "$pid"; rc=$?; done
+  times >"$times_file"
+  return "$rc"
 }
 run_suite() {
   local name=$1 limit=$2 live=$3; shift 3
-  local log="$logdir/$name.log" t0 rc c0
-  t0=$(date +%s); children_cpu; c0=$CPU_SECONDS
+  local log="$logdir/$name.log" times_file="$logdir/.times.$name" t0 rc cpu
+  t0=$(date +%s)
+  rm -f "$times_file"
   if [[ $live == 1 ]]; then
     echo "== $name: $* (limit ${limit}s)"
-    timeout -k 30 "$limit" "$@" 2>&1 </dev/null | tee "$log"
+    ( measured "$times_file" "$limit" "$@" ) 2>&1 | tee "$log"
     rc=${PIPESTATUS[0]}
   else
-    timeout -k 30 "$limit" "$@" >"$log" 2>&1 </dev/null &
+    ( measured "$times_file" "$limit" "$@" ) >"$log" 2>&1 &
     RUNNING=$!
     wait "$RUNNING"; rc=$?
     RUNNING=
   fi
-  # The CPU time counts what the suite waited for (qemu, servers it stopped), not what it left running.
-  children_cpu
-  echo "$rc $(( $(date +%s) - t0 )) $(( CPU_SECONDS - c0 ))" >"$logdir/$name.done"
+  cpu=$(times_file_seconds "$times_file"); rm -f "$times_file"
+  echo "$rc $(( $(date +%s) - t0 )) ${cpu:-0}" >"$logdir/$name.done"
 }
 
 # collect NAME SHOW: counts a suite that ended (printing its log first when SHOW is 1), checks
