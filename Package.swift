@@ -24,6 +24,8 @@ let package = Package(
         // C shims: only what Swift cannot import by itself.
         .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
         .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec"),
+        // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
+        .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg"]),
 
@@ -40,7 +42,7 @@ let package = Package(
             "Frames", "CV4L2", "CFFmpeg", "Libav",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "Libav", "Frames", "Bitstream"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline"),
         // Motion in the picture, from the pool buffers' luma before encoding (pure Swift).
         .target(name: "Motion", dependencies: ["Frames"]),

@@ -27,7 +27,7 @@ public enum EncoderSelection {
                             vaapiDevice: String?) throws -> Choice {
         switch preference {
         case .software:
-            return Choice(encoder: try SoftwareEncoder(settings: settings), note: nil)
+            return Choice(encoder: try software(settings), note: nil)
         case .vaapi:
             let (encoder, skipped) = try openVAAPI(settings: settings, device: vaapiDevice)
             return Choice(encoder: encoder, note: joined([skipped, encoder.rateControlNote]))
@@ -38,11 +38,15 @@ public enum EncoderSelection {
                     + (encoder.rateControlNote.map { "; \($0)" } ?? "") + (skipped.map { " (\($0))" } ?? ""))
             } catch let error as EncoderError {
                 LibavLogCapture.end()
-                let software = try SoftwareEncoder(settings: settings)
-                return Choice(encoder: software, note: "encoding in software (\(settings.codec == .h264 ? "libx264" : "libx265")): "
+                return Choice(encoder: try software(settings), note: "encoding in software (\(settings.codec == .h264 ? "libx264" : "libx265")): "
                     + "VA-API can't be used: \(error.message)")
             }
         }
+    }
+
+    /// libx264 called directly for H.264 (no libavcodec loaded for it), libx265 through libavcodec.
+    public static func software(_ settings: EncoderSettings) throws -> VideoEncoder {
+        settings.codec == .h264 ? X264Encoder(settings: settings) : try SoftwareEncoder(settings: settings)
     }
 
     private static func joined(_ parts: [String?]) -> String? {

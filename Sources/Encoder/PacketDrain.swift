@@ -9,8 +9,7 @@ struct PacketDrain {
     let frameRate: (numerator: Int32, denominator: Int32)
     /// For error messages: "libx264", "h264_vaapi".
     let encoderName: String
-    /// Capture times by sequence, so packets carry them out (no B-frames: a short ring is enough).
-    private var captureTimes = [UInt64](repeating: 0, count: 64)
+    private var captureTimes = CaptureTimeRing()
     /// Empty packets dropped: frames the encoder skipped (Mesa's VA-API frame skipping in CBR
     /// returns a 0-byte coded buffer). Not a failure; the frame is simply not in the stream.
     private(set) var emptyPackets = 0
@@ -21,7 +20,7 @@ struct PacketDrain {
     }
 
     mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64) {
-        captureTimes[Int(sequence % UInt64(captureTimes.count))] = captureTimeNanoseconds
+        captureTimes.remember(sequence: sequence, captureTimeNanoseconds: captureTimeNanoseconds)
     }
 
     /// Passes every packet libavcodec has ready to `onPacket`; returns at EAGAIN or EOF.
@@ -43,7 +42,7 @@ struct PacketDrain {
             let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
             onPacket?(EncodedPacket(data: data, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0,
                                     sequence: sequence, presentationTimeNanoseconds: pts,
-                                    captureTimeNanoseconds: captureTimes[Int(sequence % UInt64(captureTimes.count))]))
+                                    captureTimeNanoseconds: captureTimes.captureTime(of: sequence)))
         }
     }
 }

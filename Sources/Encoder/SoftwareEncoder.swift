@@ -5,6 +5,8 @@ import Frames
 
 /// H.264 or H.265 in software: libx264 or libx265 through libavcodec, each told to make IDRs
 /// exactly where the recorder asks, no B-frames, one slice per picture and no added latency.
+/// Recordings use it for H.265; H.264 goes to `X264Encoder` (libx264 called directly), and this
+/// one's H.264 is the reference `X264EncoderTests` compares that one with, byte for byte.
 ///
 /// Pool buffers reach the encoder without a copy: each frame wraps the buffer's
 /// planes in an AVBuffer whose free callback hands the buffer back, so it returns

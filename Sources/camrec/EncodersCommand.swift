@@ -38,7 +38,7 @@ struct EncodersCommand: ParsableCommand {
             }
             for node in nodes { note(describe(node.path, label: node.description), node.path) }
         }
-        let x264 = SoftwareEncoder.isAvailable
+        let x264 = X264Encoder.isAvailable
         let x265 = SoftwareEncoder.isAvailable(.hevc)
         print("libx264 (software): " + (x264 ? "available" : "not available (this FFmpeg has no libx264)"))
         print("libx265 (software, --codec hevc): " + (x265 ? "available" : "not available (this FFmpeg has no libx265)"))

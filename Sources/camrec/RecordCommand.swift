@@ -189,6 +189,7 @@ struct RecordCommand: ParsableCommand {
         var logger = Logger(label: "camrec")
         logger.logLevel = logLevel
         LibavLogging.set(verbose: logLevel <= .debug)
+        X264Encoder.verbose = logLevel <= .debug
 
         var written: PidFile?
         if let pidFile {

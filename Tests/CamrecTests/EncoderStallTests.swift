@@ -12,11 +12,11 @@ import XCTest
 /// machine does (code paged in from an SD card or, in the test VM, a 9p share), or another
 /// process taking the only CPU. The camera does not wait meanwhile.
 private final class HeldUpEncoder: VideoEncoder {
-    private let inner: SoftwareEncoder
+    private let inner: VideoEncoder
     private let holdSeconds: Double
     private var heldUp = false
 
-    init(_ inner: SoftwareEncoder, holdSeconds: Double) {
+    init(_ inner: VideoEncoder, holdSeconds: Double) {
         self.inner = inner
         self.holdSeconds = holdSeconds
     }
@@ -56,7 +56,7 @@ final class EncoderStallTests: ScratchDirectoryTestCase {
 
     private func record(holdingUpFor seconds: Double, frames: Int) throws -> (result: RecordingResult, counters: [UInt64?]) {
         let settings = EncoderSettings(size: size, framesPerSecond: fps, keyframeInterval: 10, preset: "ultrafast")
-        let encoder = HeldUpEncoder(try SoftwareEncoder(settings: settings), holdSeconds: seconds)
+        let encoder = HeldUpEncoder(try EncoderSelection.software(settings), holdSeconds: seconds)
         let path = "\(dir)/held-up.h264"
         let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
         let outputs = OutputSet([(QueuedOutput(sink: FileSink(path: path, overwrite: true)), hub)])

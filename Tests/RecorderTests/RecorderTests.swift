@@ -18,7 +18,7 @@ final class RecorderTests: XCTestCase {
     private func encoder(_ codec: VideoCodec = .h264, planar: Bool = false, keyframeInterval: Int = 10) throws -> VideoEncoder {
         var settings = EncoderSettings(codec: codec, size: size, framesPerSecond: 30, keyframeInterval: keyframeInterval, preset: "ultrafast")
         settings.planarInput = planar
-        return try SoftwareEncoder(settings: settings)
+        return try EncoderSelection.software(settings)
     }
 
     /// Everything a subscription gets until the hub closes: (sequence, IDR) pairs.

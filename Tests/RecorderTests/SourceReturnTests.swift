@@ -15,7 +15,7 @@ final class SourceReturnTests: XCTestCase {
     private let size = FrameSize(width: 320, height: 180)
 
     private func encoder(threads: Int) throws -> VideoEncoder {
-        try SoftwareEncoder(settings: EncoderSettings(codec: .h264, size: size, framesPerSecond: 30, keyframeInterval: 100,
+        try EncoderSelection.software(EncoderSettings(codec: .h264, size: size, framesPerSecond: 30, keyframeInterval: 100,
                                                       preset: "ultrafast", softwareThreads: threads))
     }
 
@@ -51,8 +51,8 @@ final class SourceReturnTests: XCTestCase {
                         EncoderSettings(codec: .hevc, size: size, framesPerSecond: 30, keyframeInterval: 100, preset: "ultrafast", softwareThreads: 2))
         settings.0.planarInput = true
         settings.1.planarInput = true
-        let branches = [EncodingBranch(encoder: try SoftwareEncoder(settings: settings.0), hub: hubs.0, codec: .h264),
-                        EncodingBranch(encoder: try SoftwareEncoder(settings: settings.1), hub: hubs.1, codec: .hevc)]
+        let branches = [EncodingBranch(encoder: try EncoderSelection.software(settings.0), hub: hubs.0, codec: .h264),
+                        EncodingBranch(encoder: try EncoderSelection.software(settings.1), hub: hubs.1, codec: .hevc)]
         let recorder = Recorder(source: LosingSource(size: size, frames: 20, live: false), branches: branches, keyframeInterval: 100,
                                 limits: .init(), logger: Logger(label: "test"))
         recorder.sourceReturn = ScriptedReturn(size: size, frames: 20, times: 1, live: false)

@@ -1,0 +1,133 @@
+import Bitstream
+import Capture
+import Frames
+import Encoder
+import XCTest
+
+/// libx264 called directly must make what libx264 through libavcodec made: the same bytes, packet
+/// for packet (x264's SEI in the first packet lists every parameter it ran with, so equal bytes
+/// also mean equal settings), with the same keyframe flags and sequence numbers.
+final class X264EncoderTests: XCTestCase {
+    private struct Packet: Equatable {
+        let sequence: UInt64
+        let key: Bool
+        let bytes: [UInt8]
+    }
+
+    /// Encodes `frames` test-pattern frames, forcing IDRs at `idrs` and finishing pending frames
+    /// (a camera gone) after `finishAfter`.
+    private func encode(_ encoder: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
+                        finishAfter: Int? = nil) throws -> [Packet] {
+        let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
+                                   capacity: encoder.maximumBuffersInFlight + 2)
+        let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
+        try source.start(pool: pool)
+        var packets: [Packet] = []
+        encoder.onBufferDone = { $0.recycle() }
+        encoder.onPacket = { packets.append(Packet(sequence: $0.sequence, key: $0.isKeyframe, bytes: Array($0.data))) }
+        try encoder.start()
+        for i in 0..<frames {
+            try encoder.encode(try XCTUnwrap(source.nextFrame()), forceKeyframe: idrs.contains(i))
+            if i == finishAfter { try encoder.finishPending() }
+        }
+        try encoder.flush()
+        XCTAssertEqual(pool.freeCount, pool.capacity, "\(encoder.name) gave every buffer back")
+        return packets
+    }
+
+    /// One thread: the same bytes. x264 with several threads is not deterministic itself (two runs
+    /// through libavcodec differ from the tenth frame on, measured), so there: the same parameter
+    /// SEI, the same frames, keyframes and NAL unit types (slice count included) in every packet.
+    private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
+                                 finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let reference = try encode(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                   finishAfter: finishAfter)
+        let direct = try encode(X264Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                finishAfter: finishAfter)
+        XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx264 gave every frame", file: file, line: line)
+        XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
+        XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)
+        let deterministic = settings.slicesPerPicture == 1 && settings.softwareThreads == 1
+        if deterministic {
+            for (ours, theirs) in zip(direct, reference) where ours.bytes != theirs.bytes {
+                XCTFail("\(label): frame \(ours.sequence) differs (\(ours.bytes.count) bytes against \(theirs.bytes.count))", file: file, line: line)
+                break
+            }
+        } else {
+            let types = { (packets: [Packet]) in packets.map { AnnexBScanner.units(in: $0.bytes).map(\.type) } }
+            XCTAssertEqual(types(direct), types(reference), "\(label): NAL unit types", file: file, line: line)
+            let sei = { (packets: [Packet]) in packets.first.flatMap { AnnexBScanner.units(in: $0.bytes).first { $0.type == .sei }?.bytes } }
+            XCTAssertNotNil(sei(reference), "\(label): x264 wrote its parameter SEI", file: file, line: line)
+            XCTAssertEqual(sei(direct), sei(reference), "\(label): x264's parameters", file: file, line: line)
+        }
+    }
+
+    private func settings(_ size: FrameSize = FrameSize(width: 320, height: 240), fps: Double = 30, bitrate: Int? = 400_000,
+                          qp: Int? = nil, profile: H264Profile = .high, preset: String = "veryfast", slices: Int = 1,
+                          threads: Int = 1, planar: Bool = false) -> EncoderSettings {
+        var settings = EncoderSettings(codec: .h264, size: size, framesPerSecond: fps, keyframeInterval: 10, bitrate: bitrate,
+                                       constantQP: qp, profile: profile, preset: preset, slicesPerPicture: slices,
+                                       softwareThreads: threads)
+        settings.planarInput = planar
+        return settings
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx264WithEachPresetAndProfile() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264 to compare with")
+        for preset in ["ultrafast", "veryfast", "medium"] {
+            for profile in H264Profile.allCases {
+                try assertSameBytes(settings(profile: profile, preset: preset), "\(preset) \(profile)")
+            }
+        }
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx264WithEachRateControlAndTiming() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264 to compare with")
+        try assertSameBytes(settings(bitrate: 777_777), "an odd bit rate")
+        try assertSameBytes(settings(bitrate: nil), "the bit rate camrec picks")
+        try assertSameBytes(settings(qp: 20), "constant QP 20")
+        try assertSameBytes(settings(fps: 30000.0 / 1001), "29.97 fps")
+        try assertSameBytes(settings(fps: 7.5), "7.5 fps")
+        try assertSameBytes(settings(FrameSize(width: 640, height: 360), bitrate: 6_000_000, preset: "ultrafast"), "640x360 at 6 Mbit/s")
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx264WithThreadsSlicesAndPlanarInput() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264 to compare with")
+        try assertSameBytes(settings(threads: 2), "two frame threads")
+        try assertSameBytes(settings(threads: 0), "threads x264 picks")
+        try assertSameBytes(settings(slices: 2), "two slices on sliced threads")
+        try assertSameBytes(settings(slices: 3, threads: 2), "three slices")
+        try assertSameBytes(settings(planar: true), "I420 input")
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx264AcrossACameraGap() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable, "libavcodec has no libx264 to compare with")
+        try assertSameBytes(settings(), finishAfter: 12, "one thread, frames finished after frame 12")
+        try assertSameBytes(settings(threads: 2), finishAfter: 12, "frame threads, frames finished after frame 12")
+    }
+
+    func testAFrameAfterFinishPendingIsAnIDRWithItsParameterSets() throws {
+        let settings = settings(threads: 2)
+        let packets = try encode(X264Encoder(settings: settings), settings: settings, frames: 20, idrs: [0], finishAfter: 5)
+        XCTAssertEqual(packets.map(\.sequence), Array(0..<20), "frame threads drained: no frame lost")
+        XCTAssertEqual(packets.filter(\.key).map(\.sequence), [0, 6, 16], "IDRs at the start, after the gap, 10 frames after it")
+        for packet in packets where packet.key {
+            let types = AnnexBScanner.units(in: packet.bytes).map(\.type)
+            XCTAssertTrue(types.contains(.sps) && types.contains(.pps) && types.contains(.idrSlice), "frame \(packet.sequence): \(types)")
+        }
+    }
+
+    func testImpossibleSettingsAreReportedAsUnavailableInX264sWords() throws {
+        let badPreset = X264Encoder(settings: settings(preset: "no-such-preset"))
+        XCTAssertThrowsError(try badPreset.start()) { error in
+            XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
+            XCTAssertTrue("\(error)".contains("no-such-preset"), "\(error)")
+        }
+        // NV12 needs an even width; x264's own reason ends camrec's one line.
+        let oddWidth = X264Encoder(settings: settings(FrameSize(width: 321, height: 240)))
+        XCTAssertThrowsError(try oddWidth.start()) { error in
+            XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
+            XCTAssertTrue("\(error)".contains("divisible by 2"), "\(error)")
+        }
+    }
+}
