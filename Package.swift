@@ -23,7 +23,9 @@ let package = Package(
     targets: [
         // C shims: only what Swift cannot import by itself.
         .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
-        .systemLibrary(name: "CFFmpeg", pkgConfig: "libavcodec"),
+        // libavcodec, libavformat and libavutil, opened on first use (LazyLibav.c): a recording that
+        // needs none of them loads none of their ~130 libraries. libva is linked as usual.
+        .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("va")]),
         // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
         // What every user of libavcodec here shares: error text, a decoder opened once.

@@ -14,14 +14,18 @@ struct Camrec: ParsableCommand {
         EXIT STATUS
         \(ExitStatus.table)
         """,
-        version: versionText,
+        version: versionLine,
         subcommands: [RecordCommand.self, InspectCommand.self, DevicesCommand.self, EncodersCommand.self, ReceiveCommand.self, TriggerCommand.self],
         defaultSubcommand: RecordCommand.self
     )
 }
 
-/// `camrec --version`: camrec's version and the commit it was built from, then the media libraries it runs with.
-let versionText = (["camrec 0.1.0 (commit \(buildCommit))"] + LibraryVersions.lines).joined(separator: "\n")
+/// camrec's version and the commit it was built from.
+let versionLine = "camrec 0.1.0 (commit \(buildCommit))"
+
+/// `camrec --version`: the version line, then the media libraries it runs with. Asked for only when
+/// printed: naming FFmpeg's versions loads libavcodec, which a recording may never need.
+func versionText() -> String { ([versionLine] + LibraryVersions.lines).joined(separator: "\n") }
 
 /// A failure already reported on stderr; only its exit status is left to give.
 struct ReportedFailure: Error {
@@ -42,7 +46,8 @@ enum Main {
         } catch {
             let code = Camrec.exitCode(for: error)
             if code == .success {
-                print(Camrec.fullMessage(for: error))
+                let message = Camrec.fullMessage(for: error)
+                print(message == versionLine ? versionText() : message)
                 exit(0)
             }
             // One line, not ArgumentParser's usage block: cron mail and scripts read it.

@@ -218,4 +218,8 @@ static const unsigned int camrec_VA_RC_VBR = VA_RC_VBR;
 static const unsigned int camrec_VA_ATTRIB_NOT_SUPPORTED = VA_ATTRIB_NOT_SUPPORTED;
 static const int camrec_VA_STATUS_SUCCESS = VA_STATUS_SUCCESS;
 
+// Whether libavutil (and with it any libav* library) has been loaded yet: camrec loads them on
+// first use (LazyLibav.c).
+int camrec_libav_is_loaded(void);
+
 #endif

@@ -1,0 +1,59 @@
+import Foundation
+import XCTest
+
+/// camrec opens libavcodec, libavformat and libavutil only when a recording needs them (issue 26:
+/// their ~130 libraries are most of a raw recording's memory otherwise). What a running camrec has
+/// loaded is read from the kernel's view of it, /proc/PID/maps, while it records.
+final class LibraryLoadingTests: ScratchDirectoryTestCase {
+    /// Records `output` from the test pattern for 4 s; returns the names of the shared libraries the
+    /// process had mapped once its output (still a .partial file) held data, and the output's decoded frame count.
+    private func librariesWhileRecording(_ output: String) throws -> (libraries: Set<String>, frames: Int) {
+        let (process, stderr) = try Tools.launch(Tools.camrec, ["--test-pattern", "--size", "320x240", "--fps", "30",
+                                                                 "--frames", "120", "--overwrite", output], cwd: dir)
+        let path = "\(dir)/\(output)"
+        var libraries = Set<String>()
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning, Date() < deadline {
+            // camrec writes NAME.camrec-PID.partial and renames it at the end.
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            let size = names.filter { $0.hasPrefix(output) }.compactMap {
+                ((try? FileManager.default.attributesOfItem(atPath: "\(dir)/\($0)"))?[.size] as? NSNumber)?.intValue
+            }.max() ?? 0
+            // /proc files say they are empty: read to the end rather than by their size.
+            if size > 0, let data = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")?.readDataToEndOfFile() {
+                let maps = String(decoding: data, as: UTF8.self)
+                libraries = Set(maps.split(separator: "\n").compactMap { $0.split(separator: "/").last.map(String.init) }
+                    .filter { $0.contains(".so") })
+                break
+            }
+            usleep(20_000)
+        }
+        process.waitUntilExit()
+        let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, log)
+        XCTAssertFalse(libraries.isEmpty, "read camrec's mappings while it recorded \(output)")
+        return (libraries, try Tools.decodedFrameCount(path))
+    }
+
+    private func loaded(_ prefix: String, _ libraries: Set<String>) -> Bool {
+        libraries.contains { $0.hasPrefix(prefix) }
+    }
+
+    func testARawH264RecordingLoadsLibx264ButNoLibavLibrary() throws {
+        let (libraries, frames) = try librariesWhileRecording("raw.h264")
+        XCTAssertEqual(frames, 120, "ffprobe decodes every frame")
+        XCTAssertTrue(loaded("libx264.so", libraries), "libx264 encodes it: \(libraries.sorted())")
+        for library in ["libavcodec.so", "libavformat.so", "libavutil.so", "libx265.so"] {
+            XCTAssertFalse(loaded(library, libraries), "\(library) loaded for a raw H.264 recording")
+        }
+    }
+
+    /// The same probe sees libavformat where a recording needs it: an MP4 file.
+    func testAnMP4RecordingLoadsLibavformatWhenItNeedsIt() throws {
+        let (libraries, frames) = try librariesWhileRecording("file.mp4")
+        XCTAssertEqual(frames, 120, "ffprobe decodes every frame")
+        for library in ["libavformat.so", "libavcodec.so", "libavutil.so", "libx264.so"] {
+            XCTAssertTrue(loaded(library, libraries), "\(library) not loaded for an MP4 recording: \(libraries.sorted())")
+        }
+    }
+}
