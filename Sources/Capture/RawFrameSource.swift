@@ -18,6 +18,11 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
     private let descriptor: FileDescriptor
     private let ownsDescriptor: Bool
     private let frameBytes: Int
+    /// A YUYV or UYVY frame is read and converted this many rows at a time (even: each chroma row
+    /// needs its two), straight into the pool buffer; other formats are read whole into `staging`.
+    static let stripRows = 32
+    private let stripBytes: Int?
+    /// A strip of a packed frame (120 KiB at 1920 wide), or a whole planar frame.
     private var staging: UnsafeMutableRawBufferPointer
     private var pool: PixelBufferPool?
     private var sequence: UInt64 = 0
@@ -65,7 +70,9 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
                 throw CaptureError(.invalidInput, "input \(path) is a directory, not a raw-frame file")
             }
         }
-        staging = .allocate(byteCount: frameBytes, alignment: 64)
+        let packedRowBytes = (size.width + 1) / 2 * 4
+        stripBytes = format.isEncoderNative ? nil : packedRowBytes * min(Self.stripRows, size.height)
+        staging = .allocate(byteCount: stripBytes ?? frameBytes, alignment: 64)
     }
 
     deinit {
@@ -85,27 +92,59 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
     public func nextFrame() throws -> PixelBuffer? {
         guard let pool else { preconditionFailure("start(pool:) first") }
         if state.withLock({ $0.stopped }) { return finish(.finished) }
-        let got = try readFully(staging)
-        if got < frameBytes {
-            if got == 0 && sequence > 0 { return finish(.finished) }
-            if sequence == 0 {
-                throw CaptureError(.invalidInput, "input \(path == "-" ? "stdin" : path) holds \(got) bytes, less than one "
-                    + "\(pixelFormat) \(frameSize) frame (\(frameBytes) bytes); check --size and --input-format")
+        let buffer: PixelBuffer
+        if let stripBytes {
+            // A file source waits for the encoder rather than dropping: nothing is lost.
+            guard let taken = pool.take() else { return finish(.finished) }
+            buffer = taken
+            let rowBytes = stripBytes / min(Self.stripRows, frameSize.height)
+            var row = 0, read = 0
+            while row < frameSize.height {
+                let rows = min(Self.stripRows, frameSize.height - row)
+                let got: Int
+                do {
+                    got = try readFully(UnsafeMutableRawBufferPointer(rebasing: staging[0..<(rows * rowBytes)]))
+                } catch {
+                    buffer.recycle()
+                    throw error
+                }
+                read += got
+                if got < rows * rowBytes {
+                    buffer.recycle()
+                    return try endOfInput(afterReading: read)
+                }
+                let strip = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width, height: rows,
+                                                              base: UnsafeRawPointer(staging.baseAddress!))
+                FrameConverter.convertStrip(strip, into: buffer, firstRow: row)
+                row += rows
             }
-            state.withLock { $0.trailingBytes = got }
-            return finish(.finished)
+        } else {
+            let got = try readFully(staging)
+            if got < frameBytes { return try endOfInput(afterReading: got) }
+            guard let taken = pool.take() else { return finish(.finished) }
+            buffer = taken
+            let image = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width,
+                                                          height: frameSize.height, base: UnsafeRawPointer(staging.baseAddress!))
+            FrameConverter.convert(image, into: buffer)
         }
-        // A file source waits for the encoder rather than dropping: nothing is lost.
-        guard let buffer = pool.take() else { return finish(.finished) }
-        let image = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width,
-                                                      height: frameSize.height, base: UnsafeRawPointer(staging.baseAddress!))
-        FrameConverter.convert(image, into: buffer)
         buffer.sequence = sequence
         buffer.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
         buffer.captureTimeNanoseconds = MonotonicClock.now()
         sequence += 1
         state.withLock { $0.statistics.delivered += 1 }
         return buffer
+    }
+
+    /// The input ended `read` bytes into a frame: at a frame boundary after a frame, the end; before the
+    /// first whole frame, a one-line error; mid-frame, the end with those bytes counted as trailing.
+    private func endOfInput(afterReading read: Int) throws -> PixelBuffer? {
+        if read == 0 && sequence > 0 { return finish(.finished) }
+        if sequence == 0 {
+            throw CaptureError(.invalidInput, "input \(path == "-" ? "stdin" : path) holds \(read) bytes, less than one "
+                + "\(pixelFormat) \(frameSize) frame (\(frameBytes) bytes); check --size and --input-format")
+        }
+        state.withLock { $0.trailingBytes = read }
+        return finish(.finished)
     }
 
     private func finish(_ reason: SourceEnd) -> PixelBuffer? {

@@ -65,6 +65,20 @@ public enum FrameConverter {
         }
     }
 
+    /// Fills rows `firstRow ..< firstRow + source.height` of `destination` (NV12 or I420) from `source`, a
+    /// strip of those rows of a YUYV or UYVY frame. `firstRow` is even, so each chroma row still comes from
+    /// its two source rows: a frame converted strip by strip is byte for byte the frame converted whole,
+    /// and a raw-file source needs a strip of staging, not a frame.
+    public static func convertStrip(_ source: SourceImage, into destination: PixelBuffer, firstRow: Int) {
+        precondition(source.format == .yuyv || source.format == .uyvy, "strips are for packed 4:2:2 frames")
+        precondition(source.width == destination.width && firstRow >= 0 && firstRow % 2 == 0
+                     && firstRow + source.height <= destination.height, "a strip inside the frame, from an even row")
+        let lumaFirst = source.format == .yuyv
+        packed422(base: source.planes[0], stride: source.strides[0], width: source.width, height: source.height,
+                  into: PlanarTarget(destination, firstRow: firstRow, rows: source.height),
+                  yOff: lumaFirst ? 0 : 1, uOff: lumaFirst ? 1 : 0, vOff: lumaFirst ? 3 : 2)
+    }
+
     static func copyPlane(from source: UnsafeRawPointer, stride: Int, to plane: PixelBuffer.Plane) {
         for row in 0..<plane.height {
             (plane.base + row * plane.stride).update(from: (source + row * stride).assumingMemoryBound(to: UInt8.self),
@@ -109,6 +123,12 @@ public enum FrameConverter {
     /// `vectorised: false` is the scalar reference the tests compare the vector path with.
     static func packed422(base rawBase: UnsafeRawPointer, stride: Int, width: Int, height: Int,
                           into destination: PixelBuffer, yOff: Int, uOff: Int, vOff: Int, vectorised: Bool = true) {
+        packed422(base: rawBase, stride: stride, width: width, height: height, into: PlanarTarget(destination),
+                  yOff: yOff, uOff: uOff, vOff: vOff, vectorised: vectorised)
+    }
+
+    static func packed422(base rawBase: UnsafeRawPointer, stride: Int, width: Int, height: Int,
+                          into destination: PlanarTarget, yOff: Int, uOff: Int, vOff: Int, vectorised: Bool = true) {
         // YUYV (luma at even bytes, then Cb, Cr) and UYVY (luma at odd bytes) go to libyuv for the whole
         // pixel pairs of their row pairs; an odd width's last column, an odd height's last row (where
         // libyuv 0.0.1857's YUY2ToNV12 gets a row's tail wrong) and the other orders take the loop below.
@@ -121,7 +141,7 @@ public enum FrameConverter {
         let pairs = (width + 1) / 2
         guard firstPair < pairs || rowsDone < height else { return }
         let base = rawBase.assumingMemoryBound(to: UInt8.self)
-        let luma = destination.planes[0]
+        let luma = destination.luma
         let nv12 = destination.format == .nv12
         var row = 0
         while row < height {
@@ -143,7 +163,7 @@ public enum FrameConverter {
                 }
             }
             if nv12 {
-                let d = destination.planes[1].base + chromaRow * destination.planes[1].stride
+                let d = destination.chroma.base + chromaRow * destination.chroma.stride
                 for x in firstPair..<pairs {
                     let t = top + 4 * x
                     let b = bottom + 4 * x
@@ -151,8 +171,8 @@ public enum FrameConverter {
                     d[2 * x + 1] = UInt8((UInt16(t[vOff]) + UInt16(b[vOff]) + 1) >> 1)
                 }
             } else {
-                let du = destination.planes[1].base + chromaRow * destination.planes[1].stride
-                let dv = destination.planes[2].base + chromaRow * destination.planes[2].stride
+                let du = destination.chroma.base + chromaRow * destination.chroma.stride
+                let dv = destination.chromaCr!.base + chromaRow * destination.chromaCr!.stride
                 for x in firstPair..<pairs {
                     let t = top + 4 * x
                     let b = bottom + 4 * x
@@ -173,20 +193,20 @@ extension FrameConverter {
     /// averaged rounding half up; an odd height's last row averaged with itself), which
     /// `PackedVectorPathTests` checks byte for byte. Returns how many pixels of each row it did.
     static func packed422WithLibyuv(base: UnsafeRawPointer, stride: Int, width: Int, height: Int,
-                                    into destination: PixelBuffer, lumaAtOddBytes: Bool) -> Int {
+                                    into destination: PlanarTarget, lumaAtOddBytes: Bool) -> Int {
         let evenWidth = width & ~1
         guard evenWidth > 0, height > 0, let sourceStride = Int32(exactly: stride), let w = Int32(exactly: evenWidth),
               let h = Int32(exactly: height) else { return 0 }
         let source = base.assumingMemoryBound(to: UInt8.self)
-        let y = destination.planes[0]
+        let y = destination.luma
         let result: Int32
         if destination.format == .nv12 {
-            let uv = destination.planes[1]
+            let uv = destination.chroma
             result = lumaAtOddBytes
                 ? UYVYToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
                 : YUY2ToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
         } else {
-            let u = destination.planes[1], v = destination.planes[2]
+            let u = destination.chroma, v = destination.chromaCr!
             result = lumaAtOddBytes
                 ? UYVYToI420(source, sourceStride, y.base, Int32(y.stride), u.base, Int32(u.stride), v.base, Int32(v.stride), w, h)
                 : YUY2ToI420(source, sourceStride, y.base, Int32(y.stride), u.base, Int32(u.stride), v.base, Int32(v.stride), w, h)

@@ -22,17 +22,44 @@ final class PackedVectorPathTests: XCTestCase {
                             FrameConverter.packed422(base: raw.baseAddress!, stride: stride, width: width, height: height,
                                                      into: reference, yOff: yOff, uOff: uOff, vOff: vOff, vectorised: false)
                         }
-                        XCTAssertEqual(planes(fast), planes(reference), "\(name) \(width)x\(height) stride \(stride) into \(format)")
+                        XCTAssertEqual(visibleBytes(fast), visibleBytes(reference), "\(name) \(width)x\(height) stride \(stride) into \(format)")
                     }
                 }
             }
         }
     }
 
-    /// Every plane's visible bytes, row by row.
-    private func planes(_ buffer: PixelBuffer) -> [[UInt8]] {
-        buffer.planes.map { plane in
-            (0..<plane.height).flatMap { r in Array(UnsafeBufferPointer(start: plane.base + r * plane.stride, count: plane.width)) }
+}
+
+/// A raw-file source converts YUYV and UYVY frames strip by strip (`RawFrameSource.stripRows` rows at
+/// a time) into the pool buffer: the same bytes as the whole frame converted at once.
+final class StripConversionTests: XCTestCase {
+    func testAFrameConvertedStripByStripIsTheFrameConvertedWhole() {
+        var generator = SystemRandomNumberGenerator()
+        for (width, height) in [(1920, 1080), (33, 7), (2, 2), (17, 64), (640, 33), (1, 5)] {
+            let stride = (width + 1) / 2 * 4
+            let frame = (0..<(stride * height)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+            for source in [PixelFormat.yuyv, .uyvy] {
+                for format in [PixelFormat.nv12, .i420] {
+                    let whole = PixelBufferPool(format: format, width: width, height: height, capacity: 1).tryTake()!
+                    frame.withUnsafeBytes { raw in
+                        FrameConverter.convert(.packed(format: source, width: width, height: height, base: raw.baseAddress!), into: whole)
+                    }
+                    for stripRows in [2, 4, 32] {
+                        let strips = PixelBufferPool(format: format, width: width, height: height, capacity: 1).tryTake()!
+                        var row = 0
+                        while row < height {
+                            let rows = min(stripRows, height - row)
+                            frame.withUnsafeBytes { raw in
+                                FrameConverter.convertStrip(.packed(format: source, width: width, height: rows,
+                                                                    base: raw.baseAddress! + row * stride), into: strips, firstRow: row)
+                            }
+                            row += rows
+                        }
+                        XCTAssertEqual(visibleBytes(strips), visibleBytes(whole), "\(source) \(width)x\(height) into \(format), \(stripRows) rows at a time")
+                    }
+                }
+            }
         }
     }
 }
