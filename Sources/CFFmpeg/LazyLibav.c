@@ -75,37 +75,24 @@ static void *symbol(enum camrec_library which, const char *name) {
 
 int camrec_libav_is_loaded(void) { return __atomic_load_n(&handles[LIBAVUTIL], __ATOMIC_ACQUIRE) != NULL; }
 
-// FORWARD(library, return type, name, (parameters), (arguments)): the function, looked up once.
+// LOOKUP(library, return type, name, (parameters)): `found`, the library's function, looked up once.
+#define LOOKUP(lib, type, name, parameters)                                               \
+    static type (*function) parameters;                                                   \
+    type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);              \
+    if (!found) {                                                                         \
+        found = (type (*) parameters)symbol(lib, #name);                                  \
+        __atomic_store_n(&function, found, __ATOMIC_RELEASE);                             \
+    }
+// FORWARD(library, return type, name, (parameters), (arguments)): the function, forwarded.
 #define FORWARD(lib, type, name, parameters, arguments)                                   \
-    type name parameters {                                                                \
-        static type (*function) parameters;                                               \
-        type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);          \
-        if (!found) {                                                                     \
-            found = (type (*) parameters)symbol(lib, #name);                              \
-            __atomic_store_n(&function, found, __ATOMIC_RELEASE);                         \
-        }                                                                                 \
-        return found arguments;                                                           \
-    }
+    type name parameters { LOOKUP(lib, type, name, parameters) return found arguments; }
 #define FORWARD_VOID(lib, name, parameters, arguments)                                    \
-    void name parameters {                                                                \
-        static void (*function) parameters;                                               \
-        void (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);          \
-        if (!found) {                                                                     \
-            found = (void (*) parameters)symbol(lib, #name);                              \
-            __atomic_store_n(&function, found, __ATOMIC_RELEASE);                         \
-        }                                                                                 \
-        found arguments;                                                                  \
-    }
+    void name parameters { LOOKUP(lib, void, name, parameters) found arguments; }
 
 // Logging: kept here until libavutil is loaded, so setting it up at start loads nothing.
 int av_log_get_level(void) {
     if (!camrec_libav_is_loaded()) return __atomic_load_n(&pending_log_level, __ATOMIC_ACQUIRE);
-    static int (*function)(void);
-    int (*found)(void) = __atomic_load_n(&function, __ATOMIC_ACQUIRE);
-    if (!found) {
-        found = (int (*)(void))symbol(LIBAVUTIL, "av_log_get_level");
-        __atomic_store_n(&function, found, __ATOMIC_RELEASE);
-    }
+    LOOKUP(LIBAVUTIL, int, av_log_get_level, (void))
     return found();
 }
 
