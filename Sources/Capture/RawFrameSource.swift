@@ -113,9 +113,8 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
                     buffer.recycle()
                     return try endOfInput(afterReading: read)
                 }
-                let strip = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width, height: rows,
-                                                              base: UnsafeRawPointer(staging.baseAddress!))
-                FrameConverter.convertStrip(strip, into: buffer, firstRow: row)
+                FrameConverter.convertStrip(packed: pixelFormat, base: UnsafeRawPointer(staging.baseAddress!), rows: rows,
+                                            into: buffer, firstRow: row)
                 row += rows
             }
         } else {

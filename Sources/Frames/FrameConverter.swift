@@ -65,17 +65,18 @@ public enum FrameConverter {
         }
     }
 
-    /// Fills rows `firstRow ..< firstRow + source.height` of `destination` (NV12 or I420) from `source`, a
-    /// strip of those rows of a YUYV or UYVY frame. `firstRow` is even, so each chroma row still comes from
-    /// its two source rows: a frame converted strip by strip is byte for byte the frame converted whole,
-    /// and a raw-file source needs a strip of staging, not a frame.
-    public static func convertStrip(_ source: SourceImage, into destination: PixelBuffer, firstRow: Int) {
-        precondition(source.format == .yuyv || source.format == .uyvy, "strips are for packed 4:2:2 frames")
-        precondition(source.width == destination.width && firstRow >= 0 && firstRow % 2 == 0
-                     && firstRow + source.height <= destination.height, "a strip inside the frame, from an even row")
-        let lumaFirst = source.format == .yuyv
-        packed422(base: source.planes[0], stride: source.strides[0], width: source.width, height: source.height,
-                  into: PlanarTarget(destination, firstRow: firstRow, rows: source.height),
+    /// Fills rows `firstRow ..< firstRow + rows` of `destination` (NV12 or I420) from `base`, those rows
+    /// of a tightly packed YUYV or UYVY frame. `firstRow` is even, so each chroma row still comes from its
+    /// two source rows: a frame converted strip by strip is byte for byte the frame converted whole, and a
+    /// raw-file source needs a strip of staging, not a frame. Allocates nothing (it runs ~34 times a frame).
+    public static func convertStrip(packed format: PixelFormat, base: UnsafeRawPointer, rows: Int,
+                                    into destination: PixelBuffer, firstRow: Int) {
+        precondition(format == .yuyv || format == .uyvy, "strips are for packed 4:2:2 frames")
+        precondition(firstRow >= 0 && firstRow % 2 == 0 && firstRow + rows <= destination.height,
+                     "a strip inside the frame, from an even row")
+        let lumaFirst = format == .yuyv
+        packed422(base: base, stride: (destination.width + 1) / 2 * 4, width: destination.width, height: rows,
+                  into: PlanarTarget(destination, firstRow: firstRow, rows: rows),
                   yOff: lumaFirst ? 0 : 1, uOff: lumaFirst ? 1 : 0, vOff: lumaFirst ? 3 : 2)
     }
 

@@ -51,8 +51,8 @@ final class StripConversionTests: XCTestCase {
                         while row < height {
                             let rows = min(stripRows, height - row)
                             frame.withUnsafeBytes { raw in
-                                FrameConverter.convertStrip(.packed(format: source, width: width, height: rows,
-                                                                    base: raw.baseAddress! + row * stride), into: strips, firstRow: row)
+                                FrameConverter.convertStrip(packed: source, base: raw.baseAddress! + row * stride, rows: rows,
+                                                            into: strips, firstRow: row)
                             }
                             row += rows
                         }
