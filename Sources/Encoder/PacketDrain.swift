@@ -1,5 +1,6 @@
 import CFFmpeg
 import Libav
+import Frames
 
 /// What every libavcodec backend does with its output: receive each ready packet and hand
 /// it on as an `EncodedPacket`, with the capture time of the frame it encodes.
@@ -38,7 +39,7 @@ struct PacketDrain {
                 continue
             }
             let sequence = UInt64(max(0, packet.pointee.pts))
-            let pts = sequence * 1_000_000_000 * UInt64(frameRate.denominator) / UInt64(frameRate.numerator)
+            let pts = presentationTime(of: sequence, rate: frameRate)
             let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
             onPacket?(EncodedPacket(data: data, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0,
                                     sequence: sequence, presentationTimeNanoseconds: pts,

@@ -78,7 +78,7 @@ public final class X264Encoder: VideoEncoder {
             parameters.rc.i_rc_method = X264_RC_CQP
             parameters.rc.i_qp_constant = Int32(clamping: qp)
         } else {
-            // One second of VBV, libavcodec's initial occupancy (three quarters of it) included.
+            // One second of VBV, x264's own initial occupancy (0.9), which libavcodec 5.1 leaves alone.
             let bitrate = Int64(settings.effectiveBitrate)
             let bufferSize = Int64(Int32(clamping: bitrate))
             parameters.rc.i_bitrate = Int32(clamping: bitrate / 1000)
@@ -151,8 +151,7 @@ public final class X264Encoder: VideoEncoder {
         let size = x264_encoder_encode(encoder, &nals, &count, input, &output)
         guard size > 0, let nals, count > 0 else { return size }
         let sequence = UInt64(max(0, output.i_pts))
-        let rate = settings.frameRateRational
-        let pts = sequence * 1_000_000_000 * UInt64(rate.denominator) / UInt64(rate.numerator)
+        let pts = presentationTime(of: sequence, rate: settings.frameRateRational)
         onPacket?(EncodedPacket(data: UnsafeRawBufferPointer(start: nals[0].p_payload, count: Int(size)),
                                 isKeyframe: output.b_keyframe != 0, sequence: sequence, presentationTimeNanoseconds: pts,
                                 captureTimeNanoseconds: captureTimes.captureTime(of: sequence)))

@@ -22,3 +22,11 @@ public func presentationTime(of sequence: UInt64, fps: Double) -> UInt64 {
     if fps == fps.rounded() { return sequence * 1_000_000_000 / UInt64(fps) }
     return UInt64((Double(sequence) * 1e9 / fps).rounded())
 }
+
+/// The presentation time in nanoseconds of frame `sequence` at `rate` (numerator/denominator frames a
+/// second), exact (rounded down) and without overflow: the plain `sequence * 1e9 * denominator` passed
+/// UInt64's range after a week of frames at 30000/1001.
+public func presentationTime(of sequence: UInt64, rate: (numerator: Int32, denominator: Int32)) -> UInt64 {
+    let frames = UInt64(rate.numerator), perSecondOfFrames = 1_000_000_000 * UInt64(rate.denominator)
+    return sequence / frames * perSecondOfFrames + sequence % frames * perSecondOfFrames / frames
+}
