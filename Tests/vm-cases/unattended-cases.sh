@@ -158,7 +158,9 @@ kill -TERM $pid
 wait $pid; rc=$?
 cat "$R/svc.log"
 check "service: SIGTERM ends it with 0 (got $rc)" test "$rc" = 0
-segs=( "$R"/var/video0/*/video0-*.h264 )
+# In the order they were finished (oldest first), not by name: when the SIGHUP comes within the second the
+# recording started, the second file is video0-HHMMSS-2.h264, which sorts before video0-HHMMSS.h264.
+mapfile -t segs < <(ls -tr "$R"/var/video0/*/video0-*.h264)
 check "service: SIGHUP started a second file (${#segs[@]} files)" test "${#segs[@]}" = 2
 for f in "${segs[@]}"; do
     check "service: $(basename "$f") decodes, starts with an IDR, has its .pts" \
