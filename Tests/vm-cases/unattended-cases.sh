@@ -158,10 +158,16 @@ kill -TERM $pid
 wait $pid; rc=$?
 cat "$R/svc.log"
 check "service: SIGTERM ends it with 0 (got $rc)" test "$rc" = 0
-# In the order they were finished (oldest first), not by name: when the SIGHUP comes within the second the
-# recording started, the second file is video0-HHMMSS-2.h264, which sorts before video0-HHMMSS.h264.
-mapfile -t segs < <(ls -tr "$R"/var/video0/*/video0-*.h264)
-check "service: SIGHUP started a second file (${#segs[@]} files)" test "${#segs[@]}" = 2
+on_disk=( "$R"/var/video0/*/video0-*.h264 )
+# The files in the order camrec finished them (its summary lines), not by name: when the SIGHUP comes
+# within the second the recording started, the second is video0-HHMMSS-2.h264, which sorts first.
+# (Bash alone: the guest has no /dev/fd for a process substitution, and each process costs it.)
+segs=()
+while IFS= read -r line; do
+    [[ $line =~ finished\ output=([^ ]+\.h264) ]] && segs+=("${BASH_REMATCH[1]}")
+done <"$R/svc.log"
+check "service: SIGHUP started a second file (${#on_disk[@]} on disk, ${#segs[@]} finished)" \
+    test "${#on_disk[@]}" = 2 -a "${#segs[@]}" = 2
 for f in "${segs[@]}"; do
     check "service: $(basename "$f") decodes, starts with an IDR, has its .pts" \
         eval "decodes_clean '$f' && [ -f '${f%.h264}.pts' ]"
