@@ -90,7 +90,11 @@ public final class X264Encoder: VideoEncoder {
         parameters.i_keyint_min = Int32(clamping: settings.keyframeInterval)
         parameters.i_bframe = 0
         guard x264_param_apply_profile(&parameters, settings.profile.rawValue) == 0 else {
-            throw EncoderError(.unavailable, "libx264 refused profile \(settings.profile.rawValue)")
+            // With camrec's settings only lossless coding (constant QP 0) is beyond every profile it offers.
+            let profile = settings.profile.rawValue
+            throw EncoderError(.unavailable, settings.constantQP == 0
+                ? "libx264 cannot make profile \(profile) with constant QP 0: that is lossless, which needs High 4:4:4; use --qp 1 or more"
+                : "libx264 refused profile \(profile) with these settings (\(settings.size) @ \(settings.framesPerSecond) fps, preset \(settings.preset))")
         }
         let rate = settings.frameRateRational
         parameters.i_width = Int32(clamping: settings.size.width)

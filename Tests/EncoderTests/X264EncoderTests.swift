@@ -123,6 +123,12 @@ final class X264EncoderTests: XCTestCase {
             XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
             XCTAssertTrue("\(error)".contains("no-such-preset"), "\(error)")
         }
+        // Constant QP 0 is lossless, which no profile camrec offers carries: say what to do.
+        let lossless = X264Encoder(settings: settings(qp: 0))
+        XCTAssertThrowsError(try lossless.start()) { error in
+            XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
+            XCTAssertTrue("\(error)".contains("use --qp 1 or more"), "\(error)")
+        }
         // NV12 needs an even width; x264's own reason ends camrec's one line.
         let oddWidth = X264Encoder(settings: settings(FrameSize(width: 321, height: 240)))
         XCTAssertThrowsError(try oddWidth.start()) { error in
