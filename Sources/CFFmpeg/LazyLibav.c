@@ -33,38 +33,72 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pending_log_level = AV_LOG_INFO;
 static void (*pending_log_callback)(void *, int, const char *, va_list);
 
-// A library that cannot be loaded is a broken installation: one line, the package to install,
-// and exit status 73 (the encoder or library camrec needs is unavailable).
+// What camrec says when a library cannot be loaded: it names the Debian package to install.
+static void describe_failure(const char *what, const char *detail, enum camrec_library library, char *out, size_t size) {
+    snprintf(out, size, "cannot load %s (%s); install Debian's %s (apt-get install %s)", what,
+             detail ? detail : "unknown error", library_packages[library], library_packages[library]);
+}
+
+// A library that cannot be loaded where a call needs it is a broken installation: one line and exit
+// status 73 (what camrec needs is unavailable). A recording asks `camrec_libav_try_load` first, before
+// it creates any file, so this is the last resort.
 static void fail(const char *what, const char *detail, enum camrec_library library) {
-    fprintf(stderr, "camrec: cannot load %s (%s); install Debian's %s (apt-get install %s)\n",
-            what, detail ? detail : "unknown error", library_packages[library], library_packages[library]);
+    char line[1024];
+    describe_failure(what, detail, library, line, sizeof line);
+    fprintf(stderr, "camrec: error: %s\n", line);
     fflush(stderr);
     _exit(73);
 }
 
-static void *library(enum camrec_library which) {
+// Opens `which` (libavutil first, always: the logging settings made so far go to it before anything
+// logs). NULL with the reason in `error` when it cannot.
+static void *open_library(enum camrec_library which, char *error, size_t size) {
     void *handle = __atomic_load_n(&handles[which], __ATOMIC_ACQUIRE);
     if (handle) return handle;
     pthread_mutex_lock(&load_lock);
-    // libavutil first, always: the logging settings made so far go to it before anything logs.
     if (!handles[LIBAVUTIL]) {
         void *avutil = dlopen(library_names[LIBAVUTIL], RTLD_NOW | RTLD_LOCAL);
-        if (!avutil) fail(library_names[LIBAVUTIL], dlerror(), LIBAVUTIL);
-        void (*set_level)(int) = (void (*)(int))dlsym(avutil, "av_log_set_level");
-        void (*set_callback)(void (*)(void *, int, const char *, va_list)) =
-            (void (*)(void (*)(void *, int, const char *, va_list)))dlsym(avutil, "av_log_set_callback");
-        if (!set_level || !set_callback) fail("libavutil's logging functions", dlerror(), LIBAVUTIL);
+        void (*set_level)(int) = avutil ? (void (*)(int))dlsym(avutil, "av_log_set_level") : NULL;
+        void (*set_callback)(void (*)(void *, int, const char *, va_list)) = avutil
+            ? (void (*)(void (*)(void *, int, const char *, va_list)))dlsym(avutil, "av_log_set_callback") : NULL;
+        if (!set_level || !set_callback) {
+            describe_failure(library_names[LIBAVUTIL], dlerror(), LIBAVUTIL, error, size);
+            pthread_mutex_unlock(&load_lock);
+            return NULL;
+        }
         set_level(pending_log_level);
         if (pending_log_callback) set_callback(pending_log_callback);
         __atomic_store_n(&handles[LIBAVUTIL], avutil, __ATOMIC_RELEASE);
     }
     if (!handles[which]) {
         void *opened = dlopen(library_names[which], RTLD_NOW | RTLD_LOCAL);
-        if (!opened) fail(library_names[which], dlerror(), which);
+        if (!opened) {
+            describe_failure(library_names[which], dlerror(), which, error, size);
+            pthread_mutex_unlock(&load_lock);
+            return NULL;
+        }
         __atomic_store_n(&handles[which], opened, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&load_lock);
     return handles[which];
+}
+
+static void *library(enum camrec_library which) {
+    char error[1024];
+    void *handle = open_library(which, error, sizeof error);
+    if (!handle) {
+        fprintf(stderr, "camrec: error: %s\n", error);
+        fflush(stderr);
+        _exit(73);
+    }
+    return handle;
+}
+
+int camrec_libav_try_load(char *error, size_t size) {
+    for (int which = 0; which < LIBRARY_COUNT; which++) {
+        if (!open_library(which, error, size)) return -1;
+    }
+    return 0;
 }
 
 static void *symbol(enum camrec_library which, const char *name) {

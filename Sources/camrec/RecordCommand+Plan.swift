@@ -6,6 +6,7 @@ import Encoder
 import Frames
 import Glibc
 import HTTPServer
+import Libav
 import Logging
 import NetStream
 import Outputs
@@ -37,6 +38,15 @@ struct RecordingPlan {
 }
 
 extension RecordCommand {
+    /// Whether an output needs libavformat (and so libavcodec): a container file, a media server, the
+    /// live view (fragmented MP4), event clips (their container may be any).
+    var needsLibav: Bool {
+        http != nil || events.eventOutput != nil || outputs.contains { target in
+            target != "-" && !TCPEndpoint.looksLikeURL(target)
+                && (MediaServerURL.looksLikeURL(target) || ContainerFormat(fileName: target) != .raw)
+        }
+    }
+
     /// Opens the source and the encoders and wires the outputs to them; throws a `RecordingFailure`
     /// (or the live view's own error) when one cannot be made.
     func makePlan(logger: Logger) throws -> RecordingPlan {
@@ -64,6 +74,11 @@ extension RecordCommand {
             } catch {
                 throw Recorder.classify(error)
             }
+        }
+        // libav* is opened on first use; a recording with a container, a media server, the live view or
+        // event clips opens it here, so a missing library ends it before any output file exists.
+        if needsLibav, let reason = LibavLibraries.loadFailure() {
+            throw Recorder.classify(EncoderError(.unavailable, reason))
         }
         let sourceName = stableSourceName(device: device, testPattern: testPattern, testScene: testScene, input: input)
         var fileOutputs: [RecordingFileOutput] = []

@@ -56,4 +56,29 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
             XCTAssertTrue(loaded(library, libraries), "\(library) not loaded for an MP4 recording: \(libraries.sorted())")
         }
     }
+
+    /// A broken installation: libavformat unreadable (a mount namespace lays an empty file over it, for
+    /// this camrec only). An MP4 recording ends before it creates any file, in one line naming the package,
+    /// with 73; a raw H.264 recording, which needs no libav*, still records.
+    func testAMissingLibavformatEndsAnMP4RecordingBeforeAnyFileAndARawOneStillRecords() throws {
+        try XCTSkipUnless(getuid() == 0 && Tools.which("unshare") != nil, "needs root and unshare for a mount namespace")
+        let linked = try Tools.run("ldconfig", ["-p"]).stdoutText.split(separator: "\n")
+            .first { $0.contains("libavformat.so.") && $0.contains("x86-64") }
+        let library = try XCTUnwrap(linked.flatMap { $0.split(separator: " ").last.map(String.init) }, "libavformat in ldconfig -p")
+        let file = URL(fileURLWithPath: library).resolvingSymlinksInPath().path
+        func record(_ output: String) throws -> ProcessResult {
+            try Tools.run("unshare", ["-m", "sh", "-c", "mount --bind /dev/null \"$1\" && exec \"$2\" --test-pattern --size 320x240 --frames 10 --overwrite \"$3\"",
+                                      "sh", file, Tools.camrec, output], cwd: dir)
+        }
+        let mp4 = try record("broken.mp4")
+        XCTAssertEqual(mp4.status, 73, mp4.stderr)
+        let errors = mp4.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: error:") }
+        XCTAssertEqual(errors.count, 1, mp4.stderr)
+        XCTAssertTrue(errors.first?.contains("install Debian's libavformat") == true, mp4.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("broken") }, [],
+                       "no file, not even a .partial")
+        let raw = try record("still.h264")
+        XCTAssertEqual(raw.status, 0, raw.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
+    }
 }

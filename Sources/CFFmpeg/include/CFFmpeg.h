@@ -222,4 +222,8 @@ static const int camrec_VA_STATUS_SUCCESS = VA_STATUS_SUCCESS;
 // first use (LazyLibav.c).
 int camrec_libav_is_loaded(void);
 
+// Opens libavutil, libavcodec and libavformat now: 0, or -1 with the one-line reason (the package to
+// install) in `error`. For a recording that will need them, before it creates any file.
+int camrec_libav_try_load(char *error, size_t size);
+
 #endif
