@@ -17,7 +17,8 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
 
     private let descriptor: FileDescriptor
     private let ownsDescriptor: Bool
-    private let frameBytes: Int
+    /// Bytes of one frame in the input.
+    public let frameBytes: Int
     /// A YUYV or UYVY frame is read and converted this many rows at a time (even: each chroma row
     /// needs its two), straight into the pool buffer; other formats are read whole into `staging`.
     static let stripRows = 32

@@ -292,6 +292,11 @@ struct RecordCommand: ParsableCommand {
         httpServer?.stop()
         if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
+        // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
+        if let raw = source as? RawFrameSource, raw.trailingBytes > 0 {
+            printLine("camrec: warning: the input ended \(raw.trailingBytes) bytes into a frame of \(raw.frameBytes); those bytes "
+                + "are not in the recording (check --size and --input-format if the input should hold whole frames)")
+        }
         if let failure = result.failure {
             throw report(failure)
         }

@@ -107,6 +107,24 @@ final class RecordingEndToEndTests: ScratchDirectoryTestCase {
         XCTAssertGreaterThan(Tools.averagePSNR(psnr.stderr) ?? 0, 55, psnr.stderr)
     }
 
+    /// An input that ends inside a frame: the whole frames are recorded, and one warning line says how
+    /// many bytes were left over; an input of whole frames gets no such line.
+    func testRawInputEndingInsideAFrameIsRecordedToItsLastWholeFrameWithAWarning() throws {
+        let frameBytes = 64 * 64 * 2
+        var generator = SystemRandomNumberGenerator()
+        let frames = (0..<(3 * frameBytes)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        for (name, bytes, warned) in [("whole", frames, false), ("ragged", frames + Array(repeating: 7, count: 1000), true)] {
+            let raw = "\(dir)/\(name).yuyv", out = "\(dir)/\(name).h264"
+            XCTAssertTrue(FileManager.default.createFile(atPath: raw, contents: Data(bytes)))
+            let r = try Tools.camrec(["--input", raw, "--input-format", "yuyv", "--size", "64x64", out])
+            XCTAssertEqual(r.status, 0, r.stderr)
+            XCTAssertEqual(try Tools.decodedFrameCount(out), 3, name)
+            let warnings = r.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: warning: the input ended") }
+            XCTAssertEqual(warnings.count, warned ? 1 : 0, "\(name): \(r.stderr)")
+            if warned { XCTAssertTrue(warnings[0].contains("ended 1000 bytes into a frame of \(frameBytes)"), r.stderr) }
+        }
+    }
+
     func testRawInputFromStdinToStdoutPipedIntoFFprobe() throws {
         let raw = "\(dir)/in.nv12", out = "\(dir)/piped.h264"
         let gen = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=642x362:rate=25", "-frames:v", "50",
