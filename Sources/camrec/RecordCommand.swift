@@ -145,7 +145,10 @@ struct RecordCommand: ParsableCommand {
             throw ValidationError("--size \(size): H.264 (4:2:0) needs an even width and height; "
                 + "use \(size.width & ~1)x\(size.height & ~1) or \((size.width + 1) & ~1)x\((size.height + 1) & ~1)")
         }
-        if let fps, !(fps > 0 && fps <= 240) { throw ValidationError("--fps must be more than 0 and at most 240; got \(fps)") }
+        // At least 0.001: the encoders' timestamps use a rate in thousandths, and 1e-9 made it 0/1000 (a trap).
+        if let fps, !(fps >= 0.001 && fps <= 240) {
+            throw ValidationError("--fps must be at least 0.001 (a frame every 1000 s) and at most 240; got \(fps)")
+        }
         try OptionRange.check(frames, "--frames", in: 1...Int.max)
         try OptionRange.checkSeconds(duration, "--duration")
         try OptionRange.check(keyframeInterval, "--keyframe-interval", in: 1...OptionRange.maximumKeyframeInterval)

@@ -45,6 +45,13 @@ final class CommandLineErrorTests: XCTestCase {
         try expectFailure(["--input", "no-such.yuv", "--size", "64x64", "out.h264"], status: 66, mentioning: "no-such.yuv")
     }
 
+    /// A frame rate so low that its thousandths round to 0 trapped in the encoder's timestamps.
+    func testFrameRatesOutsideTheirRangeAreUsageErrors() throws {
+        for fps in ["1e-9", "0.0004", "0", "-1", "nan", "inf", "241"] {
+            try expectFailure(["--test-pattern", "--frames", "2", "--fps", fps, "out.h264"], status: 64, mentioning: "--fps must be at least 0.001")
+        }
+    }
+
     func testInputShorterThanOneFrame() throws {
         _ = FileManager.default.createFile(atPath: "\(dir)/keep-short.yuv", contents: Data(count: 1000))
         try expectFailure(["--input", "keep-short.yuv", "--size", "64x64", "out.h264"], status: 65, mentioning: "less than one")
