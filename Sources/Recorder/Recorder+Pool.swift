@@ -9,13 +9,14 @@ extension Recorder {
         let (width, height) = (source.frameSize.width, source.frameSize.height)
         if branches.count == 1 {
             let encoder = branches[0].encoder
-            // A file source waits for a free buffer instead of dropping: one to read the next frame into
-            // while the encoder holds its own is enough; more would only fill up (reading ahead of the
-            // encoder) and commit their memory (102 MB peak at 1080p with 4, 93 MB with 1; same speed).
+            // A file source waits for a free buffer instead of dropping, so it needs no more buffers than
+            // the encoder holds: any more only fill up (reading ahead of the encoder) and commit their
+            // memory, 3 MiB each at 1080p, for no speed (libx264 copies the picture and hands the buffer
+            // back before its threads encode it, so reading the next frame overlaps their work anyway).
             let headroom = source.isLive
                 ? Self.stallHeadroom(framesPerSecond: source.framesPerSecond,
                                      frameBytes: encoder.inputFormat.packedFrameSize(width: width, height: height))
-                : 1
+                : 0
             return encoder.makePool(width: width, height: height,
                                     capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
         }
@@ -26,7 +27,7 @@ extension Recorder {
         }
         let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + branchQueueDepth }
         return PixelBufferPool(format: format, width: width, height: height,
-                               capacity: inFlight + Self.minimumSpareBuffers + source.poolBuffersHeld)
+                               capacity: inFlight + (source.isLive ? Self.minimumSpareBuffers : 0) + source.poolBuffersHeld)
     }
 
     /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
@@ -42,12 +43,13 @@ extension Recorder {
     }
 
     /// Frames each of several encodings may be behind: half a second for a live source, so that a slow
-    /// start costs no skip; two for a file, whose reading simply waits (deeper queues only filled up
-    /// with frames read ahead, and committed their memory: 305 MB at 1080p for H.264 and H.265).
+    /// start costs no skip; one for a file, whose reading simply waits (deeper queues only filled up
+    /// with frames read ahead, and committed their memory: 305 MB at 1080p for H.264 and H.265 with
+    /// 30, 206 MB with 2 and four spares, 189 MB with 1 and none; the same speed).
     var branchQueueDepth: Int {
-        source.isLive ? EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond) : 2
+        source.isLive ? EncodingBranch.queueDepth(framesPerSecond: source.framesPerSecond) : 1
     }
 
-    /// Spare pool buffers whatever the source: the capture side always has one to fill next.
+    /// Spare pool buffers for a live source whatever its rate: the capture side always has one to fill next.
     static let minimumSpareBuffers = 4
 }

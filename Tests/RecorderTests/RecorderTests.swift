@@ -58,6 +58,33 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(b.units.map(\.sequence), (0..<30).map { UInt64($0) })
     }
 
+    /// A file waits for the encoder instead of dropping, so its pool holds only what the encoders may hold
+    /// (issue 26): one buffer for libx264, which copies the picture; libavcodec's libx265 two; two encodings
+    /// their in-flight buffers and a queue of one each. And with no spare the recording still takes every frame.
+    func testAFileSourceIsGivenNoMorePoolBuffersThanItsEncodersHoldAndStillRecordsEveryFrame() throws {
+        for (codec, expected) in [(VideoCodec.h264, 1), (.hevc, 2)] {
+            let hub = StreamHub(label: codec.rawValue, keyframes: KeyframeGate())
+            let encoder = try encoder(codec)
+            XCTAssertEqual(encoder.maximumBuffersInFlight, expected)
+            let recorder = Recorder(source: NotLive(TestPatternSource(size: size, fps: 30, realTime: false)), encoder: encoder, hub: hub,
+                                    keyframeInterval: 10, limits: .init(frames: 25), codec: codec, logger: Logger(label: "test"))
+            XCTAssertEqual(try recorder.makePool().capacity, expected, "\(codec): the encoder's buffers and no spare")
+            let got = collect(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 30))))
+            XCTAssertNil(recorder.run().failure)
+            got.waitUntilEnded()
+            XCTAssertEqual(got.units.map(\.sequence), (0..<25).map { UInt64($0) }, "\(codec): every frame from a pool of \(expected)")
+        }
+        let branches = [EncodingBranch(encoder: try encoder(planar: true), hub: StreamHub(label: "a", keyframes: KeyframeGate()), codec: .h264),
+                        EncodingBranch(encoder: try encoder(planar: true), hub: StreamHub(label: "b", keyframes: KeyframeGate()), codec: .h264)]
+        let two = Recorder(source: NotLive(TestPatternSource(size: size, fps: 30, realTime: false)), branches: branches,
+                           keyframeInterval: 10, limits: .init(frames: 5), logger: Logger(label: "test"))
+        XCTAssertEqual(try two.makePool().capacity, 4, "each encoding's buffer in flight and one queued")
+        let live = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: true), encoder: try encoder(), hub: StreamHub(label: "l", keyframes: KeyframeGate()),
+                            keyframeInterval: 10, limits: .init(frames: 5), logger: Logger(label: "test"))
+        XCTAssertEqual(try live.makePool().capacity, 1 + Recorder.stallHeadroom(framesPerSecond: 30, frameBytes: 320 * 180 * 3 / 2),
+                       "a camera keeps its headroom")
+    }
+
     /// 40 test-pattern frames, as fast as they encode, into one hub whose gate grants every request.
     private func fortyFramesThroughAnOpenGate(keyframeInterval: Int) throws -> (KeyframeGate, StreamHub, Recorder) {
         let gate = KeyframeGate(minimumIntervalSeconds: 0)
