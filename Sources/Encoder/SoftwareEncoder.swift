@@ -15,7 +15,9 @@ import Frames
 public final class SoftwareEncoder: VideoEncoder {
     public let name: String
     public let inputFormat: PixelFormat
-    public let maximumBuffersInFlight = 2
+    /// libavcodec 5.1's libx264 and libx265 wrappers give the picture to the library inside
+    /// `avcodec_send_frame`, and both copy it there: the buffer is back before `encode` returns.
+    public let maximumBuffersInFlight = 1
     public var onBufferDone: ((PixelBuffer) -> Void)?
     public var onPacket: ((EncodedPacket) -> Void)?
 
