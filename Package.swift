@@ -45,7 +45,9 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "Libav", "Frames", "Bitstream"]),
-        .target(name: "Pipeline"),
+        .target(name: "Pipeline", dependencies: [
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
+        ]),
         // Motion in the picture, from the pool buffers' luma before encoding (pure Swift).
         .target(name: "Motion", dependencies: ["Frames"]),
         // The seam between encoders and everything that takes their stream: a hub per encoded
@@ -91,6 +93,7 @@ let package = Package(
             "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
             "Pipeline", "Motion",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
         ], plugins: ["BuildCommit"]),
@@ -106,8 +109,9 @@ let package = Package(
         .executableTarget(name: "motion-benchmark", dependencies: ["Motion", "Capture", "Frames"], path: "benchmarks/motion-benchmark"),
         .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "Frames"]),
         .testTarget(name: "RecorderTests", dependencies: [
-            "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs",
+            "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs", "Pipeline",
             .product(name: "Logging", package: "swift-log"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),

@@ -25,8 +25,8 @@ public final class LiveHTTPServer: @unchecked Sendable {
     private let recordings: RecordingShelf
     private let metrics: LiveMetrics
     private let logger: Logger
-    private var group: ServiceGroup?
-    private let stopped = DispatchSemaphore(value: 0)
+    /// The server's own group (Hummingbird's application) and the task running it, once started.
+    private let running = Mutex<(group: ServiceGroup, task: Task<Void, Never>)?>(nil)
 
     /// The longest label `POST /api/events?label=` takes.
     static let maximumLabelBytes = 200
@@ -47,7 +47,7 @@ public final class LiveHTTPServer: @unchecked Sendable {
 
     /// Binds and starts serving; returns the port it listens on (the one asked, or the one the
     /// kernel chose for 0). Throws when it cannot bind.
-    public func start() throws -> Int {
+    public func start() async throws -> Int {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: HTTPAccessMiddleware(access: access))
         router.get("/api/status") { [status, live] _, _ -> LiveStatus in
@@ -173,8 +173,14 @@ public final class LiveHTTPServer: @unchecked Sendable {
                 group.cancelAll()
             }
         }
-        let started = DispatchSemaphore(value: 0)
-        let outcome = Mutex<Result<Int, StartError>?>(nil)
+        // Resumed once: by the server running, by its failure to start, or after 10 s.
+        let started = Mutex<CheckedContinuation<Int, Error>?>(nil)
+        let settle: @Sendable (Result<Int, StartError>) -> Void = { outcome in
+            started.withLock { waiting in
+                waiting?.resume(with: outcome)
+                waiting = nil
+            }
+        }
         var quiet = logger
         quiet.logLevel = .warning
         let app = Application(
@@ -183,32 +189,29 @@ public final class LiveHTTPServer: @unchecked Sendable {
             // Connections of every kind, idle ones included: each costs a little memory and a descriptor.
             configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
                                  availableConnectionsDelegate: MaximumAvailableConnections(256)),
-            onServerRunning: { channel in
-                outcome.withLock { $0 = .success(channel.localAddress?.port ?? 0) }
-                started.signal()
-            },
+            onServerRunning: { channel in settle(.success(channel.localAddress?.port ?? 0)) },
             logger: quiet
         )
-        // No signals: camrec's own watcher handles SIGINT/SIGTERM and stops the server itself.
-        let group = ServiceGroup(configuration: .init(services: [app], gracefulShutdownSignals: [], logger: quiet))
-        self.group = group
-        Task.detached { [stopped] in
-            defer { stopped.signal() }
-            do {
-                try await group.run()
-            } catch {
-                let first = outcome.withLock { o -> Bool in
-                    guard o == nil else { return false }
-                    o = .failure(StartError(description: "\(error)", underlying: error))
-                    return true
+        // No signals: camrec's service group stops the server (`run`), after the recording. Connections
+        // still open 2 s into the shutdown (a live page that keeps its WebSocket) are cancelled.
+        var configuration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: quiet)
+        configuration.maximumGracefulShutdownDuration = .seconds(2)
+        let group = ServiceGroup(configuration: configuration)
+        return try await withCheckedThrowingContinuation { continuation in
+            started.withLock { $0 = continuation }
+            let task = Task.detached {
+                do {
+                    try await group.run()
+                } catch {
+                    settle(.failure(StartError(description: "\(error)", underlying: error)))
                 }
-                if first { started.signal() }
+            }
+            running.withLock { $0 = (group, task) }
+            Task.detached {
+                try? await Task.sleep(for: .seconds(10))
+                settle(.failure(StartError(description: "the HTTP server did not start within 10 s")))
             }
         }
-        if started.wait(timeout: .now() + 10) == .timedOut {
-            throw StartError(description: "the HTTP server did not start within 10 s")
-        }
-        return try outcome.withLock { $0! }.get()
     }
 
     /// HTTP/1.1 with the WebSocket upgrade, where no connection holds a slot for long without asking for
@@ -235,11 +238,19 @@ public final class LiveHTTPServer: @unchecked Sendable {
     }
 
     /// Closes the listener and, once they are done, every connection (the live view's end when the
-    /// recording has finished). Waits at most 2 s for them.
-    public func stop() {
-        guard let group else { return }
-        self.group = nil
-        Task.detached { await group.triggerGracefulShutdown() }
-        _ = stopped.wait(timeout: .now() + 2)
+    /// recording has finished); waits at most 2 s for them.
+    public func stop() async {
+        guard let (group, task) = running.withLock({ r in defer { r = nil }; return r }) else { return }
+        await group.triggerGracefulShutdown()
+        await task.value
+    }
+}
+
+extension LiveHTTPServer: Service {
+    /// In camrec's service group: serves until the group shuts down, which it reaches after the
+    /// recording has finished (so the page sees the end), then stops.
+    public func run() async {
+        try? await gracefulShutdown()
+        await stop()
     }
 }

@@ -34,13 +34,19 @@ struct ReportedFailure: Error {
 
 @main
 enum Main {
-    static func main() {
-        SignalWatcher.blockInAllThreads()
+    /// Async so that a recording and a receiver can run as one service group; the signal mask is set
+    /// on the first line, while the main thread is the only one (the runtime starts its pool on demand).
+    static func main() async {
+        SignalService.blockInAllThreads()
         // Broken pipes are errors to report, not a reason to die silently.
         signal(SIGPIPE, SIG_IGN)
         do {
             var command = try Camrec.parseAsRoot()
-            try command.run()
+            if var asynchronous = command as? AsyncParsableCommand {
+                try await asynchronous.run()
+            } else {
+                try command.run()
+            }
         } catch let failure as ReportedFailure {
             exit(failure.status.rawValue)
         } catch {

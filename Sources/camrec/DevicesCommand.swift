@@ -21,7 +21,7 @@ struct DevicesCommand: ParsableCommand {
     var device: String?
 
     func run() throws {
-        SignalWatcher.unblock()
+        SignalService.unblock()
         if let device {
             let info: V4L2DeviceInfo
             do {

@@ -22,7 +22,7 @@ struct EncodersCommand: ParsableCommand {
     var vaapiDevice: String?
 
     func run() throws {
-        SignalWatcher.unblock()
+        SignalService.unblock()
         LibavLogging.set(verbose: false)
         var firstUsable: [VideoCodec: String] = [:]
         func note(_ codecs: Set<VideoCodec>, _ device: String) {

@@ -31,7 +31,7 @@ func runHookCommand(_ command: String, option: String, variables: [String: Strin
     sigemptyset(&none)
     var watched = sigset_t()
     sigemptyset(&watched)
-    for signal in SignalWatcher.watched { sigaddset(&watched, signal) }
+    for signal in SignalService.watched { sigaddset(&watched, signal) }
     posix_spawnattr_setsigmask(&attributes, &none)
     posix_spawnattr_setsigdefault(&attributes, &watched)
     posix_spawnattr_setflags(&attributes, Int16(POSIX_SPAWN_SETSIGMASK | POSIX_SPAWN_SETSIGDEF))

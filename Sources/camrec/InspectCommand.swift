@@ -35,7 +35,7 @@ struct InspectCommand: ParsableCommand {
     }
 
     func run() throws {
-        SignalWatcher.unblock()
+        SignalService.unblock()
         if file != "-", ContainerReader.isContainer(path: file) {
             return try inspectContainer()
         }

@@ -9,7 +9,7 @@ import Recorder
 import Synchronization
 
 /// `camrec receive`: takes a raw H.264 or H.265 stream over TCP, verifies it by decoding, stores it.
-struct ReceiveCommand: ParsableCommand {
+struct ReceiveCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "receive",
         abstract: "Receive a raw H.264 or H.265 stream over TCP (recognised from its first NAL unit), check every frame by decoding it, and save it.",
@@ -85,9 +85,8 @@ struct ReceiveCommand: ParsableCommand {
         }
     }
 
-    func run() throws {
-        let signals = SignalWatcher()
-        signals.blockInAllThreads()
+    func run() async throws {
+        SignalService.blockInAllThreads()
         VideoDecoder.setLibraryLogging(verbose: logLevel <= .debug)
         let (source, output) = try parsed()
         let sink: ByteSink? = output.map { $0 == "-" ? StandardOutputSink() as ByteSink : FileSink(path: $0, overwrite: overwrite) }
@@ -101,22 +100,20 @@ struct ReceiveCommand: ParsableCommand {
         options.idleTimeoutSeconds = 20
         options.latencyLogPath = latencyLog
         let receiver = StreamReceiver(options: options, sink: sink, log: log)
-        let interrupts = Atomic<Int>(0)
         let writesFile = output != nil && output != "-"
-        signals.start { signal in
-            // SIGHUP and SIGUSR1 mean nothing to a receiver (they used to end it with no file).
-            if signal == SIGHUP || signal == SIGUSR1 { return }
-            if interrupts.add(1, ordering: .relaxed).newValue == 2 {
-                // "Stop waiting", never "throw away": a file is finished with every whole frame
-                // that arrived; stdout (perhaps a pipe nobody reads) is simply left.
-                if !writesFile {
-                    writeStandardError("\ncamrec: interrupted twice; exiting\n")
-                    Glibc.exit(ExitStatus.interrupted.rawValue)
-                }
-                writeStandardError("\ncamrec: interrupted twice; finishing the output with what has arrived\n")
+        // SIGINT and SIGTERM end cleanly (the group's shutdown stops the receiver); SIGHUP and SIGUSR1
+        // mean nothing to a receiver (they used to end it with no file).
+        let signals = SignalService(onInterrupt: { count in
+            guard count == 2 else { return }
+            // "Stop waiting", never "throw away": a file is finished with every whole frame
+            // that arrived; stdout (perhaps a pipe nobody reads) is simply left.
+            if !writesFile {
+                writeStandardError("\ncamrec: interrupted twice; exiting\n")
+                Glibc.exit(ExitStatus.interrupted.rawValue)
             }
+            writeStandardError("\ncamrec: interrupted twice; finishing the output with what has arrived\n")
             receiver.stop()
-        }
+        }, onSignal: { _ in })
         // Sender, frames, fps, bitrate, decode errors, gaps, reconnects, latency.
         let status = statusShown
             ? StatusLine(sample: { [receiver] in (receiver.progress.frames, receiver.progress.bytes) }) { [receiver] rates in
@@ -129,9 +126,11 @@ struct ReceiveCommand: ParsableCommand {
             }
             : nil
         status?.start()
+        let receiving = BlockingWorkService(name: "receive", work: { Result { try receiver.run() } }, stop: { receiver.stop() })
+        await runServiceGroup(signals: signals, services: [receiving])
         let result: StreamReceiver.Result
         do {
-            result = try receiver.run()
+            result = try receiving.finishedOutcome.get()
         } catch let error as OutputError {
             status?.stop()
             throw report(.output(error))
@@ -176,7 +175,7 @@ struct ReceiveCommand: ParsableCommand {
         if let error = result.outputError {
             throw report(.output(error))
         }
-        if interrupts.load(ordering: .relaxed) > 1 { throw ReportedFailure(status: .interrupted) }
+        if SignalService.interrupts > 1 { throw ReportedFailure(status: .interrupted) }
         if p.frames > 0 && (p.decodedFrames == 0 || p.decodeErrors >= p.frames) {
             printError("every one of the \(p.frames) frames received failed to decode (\(p.decodeErrors) decode errors); the file is kept, but the sender's stream is broken")
             throw ReportedFailure(status: .invalidInput)

@@ -10,7 +10,7 @@ extension RecordCommand {
     /// Starts `--http` before capture, so a port in use fails before anything is recorded.
     func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
                          encoder: VideoEncoder, actions: LiveActions,
-                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) throws -> LiveHTTPServer {
+                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) async throws -> LiveHTTPServer {
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -40,7 +40,7 @@ extension RecordCommand {
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
         }), logger: Logger(label: "camrec"))
         do {
-            let port = try server.start()
+            let port = try await server.start()
             let shown = host.contains(":") ? "[\(host)]" : host
             writeStandardError("camrec: live view on http://\(shown):\(port)/\n")
         } catch {

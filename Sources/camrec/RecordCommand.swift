@@ -12,10 +12,11 @@ import NetStream
 import Outputs
 import Recorder
 import Libav
+import Pipeline
 import Synchronization
 
 /// The default command: record from one source to one or more outputs.
-struct RecordCommand: ParsableCommand {
+struct RecordCommand: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "record",
         abstract: "Record H.264 or H.265 (the default command: `camrec --test-pattern --frames 200 out.h264`)."
@@ -186,9 +187,8 @@ struct RecordCommand: ParsableCommand {
         try checkCodecs()
     }
 
-    func run() throws {
-        let signals = SignalWatcher()
-        signals.blockInAllThreads()
+    func run() async throws {
+        SignalService.blockInAllThreads()
         var logger = Logger(label: "camrec")
         logger.logLevel = logLevel
         LibavLogging.set(verbose: logLevel <= .debug)
@@ -242,9 +242,10 @@ struct RecordCommand: ParsableCommand {
         let actions = LiveActions(keyframe: { keyframes.request() },
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count },
                                   event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
-        let httpServer = try plan.liveView.map {
-            try startHTTPServer(live: $0, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
-                                actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
+        var httpServer: LiveHTTPServer?
+        if let live = plan.liveView {
+            httpServer = try await startHTTPServer(live: live, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
+                                                   actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
         }
         for output in fileOutputs {
             output.onFileFinished = { [weak recorder] file in
@@ -253,25 +254,19 @@ struct RecordCommand: ParsableCommand {
             }
             output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
         }
-        let interrupts = Atomic<Int>(0)
-        signals.start { [fileOutputs] signal in
-            // SIGHUP starts new files, log-rotation style; SIGINT and SIGTERM end cleanly.
-            if signal == SIGHUP {
-                fileOutputs.forEach { $0.requestNewFile() }
-                return
-            }
-            // SIGUSR1 starts or extends an event.
-            if signal == SIGUSR1 {
-                triggerBySignal(eventClips, clearStatus: clearStatus)
-                return
-            }
-            if interrupts.add(1, ordering: .relaxed).newValue == 2 {
+        // SIGINT and SIGTERM end cleanly: the group's shutdown stops the recording first.
+        let signals = SignalService(onInterrupt: { count in
+            if count == 2 {
                 // A second signal means "stop waiting", never "throw away": files are finished.
                 writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout or network peers\n")
                 outputSet.abandon()
+                recorder.stop()
             }
-            recorder.stop()
-        }
+        }, onSignal: { [fileOutputs] signal in
+            // SIGHUP starts new files, log-rotation style; SIGUSR1 starts or extends an event.
+            if signal == SIGHUP { fileOutputs.forEach { $0.requestNewFile() } }
+            if signal == SIGUSR1 { triggerBySignal(eventClips, clearStatus: clearStatus) }
+        })
         let status = StatusLine.stderrIsTerminal && logLevel <= .notice
             ? StatusLine(sample: { [recorder] in (recorder.progress.frames, recorder.progress.bytes) }) { [recorder] rates in
                 "frames \(recorder.progress.frames)  \(format(rates.framesPerSecond)) fps  \(format(rates.megabitsPerSecond)) Mbit/s  "
@@ -279,20 +274,25 @@ struct RecordCommand: ParsableCommand {
             }
             : nil
         status?.start()
-        // Outputs before the camera: a bad path fails before anything is recorded.
-        var result: RecordingResult
-        do {
-            try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
-            result = recorder.run()
-            // Motion's last triggers before the clips are finished.
-            motion?.stop()
-            result.settle(outputs: outputSet.finish())
-        } catch {
-            result = RecordingResult()
-            result.failure = .output(error)
-        }
+        let recording = BlockingWorkService(name: "recording", work: { () -> RecordingResult in
+            // Outputs before the camera: a bad path fails before anything is recorded.
+            do throws(OutputError) {
+                try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
+                var result = recorder.run()
+                // Motion's last triggers before the clips are finished.
+                motion?.stop()
+                result.settle(outputs: outputSet.finish())
+                return result
+            } catch {
+                var result = RecordingResult()
+                result.failure = .output(error)
+                return result
+            }
+        }, stop: { recorder.stop() })
+        // The live view stops after the recording (its page shows the end), the signals last.
+        await runServiceGroup(signals: signals, services: (httpServer.map { [$0] } ?? []) + [recording])
+        let result = recording.finishedOutcome
         status?.stop()
-        httpServer?.stop()
         if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
@@ -303,7 +303,7 @@ struct RecordCommand: ParsableCommand {
         if let failure = result.failure {
             throw report(failure)
         }
-        if interrupts.load(ordering: .relaxed) > 1 { throw ReportedFailure(status: .interrupted) }
+        if SignalService.interrupts > 1 { throw ReportedFailure(status: .interrupted) }
     }
 
     private func report(_ failure: RecordingFailure) -> ReportedFailure {
