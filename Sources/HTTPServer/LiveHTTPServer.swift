@@ -1,4 +1,3 @@
-import Dispatch
 import Glibc
 import Hummingbird
 import HummingbirdCore
@@ -10,7 +9,7 @@ import Synchronization
 
 /// `--http`: camrec's web server. `/` is the live page, `/live` the WebSocket that feeds it.
 /// Hummingbird runs on its own event loop threads; the recording never waits for it.
-public final class LiveHTTPServer: @unchecked Sendable {
+public final class LiveHTTPServer: Sendable {
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
         var underlying: Error?

@@ -85,15 +85,16 @@ struct SignalService: Service {
             }
             continuation.finish()
         }.start()
-        var interrupts = 0
+        var handled = 0
         for await signal in signals.cancelOnGracefulShutdown() {
-            guard signal == SIGINT || signal == SIGTERM else {
-                onSignal(signal)
-                continue
+            if signal == SIGHUP || signal == SIGUSR1 { onSignal(signal) }
+            // Interrupts are taken from the handler's count, not from their bytes: a SIGTERM whose byte
+            // a full pipe lost (a flood of SIGHUPs while camrec starts) still stops the recording.
+            while handled < Self.interrupts {
+                handled += 1
+                onInterrupt(handled)
+                if handled == 1 { await group.triggerGracefulShutdown() }
             }
-            interrupts += 1
-            onInterrupt(interrupts)
-            if interrupts == 1 { await group.triggerGracefulShutdown() }
         }
     }
 
