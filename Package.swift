@@ -28,6 +28,7 @@ let package = Package(
         .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("va")]),
         // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
+        .target(name: "CX265"),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg"]),
 
@@ -44,7 +45,7 @@ let package = Package(
             "Frames", "CV4L2", "CFFmpeg", "Libav",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "Libav", "Frames", "Bitstream"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "CX265", "Libav", "Frames", "Bitstream"]),
         .target(name: "Pipeline", dependencies: [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),

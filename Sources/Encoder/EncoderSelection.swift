@@ -44,9 +44,9 @@ public enum EncoderSelection {
         }
     }
 
-    /// libx264 called directly for H.264 (no libavcodec loaded for it), libx265 through libavcodec.
+    /// libx264 and libx265 called directly: no libavcodec loaded for either.
     public static func software(_ settings: EncoderSettings) throws -> VideoEncoder {
-        settings.codec == .h264 ? X264Encoder(settings: settings) : try SoftwareEncoder(settings: settings)
+        settings.codec == .h264 ? X264Encoder(settings: settings) : X265Encoder(settings: settings)
     }
 
     private static func joined(_ parts: [String?]) -> String? {

@@ -5,8 +5,8 @@ import Frames
 
 /// H.264 or H.265 in software: libx264 or libx265 through libavcodec, each told to make IDRs
 /// exactly where the recorder asks, no B-frames, one slice per picture and no added latency.
-/// Recordings use it for H.265; H.264 goes to `X264Encoder` (libx264 called directly), and this
-/// one's H.264 is the reference `X264EncoderTests` compares that one with, byte for byte.
+/// Recordings call both libraries directly (`X264Encoder`, `X265Encoder`); this is the reference
+/// `X264EncoderTests` and `X265EncoderTests` compare them with, byte for byte.
 ///
 /// Pool buffers reach the encoder without a copy: each frame wraps the buffer's
 /// planes in an AVBuffer whose free callback hands the buffer back, so it returns
@@ -125,11 +125,18 @@ public final class SoftwareEncoder: VideoEncoder {
     /// writes its version SEI and a log line per run unless told not to. Its frame threads (one
     /// frame of delay each) follow `softwareThreads`; wavefront threads cost no delay.
     private func configureX265(_ ctx: UnsafeMutablePointer<AVCodecContext>, _ priv: UnsafeMutableRawPointer?) {
-        var params = "log-level=error:info=0:scenecut=0:open-gop=0:bframes=0:keyint=\(settings.keyframeInterval)"
-            + ":min-keyint=\(settings.keyframeInterval):slices=\(settings.slicesPerPicture):aud=0:repeat-headers=1"
-        params += ":frame-threads=\(max(1, settings.softwareThreads))"
-        if let qp = settings.constantQP { params += ":qp=\(qp)" }
+        let params = Self.x265Options(settings).map { "\($0.name)=\($0.value)" }.joined(separator: ":")
         av_opt_set(priv, "x265-params", params, 0)
+    }
+
+    /// The x265 parameters camrec gives libx265, in order (`X265Encoder` gives the same).
+    static func x265Options(_ settings: EncoderSettings) -> [(name: String, value: String)] {
+        var options = [("log-level", "error"), ("info", "0"), ("scenecut", "0"), ("open-gop", "0"), ("bframes", "0"),
+                       ("keyint", "\(settings.keyframeInterval)"), ("min-keyint", "\(settings.keyframeInterval)"),
+                       ("slices", "\(settings.slicesPerPicture)"), ("aud", "0"), ("repeat-headers", "1"),
+                       ("frame-threads", "\(max(1, settings.softwareThreads))")]
+        if let qp = settings.constantQP { options.append(("qp", "\(qp)")) }
+        return options
     }
 
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {

@@ -39,9 +39,10 @@ struct EncodersCommand: ParsableCommand {
             for node in nodes { note(describe(node.path, label: node.description), node.path) }
         }
         let x264 = X264Encoder.isAvailable
-        let x265 = SoftwareEncoder.isAvailable(.hevc)
+        let x265Problem = X265Encoder.unavailableReason
+        let x265 = x265Problem == nil
         print("libx264 (software): " + (x264 ? "available" : "not available (this FFmpeg has no libx264)"))
-        print("libx265 (software, --codec hevc): " + (x265 ? "available" : "not available (this FFmpeg has no libx265)"))
+        print("libx265 (software, --codec hevc): " + (x265Problem.map { "not available: \($0)" } ?? "available"))
         print("--encoder auto uses: " + (firstUsable[.h264].map { "VA-API on \($0)" } ?? (x264 ? "libx264" : "nothing"))
             + " for H.264, " + (firstUsable[.hevc].map { "VA-API on \($0)" } ?? (x265 ? "libx265" : "nothing")) + " for H.265")
         if firstUsable.isEmpty && !x264 && !x265 { throw ReportedFailure(status: .encoderUnavailable) }

@@ -7,9 +7,9 @@ import XCTest
 final class LibraryLoadingTests: ScratchDirectoryTestCase {
     /// Records `output` from the test pattern for 4 s; returns the names of the shared libraries the
     /// process had mapped once its output (still a .partial file) held data, and the output's decoded frame count.
-    private func librariesWhileRecording(_ output: String) throws -> (libraries: Set<String>, frames: Int) {
+    private func librariesWhileRecording(_ output: String, _ options: [String] = []) throws -> (libraries: Set<String>, frames: Int) {
         let (process, stderr) = try Tools.launch(Tools.camrec, ["--test-pattern", "--size", "320x240", "--fps", "30",
-                                                                 "--frames", "120", "--overwrite", output], cwd: dir)
+                                                                 "--frames", "120", "--overwrite"] + options + [output], cwd: dir)
         let path = "\(dir)/\(output)"
         var libraries = Set<String>()
         let deadline = Date().addingTimeInterval(20)
@@ -48,6 +48,15 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
         }
     }
 
+    func testARawH265RecordingLoadsLibx265ButNoLibavLibrary() throws {
+        let (libraries, frames) = try librariesWhileRecording("raw.h265", ["--codec", "hevc"])
+        XCTAssertEqual(frames, 120, "ffprobe decodes every frame")
+        XCTAssertTrue(loaded("libx265.so", libraries), "libx265 encodes it: \(libraries.sorted())")
+        for library in ["libavcodec.so", "libavformat.so", "libavutil.so"] {
+            XCTAssertFalse(loaded(library, libraries), "\(library) loaded for a raw H.265 recording")
+        }
+    }
+
     /// The same probe sees libavformat where a recording needs it: an MP4 file.
     func testAnMP4RecordingLoadsLibavformatWhenItNeedsIt() throws {
         let (libraries, frames) = try librariesWhileRecording("file.mp4")
@@ -79,6 +88,30 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
                        "no file, not even a .partial")
         let raw = try record("still.h264")
         XCTAssertEqual(raw.status, 0, raw.stderr)
+        XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
+    }
+
+    /// libx265 unreadable the same way: an H.265 recording ends before any file, in one line naming the
+    /// package, with 73; H.264, which never opens libx265, still records.
+    func testAMissingLibx265EndsAnH265RecordingBeforeAnyFileAndH264StillRecords() throws {
+        try XCTSkipUnless(getuid() == 0 && Tools.which("unshare") != nil, "needs root and unshare for a mount namespace")
+        let linked = try Tools.run("ldconfig", ["-p"]).stdoutText.split(separator: "\n")
+            .first { $0.contains("libx265.so.") && $0.contains("x86-64") }
+        let library = try XCTUnwrap(linked.flatMap { $0.split(separator: " ").last.map(String.init) }, "libx265 in ldconfig -p")
+        let file = URL(fileURLWithPath: library).resolvingSymlinksInPath().path
+        func record(_ output: String, _ codec: String) throws -> ProcessResult {
+            try Tools.run("unshare", ["-m", "sh", "-c", "mount --bind /dev/null \"$1\" && exec \"$2\" --test-pattern --size 320x240 --frames 10 --codec \"$4\" --overwrite \"$3\"",
+                                      "sh", file, Tools.camrec, output, codec], cwd: dir)
+        }
+        let hevc = try record("broken.h265", "hevc")
+        XCTAssertEqual(hevc.status, 73, hevc.stderr)
+        let errors = hevc.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: error:") }
+        XCTAssertEqual(errors.count, 1, hevc.stderr)
+        XCTAssertTrue(errors.first?.contains("install Debian's libx265-") == true, hevc.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("broken") }, [],
+                       "no file, not even a .partial")
+        let h264 = try record("still.h264", "h264")
+        XCTAssertEqual(h264.status, 0, h264.stderr)
         XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
     }
 }

@@ -1,0 +1,99 @@
+import Bitstream
+import Capture
+import Frames
+import Encoder
+import XCTest
+
+/// libx265 called directly must make what libx265 through libavcodec made: the same bytes, packet
+/// for packet, with the same keyframe flags and sequence numbers.
+final class X265EncoderTests: XCTestCase {
+    private struct Packet: Equatable {
+        let sequence: UInt64
+        let key: Bool
+        let bytes: [UInt8]
+    }
+
+    /// Encodes `frames` test-pattern frames, forcing IDRs at `idrs` and finishing pending frames
+    /// (a camera gone) after `finishAfter`; every buffer must be back when `encode` returns.
+    private func encode(_ encoder: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
+                        finishAfter: Int? = nil) throws -> [Packet] {
+        let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
+                                   capacity: encoder.maximumBuffersInFlight + 2)
+        let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
+        try source.start(pool: pool)
+        var packets: [Packet] = []
+        encoder.onBufferDone = { $0.recycle() }
+        encoder.onPacket = { packets.append(Packet(sequence: $0.sequence, key: $0.isKeyframe, bytes: Array($0.data))) }
+        try encoder.start()
+        for i in 0..<frames {
+            try encoder.encode(try XCTUnwrap(source.nextFrame()), forceKeyframe: idrs.contains(i))
+            XCTAssertEqual(pool.freeCount, pool.capacity, "\(encoder.name): frame \(i) back when encode returns")
+            if i == finishAfter { try encoder.finishPending() }
+        }
+        try encoder.flush()
+        return packets
+    }
+
+    private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
+                                 finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        let reference = try encode(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                   finishAfter: finishAfter)
+        let direct = try encode(X265Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                finishAfter: finishAfter)
+        XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx265 gave every frame", file: file, line: line)
+        XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
+        XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)
+        for (ours, theirs) in zip(direct, reference) where ours.bytes != theirs.bytes {
+            XCTFail("\(label): frame \(ours.sequence) differs (\(ours.bytes.count) bytes against \(theirs.bytes.count))", file: file, line: line)
+            break
+        }
+    }
+
+    private func settings(_ size: FrameSize = FrameSize(width: 320, height: 240), fps: Double = 30, bitrate: Int? = 400_000,
+                          qp: Int? = nil, preset: String = "ultrafast", slices: Int = 1, threads: Int = 1) -> EncoderSettings {
+        EncoderSettings(codec: .hevc, size: size, framesPerSecond: fps, keyframeInterval: 10, bitrate: bitrate,
+                        constantQP: qp, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx265WithEachPreset() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable(.hevc), "libavcodec has no libx265 to compare with")
+        for preset in ["ultrafast", "veryfast", "medium"] {
+            try assertSameBytes(settings(preset: preset), preset)
+        }
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx265WithEachRateControlTimingAndSize() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable(.hevc), "libavcodec has no libx265 to compare with")
+        try assertSameBytes(settings(bitrate: 777_777), "an odd bit rate")
+        try assertSameBytes(settings(bitrate: nil), "the bit rate camrec picks")
+        try assertSameBytes(settings(qp: 20), "constant QP 20")
+        try assertSameBytes(settings(fps: 30000.0 / 1001), "29.97 fps")
+        try assertSameBytes(settings(fps: 7.5), "7.5 fps")
+        try assertSameBytes(settings(FrameSize(width: 640, height: 360), bitrate: 6_000_000), "640x360 at 6 Mbit/s")
+        // Squeezed: here the VBV binds, so its size and rate must be libavcodec's too.
+        try assertSameBytes(settings(FrameSize(width: 640, height: 360), bitrate: 60_000), frames: 40, "640x360 at 60 kbit/s")
+        try assertSameBytes(settings(FrameSize(width: 48, height: 40)), "48x40: 32x32 coding units")
+        try assertSameBytes(settings(FrameSize(width: 24, height: 20)), "24x20: 16x16 coding units")
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx265WithThreadsAndSlices() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable(.hevc), "libavcodec has no libx265 to compare with")
+        try assertSameBytes(settings(threads: 2), "two frame threads")
+        try assertSameBytes(settings(threads: 0), "threads camrec picks")
+        try assertSameBytes(settings(slices: 2), "two slices")
+    }
+
+    func testTheSameBytesAsLibavcodecsLibx265AcrossACameraGap() throws {
+        try XCTSkipUnless(SoftwareEncoder.isAvailable(.hevc), "libavcodec has no libx265 to compare with")
+        try assertSameBytes(settings(), finishAfter: 12, "one thread, frames finished after frame 12")
+        try assertSameBytes(settings(threads: 2), finishAfter: 12, "frame threads, frames finished after frame 12")
+    }
+
+    func testTooSmallAPictureIsReportedAsUnavailable() throws {
+        let encoder = X265Encoder(settings: settings(FrameSize(width: 14, height: 14)))
+        XCTAssertThrowsError(try encoder.start()) { error in
+            XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
+            XCTAssertTrue("\(error)".contains("smaller than 16x16"), "\(error)")
+        }
+    }
+}
