@@ -60,9 +60,14 @@ check "camrec --test-pattern --frames 200 records in the clean root (exit 0)" \
     in_root sh -c 'cd /root && camrec --test-pattern --frames 200 out.h264 2>/tmp/rec.log'
 check "camrec inspect: the stream contract is OK, 200 frames" \
     in_root sh -c 'camrec inspect --summary /root/out.h264 | grep -q "^stream contract: OK" && camrec inspect --summary /root/out.h264 | grep -q ", 200 frames$"'
+# libx265 and libav* are opened on first use, not linked: only the package's Depends bring them.
+check "camrec records H.265 (libx265) and MP4 (libavformat) in the clean root, before anything else is installed" \
+    in_root sh -c 'cd /root && camrec --test-pattern --frames 30 out.h265 2>/tmp/rec265.log && camrec --test-pattern --frames 30 out.mp4 2>/tmp/recmp4.log && camrec inspect --summary out.h265 | grep -q "^stream contract: OK"'
 in_root sh -c "DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends ffmpeg man-db bash-completion >/tmp/apt2.log 2>&1"
 decoded_in_root() { in_root ffprobe -v error -count_frames -select_streams v:0 -show_entries stream=nb_read_frames -of csv=p=0 "$1"; }
 check "the root's own ffprobe decodes 200 frames" test "$(decoded_in_root /root/out.h264)" = 200
+check "the root's own ffprobe decodes 30 frames of the H.265 file and 30 of the MP4" \
+    test "$(decoded_in_root /root/out.h265) $(decoded_in_root /root/out.mp4)" = "30 30"
 check "man camrec shows the page, man camrec-receive its subcommand's, and whatis knows both" \
     in_root sh -c 'man -P cat camrec 2>/dev/null | grep -q "camrec" && man -P cat camrec-receive 2>/dev/null | grep -q "camrec receive" &&
         mandb -q 2>/dev/null; whatis camrec-receive 2>/dev/null | grep -q "^camrec-receive"'
