@@ -66,27 +66,39 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
         }
     }
 
+    /// The file behind the library `prefix` names, as the loader finds it (ldconfig), for a mount
+    /// namespace to lay an empty file over.
+    private func libraryFile(_ prefix: String) throws -> String {
+        let linked = try Tools.run("ldconfig", ["-p"]).stdoutText.split(separator: "\n")
+            .first { $0.contains(prefix) && $0.contains("x86-64") }
+        let library = try XCTUnwrap(linked.flatMap { $0.split(separator: " ").last.map(String.init) }, "\(prefix) in ldconfig -p")
+        return URL(fileURLWithPath: library).resolvingSymlinksInPath().path
+    }
+
+    /// Records 10 test-pattern frames into `output` with `library` unreadable, for this camrec only.
+    private func record(_ output: String, hiding library: String, codec: String = "h264") throws -> ProcessResult {
+        try Tools.run("unshare", ["-m", "sh", "-c", "mount --bind /dev/null \"$1\" && exec \"$2\" --test-pattern --size 320x240 --frames 10 --codec \"$4\" --overwrite \"$3\"",
+                                  "sh", library, Tools.camrec, output, codec], cwd: dir)
+    }
+
+    /// A recording that needs the hidden library ends before any file exists, with 73 and one line naming the package.
+    private func assertEndsBeforeAnyFile(_ result: ProcessResult, naming package: String, file: StaticString = #filePath, line: UInt = #line) throws {
+        XCTAssertEqual(result.status, 73, result.stderr, file: file, line: line)
+        let errors = result.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: error:") }
+        XCTAssertEqual(errors.count, 1, result.stderr, file: file, line: line)
+        XCTAssertTrue(errors.first?.contains("install Debian's \(package)") == true, result.stderr, file: file, line: line)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("broken") }, [],
+                       "no file, not even a .partial", file: file, line: line)
+    }
+
     /// A broken installation: libavformat unreadable (a mount namespace lays an empty file over it, for
     /// this camrec only). An MP4 recording ends before it creates any file, in one line naming the package,
     /// with 73; a raw H.264 recording, which needs no libav*, still records.
     func testAMissingLibavformatEndsAnMP4RecordingBeforeAnyFileAndARawOneStillRecords() throws {
         try XCTSkipUnless(getuid() == 0 && Tools.which("unshare") != nil, "needs root and unshare for a mount namespace")
-        let linked = try Tools.run("ldconfig", ["-p"]).stdoutText.split(separator: "\n")
-            .first { $0.contains("libavformat.so.") && $0.contains("x86-64") }
-        let library = try XCTUnwrap(linked.flatMap { $0.split(separator: " ").last.map(String.init) }, "libavformat in ldconfig -p")
-        let file = URL(fileURLWithPath: library).resolvingSymlinksInPath().path
-        func record(_ output: String) throws -> ProcessResult {
-            try Tools.run("unshare", ["-m", "sh", "-c", "mount --bind /dev/null \"$1\" && exec \"$2\" --test-pattern --size 320x240 --frames 10 --overwrite \"$3\"",
-                                      "sh", file, Tools.camrec, output], cwd: dir)
-        }
-        let mp4 = try record("broken.mp4")
-        XCTAssertEqual(mp4.status, 73, mp4.stderr)
-        let errors = mp4.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: error:") }
-        XCTAssertEqual(errors.count, 1, mp4.stderr)
-        XCTAssertTrue(errors.first?.contains("install Debian's libavformat") == true, mp4.stderr)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("broken") }, [],
-                       "no file, not even a .partial")
-        let raw = try record("still.h264")
+        let library = try libraryFile("libavformat.so.")
+        try assertEndsBeforeAnyFile(try record("broken.mp4", hiding: library), naming: "libavformat")
+        let raw = try record("still.h264", hiding: library)
         XCTAssertEqual(raw.status, 0, raw.stderr)
         XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
     }
@@ -95,22 +107,9 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
     /// package, with 73; H.264, which never opens libx265, still records.
     func testAMissingLibx265EndsAnH265RecordingBeforeAnyFileAndH264StillRecords() throws {
         try XCTSkipUnless(getuid() == 0 && Tools.which("unshare") != nil, "needs root and unshare for a mount namespace")
-        let linked = try Tools.run("ldconfig", ["-p"]).stdoutText.split(separator: "\n")
-            .first { $0.contains("libx265.so.") && $0.contains("x86-64") }
-        let library = try XCTUnwrap(linked.flatMap { $0.split(separator: " ").last.map(String.init) }, "libx265 in ldconfig -p")
-        let file = URL(fileURLWithPath: library).resolvingSymlinksInPath().path
-        func record(_ output: String, _ codec: String) throws -> ProcessResult {
-            try Tools.run("unshare", ["-m", "sh", "-c", "mount --bind /dev/null \"$1\" && exec \"$2\" --test-pattern --size 320x240 --frames 10 --codec \"$4\" --overwrite \"$3\"",
-                                      "sh", file, Tools.camrec, output, codec], cwd: dir)
-        }
-        let hevc = try record("broken.h265", "hevc")
-        XCTAssertEqual(hevc.status, 73, hevc.stderr)
-        let errors = hevc.stderr.split(separator: "\n").filter { $0.hasPrefix("camrec: error:") }
-        XCTAssertEqual(errors.count, 1, hevc.stderr)
-        XCTAssertTrue(errors.first?.contains("install Debian's libx265-") == true, hevc.stderr)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir).filter { $0.hasPrefix("broken") }, [],
-                       "no file, not even a .partial")
-        let h264 = try record("still.h264", "h264")
+        let library = try libraryFile("libx265.so.")
+        try assertEndsBeforeAnyFile(try record("broken.h265", hiding: library, codec: "hevc"), naming: "libx265-")
+        let h264 = try record("still.h264", hiding: library)
         XCTAssertEqual(h264.status, 0, h264.stderr)
         XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
     }

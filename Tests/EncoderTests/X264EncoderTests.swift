@@ -8,42 +8,15 @@ import XCTest
 /// for packet (x264's SEI in the first packet lists every parameter it ran with, so equal bytes
 /// also mean equal settings), with the same keyframe flags and sequence numbers.
 final class X264EncoderTests: XCTestCase {
-    private struct Packet: Equatable {
-        let sequence: UInt64
-        let key: Bool
-        let bytes: [UInt8]
-    }
-
-    /// Encodes `frames` test-pattern frames, forcing IDRs at `idrs` and finishing pending frames
-    /// (a camera gone) after `finishAfter`.
-    private func encode(_ encoder: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
-                        finishAfter: Int? = nil) throws -> [Packet] {
-        let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
-                                   capacity: encoder.maximumBuffersInFlight + 2)
-        let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
-        try source.start(pool: pool)
-        var packets: [Packet] = []
-        encoder.onBufferDone = { $0.recycle() }
-        encoder.onPacket = { packets.append(Packet(sequence: $0.sequence, key: $0.isKeyframe, bytes: Array($0.data))) }
-        try encoder.start()
-        for i in 0..<frames {
-            try encoder.encode(try XCTUnwrap(source.nextFrame()), forceKeyframe: idrs.contains(i))
-            if i == finishAfter { try encoder.finishPending() }
-        }
-        try encoder.flush()
-        XCTAssertEqual(pool.freeCount, pool.capacity, "\(encoder.name) gave every buffer back")
-        return packets
-    }
-
     /// One thread: the same bytes. x264 with several threads is not deterministic itself (two runs
     /// through libavcodec differ from the tenth frame on, measured), so there: the same parameter
     /// SEI, the same frames, keyframes and NAL unit types (slice count included) in every packet.
     private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
                                  finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let reference = try encode(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                   finishAfter: finishAfter)
-        let direct = try encode(X264Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                finishAfter: finishAfter)
+        let reference = try encodeTestPattern(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                              finishAfter: finishAfter)
+        let direct = try encodeTestPattern(X264Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                           finishAfter: finishAfter)
         XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx264 gave every frame", file: file, line: line)
         XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
         XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)
@@ -54,9 +27,9 @@ final class X264EncoderTests: XCTestCase {
                 break
             }
         } else {
-            let types = { (packets: [Packet]) in packets.map { AnnexBScanner.units(in: $0.bytes).map(\.type) } }
+            let types = { (packets: [ComparedPacket]) in packets.map { AnnexBScanner.units(in: $0.bytes).map(\.type) } }
             XCTAssertEqual(types(direct), types(reference), "\(label): NAL unit types", file: file, line: line)
-            let sei = { (packets: [Packet]) in packets.first.flatMap { AnnexBScanner.units(in: $0.bytes).first { $0.type == .sei }?.bytes } }
+            let sei = { (packets: [ComparedPacket]) in packets.first.flatMap { AnnexBScanner.units(in: $0.bytes).first { $0.type == .sei }?.bytes } }
             XCTAssertNotNil(sei(reference), "\(label): x264 wrote its parameter SEI", file: file, line: line)
             XCTAssertEqual(sei(direct), sei(reference), "\(label): x264's parameters", file: file, line: line)
         }
@@ -108,7 +81,7 @@ final class X264EncoderTests: XCTestCase {
 
     func testAFrameAfterFinishPendingIsAnIDRWithItsParameterSets() throws {
         let settings = settings(threads: 2)
-        let packets = try encode(X264Encoder(settings: settings), settings: settings, frames: 20, idrs: [0], finishAfter: 5)
+        let packets = try encodeTestPattern(X264Encoder(settings: settings), settings: settings, frames: 20, idrs: [0], finishAfter: 5)
         XCTAssertEqual(packets.map(\.sequence), Array(0..<20), "frame threads drained: no frame lost")
         XCTAssertEqual(packets.filter(\.key).map(\.sequence), [0, 6, 16], "IDRs at the start, after the gap, 10 frames after it")
         for packet in packets where packet.key {

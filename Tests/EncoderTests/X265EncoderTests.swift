@@ -7,39 +7,12 @@ import XCTest
 /// libx265 called directly must make what libx265 through libavcodec made: the same bytes, packet
 /// for packet, with the same keyframe flags and sequence numbers.
 final class X265EncoderTests: XCTestCase {
-    private struct Packet: Equatable {
-        let sequence: UInt64
-        let key: Bool
-        let bytes: [UInt8]
-    }
-
-    /// Encodes `frames` test-pattern frames, forcing IDRs at `idrs` and finishing pending frames
-    /// (a camera gone) after `finishAfter`; every buffer must be back when `encode` returns.
-    private func encode(_ encoder: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
-                        finishAfter: Int? = nil) throws -> [Packet] {
-        let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
-                                   capacity: encoder.maximumBuffersInFlight + 2)
-        let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
-        try source.start(pool: pool)
-        var packets: [Packet] = []
-        encoder.onBufferDone = { $0.recycle() }
-        encoder.onPacket = { packets.append(Packet(sequence: $0.sequence, key: $0.isKeyframe, bytes: Array($0.data))) }
-        try encoder.start()
-        for i in 0..<frames {
-            try encoder.encode(try XCTUnwrap(source.nextFrame()), forceKeyframe: idrs.contains(i))
-            XCTAssertEqual(pool.freeCount, pool.capacity, "\(encoder.name): frame \(i) back when encode returns")
-            if i == finishAfter { try encoder.finishPending() }
-        }
-        try encoder.flush()
-        return packets
-    }
-
     private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
                                  finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let reference = try encode(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                   finishAfter: finishAfter)
-        let direct = try encode(X265Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                finishAfter: finishAfter)
+        let reference = try encodeTestPattern(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                              finishAfter: finishAfter)
+        let direct = try encodeTestPattern(X265Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
+                                           finishAfter: finishAfter)
         XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx265 gave every frame", file: file, line: line)
         XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
         XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)

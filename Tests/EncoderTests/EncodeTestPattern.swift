@@ -1,0 +1,33 @@
+import Capture
+import Encoder
+import Frames
+import XCTest
+
+/// One packet an encoder gave, as the encoder tests compare them.
+struct ComparedPacket: Equatable {
+    let sequence: UInt64
+    let key: Bool
+    let bytes: [UInt8]
+}
+
+/// Encodes `frames` test-pattern frames with `encoder`, forcing IDRs at `idrs` and finishing pending
+/// frames (a camera gone) after `finishAfter`; checks that every buffer is back in the pool when
+/// `encode` returns (both direct encoders copy the picture there).
+func encodeTestPattern(_ encoder: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
+                       finishAfter: Int? = nil, file: StaticString = #filePath, line: UInt = #line) throws -> [ComparedPacket] {
+    let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
+                               capacity: encoder.maximumBuffersInFlight + 2)
+    let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
+    try source.start(pool: pool)
+    var packets: [ComparedPacket] = []
+    encoder.onBufferDone = { $0.recycle() }
+    encoder.onPacket = { packets.append(ComparedPacket(sequence: $0.sequence, key: $0.isKeyframe, bytes: Array($0.data))) }
+    try encoder.start()
+    for i in 0..<frames {
+        try encoder.encode(try XCTUnwrap(source.nextFrame()), forceKeyframe: idrs.contains(i))
+        XCTAssertEqual(pool.freeCount, pool.capacity, "\(encoder.name): frame \(i) back when encode returns", file: file, line: line)
+        if i == finishAfter { try encoder.finishPending() }
+    }
+    try encoder.flush()
+    return packets
+}
