@@ -31,3 +31,24 @@ func encodeTestPattern(_ encoder: VideoEncoder, settings: EncoderSettings, frame
     try encoder.flush()
     return packets
 }
+
+/// The same frames through `reference` (a library through libavcodec) and `direct` (the library called
+/// itself): the same frames, sequences and keyframes, and the same bytes packet for packet when
+/// `sameBytes`. Returns both runs for further checks.
+@discardableResult
+func compareEncoders(reference: VideoEncoder, direct: VideoEncoder, settings: EncoderSettings, frames: Int, idrs: Set<Int>,
+                     finishAfter: Int?, sameBytes: Bool, _ label: String,
+                     file: StaticString = #filePath, line: UInt = #line) throws -> (reference: [ComparedPacket], direct: [ComparedPacket]) {
+    let expected = try encodeTestPattern(reference, settings: settings, frames: frames, idrs: idrs, finishAfter: finishAfter, file: file, line: line)
+    let got = try encodeTestPattern(direct, settings: settings, frames: frames, idrs: idrs, finishAfter: finishAfter, file: file, line: line)
+    XCTAssertEqual(expected.count, frames, "\(label): \(reference.name) through libavcodec gave every frame", file: file, line: line)
+    XCTAssertEqual(got.map(\.sequence), expected.map(\.sequence), "\(label): sequences", file: file, line: line)
+    XCTAssertEqual(got.map(\.key), expected.map(\.key), "\(label): keyframes", file: file, line: line)
+    if sameBytes {
+        for (ours, theirs) in zip(got, expected) where ours.bytes != theirs.bytes {
+            XCTFail("\(label): frame \(ours.sequence) differs (\(ours.bytes.count) bytes against \(theirs.bytes.count))", file: file, line: line)
+            break
+        }
+    }
+    return (expected, got)
+}

@@ -13,20 +13,11 @@ final class X264EncoderTests: XCTestCase {
     /// SEI, the same frames, keyframes and NAL unit types (slice count included) in every packet.
     private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
                                  finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let reference = try encodeTestPattern(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                              finishAfter: finishAfter)
-        let direct = try encodeTestPattern(X264Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                           finishAfter: finishAfter)
-        XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx264 gave every frame", file: file, line: line)
-        XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
-        XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)
         let deterministic = settings.slicesPerPicture == 1 && settings.softwareThreads == 1
-        if deterministic {
-            for (ours, theirs) in zip(direct, reference) where ours.bytes != theirs.bytes {
-                XCTFail("\(label): frame \(ours.sequence) differs (\(ours.bytes.count) bytes against \(theirs.bytes.count))", file: file, line: line)
-                break
-            }
-        } else {
+        let (reference, direct) = try compareEncoders(reference: try SoftwareEncoder(settings: settings), direct: X264Encoder(settings: settings),
+                                                      settings: settings, frames: frames, idrs: idrs, finishAfter: finishAfter,
+                                                      sameBytes: deterministic, label, file: file, line: line)
+        if !deterministic {
             let types = { (packets: [ComparedPacket]) in packets.map { AnnexBScanner.units(in: $0.bytes).map(\.type) } }
             XCTAssertEqual(types(direct), types(reference), "\(label): NAL unit types", file: file, line: line)
             let sei = { (packets: [ComparedPacket]) in packets.first.flatMap { AnnexBScanner.units(in: $0.bytes).first { $0.type == .sei }?.bytes } }

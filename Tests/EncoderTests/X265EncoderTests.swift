@@ -9,17 +9,8 @@ import XCTest
 final class X265EncoderTests: XCTestCase {
     private func assertSameBytes(_ settings: EncoderSettings, frames: Int = 24, idrs: Set<Int> = [0, 7, 8, 19],
                                  finishAfter: Int? = nil, _ label: String, file: StaticString = #filePath, line: UInt = #line) throws {
-        let reference = try encodeTestPattern(try SoftwareEncoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                              finishAfter: finishAfter)
-        let direct = try encodeTestPattern(X265Encoder(settings: settings), settings: settings, frames: frames, idrs: idrs,
-                                           finishAfter: finishAfter)
-        XCTAssertEqual(reference.count, frames, "\(label): libavcodec's libx265 gave every frame", file: file, line: line)
-        XCTAssertEqual(direct.map(\.sequence), reference.map(\.sequence), "\(label): sequences", file: file, line: line)
-        XCTAssertEqual(direct.map(\.key), reference.map(\.key), "\(label): keyframes", file: file, line: line)
-        for (ours, theirs) in zip(direct, reference) where ours.bytes != theirs.bytes {
-            XCTFail("\(label): frame \(ours.sequence) differs (\(ours.bytes.count) bytes against \(theirs.bytes.count))", file: file, line: line)
-            break
-        }
+        try compareEncoders(reference: try SoftwareEncoder(settings: settings), direct: X265Encoder(settings: settings), settings: settings,
+                            frames: frames, idrs: idrs, finishAfter: finishAfter, sameBytes: true, label, file: file, line: line)
     }
 
     private func settings(_ size: FrameSize = FrameSize(width: 320, height: 240), fps: Double = 30, bitrate: Int? = 400_000,
