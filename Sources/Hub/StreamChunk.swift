@@ -1,7 +1,7 @@
 import Synchronization
 
 /// One access unit of the finished stream (4-byte start codes, parameter sets
-/// ahead of IDRs), shared by every output that sends it.
+/// ahead of IDRs), or one encoded audio packet beside it, shared by every output that sends it.
 ///
 /// Chunks are reference counted by hand and go back to their pool when the last
 /// output is done, so steady-state recording reuses the same byte storage.
@@ -10,11 +10,17 @@ public final class StreamChunk: @unchecked Sendable {
     /// reads the same storage from its own thread, so a mutating access (even `withUnsafeMutableBytes`,
     /// which may copy and store a new buffer) would race with the readers. The producer writes through `fill`.
     public private(set) var bytes: [UInt8] = []
+    /// What the bytes are: an access unit of the hub's video, or one packet of the recording's sound
+    /// (offered only to subscribers that take audio; never an IDR, never in the ring).
+    public var kind = Kind.video
+    public enum Kind: Sendable { case video, audio }
     public var isIDR = false
     /// Source sequence number of the frame in this chunk.
     public var sequence: UInt64 = 0
     public var presentationTimeNanoseconds: UInt64 = 0
     public var captureTimeNanoseconds: UInt64 = 0
+    /// Audio: how long the packet plays (its samples at the track's rate); 0 for video.
+    public var durationNanoseconds: UInt64 = 0
 
     private let references = Atomic<Int>(0)
     private unowned let pool: StreamChunkPool

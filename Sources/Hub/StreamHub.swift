@@ -43,6 +43,7 @@ public final class StreamHub: Sendable {
     /// Hands one access unit to every subscriber; takes over one reference to `chunk`. Called on
     /// the encoder thread; waits only for a `.lossless` subscriber whose queue is full.
     public func publish(_ chunk: StreamChunk) {
+        if chunk.kind == .audio { return publishAudio(chunk) }
         let subscribers = state.withLock { s -> [Subscription] in
             guard !s.closed else { return [] }
             s.ring.append(chunk)
@@ -55,11 +56,25 @@ public final class StreamHub: Sendable {
         chunk.release()
     }
 
+    /// An audio packet (a producer beside the encoder: the recording's sound) for the subscribers that
+    /// take audio, on the audio thread; takes over one reference. It is no frame: the ring, the newest
+    /// frame and the published count are the video's. A subscriber still waiting for its first IDR
+    /// drops it, so its sound starts with its picture.
+    private func publishAudio(_ chunk: StreamChunk) {
+        let subscribers = state.withLock { s -> [Subscription] in
+            s.closed ? [] : s.subscribers.filter(\.takesAudio)
+        }
+        if !subscribers.isEmpty { chunk.retain(subscribers.count) }
+        for subscriber in subscribers { subscriber.offer(chunk) }
+        chunk.release()
+    }
+
     /// A new subscriber. Nil once the hub has closed (the recording is over).
     /// - Parameter askForIDR: ask the gate for an IDR now, so a `.nextIDR` subscriber starts within
     ///   about a frame rather than a picture group (rate-limited).
+    /// - Parameter withAudio: also offer the recording's audio packets (containers that carry sound).
     public func subscribe(_ name: String, from start: Subscription.Start, policy: Subscription.Policy,
-                          askForIDR: Bool = false) -> Subscription? {
+                          askForIDR: Bool = false, withAudio: Bool = false) -> Subscription? {
         var joinedAfter: UInt64?
         let subscription: Subscription? = state.withLock { s in
             guard !s.closed else { return nil }
@@ -75,7 +90,7 @@ public final class StreamHub: Sendable {
                 backlog = s.ring.chunks[begin...]
                 for chunk in backlog { chunk.retain() }
             }
-            let subscription = Subscription(name: name, policy: policy, backlog: backlog)
+            let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio)
             subscription.hub = self
             s.subscribers.append(subscription)
             joinedAfter = s.newest?.sequence

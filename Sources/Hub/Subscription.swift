@@ -34,7 +34,8 @@ public final class Subscription: @unchecked Sendable {
         }
     }
 
-    /// What happened to the access units offered to this subscriber.
+    /// What happened to the access units offered to this subscriber (and, with `takesAudio`, to the
+    /// audio packets after its first IDR).
     public struct Counters: Sendable, Equatable {
         /// Taken by the subscriber (`next`).
         public var taken = 0
@@ -57,6 +58,8 @@ public final class Subscription: @unchecked Sendable {
 
     public let name: String
     public let policy: Policy
+    /// Offered the recording's audio packets too (`StreamChunk.Kind.audio`), in the order they come.
+    public let takesAudio: Bool
     /// Called on the encoder thread after a catch-up: frames dropped, whether this IDR resumed it at once.
     public var onCatchUp: (@Sendable (_ dropped: Int, _ resumedAtThisIDR: Bool, _ catchUps: Int) -> Void)?
 
@@ -75,10 +78,13 @@ public final class Subscription: @unchecked Sendable {
     weak var hub: StreamHub?
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
-    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>) {
+    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false) {
         self.name = name
         self.policy = policy
-        capacity = policy.depth + backlog.count
+        self.takesAudio = takesAudio
+        // Audio packets come between the frames (about 47 a second at 48 kHz, 94 at 96 kHz against
+        // 30 frames): room for them, so the depth still means as much picture.
+        capacity = policy.depth * (takesAudio ? 4 : 1) + backlog.count
         ring = Array(repeating: nil, count: capacity)
         waitingForIDR = backlog.isEmpty
         for chunk in backlog { append(chunk) }
@@ -119,6 +125,12 @@ public final class Subscription: @unchecked Sendable {
         }
         if waitingForIDR {
             guard chunk.isIDR else {
+                // Sound before the picture starts (or resumes) is not kept: both start at the IDR.
+                if chunk.kind == .audio {
+                    unlock()
+                    chunk.release()
+                    return
+                }
                 if counters.catchUps > 0 { counters.skipped += 1 } else { counters.beforeStart += 1 }
                 unlock()
                 chunk.release()

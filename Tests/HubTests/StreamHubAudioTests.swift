@@ -1,0 +1,78 @@
+import XCTest
+
+@testable import Hub
+
+/// Audio packets in a hub: a producer beside the encoder whose packets reach only the subscribers that
+/// take audio, from their first IDR on, in the order published, and never the ring or the frame counts.
+final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
+    private let pool = StreamChunkPool()
+
+    private func video(_ sequence: Int, idrEvery: Int = 10) -> StreamChunk {
+        let c = pool.take()
+        c.fill { $0 = [0, 0, 0, 1, UInt8(truncatingIfNeeded: sequence)] }
+        c.kind = .video
+        c.sequence = UInt64(sequence)
+        c.isIDR = sequence % idrEvery == 0
+        c.presentationTimeNanoseconds = UInt64(sequence) * 100_000_000
+        c.retain()
+        return c
+    }
+
+    /// Audio packet `sequence` (numbered from 1000 so the two kinds cannot be mistaken).
+    private func audio(_ sequence: Int) -> StreamChunk {
+        let c = pool.take()
+        c.fill { $0 = [0xFF, 0xF1] }
+        c.kind = .audio
+        c.isIDR = false
+        c.sequence = UInt64(1000 + sequence)
+        c.presentationTimeNanoseconds = UInt64(sequence) * 21_333_333
+        c.durationNanoseconds = 21_333_333
+        c.retain()
+        return c
+    }
+
+    private func drain(_ subscription: Subscription) -> [Int] {
+        var got: [Int] = []
+        while case .chunk(let c) = subscription.next(timeoutNanoseconds: 0) {
+            got.append(Int(c.sequence))
+            c.release()
+        }
+        return got
+    }
+
+    func testOnlySubscribersThatTakeAudioGetItFromTheirFirstIDROnInPublishedOrder() throws {
+        let hub = StreamHub(label: "t", ring: .newestPictureGroup, keyframes: KeyframeGate())
+        let withSound = try XCTUnwrap(hub.subscribe("mp4", from: .nextIDR, policy: .lossless(depth: 100), withAudio: true))
+        let without = try XCTUnwrap(hub.subscribe("h264", from: .nextIDR, policy: .lossless(depth: 100)))
+        hub.publish(audio(0))          // before any IDR: not kept
+        for i in 8..<12 {
+            hub.publish(video(i))
+            hub.publish(audio(i))
+        }
+        XCTAssertEqual(drain(withSound), [10, 1010, 11, 1011])
+        XCTAssertEqual(drain(without), [10, 11])
+        XCTAssertEqual(hub.publishedCount, 4, "audio packets are not frames")
+        XCTAssertEqual(hub.newest?.sequence, 11)
+        XCTAssertEqual(hub.held.frames, 2, "the ring holds the picture group, no sound")
+        hub.close()
+        XCTAssertNil(hub.newestPictureGroup())
+        // Every chunk is back in the pool: taking as many again makes none.
+        let before = pool.allocatedCount
+        let again = (0..<before).map { _ in pool.take() }
+        XCTAssertEqual(pool.allocatedCount, before)
+        _ = again
+    }
+
+    func testASubscriberThatTakesAudioHasRoomForItBesideItsDepthOfFrames() throws {
+        let hub = StreamHub(label: "t", keyframes: KeyframeGate())
+        let sub = try XCTUnwrap(hub.subscribe("mp4", from: .nextIDR, policy: .skipToIDR(depth: 4), withAudio: true))
+        // Four frames and three packets of sound for each (96 kHz against 30 fps): no catch-up.
+        for i in 0..<4 {
+            hub.publish(video(i, idrEvery: 100))
+            for a in 0..<3 { hub.publish(audio(i * 3 + a)) }
+        }
+        XCTAssertEqual(sub.snapshot.catchUps, 0)
+        XCTAssertEqual(drain(sub).count, 16)
+        hub.close()
+    }
+}
