@@ -54,6 +54,9 @@ let package = Package(
         // The seam between encoders and everything that takes their stream: a hub per encoded
         // stream with the recent access units, the one keyframe gate, and subscriptions.
         .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
+        // The recording's sound: sources (the test tone), the AAC encoder (libavcodec), and the thread
+        // that stamps packets on the video's clock and publishes them into the hubs.
+        .target(name: "Audio", dependencies: ["CFFmpeg", "Libav", "Frames", "Hub", "Pipeline"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.
@@ -70,7 +73,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
-        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub"]),
+        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
             "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub",
@@ -92,7 +95,7 @@ let package = Package(
         ]),
         .executableTarget(name: "camrec", dependencies: [
             "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
-            "Pipeline", "Motion",
+            "Pipeline", "Motion", "Audio",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -114,7 +117,8 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: [

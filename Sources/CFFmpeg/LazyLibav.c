@@ -181,6 +181,9 @@ FORWARD(LIBAVUTIL, int, av_hwframe_get_buffer, (AVBufferRef *hwframe_ctx, AVFram
 FORWARD(LIBAVUTIL, int, av_hwframe_map, (AVFrame *dst, const AVFrame *src, int flags), (dst, src, flags))
 FORWARD(LIBAVUTIL, int, av_hwframe_transfer_data, (AVFrame *dst, const AVFrame *src, int flags), (dst, src, flags))
 
+FORWARD_VOID(LIBAVUTIL, av_channel_layout_default, (AVChannelLayout *ch_layout, int nb_channels), (ch_layout, nb_channels))
+FORWARD_VOID(LIBAVUTIL, av_channel_layout_uninit, (AVChannelLayout *channel_layout), (channel_layout))
+FORWARD(LIBAVUTIL, int, av_channel_layout_copy, (AVChannelLayout *dst, const AVChannelLayout *src), (dst, src))
 // libavcodec
 FORWARD(LIBAVCODEC, unsigned, avcodec_version, (void), ())
 FORWARD(LIBAVCODEC, const char *, avcodec_get_name, (enum AVCodecID id), (id))
@@ -198,6 +201,10 @@ FORWARD(LIBAVCODEC, int, avcodec_receive_frame, (AVCodecContext *avctx, AVFrame 
 FORWARD(LIBAVCODEC, AVPacket *, av_packet_alloc, (void), ())
 FORWARD_VOID(LIBAVCODEC, av_packet_free, (AVPacket **pkt), (pkt))
 FORWARD_VOID(LIBAVCODEC, av_packet_unref, (AVPacket *pkt), (pkt))
+FORWARD(LIBAVCODEC, AVCodecParameters *, avcodec_parameters_alloc, (void), ())
+FORWARD_VOID(LIBAVCODEC, avcodec_parameters_free, (AVCodecParameters **par), (par))
+FORWARD(LIBAVCODEC, int, avcodec_parameters_copy, (AVCodecParameters *dst, const AVCodecParameters *src), (dst, src))
+FORWARD(LIBAVCODEC, int, avcodec_parameters_from_context, (AVCodecParameters *par, const AVCodecContext *codec), (par, codec))
 
 // libavformat
 FORWARD(LIBAVFORMAT, unsigned, avformat_version, (void), ())
@@ -207,6 +214,7 @@ FORWARD_VOID(LIBAVFORMAT, avformat_free_context, (AVFormatContext *s), (s))
 FORWARD(LIBAVFORMAT, AVStream *, avformat_new_stream, (AVFormatContext *s, const AVCodec *c), (s, c))
 FORWARD(LIBAVFORMAT, int, avformat_write_header, (AVFormatContext *s, AVDictionary **options), (s, options))
 FORWARD(LIBAVFORMAT, int, av_write_frame, (AVFormatContext *s, AVPacket *pkt), (s, pkt))
+FORWARD(LIBAVFORMAT, int, av_interleaved_write_frame, (AVFormatContext *s, AVPacket *pkt), (s, pkt))
 FORWARD(LIBAVFORMAT, int, av_write_trailer, (AVFormatContext *s), (s))
 FORWARD(LIBAVFORMAT, int, avformat_open_input, (AVFormatContext **ps, const char *url, const AVInputFormat *fmt, AVDictionary **options), (ps, url, fmt, options))
 FORWARD(LIBAVFORMAT, int, avformat_find_stream_info, (AVFormatContext *ic, AVDictionary **options), (ic, options))

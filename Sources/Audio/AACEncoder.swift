@@ -1,0 +1,115 @@
+import CFFmpeg
+import Libav
+
+/// AAC-LC through libavcodec's own encoder (`aac`), one frame of 1024 samples at a time: the
+/// recording's sound for MP4, QuickTime, Matroska and MPEG-TS.
+///
+/// Reuses one frame and one packet; libavcodec copies the samples, so nothing is allocated per frame.
+public final class AACEncoder {
+    /// One encoded packet, valid only inside the `emit` call.
+    public struct Packet {
+        public let bytes: UnsafeRawBufferPointer
+        /// The packet's first sample, counted like the input's: the first packets start before 0 (the
+        /// encoder's priming, `track.primingSamples`).
+        public let firstSample: Int64
+        public let sampleCount: Int64
+    }
+
+    public let format: AudioFormat
+    public let bitrate: Int
+    /// Samples in every frame but the last.
+    public let frameSize: Int
+    public let track: AudioTrackFormat
+    private var context: UnsafeMutablePointer<AVCodecContext>?
+    private var frame: UnsafeMutablePointer<AVFrame>?
+    private var packet: UnsafeMutablePointer<AVPacket>?
+    private var nextSample: Int64 = 0
+
+    public init(format: AudioFormat, bitrate: Int) throws {
+        self.format = format
+        self.bitrate = bitrate
+        guard let codec = avcodec_find_encoder_by_name("aac") else {
+            throw AudioError(.unavailable, "this libavcodec has no AAC encoder (aac); install Debian's libavcodec59")
+        }
+        var context = avcodec_alloc_context3(codec)
+        guard let made = context else { throw AudioError(.unavailable, "out of memory opening the AAC encoder") }
+        made.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+        made.pointee.sample_rate = Int32(format.sampleRate)
+        av_channel_layout_default(&made.pointee.ch_layout, Int32(format.channels))
+        made.pointee.bit_rate = Int64(bitrate)
+        made.pointee.time_base = AVRational(num: 1, den: Int32(format.sampleRate))
+        made.pointee.profile = FF_PROFILE_AAC_LOW
+        // The AudioSpecificConfig out of band: MP4 and Matroska describe the track with it.
+        made.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        let status = avcodec_open2(made, codec, nil)
+        guard status >= 0 else {
+            avcodec_free_context(&context)
+            throw AudioError(.unavailable, "the AAC encoder refused \(format) at \(bitrate) bit/s: \(libavErrorDescription(status))")
+        }
+        frameSize = Int(made.pointee.frame_size)
+        do {
+            track = try AudioTrackFormat(context: made, format: format, codecName: "AAC")
+        } catch {
+            avcodec_free_context(&context)
+            throw error
+        }
+        self.context = made
+        packet = av_packet_alloc()
+        frame = av_frame_alloc()
+        guard let frame, packet != nil else { throw AudioError(.unavailable, "out of memory opening the AAC encoder") }
+        frame.pointee.nb_samples = Int32(frameSize)
+        frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+        frame.pointee.sample_rate = Int32(format.sampleRate)
+        guard av_channel_layout_copy(&frame.pointee.ch_layout, &made.pointee.ch_layout) >= 0,
+              av_frame_get_buffer(frame, 0) >= 0 else {
+            throw AudioError(.unavailable, "out of memory for the AAC encoder's frame")
+        }
+    }
+
+    deinit {
+        av_frame_free(&frame)
+        av_packet_free(&packet)
+        avcodec_free_context(&context)
+    }
+
+    /// Encodes `sampleCount` samples (`frameSize`, or fewer for the last frame), which `fill` writes
+    /// into each channel's plane; hands every packet that is ready to `emit`.
+    public func encode(sampleCount: Int, fill: (_ channel: Int, _ plane: UnsafeMutableBufferPointer<Float>) -> Void,
+                       emit: (Packet) throws -> Void) throws {
+        guard let context, let frame else { return }
+        precondition(sampleCount > 0 && sampleCount <= frameSize, "1...frameSize samples a frame")
+        guard av_frame_make_writable(frame) >= 0 else { throw AudioError(.failed, "out of memory encoding AAC") }
+        frame.pointee.nb_samples = Int32(sampleCount)
+        for channel in 0..<format.channels {
+            let plane = UnsafeMutableRawPointer(frame.pointee.extended_data[channel]!).assumingMemoryBound(to: Float.self)
+            fill(channel, UnsafeMutableBufferPointer(start: plane, count: sampleCount))
+        }
+        frame.pointee.pts = nextSample
+        nextSample += Int64(sampleCount)
+        let status = avcodec_send_frame(context, frame)
+        guard status >= 0 else { throw AudioError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+        try drain(emit)
+    }
+
+    /// Puts out what the encoder still holds; nothing can be encoded after it.
+    public func flush(emit: (Packet) throws -> Void) throws {
+        guard let context else { return }
+        let status = avcodec_send_frame(context, nil)
+        guard status >= 0 || status == camrec_AVERROR_EOF else {
+            throw AudioError(.failed, "finishing the AAC encoder failed: \(libavErrorDescription(status))")
+        }
+        try drain(emit)
+    }
+
+    private func drain(_ emit: (Packet) throws -> Void) throws {
+        guard let context, let packet else { return }
+        while true {
+            let status = avcodec_receive_packet(context, packet)
+            if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
+            guard status >= 0 else { throw AudioError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+            defer { av_packet_unref(packet) }
+            try emit(Packet(bytes: UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)),
+                            firstSample: packet.pointee.pts, sampleCount: packet.pointee.duration))
+        }
+    }
+}

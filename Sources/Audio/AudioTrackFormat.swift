@@ -1,0 +1,38 @@
+import CFFmpeg
+import Libav
+
+/// What a muxer needs to describe an encoded sound track (codec, rate, channels, the AAC
+/// AudioSpecificConfig, the encoder's priming), copied from the encoder when it opened; immutable.
+public final class AudioTrackFormat: @unchecked Sendable {
+    public let format: AudioFormat
+    /// Samples the encoder put before the first real one; players drop them.
+    public let primingSamples: Int
+    public let codecName: String
+    private let parameters: UnsafeMutablePointer<AVCodecParameters>
+
+    init(context: UnsafeMutablePointer<AVCodecContext>, format: AudioFormat, codecName: String) throws {
+        guard let parameters = avcodec_parameters_alloc() else {
+            throw AudioError(.unavailable, "out of memory describing the \(codecName) track")
+        }
+        let status = avcodec_parameters_from_context(parameters, context)
+        guard status >= 0 else {
+            var freed: UnsafeMutablePointer<AVCodecParameters>? = parameters
+            avcodec_parameters_free(&freed)
+            throw AudioError(.unavailable, "describing the \(codecName) track failed: \(libavErrorDescription(status))")
+        }
+        self.parameters = parameters
+        self.format = format
+        self.codecName = codecName
+        primingSamples = Int(context.pointee.initial_padding)
+    }
+
+    deinit {
+        var freed: UnsafeMutablePointer<AVCodecParameters>? = parameters
+        avcodec_parameters_free(&freed)
+    }
+
+    /// Describes `stream` as this track. Returns libavcodec's status.
+    public func describe(_ stream: UnsafeMutablePointer<AVStream>) -> Int32 {
+        avcodec_parameters_copy(stream.pointee.codecpar, parameters)
+    }
+}

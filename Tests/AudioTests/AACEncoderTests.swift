@@ -1,0 +1,90 @@
+import CFFmpeg
+import XCTest
+
+@testable import Audio
+
+/// libavcodec's AAC encoder as camrec drives it: packets back to back from the priming on, every
+/// input sample covered, the burst where the tone put it once decoded by libavcodec's AAC decoder.
+final class AACEncoderTests: XCTestCase {
+    private struct Encoded {
+        var bytes: [UInt8]
+        var firstSample: Int64
+        var sampleCount: Int64
+    }
+
+    private func encodeTone(format: AudioFormat, seconds: Double, lastFrame: Int? = nil) throws -> (AACEncoder, [Encoded], Int) {
+        let encoder = try AACEncoder(format: format, bitrate: 64_000 * format.channels)
+        let tone = TestToneSource(format: format)
+        tone.start(origin: 0)
+        var packets: [Encoded] = []
+        let frames = Int(seconds * Double(format.sampleRate)) / encoder.frameSize
+        let keep: (AACEncoder.Packet) -> Void = { packets.append(Encoded(bytes: Array($0.bytes), firstSample: $0.firstSample, sampleCount: $0.sampleCount)) }
+        for _ in 0..<frames {
+            try encoder.encode(sampleCount: encoder.frameSize, fill: { tone.write(channel: $0, into: $1) }, emit: keep)
+            tone.advance(encoder.frameSize)
+        }
+        var total = frames * encoder.frameSize
+        if let lastFrame {
+            try encoder.encode(sampleCount: lastFrame, fill: { tone.write(channel: $0, into: $1) }, emit: keep)
+            total += lastFrame
+        }
+        try encoder.flush(emit: keep)
+        return (encoder, packets, total)
+    }
+
+    func testPacketsRunBackToBackFromThePrimingAndCoverEveryInputSample() throws {
+        for format in [AudioFormat(sampleRate: 48000, channels: 1), AudioFormat(sampleRate: 44100, channels: 2)] {
+            let (encoder, packets, total) = try encodeTone(format: format, seconds: 1, lastFrame: 300)
+            XCTAssertEqual(encoder.frameSize, 1024)
+            XCTAssertEqual(encoder.track.primingSamples, 1024, "libavcodec's AAC encoder primes with one frame")
+            XCTAssertEqual(packets.first?.firstSample, -1024)
+            for (a, b) in zip(packets, packets.dropFirst()) {
+                XCTAssertEqual(b.firstSample, a.firstSample + a.sampleCount, "\(format): a gap or overlap")
+            }
+            let end = packets.last!.firstSample + packets.last!.sampleCount
+            XCTAssertEqual(end, Int64(total), "\(format): the packets end with the last input sample")
+            XCTAssertTrue(packets.allSatisfy { !$0.bytes.isEmpty })
+        }
+    }
+
+    func testTheDecodedBurstsStartAtEachSecondAfterThePrimingIsDropped() throws {
+        let format = AudioFormat(sampleRate: 48000, channels: 1)
+        let (_, packets, _) = try encodeTone(format: format, seconds: 3)
+        let decoder = try XCTUnwrap(avcodec_find_decoder(AV_CODEC_ID_AAC))
+        var context = avcodec_alloc_context3(decoder)
+        defer { avcodec_free_context(&context) }
+        let c = try XCTUnwrap(context)
+        c.pointee.sample_rate = 48000
+        av_channel_layout_default(&c.pointee.ch_layout, 1)
+        XCTAssertGreaterThanOrEqual(avcodec_open2(c, decoder, nil), 0)
+        var packet = av_packet_alloc()
+        var frame = av_frame_alloc()
+        defer { av_packet_free(&packet); av_frame_free(&frame) }
+        var decoded: [Float] = []
+        func receive() {
+            while avcodec_receive_frame(c, frame) >= 0 {
+                let plane = UnsafeRawPointer(frame!.pointee.extended_data[0]!).assumingMemoryBound(to: Float.self)
+                decoded += UnsafeBufferPointer(start: plane, count: Int(frame!.pointee.nb_samples))
+            }
+        }
+        for encoded in packets {
+            encoded.bytes.withUnsafeBytes { raw in
+                packet!.pointee.data = UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
+                packet!.pointee.size = Int32(raw.count)
+                XCTAssertGreaterThanOrEqual(avcodec_send_packet(c, packet), 0)
+                packet!.pointee.data = nil
+                packet!.pointee.size = 0
+            }
+            receive()
+        }
+        avcodec_send_packet(c, nil)
+        receive()
+        // What a player does with the priming: the first 1024 decoded samples are dropped.
+        let audible = Array(decoded.dropFirst(1024))
+        for second in 1..<3 {
+            let onset = try XCTUnwrap((second * 48000 - 2400..<second * 48000 + 2400).first { abs(audible[$0]) > 0.05 })
+            // Independently of camrec's stamps: the decoded burst starts within a millisecond of the second.
+            XCTAssertEqual(Double(onset - second * 48000) / 48, 0, accuracy: 1, "burst \(second) starts \(onset - second * 48000) samples off")
+        }
+    }
+}
