@@ -1,3 +1,4 @@
+import Audio
 import Hub
 import Bitstream
 import CFFmpeg
@@ -17,7 +18,9 @@ import Outputs
 /// first IDR) and stay in-band before every IDR as the stream contract wants (they never change in
 /// a recording, so the in-band copies are the sample entry's). H.265 in MP4 is tagged `hvc1`. Timestamps are the frames' presentation
 /// times (their capture times), so dropped frames are gaps in time; a time that does not move
-/// forward is moved to just after the previous one and counted.
+/// forward is moved to just after the previous one and counted. With `audio`, the recording's sound
+/// is a second track, interleaved with the picture by libavformat, from the file's first picture on
+/// (`AudioTrack`).
 public final class LibavContainerWriter: ContainerWriter {
     public let format: ContainerFormat
     public let codec: VideoCodec
@@ -31,6 +34,13 @@ public final class LibavContainerWriter: ContainerWriter {
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var track: VideoTrack?
+    /// The recording's sound, when it has one (`audio`); described with the video at the header.
+    private let audio: AudioTrackFormat?
+    private var audioTrack: AudioTrack?
+    /// Where the video written so far ends: the newest frame's presentation time plus a frame.
+    private var videoEnd: UInt64?
+    /// Audio packets not written (before the first picture, or overlapping).
+    public var droppedAudioPackets: Int { audioTrack?.droppedPackets ?? 0 }
     /// The header is written and the trailer not yet.
     private var started = false
     /// The sink's error from inside libavformat's write callback, rethrown to the caller.
@@ -50,9 +60,12 @@ public final class LibavContainerWriter: ContainerWriter {
     /// - Parameter framesPerSecond: the source's rate, for the last frame's duration.
     /// - Parameter fragmentEveryFrame: MP4 only: one `moof`+`mdat` per access unit, handed to the
     ///   sink (with a boundary) as soon as the frame is written, not when the next one comes.
+    /// - Parameter audio: a sound track beside the video (the recording's `--audio`), interleaved with it.
     public init(format: ContainerFormat, codec: VideoCodec = .h264, sink: ByteSink, framesPerSecond: Double,
-                fragmentEveryFrame: Bool = false) throws {
+                fragmentEveryFrame: Bool = false, audio: AudioTrackFormat? = nil) throws {
         guard let name = Self.muxerName(format) else { preconditionFailure("raw Annex-B needs no container writer") }
+        precondition(audio == nil || !fragmentEveryFrame, "the live view's fragments carry video only")
+        self.audio = audio
         self.format = format
         self.codec = codec
         self.fragmentEveryFrame = fragmentEveryFrame && format == .mp4
@@ -86,6 +99,7 @@ public final class LibavContainerWriter: ContainerWriter {
     }
 
     deinit {
+        audioTrack?.discard()
         var p = packet
         av_packet_free(&p)
         if let context {
@@ -138,8 +152,24 @@ public final class LibavContainerWriter: ContainerWriter {
         guard let context, let packet else { return }
         if track == nil { try start(with: chunk) }
         guard started, var track else { return }
-        let status = track.write(chunk, frameIntervalNanoseconds: frameIntervalNanoseconds, into: context, using: packet)
-        self.track = track
+        let status: Int32
+        if chunk.kind == .audio {
+            guard var audioTrack, let origin = track.firstPresentation, let videoEnd else { return }
+            status = audioTrack.add(chunk, origin: origin, videoEnd: videoEnd, into: context, using: packet)
+            self.audioTrack = audioTrack
+        } else {
+            var written = track.write(chunk, frameIntervalNanoseconds: frameIntervalNanoseconds, into: context, using: packet,
+                                      interleaved: audioTrack != nil)
+            self.track = track
+            let end = chunk.presentationTimeNanoseconds &+ frameIntervalNanoseconds
+            videoEnd = max(videoEnd ?? end, end)
+            // The sound the picture has now reached.
+            if written >= 0, var audioTrack, let origin = track.firstPresentation, let videoEnd {
+                written = audioTrack.writePending(origin: origin, videoEnd: videoEnd, final: false, into: context, using: packet)
+                self.audioTrack = audioTrack
+            }
+            status = written
+        }
         guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
         if fragmentEveryFrame {
             // With frag_custom a null packet closes the fragment now.
@@ -151,13 +181,26 @@ public final class LibavContainerWriter: ContainerWriter {
         sink.commitBoundary()
     }
 
+    public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool {
+        guard let audioTrack, let origin = track?.firstPresentation, let videoEnd else { return false }
+        return audioTrack.span(of: chunk, origin: origin).start < Int64(clamping: videoEnd) - Int64(clamping: origin)
+    }
+
+    public var soundReachesVideoEnd: Bool {
+        guard let audioTrack, let origin = track?.firstPresentation, let videoEnd else { return true }
+        return audioTrack.latestEnd >= Int64(clamping: videoEnd) - Int64(clamping: origin)
+    }
+
     /// Describes the stream from the file's first access unit (an IDR with its parameter sets) and writes
     /// the container's header.
     private func start(with chunk: StreamChunk) throws {
-        guard let context else { return }
+        guard let context, chunk.kind == .video else { return }
         let track = try VideoTrack(in: context, codec: codec, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
         if format == .mp4 || format == .mov { track.tagForMP4() }
         self.track = track
+        if let audio {
+            audioTrack = try AudioTrack(in: context, format: audio, what: "the \(format.rawValue) file \(sink.label)")
+        }
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -181,6 +224,15 @@ public final class LibavContainerWriter: ContainerWriter {
 
     public func finish() throws {
         guard let context, started else { return }
+        // The sound up to the picture's end, the last packet shortened to end with it; none after.
+        if var audioTrack, let origin = track?.firstPresentation, let videoEnd, let packet {
+            let written = audioTrack.writePending(origin: origin, videoEnd: videoEnd, final: true, into: context, using: packet)
+            self.audioTrack = audioTrack
+            guard written >= 0 else {
+                started = false
+                throw failure("writing the sound into \(sink.label) failed", written)
+            }
+        }
         let status = av_write_trailer(context)
         avio_flush(context.pointee.pb)
         started = false

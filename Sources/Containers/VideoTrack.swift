@@ -8,7 +8,8 @@ import Outputs
 /// with its capture time. Shared by `LibavContainerWriter` and `MediaServerTransport`.
 struct VideoTrack {
     let stream: UnsafeMutablePointer<AVStream>
-    private var firstPresentation: UInt64?
+    /// The first access unit's presentation time: time zero of every track of the output.
+    private(set) var firstPresentation: UInt64?
     private var lastTimestamp: Int64 = .min
     /// Times that did not move forward and were moved just past the previous one.
     private(set) var clampedTimestamps = 0
@@ -71,8 +72,9 @@ struct VideoTrack {
     /// Writes one access unit as one packet: its time counted from the first one's, in the stream's
     /// time base, always later than the previous one (clamped and counted otherwise); key when it is
     /// an IDR. Returns av_write_frame's status. (The muxer may move the time base in its header.)
+    /// `interleaved`: through libavformat's interleaver, beside a sound track.
     mutating func write(_ chunk: StreamChunk, frameIntervalNanoseconds: UInt64?, into context: UnsafeMutablePointer<AVFormatContext>,
-                        using packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
+                        using packet: UnsafeMutablePointer<AVPacket>, interleaved: Bool = false) -> Int32 {
         let nanoseconds = AVRational(num: 1, den: 1_000_000_000)
         let first = firstPresentation ?? chunk.presentationTimeNanoseconds
         firstPresentation = first
@@ -83,24 +85,14 @@ struct VideoTrack {
             clampedTimestamps += 1
         }
         lastTimestamp = timestamp
-        let stream = stream
-        // Read-only: the chunk's bytes are shared with other subscribers on other threads (a mutating
-        // access could copy and store a new buffer under them). The muxer only reads a packet it does not own.
-        return chunk.bytes.withUnsafeBytes { raw in
-            av_packet_unref(packet)
-            packet.pointee.data = raw.baseAddress.map { UnsafeMutablePointer(mutating: $0.assumingMemoryBound(to: UInt8.self)) }
-            packet.pointee.size = Int32(clamping: raw.count)
-            packet.pointee.stream_index = stream.pointee.index
-            packet.pointee.pts = timestamp
-            packet.pointee.dts = timestamp
-            if let frameIntervalNanoseconds {
-                packet.pointee.duration = av_rescale_q(Int64(clamping: frameIntervalNanoseconds), nanoseconds, stream.pointee.time_base)
-            }
-            packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
-            let written = av_write_frame(context, packet)
-            packet.pointee.data = nil
-            packet.pointee.size = 0
-            return written
+        av_packet_unref(packet)
+        packet.pointee.stream_index = stream.pointee.index
+        packet.pointee.pts = timestamp
+        packet.pointee.dts = timestamp
+        if let frameIntervalNanoseconds {
+            packet.pointee.duration = av_rescale_q(Int64(clamping: frameIntervalNanoseconds), nanoseconds, stream.pointee.time_base)
         }
+        packet.pointee.flags = chunk.isIDR ? AV_PKT_FLAG_KEY : 0
+        return ChunkPacket.write(chunk, as: packet, interleaved: interleaved, into: context)
     }
 }

@@ -28,6 +28,16 @@ public protocol ContainerWriter: AnyObject {
     func finish() throws
     /// Presentation times that went backwards or stood still and were moved forward.
     var clampedTimestamps: Int { get }
+    /// A file with sound: whether the audio packet `chunk` begins before the picture written so far
+    /// ends (a file that was cut keeps taking the sound of its last moments, which comes after the cut).
+    func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool
+    /// The sound taken reaches the end of the picture (always, for a file without sound).
+    var soundReachesVideoEnd: Bool { get }
+}
+
+extension ContainerWriter {
+    public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool { false }
+    public var soundReachesVideoEnd: Bool { true }
 }
 
 /// Makes the container writer of each new file, writing through that file's sink.

@@ -29,6 +29,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         public var timingSEICodec: VideoCodec?
         /// Where `{n}` comes from when files of several outputs share one count (event clips).
         public var numbering: FileNumbering?
+        /// The container writers carry the recording's sound: the subscription takes audio packets.
+        public var takesAudio = false
 
         public init(pattern: OutputNamePattern, device: String, overwrite: Bool, segmentSeconds: Double? = nil,
                     saveTimestamps: Bool = false, retention: RetentionPolicy = RetentionPolicy(),
@@ -53,16 +55,16 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     /// Called with each path retention deleted.
     public var onFileDeleted: (@Sendable (String) -> Void)?
 
-    private let configuration: Configuration
+    let configuration: Configuration
     private let queueCapacity: Int
     private var subscription: Subscription?
     private var hub: StreamHub?
     private var worker: WorkerThread?
-    private let shared = Mutex(Shared())
+    let shared = Mutex(Shared())
     /// Stream bytes and access units handed to files so far (a container's own bytes are not counted).
     private let framesWritten = Atomic<Int>(0)
     private let bytesWritten = Atomic<Int>(0)
-    private struct Shared {
+    struct Shared {
         var failure: OutputError?
         var rotateRequested = false
         /// The camera went away: end the file once everything before the gap is written.
@@ -73,18 +75,18 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     private var clipEnd: ClipEnd?
 
     // Owned by the output thread once open() returns.
-    private var sink: FileSink?
+    var sink: FileSink?
     /// The current file's container writer; nil for raw Annex-B.
-    private var container: ContainerWriter?
-    private var current: FinishedFile?
-    private var timestamps: TimestampsFile?
+    var container: ContainerWriter?
+    var current: FinishedFile?
+    var timestamps: TimestampsFile?
     private var timingNote: TimingNoteInserter?
     private var segmentIndex = 0
     private var firstPresentation: UInt64?
-    private var segmentStartPresentation: UInt64 = 0
-    private var lastPresentation: UInt64 = 0
+    var segmentStartPresentation: UInt64 = 0
+    var lastPresentation: UInt64 = 0
     private var nextBoundary: UInt64 = .max
-    private var frameInterval: UInt64 = 0
+    var frameInterval: UInt64 = 0
 
     public init(configuration: Configuration, queueCapacity: Int = 240) {
         self.configuration = configuration
@@ -104,7 +106,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     /// Opens the first file now, so a bad path fails before anything is recorded.
     public func open(hub: StreamHub) throws {
         try openNextFile()
-        guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity)) else {
+        guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity),
+                                                       withAudio: configuration.takesAudio) else {
             try? finishCurrentFile()
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
@@ -121,7 +124,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     /// `onClipEnded` hears when the last file is finished (or the recording ended first).
     public func openClip(hub: StreamHub, from start: Subscription.Start, endingAfter: UInt64) throws {
         try openNextFile()
-        guard let subscription = hub.subscribe(label, from: start, policy: .lossless(depth: queueCapacity)) else {
+        guard let subscription = hub.subscribe(label, from: start, policy: .lossless(depth: queueCapacity),
+                                                       withAudio: configuration.takesAudio) else {
             try? finishCurrentFile()
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
@@ -213,6 +217,17 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func write(_ chunk: StreamChunk) throws {
+        // Sound goes into the file the picture is in, once it has one; it never opens, cuts or ends a file.
+        if chunk.kind == .audio {
+            if let container = ending?.container {
+                if container.beginsBeforeVideoEnd(chunk) { try container.write(chunk) }
+                if container.soundReachesVideoEnd { try finishEndingFile() }
+            }
+            if let container, let file = current, file.frames > 0 { try container.write(chunk) }
+            return
+        }
+        // The sound of a cut file's last moments did not come within a second: it ends without it.
+        if let deadline = ending?.deadline, chunk.presentationTimeNanoseconds >= deadline { try finishEndingFile() }
         let pts = chunk.presentationTimeNanoseconds
         if let clipEnd, clipEnd.isOver(at: pts) {
             // Past the post-roll: the clip is complete; leave the hub so it never waits for us.
@@ -243,7 +258,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
                     let step = UInt64(seconds * 1e9)
                     while nextBoundary <= pts { nextBoundary += step }
                 }
-                try finishCurrentFile()
+                try cutCurrentFile(nextAt: pts)
                 try openNextFile()
             }
         }
@@ -324,47 +339,17 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
-    private func finishCurrentFile() throws {
-        guard let sink, var file = current else { return }
-        self.sink = nil
-        current = nil
-        let keep = file.frames > 0
-        file.durationSeconds = keep ? Double(lastPresentation - segmentStartPresentation + frameInterval) / 1e9 : 0
-        var closeError: Error?
-        if let container {
-            self.container = nil
-            file.clampedTimestamps = container.clampedTimestamps
-            // The trailer; a file whose trailer fails still ends on its last whole fragment.
-            if keep {
-                do { try container.finish() } catch { closeError = error }
-            }
-        }
-        do {
-            _ = try sink.close(keep: keep)
-        } catch {
-            closeError = closeError ?? error
-        }
-        if keep, let timestamps {
-            do {
-                try timestamps.save()
-                file.timestampsPath = timestamps.path
-            } catch {
-                closeError = closeError ?? error
-            }
-        }
-        self.timestamps = nil
-        if let closeError {
-            file.error = file.error ?? (closeError as? OutputError ?? OutputError(.unwritable, "\(closeError)"))
-        }
-        // A container's bytes are not the stream's: report the file's own size.
-        var st = stat()
-        if keep, file.format != .raw, stat(file.path, &st) == 0 { file.bytes = Int(st.st_size) }
-        if keep {
-            shared.withLock { $0.finished.append(file) }
-            onFileFinished?(file)
-        }
-        if let closeError { throw closeError }
+    /// A file that was cut and waits for the sound of its last moments, which comes after the cut
+    /// (the audio encoder's delay): finished once its sound reaches its end, at the next cut or end, or a
+    /// second of picture later at most.
+    struct EndingFile {
+        var sink: FileSink
+        var container: ContainerWriter?
+        var file: FinishedFile
+        var timestamps: TimestampsFile?
+        var deadline: UInt64 = .max
     }
+    var ending: EndingFile?
 
     public var counters: OutputCounters {
         var counters = OutputCounters()
