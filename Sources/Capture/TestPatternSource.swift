@@ -53,10 +53,17 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
 
     /// - Parameter realTime: pace frames at `fps` like a camera (false in benchmarks and tests
     ///   that want frames as fast as the encoder takes them).
-    public init(size: FrameSize, fps: Double, realTime: Bool = true, picture: Picture = .movingPattern) {
+    /// `--audio test` beside the pattern: the first frame of each second is white below the middle
+    /// (the counter stays readable), where the test tone has its burst.
+    public let marksEachSecond: Bool
+
+    /// - Parameter marksEachSecond: make the first frame of each second white in its lower half.
+    public init(size: FrameSize, fps: Double, realTime: Bool = true, picture: Picture = .movingPattern,
+                marksEachSecond: Bool = false) {
         frameSize = size
         framesPerSecond = fps
         self.picture = picture
+        self.marksEachSecond = marksEachSecond
         frameInterval = UInt64(1_000_000_000 / fps)
         pacedInRealTime = realTime
     }
@@ -163,6 +170,27 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
         }
         drawCounter(frame, luma: luma)
         drawChroma(frame, buffer: buffer)
+        if marksEachSecond && isFirstOfASecond(frame) { whitenLowerHalf(buffer) }
+    }
+
+    /// Whether frame `frame` is the first presented at or after a whole second.
+    func isFirstOfASecond(_ frame: UInt64) -> Bool {
+        let time = presentationTime(of: frame, fps: framesPerSecond)
+        return frame == 0 || time / 1_000_000_000 != presentationTime(of: frame - 1, fps: framesPerSecond) / 1_000_000_000
+    }
+
+    private func whitenLowerHalf(_ buffer: PixelBuffer) {
+        let luma = buffer.planes[0]
+        for y in frameSize.height / 2..<frameSize.height {
+            (luma.base + y * luma.stride).update(repeating: 235, count: frameSize.width)
+        }
+        // Neutral chroma below the middle: white, not a tinted band.
+        for plane in buffer.planes.dropFirst() {
+            let rows = plane.height
+            for y in rows / 2..<rows {
+                (plane.base + y * plane.stride).update(repeating: 128, count: plane.stride)
+            }
+        }
     }
 
     private func bounce(_ t: Int, _ range: Int) -> Int {

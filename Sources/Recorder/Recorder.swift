@@ -64,6 +64,13 @@ public final class Recorder: @unchecked Sendable {
     public var onSourceLost: (@Sendable (SourceEnd) -> Void)?
     /// Called on the capture thread when the camera is back and streaming, with the seconds it was away.
     public var onSourceReturned: (@Sendable (FrameSource, Double) -> Void)?
+    /// Capture times to presentation times, anchored at the first frame (and the first after a camera
+    /// came back): how the recording's sound is stamped on the video's clock.
+    public let timeline = PresentationTimeline()
+    /// Called on the recording thread once every frame is encoded and published, before the hubs close,
+    /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
+    /// finished up to there, so both tracks end together.
+    public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
     /// One encoding, or one per codec; the first is the one `progress` and the result count.
     let branches: [EncodingBranch]
     private let keyframeInterval: Int
@@ -137,7 +144,10 @@ public final class Recorder: @unchecked Sendable {
     public func run() -> RecordingResult {
         var result = RecordingResult()
         // However it ends, the hubs close: every subscriber takes what it holds, then sees the end.
-        defer { for branch in branches { branch.hub.close() } }
+        defer {
+            timeline.close()
+            for branch in branches { branch.hub.close() }
+        }
         let pool: PixelBufferPool
         do {
             for branch in branches {
@@ -216,6 +226,9 @@ public final class Recorder: @unchecked Sendable {
         result.durationSeconds = branches[0].firstPresentation.map { first in
             Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
         } ?? 0
+        let fps = source.framesPerSecond
+        onVideoEnded?(branches[0].firstPresentation == nil ? nil
+                      : progress.lastPresentationNanoseconds + (fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0))
         switch shared.withLock({ $0.stoppedWhileWaiting }) ? nil : source.end {
         case .deviceLost(let m): fail(.deviceLost(m))
         case .stalled(let m): fail(.deviceStalled(m))
@@ -233,6 +246,7 @@ public final class Recorder: @unchecked Sendable {
         var firstTime: UInt64?
         var source = self.source
         var continuity = SourceContinuity()
+        var anchorPending = true
         while true {
             if let max = limits.frames, delivered >= max { break }
             let buffer: PixelBuffer?
@@ -246,9 +260,14 @@ public final class Recorder: @unchecked Sendable {
                 guard let next = awaitReturn(after: source, frames: frames, pool: pool) else { break }
                 source = next
                 continuity.sourceChanged()
+                anchorPending = true
                 continue
             }
             continuity.carryOn(buffer)
+            if anchorPending {
+                anchorPending = false
+                timeline.anchor(capture: buffer.captureTimeNanoseconds, presentation: buffer.presentationTimeNanoseconds)
+            }
             let start = firstTime ?? buffer.presentationTimeNanoseconds
             firstTime = start
             if let durationLimit, buffer.presentationTimeNanoseconds - start >= durationLimit {

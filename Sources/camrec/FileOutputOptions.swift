@@ -1,4 +1,5 @@
 import ArgumentParser
+import Audio
 import Bitstream
 import Containers
 import Glibc
@@ -38,8 +39,9 @@ struct FileOutputOptions: ParsableArguments {
     }
 
     /// A file output for `target`, which may hold strftime fields, `{device}` and `{n}`.
+    /// - Parameter audio: the recording's sound, for a container file.
     func makeOutput(_ target: String, codec: VideoCodec, device: String, overwrite: Bool, framesPerSecond: Double,
-                    timingSEI: Bool = false) throws -> RecordingFileOutput {
+                    timingSEI: Bool = false, audio: AudioTrackFormat? = nil) throws -> RecordingFileOutput {
         let pattern = try OutputNamePattern(target)
         if (keepFiles != nil || keepFor != nil) && !pattern.hasPlaceholders {
             throw OutputError(.unwritable, "--keep-files/--keep-for need a name pattern such as 'cam-%Y%m%d-%H%M%S.h264' or 'cam-{n}.h264'")
@@ -49,13 +51,15 @@ struct FileOutputOptions: ParsableArguments {
         }
         let container = format ?? ContainerFormat(fileName: target)
         let makeContainer: ContainerWriterFactory = { format, sink in
-            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond)
+            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
         }
-        return RecordingFileOutput(configuration: .init(pattern: pattern, device: device, overwrite: overwrite,
+        var configuration = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: overwrite,
                                                         segmentSeconds: segment, saveTimestamps: saveTimestamps,
                                                         retention: retention, format: container,
                                                         makeContainer: container == .raw ? nil : makeContainer,
-                                                        timingSEICodec: timingSEI ? codec : nil))
+                                                        timingSEICodec: timingSEI ? codec : nil)
+        configuration.takesAudio = audio != nil && container != .raw
+        return RecordingFileOutput(configuration: configuration)
     }
 }
 

@@ -1,3 +1,4 @@
+import Audio
 import Hub
 import Bitstream
 import Capture
@@ -33,6 +34,8 @@ struct RecordingPlan {
     let events: EventRecorder?
     let outputSet: OutputSet
     let recorder: Recorder
+    /// `--audio`: the sound, published into the hubs for the container files.
+    let sound: AudioCapture?
 
     var videoEncoder: VideoEncoder { encoders[codecs[0]]! }
 }
@@ -41,7 +44,7 @@ extension RecordCommand {
     /// Whether an output needs libavformat (and so libavcodec): a container file, a media server, the
     /// live view (fragmented MP4), event clips (their container may be any).
     var needsLibav: Bool {
-        http != nil || events.eventOutput != nil || outputs.contains { target in
+        http != nil || events.eventOutput != nil || sound.isOn || outputs.contains { target in
             target != "-" && !TCPEndpoint.looksLikeURL(target)
                 && (MediaServerURL.looksLikeURL(target) || ContainerFormat(fileName: target) != .raw)
         }
@@ -80,6 +83,7 @@ extension RecordCommand {
         if needsLibav, let reason = LibavLibraries.loadFailure() {
             throw Recorder.classify(EncoderError(.unavailable, reason))
         }
+        let soundEncoder = try makeSoundEncoder()
         let sourceName = stableSourceName(device: device, testPattern: testPattern, testScene: testScene, input: input)
         var fileOutputs: [RecordingFileOutput] = []
         // Every IDR request of the recording (receivers, servers, viewers, snapshots, rotations) goes through this gate.
@@ -101,7 +105,8 @@ extension RecordCommand {
                     add(makePublishOutput(try MediaServerURL(target), codec: codec), codec)
                 } else {
                     let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
-                                                      framesPerSecond: source.framesPerSecond, timingSEI: timingSei)
+                                                      framesPerSecond: source.framesPerSecond, timingSEI: timingSei,
+                                                      audio: soundEncoder?.track)
                     fileOutputs.append(output)
                     add(output, codec)
                 }
@@ -142,9 +147,21 @@ extension RecordCommand {
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
+        let sound = soundEncoder.map { encoder in
+            AudioCapture(source: TestToneSource(format: encoder.format), encoder: encoder, hubs: codecs.map { hubs[$0]! },
+                         timeline: recorder.timeline)
+        }
+        if let sound {
+            logger.info("sound: \(sound.source.summary), AAC-LC at \(sound.encoder.bitrate) bit/s")
+            let silent = outputs.filter { !carriesSound($0) }
+            if !silent.isEmpty {
+                printLine("camrec: sound goes into \(outputs.filter(carriesSound).joined(separator: ", ")); "
+                    + "\(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only")
+            }
+        }
         return RecordingPlan(source: source, codecs: codecs, encoders: encoders, keyframeInterval: interval, keyframes: keyframes,
                              hubs: hubs, outputs: streamOutputs, fileOutputs: fileOutputs, liveView: liveView, events: eventRecorder,
-                             outputSet: outputSet, recorder: recorder)
+                             outputSet: outputSet, recorder: recorder, sound: sound)
     }
 
     func makeSource(fps: Double) throws -> FrameSource {
@@ -153,7 +170,8 @@ extension RecordCommand {
         }
         if testPattern || testScene {
             return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps,
-                                     picture: testScene ? .eventScene : .movingPattern)
+                                     picture: testScene ? .eventScene : .movingPattern,
+                                     marksEachSecond: testPattern && sound.isOn)
         }
         // The camera is the default source. `self.fps` (not the 30 fps default) so the
         // camera's own rate is chosen when none is asked for.

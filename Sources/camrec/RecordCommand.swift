@@ -101,6 +101,9 @@ struct RecordCommand: AsyncParsableCommand {
     @OptionGroup(title: "Events")
     var events: EventOptions
 
+    @OptionGroup(title: "Sound")
+    var sound: AudioOptions
+
     @Option(parsing: .unconditional, help: "If the camera is busy (another camrec is recording from it), wait up to SECONDS for it instead of exiting with status 70.")
     var wait: Double?
 
@@ -185,6 +188,7 @@ struct RecordCommand: AsyncParsableCommand {
             throw ValidationError("--event-output \(clips) is also an output: give clips a name pattern of their own, e.g. 'events/%F/%H%M%S-{n}.mp4'")
         }
         try checkCodecs()
+        try checkSound()
     }
 
     func run() async throws {
@@ -209,7 +213,7 @@ struct RecordCommand: AsyncParsableCommand {
             throw report(failure)
         }
         let (source, recorder, outputSet, keyframes) = (plan.source, plan.recorder, plan.outputSet, plan.keyframes)
-        let (fileOutputs, videoEncoder) = (plan.fileOutputs, plan.videoEncoder)
+        let (fileOutputs, videoEncoder, sound) = (plan.fileOutputs, plan.videoEncoder, plan.sound)
         let rotatingFiles = fileOutputs
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
@@ -278,6 +282,12 @@ struct RecordCommand: AsyncParsableCommand {
             // Outputs before the camera: a bad path fails before anything is recorded.
             do throws(OutputError) {
                 try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
+                // Sound starts with the first frame and ends where the last one does, before the hubs close.
+                if let sound {
+                    sound.onFailure = { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
+                    recorder.onVideoEnded = { end in sound.finish(atPresentation: end) }
+                    sound.start()
+                }
                 var result = recorder.run()
                 // Motion's last triggers before the clips are finished.
                 motion?.stop()

@@ -1,0 +1,35 @@
+import ArgumentParser
+import Audio
+import Encoder
+import Hub
+import NetStream
+import Outputs
+import Recorder
+
+extension RecordCommand {
+    /// Whether `target` is a file in a container (MP4, QuickTime, Matroska, MPEG-TS): the outputs that carry sound.
+    func carriesSound(_ target: String) -> Bool {
+        target != "-" && !TCPEndpoint.looksLikeURL(target) && !MediaServerURL.looksLikeURL(target)
+            && (files.format ?? ContainerFormat(fileName: target)) != .raw
+    }
+
+    func checkSound() throws {
+        guard sound.isOn else { return }
+        if input != nil {
+            throw ValidationError("--audio goes with a live source (--device, --test-pattern, --test-scene): --input is read as fast as it can be, with no clock to put sound on")
+        }
+        if !outputs.contains(where: carriesSound) {
+            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts): raw .h264/.h265 files, stdout, tcp://, media servers, event clips and the live view carry video only")
+        }
+    }
+
+    /// The AAC encoder of `--audio` (its track format describes the files' sound); nil without it.
+    func makeSoundEncoder() throws -> AACEncoder? {
+        guard sound.isOn else { return nil }
+        do {
+            return try AACEncoder(format: sound.format, bitrate: sound.bitrate)
+        } catch let error as AudioError {
+            throw RecordingFailure.encoder(EncoderError(.unavailable, error.message))
+        }
+    }
+}

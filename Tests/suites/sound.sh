@@ -1,0 +1,126 @@
+#!/bin/bash
+# Tests/suites/sound.sh — the recording's sound (issue 29, first part): `--audio test` beside the test
+# pattern, AAC-LC in MP4, QuickTime, Matroska and MPEG-TS, judged by FFmpeg's tools alone.
+#
+# The sync measurement (Tests/tools/av-sync.py) shares no code with camrec: the picture's mark is a
+# frame whose lower half ffmpeg decodes white, the sound's the first loud sample after half a second of
+# silence, both at the times ffprobe gives each decoded frame. The bound is the issue's: ±10 ms.
+#
+# Checks: in each container, two tracks (H.264 or H.265, and AAC at the rate and channels asked for);
+# every second's flash and burst within ±10 ms; both tracks end together (within one AAC frame); the
+# burned-in counter still reads 0..N in order; a raw .h264 beside them stays bare and video-only, and
+# camrec says so at the start. Then: stereo at 44.1 kHz, H.265, segments (each file carries both, in
+# sync), SIGKILL (the .partial plays both, in sync), SIGINT (both end together), and the options a
+# user can get wrong (one line each, status 64, no file).
+#
+# Environment: CAMREC=path   test this binary instead of building with `swift build`
+#              KEEP=1        keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+SUITE=sound
+source Tests/lib/net-suite.sh
+TOOLS=$PWD/Tests/tools
+
+# streams FILE: "codec_type:codec_name[:sample_rate:channels]" per stream, space-separated.
+streams() {
+    ffprobe -v error -show_entries stream=codec_type,codec_name,sample_rate,channels -of json "$1" |
+        python3 -c 'import json, sys
+out = []
+for s in json.load(sys.stdin)["streams"]:
+    f = [s["codec_type"], s["codec_name"]] + ([s["sample_rate"], str(s["channels"])] if s["codec_type"] == "audio" else [])
+    out.append(":".join(f))
+print(" ".join(out))'
+}
+streams_are() { local got; got=$(streams "$1"); [[ $got == "$2" ]] || { echo "$1: streams '$got' (want '$2')"; return 1; }; }
+# in_sync FILE MIN_PAIRS: at least MIN_PAIRS flash/burst pairs, each within ±10 ms.
+in_sync() { local out; out=$(python3 "$TOOLS/av-sync.py" "$1" "$2" 10) || { echo "$out"; return 1; }; echo "$out" | tail -1; }
+# ends_together FILE: the sound lasts to the picture's end and at most one AAC frame past it (21.3 ms at
+# 48 kHz: the encoder pads its last frame with silence, and the containers keep whole frames). Sound that
+# stopped when capture stopped ends before the picture (10 ms in a 4 s recording without `finish`); sound
+# written as it came runs on past it (the audio thread is ahead of the encoder).
+ends_together() {
+    local ends
+    ends=$(ffprobe -v error -show_entries packet=stream_index,pts_time,duration_time -of csv=p=0 "$1" |
+        awk -F, 'NF >= 3 && $2 != "N/A" { e = $2 + $3; if (e > end[$1]) end[$1] = e } END { printf "%.4f %.4f", end[0], end[1] }')
+    read -r v a <<<"$ends"
+    awk -v v="$v" -v a="$a" 'BEGIN { d = a - v; exit !(v > 0 && a > 0 && d >= -0.0005 && d <= 0.0214) }' ||
+        { echo "$1: video ends at $v s, sound at $a s"; return 1; }
+}
+
+cd "$W"
+"$CAMREC" --test-pattern --size 640x360 --duration 6 --audio test --overwrite \
+    a.mp4 a.mov a.mkv a.ts a.h264 >out.log 2>err.log
+rc=$?
+check "four containers and a raw file from one run: exit 0 (status $rc)" [ $rc -eq 0 ]
+check "camrec says at the start where the sound goes and that a.h264 carries video only" \
+    grep -q '^camrec: sound goes into a.mp4, a.mov, a.mkv, a.ts; a.h264 carries video only$' err.log
+for ext in mp4 mov mkv ts; do
+    f=a.$ext
+    check "$ext: two tracks, H.264 and AAC at 48000 Hz mono (ffprobe)" streams_are "$f" "video:h264 audio:aac:48000:1"
+    check "$ext: every second's white frame and tone burst within ±10 ms (5 of 5 after the first)" in_sync "$f" 5
+    check "$ext: the sound lasts to the picture's end and at most one AAC frame past it" ends_together "$f"
+    check "$ext: the burned-in counter still reads 0..179 in order under the marks" counters_run "$f" 0 179
+done
+check "a.h264 beside them: video only (ffprobe sees one stream)" streams_are a.h264 "video:h264"
+check "a.h264 keeps the contract and stays bare" contract_ok a.h264 --frames 180 --idr-interval 30
+
+"$CAMREC" --test-pattern --size 320x240 --duration 4 --audio test --audio-rate 44100 --audio-channels 2 \
+    --audio-bitrate 96k --overwrite st.mkv >/dev/null 2>st.err
+check "stereo at 44.1 kHz: exit 0 (status $?)" [ -s st.mkv ]
+check "stereo at 44.1 kHz: ffprobe sees AAC 44100 Hz, 2 channels" streams_are st.mkv "video:h264 audio:aac:44100:2"
+check "stereo at 44.1 kHz: in sync (3 pairs within ±10 ms)" in_sync st.mkv 3
+
+"$CAMREC" --test-pattern --size 320x240 --duration 4 --codec hevc --preset ultrafast --audio test --overwrite hevc.mp4 >/dev/null 2>hevc.err
+check "H.265 in MP4 with sound: two tracks, hevc and AAC" streams_are hevc.mp4 "video:hevc audio:aac:48000:1"
+check "H.265 in MP4 with sound: in sync (3 pairs within ±10 ms)" in_sync hevc.mp4 3
+
+"$CAMREC" --test-pattern --size 640x360 --duration 6 --segment 2 --audio test 'seg-{n}.mp4' >/dev/null 2>seg.err
+segs=(seg-1.mp4 seg-2.mp4 seg-3.mp4)
+check "--segment 2 for 6 s: three files ($(ls seg-*.mp4 2>/dev/null | tr '\n' ' '))" [ "$(ls seg-*.mp4 2>/dev/null | wc -l)" -eq 3 ]
+for f in "${segs[@]}"; do
+    check "$f: both tracks" streams_are "$f" "video:h264 audio:aac:48000:1"
+    check "$f: in sync (its second's flash and burst within ±10 ms)" in_sync "$f" 1
+    check "$f: its sound lasts to its picture's end, at most one AAC frame past (the cut file waits for it)" ends_together "$f"
+done
+check "segments: the counters run on from file to file, 0..179, none lost or repeated" \
+    bash -c "[[ \"\$(for f in ${segs[*]}; do python3 $TOOLS/pattern-counters.py \$f; done | tr '\n' ' ')\" == \"\$(seq -s ' ' 0 179) \" ]]"
+
+"$CAMREC" --test-pattern --size 320x240 --frames 100000 --audio test killed.mp4 >/dev/null 2>kill.err & p=$!
+wait_log kill.err "sound goes into|encoding in" 1 20 >/dev/null; sleep 5
+kill -9 $p; wait $p 2>/dev/null
+partial=$(ls killed*.partial 2>/dev/null | head -1)
+check "SIGKILL while recording with sound: a .partial is left (${partial:-none})" [ -n "$partial" ]
+check "SIGKILL: the .partial carries both tracks" streams_are "${partial:-none}" "video:h264 audio:aac:48000:1"
+check "SIGKILL: the .partial plays in sync up to its last fragment (3 pairs within ±10 ms)" in_sync "${partial:-none}" 3
+
+"$CAMREC" --test-pattern --size 320x240 --frames 100000 --audio test int.mkv >/dev/null 2>int.err & p=$!
+sleep 3.5; kill -INT $p; wait_for $p 20; rc=$?
+check "SIGINT with sound: exit 0 (status $rc)" [ $rc -eq 0 ]
+check "SIGINT: the sound lasts to the picture's end and at most one AAC frame past it" ends_together int.mkv
+check "SIGINT: in sync (2 pairs within ±10 ms)" in_sync int.mkv 2
+
+# usage ARGS… -- MESSAGE: camrec refuses ARGS with status 64 in one line matching MESSAGE, and writes no file.
+usage() {
+    local args=() msg rc out
+    while [[ $1 != -- ]]; do args+=("$1"); shift; done
+    msg=$2
+    rm -f u.*
+    out=$("$CAMREC" "${args[@]}" 2>&1 >/dev/null); rc=$?
+    [[ $rc -eq 64 && $(wc -l <<<"$out") -eq 1 && $out =~ $msg && -z $(ls u.* 2>/dev/null) ]] ||
+        { echo "status $rc: $out"; return 1; }
+}
+check "--audio hw:0: 64, says only the test tone is built (ALSA is not yet)" \
+    usage --test-pattern --frames 3 --audio hw:0 u.mp4 -- 'only its built-in test tone.*ALSA.*not built yet'
+check "--audio test with only a raw file: 64, says which outputs carry sound" \
+    usage --test-pattern --frames 3 --audio test u.h264 -- 'no output can carry sound'
+check "--audio test with --input: 64, a file has no clock" \
+    usage --input /dev/zero --size 64x64 --frames 3 --audio test u.mp4 -- '--input is read as fast as it can be'
+check "--audio-rate 12345: 64, lists the rates" usage --test-pattern --frames 3 --audio test --audio-rate 12345 u.mp4 -- 'use one of 8000'
+check "--audio-rate nan: 64" usage --test-pattern --frames 3 --audio test --audio-rate nan u.mp4 -- 'audio-rate'
+check "--audio-channels 0: 64, says 1 to 8" usage --test-pattern --frames 3 --audio test --audio-channels 0 u.mp4 -- 'between 1 and 8'
+check "--audio-channels 9: 64, says 1 to 8" usage --test-pattern --frames 3 --audio test --audio-channels 9 u.mp4 -- 'between 1 and 8'
+check "--audio-bitrate 10M: 64, says AAC's most at that rate" usage --test-pattern --frames 3 --audio test --audio-bitrate 10M u.mp4 -- 'at most 288000 bit/s'
+check "--audio-rate without --audio: 64" usage --test-pattern --frames 3 --audio-rate 48000 u.mp4 -- 'go with --audio test'
+
+finish
