@@ -1,3 +1,4 @@
+import Encoder
 import CFFmpeg
 import Libav
 
@@ -29,10 +30,10 @@ public final class AACEncoder {
         self.format = format
         self.bitrate = bitrate
         guard let codec = avcodec_find_encoder_by_name("aac") else {
-            throw AudioError(.unavailable, "this libavcodec has no AAC encoder (aac); install Debian's libavcodec59")
+            throw EncoderError(.unavailable, "this libavcodec has no AAC encoder (aac); install Debian's libavcodec59")
         }
         var context = avcodec_alloc_context3(codec)
-        guard let made = context else { throw AudioError(.unavailable, "out of memory opening the AAC encoder") }
+        guard let made = context else { throw EncoderError(.unavailable, "out of memory opening the AAC encoder") }
         made.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
         made.pointee.sample_rate = Int32(format.sampleRate)
         av_channel_layout_default(&made.pointee.ch_layout, Int32(format.channels))
@@ -44,7 +45,7 @@ public final class AACEncoder {
         let status = avcodec_open2(made, codec, nil)
         guard status >= 0 else {
             avcodec_free_context(&context)
-            throw AudioError(.unavailable, "the AAC encoder refused \(format) at \(bitrate) bit/s: \(libavErrorDescription(status))")
+            throw EncoderError(.unavailable, "the AAC encoder refused \(format) at \(bitrate) bit/s: \(libavErrorDescription(status))")
         }
         frameSize = Int(made.pointee.frame_size)
         do {
@@ -56,13 +57,13 @@ public final class AACEncoder {
         self.context = made
         packet = av_packet_alloc()
         frame = av_frame_alloc()
-        guard let frame, packet != nil else { throw AudioError(.unavailable, "out of memory opening the AAC encoder") }
+        guard let frame, packet != nil else { throw EncoderError(.unavailable, "out of memory opening the AAC encoder") }
         frame.pointee.nb_samples = Int32(frameSize)
         frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
         frame.pointee.sample_rate = Int32(format.sampleRate)
         guard av_channel_layout_copy(&frame.pointee.ch_layout, &made.pointee.ch_layout) >= 0,
               av_frame_get_buffer(frame, 0) >= 0 else {
-            throw AudioError(.unavailable, "out of memory for the AAC encoder's frame")
+            throw EncoderError(.unavailable, "out of memory for the AAC encoder's frame")
         }
     }
 
@@ -78,7 +79,7 @@ public final class AACEncoder {
                        emit: (Packet) throws -> Void) throws {
         guard let context, let frame else { return }
         precondition(sampleCount > 0 && sampleCount <= frameSize, "1...frameSize samples a frame")
-        guard av_frame_make_writable(frame) >= 0 else { throw AudioError(.failed, "out of memory encoding AAC") }
+        guard av_frame_make_writable(frame) >= 0 else { throw EncoderError(.failed, "out of memory encoding AAC") }
         frame.pointee.nb_samples = Int32(sampleCount)
         for channel in 0..<format.channels {
             let plane = UnsafeMutableRawPointer(frame.pointee.extended_data[channel]!).assumingMemoryBound(to: Float.self)
@@ -87,7 +88,7 @@ public final class AACEncoder {
         frame.pointee.pts = nextSample
         nextSample += Int64(sampleCount)
         let status = avcodec_send_frame(context, frame)
-        guard status >= 0 else { throw AudioError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+        guard status >= 0 else { throw EncoderError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
         try drain(emit)
     }
 
@@ -96,7 +97,7 @@ public final class AACEncoder {
         guard let context else { return }
         let status = avcodec_send_frame(context, nil)
         guard status >= 0 || status == camrec_AVERROR_EOF else {
-            throw AudioError(.failed, "finishing the AAC encoder failed: \(libavErrorDescription(status))")
+            throw EncoderError(.failed, "finishing the AAC encoder failed: \(libavErrorDescription(status))")
         }
         try drain(emit)
     }
@@ -106,7 +107,7 @@ public final class AACEncoder {
         while true {
             let status = avcodec_receive_packet(context, packet)
             if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
-            guard status >= 0 else { throw AudioError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+            guard status >= 0 else { throw EncoderError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
             defer { av_packet_unref(packet) }
             try emit(Packet(bytes: UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)),
                             firstSample: packet.pointee.pts, sampleCount: packet.pointee.duration))

@@ -1,3 +1,4 @@
+import Encoder
 import Frames
 import Hub
 import Pipeline
@@ -31,11 +32,11 @@ public final class AudioCapture: @unchecked Sendable {
     private let state = Mutex(State())
     private struct State {
         var stopRequested = false
-        var failure: AudioError?
+        var failure: EncoderError?
         var counters = Counters()
     }
     /// Called once, on the audio thread, if encoding fails; the video goes on without sound.
-    public var onFailure: (@Sendable (AudioError) -> Void)?
+    public var onFailure: (@Sendable (EncoderError) -> Void)?
 
     public init(source: TestToneSource, encoder: AACEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
         precondition(source.format == encoder.format, "the encoder takes the source's format")
@@ -46,7 +47,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     public var counters: Counters { state.withLock { $0.counters } }
-    public var failure: AudioError? { state.withLock { $0.failure } }
+    public var failure: EncoderError? { state.withLock { $0.failure } }
 
     public func start() {
         let worker = WorkerThread(name: "audio") { [unowned self] in self.run() }
@@ -109,7 +110,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     private func fail(_ error: Error) {
-        let failure = error as? AudioError ?? AudioError(.failed, "\(error)")
+        let failure = error as? EncoderError ?? EncoderError(.failed, "the sound: \(error)")
         let first = state.withLock { s -> Bool in
             defer { if s.failure == nil { s.failure = failure } }
             return s.failure == nil

@@ -1,3 +1,4 @@
+import Encoder
 import CFFmpeg
 import Libav
 
@@ -12,13 +13,13 @@ public final class AudioTrackFormat: @unchecked Sendable {
 
     init(context: UnsafeMutablePointer<AVCodecContext>, format: AudioFormat, codecName: String) throws {
         guard let parameters = avcodec_parameters_alloc() else {
-            throw AudioError(.unavailable, "out of memory describing the \(codecName) track")
+            throw EncoderError(.unavailable, "out of memory describing the \(codecName) track")
         }
         let status = avcodec_parameters_from_context(parameters, context)
         guard status >= 0 else {
             var freed: UnsafeMutablePointer<AVCodecParameters>? = parameters
             avcodec_parameters_free(&freed)
-            throw AudioError(.unavailable, "describing the \(codecName) track failed: \(libavErrorDescription(status))")
+            throw EncoderError(.unavailable, "describing the \(codecName) track failed: \(libavErrorDescription(status))")
         }
         self.parameters = parameters
         self.format = format

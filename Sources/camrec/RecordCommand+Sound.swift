@@ -28,8 +28,8 @@ extension RecordCommand {
         guard sound.isOn else { return nil }
         do {
             return try AACEncoder(format: sound.format, bitrate: sound.bitrate)
-        } catch let error as AudioError {
-            throw RecordingFailure.encoder(EncoderError(.unavailable, error.message))
+        } catch let error as EncoderError {
+            throw RecordingFailure.encoder(error)
         }
     }
 }

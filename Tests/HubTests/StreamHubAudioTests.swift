@@ -31,15 +31,6 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         return c
     }
 
-    private func drain(_ subscription: Subscription) -> [Int] {
-        var got: [Int] = []
-        while case .chunk(let c) = subscription.next(timeoutNanoseconds: 0) {
-            got.append(Int(c.sequence))
-            c.release()
-        }
-        return got
-    }
-
     func testOnlySubscribersThatTakeAudioGetItFromTheirFirstIDROnInPublishedOrder() throws {
         let hub = StreamHub(label: "t", ring: .newestPictureGroup, keyframes: KeyframeGate())
         let withSound = try XCTUnwrap(hub.subscribe("mp4", from: .nextIDR, policy: .lossless(depth: 100), withAudio: true))
@@ -49,18 +40,14 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
             hub.publish(video(i))
             hub.publish(audio(i))
         }
-        XCTAssertEqual(drain(withSound), [10, 1010, 11, 1011])
-        XCTAssertEqual(drain(without), [10, 11])
+        XCTAssertEqual(drained(withSound), [10, 1010, 11, 1011])
+        XCTAssertEqual(drained(without), [10, 11])
         XCTAssertEqual(hub.publishedCount, 4, "audio packets are not frames")
         XCTAssertEqual(hub.newest?.sequence, 11)
         XCTAssertEqual(hub.held.frames, 2, "the ring holds the picture group, no sound")
         hub.close()
         XCTAssertNil(hub.newestPictureGroup())
-        // Every chunk is back in the pool: taking as many again makes none.
-        let before = pool.allocatedCount
-        let again = (0..<before).map { _ in pool.take() }
-        XCTAssertEqual(pool.allocatedCount, before)
-        _ = again
+        assertEveryChunkIsBackInThePool(pool)
     }
 
     func testASubscriberThatTakesAudioHasRoomForItBesideItsDepthOfFrames() throws {
@@ -72,7 +59,7 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
             for a in 0..<3 { hub.publish(audio(i * 3 + a)) }
         }
         XCTAssertEqual(sub.snapshot.catchUps, 0)
-        XCTAssertEqual(drain(sub).count, 16)
+        XCTAssertEqual(drained(sub).count, 16)
         hub.close()
     }
 }

@@ -18,15 +18,6 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         return c
     }
 
-    private func drain(_ subscription: Subscription) -> [Int] {
-        var got: [Int] = []
-        while case .chunk(let c) = subscription.next(timeoutNanoseconds: 0) {
-            got.append(Int(c.sequence))
-            c.release()
-        }
-        return got
-    }
-
     private func hub(ring: RingBounds = RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0)) -> StreamHub {
         StreamHub(label: "test", ring: ring, keyframes: KeyframeGate())
     }
@@ -36,7 +27,7 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         for i in 0..<3 { hub.publish(chunk(i)) }
         let sub = try XCTUnwrap(hub.subscribe("s", from: .nextIDR, policy: .lossless(depth: 100)))
         for i in 3..<25 { hub.publish(chunk(i)) }
-        XCTAssertEqual(drain(sub), Array(10..<25))
+        XCTAssertEqual(drained(sub), Array(10..<25))
         XCTAssertEqual(sub.snapshot.beforeStart, 7, "3...9 came before its first IDR")
         XCTAssertEqual(sub.snapshot.offered, 22)
     }
@@ -52,11 +43,7 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(hub.held.frames, 3)
         hub.close()
         XCTAssertNil(hub.newestPictureGroup())
-        // Every chunk went back to the pool: taking as many again makes none.
-        let before = pool.allocatedCount
-        let again = (0..<before).map { _ in pool.take() }
-        XCTAssertEqual(pool.allocatedCount, before)
-        _ = again
+        assertEveryChunkIsBackInThePool(pool)
     }
 
     func testAPictureGroupOverTheRingsBoundsIsLetGoUntilTheNextIDR() {
@@ -81,8 +68,8 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         // Longer than the ring reaches: the oldest IDR held, never later.
         let far = try XCTUnwrap(hub.subscribe("far", from: .preroll(seconds: 60), policy: .lossless(depth: 4)))
         for i in 57..<60 { hub.publish(chunk(i)) }
-        XCTAssertEqual(drain(sub), Array(30..<60))
-        XCTAssertEqual(drain(far).first, 20, "the ring keeps 3 s back from 5.6 s: from the IDR at 2 s")
+        XCTAssertEqual(drained(sub), Array(30..<60))
+        XCTAssertEqual(drained(far).first, 20, "the ring keeps 3 s back from 5.6 s: from the IDR at 2 s")
         XCTAssertEqual(sub.snapshot.beforeStart, 0)
     }
 
@@ -100,16 +87,16 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         let early = try XCTUnwrap(hub.subscribe("early", from: .atOrBefore(presentationNanoseconds: 0), policy: .lossless(depth: 8)))
         hub.publish(chunk(57))
         hub.close()
-        XCTAssertEqual(drain(on), Array(40...57))
-        XCTAssertEqual(drain(before), Array(30...57))
-        XCTAssertEqual(drain(early).first, 20)
+        XCTAssertEqual(drained(on), Array(40...57))
+        XCTAssertEqual(drained(before), Array(30...57))
+        XCTAssertEqual(drained(early).first, 20)
     }
 
     func testANewestIDRSubscriberGetsThePictureGroupHeldAtOnce() throws {
         let hub = hub(ring: .newestPictureGroup)
         for i in 0..<14 { hub.publish(chunk(i)) }
         let sub = try XCTUnwrap(hub.subscribe("snap", from: .newestIDR, policy: .skipToIDR(depth: 1)))
-        XCTAssertEqual(drain(sub), [10, 11, 12, 13])
+        XCTAssertEqual(drained(sub), [10, 11, 12, 13])
     }
 
     func testASlowSkipToIDRSubscriberDropsWhatWaitsAndResumesAtTheNextIDR() throws {
@@ -119,14 +106,14 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         sub.onCatchUp = { dropped, resumed, n in catchUps.add("\(dropped) \(resumed) \(n)") }
         for i in 0..<6 { hub.publish(chunk(i)) }   // 0...3 queued; 4 overflows: 0...4 dropped, 5 waits for an IDR
         for i in 6..<12 { hub.publish(chunk(i)) }  // 6...9 skipped, 10 and 11 queued
-        XCTAssertEqual(drain(sub), [10, 11])
+        XCTAssertEqual(drained(sub), [10, 11])
         XCTAssertEqual(sub.snapshot.skipped, 10, "0...9")
         XCTAssertEqual(sub.snapshot.catchUps, 1)
         XCTAssertEqual(catchUps.lines, ["5 false 1"])
         // An overflow on an IDR resumes there at once.
         for i in 12..<16 { hub.publish(chunk(i)) }  // 12...15 with room for 4
         hub.publish(chunk(20))
-        XCTAssertEqual(drain(sub), [20])
+        XCTAssertEqual(drained(sub), [20])
         XCTAssertEqual(catchUps.lines, ["5 false 1", "4 true 2"])
     }
 
@@ -170,7 +157,7 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         for i in 0..<3 { hub.publish(chunk(i)) }
         hub.close()
         XCTAssertNil(hub.subscribe("after", from: .nextIDR, policy: .lossless(depth: 1)))
-        XCTAssertEqual(drain(sub), [0, 1, 2])
+        XCTAssertEqual(drained(sub), [0, 1, 2])
         XCTAssertNil(sub.next())
     }
 
