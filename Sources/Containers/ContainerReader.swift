@@ -46,6 +46,8 @@ public final class ContainerReader {
     public let sampleEntry: SampleEntry?
     /// The file's duration as the container states it, when it does.
     public let durationSeconds: Double?
+    /// The file's sound tracks, as "AAC, 48000 Hz, 1 channel" (not inspected further).
+    public let soundTracks: [String]
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -110,6 +112,15 @@ public final class ContainerReader {
         let extradata = parameters.extradata.map { Array(UnsafeBufferPointer(start: $0, count: Int(max(0, parameters.extradata_size)))) } ?? []
         sampleEntry = codec == .h264 ? Self.parseAVCC(extradata) : Self.parseHVCC(extradata)
         durationSeconds = made.pointee.duration > 0 ? Double(made.pointee.duration) / Double(AV_TIME_BASE) : nil
+        soundTracks = (0..<Int(made.pointee.nb_streams)).compactMap { i in
+            guard let parameters = made.pointee.streams[i]?.pointee.codecpar.pointee,
+                  parameters.codec_type == AVMEDIA_TYPE_AUDIO else { return nil }
+            let name = String(cString: avcodec_get_name(parameters.codec_id)).uppercased()
+            let channels = Int(parameters.ch_layout.nb_channels)
+            // MPEG-TS states them only in the audio's own headers, which are not read here.
+            guard parameters.sample_rate > 0, channels > 0 else { return "\(name) (rate and channels in its packets)" }
+            return "\(name), \(parameters.sample_rate) Hz, \(channels) channel\(channels == 1 ? "" : "s")"
+        }
         packet = av_packet_alloc()
         if formatName == "mpegts" {
             randomAccess = Self.randomAccessMarks(path: path, pid: Int(stream.pointee.id))

@@ -51,6 +51,7 @@ extension InspectCommand {
             facts.append("Annex-B inside, no sample entry")
         }
         print(facts.joined(separator: ", "))
+        for sound in reader.soundTracks { print("sound: \(sound) (a track beside the video; not checked here)") }
         if problems.isEmpty {
             var held = ["every IDR and only IDRs marked key", "decode times rise"]
             if container.sampleEntryMatchesStream == true {

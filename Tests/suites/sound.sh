@@ -61,6 +61,8 @@ for ext in mp4 mov mkv ts; do
     check "$ext: every second's white frame and tone burst within ±10 ms (5 of 5 after the first)" in_sync "$f" 5
     check "$ext: the sound lasts to the picture's end and at most one AAC frame past it" ends_together "$f"
     check "$ext: the burned-in counter still reads 0..179 in order under the marks" counters_run "$f" 0 179
+    check "$ext: camrec inspect names the sound track and still finds the container OK" \
+        bash -c "out=\$('$CAMREC' inspect --summary '$f'); grep -qE '^sound: AAC(, 48000 Hz, 1 channel| \\(rate and channels in its packets\\))' <<<\"\$out\" && grep -q '^container: OK' <<<\"\$out\""
 done
 check "a.h264 beside them: video only (ffprobe sees one stream)" streams_are a.h264 "video:h264"
 check "a.h264 keeps the contract and stays bare" contract_ok a.h264 --frames 180 --idr-interval 30
