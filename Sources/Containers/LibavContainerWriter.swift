@@ -24,7 +24,7 @@ import Outputs
 public final class LibavContainerWriter: ContainerWriter {
     public let format: ContainerFormat
     public let codec: VideoCodec
-    public var clampedTimestamps: Int { track?.clampedTimestamps ?? 0 }
+    public var clampedTimestamps: Int { tracks?.clampedTimestamps ?? 0 }
 
     private let sink: ByteSink
     private let frameIntervalNanoseconds: UInt64
@@ -33,14 +33,12 @@ public final class LibavContainerWriter: ContainerWriter {
     private var context: UnsafeMutablePointer<AVFormatContext>?
     private var io: UnsafeMutablePointer<AVIOContext>?
     private var packet: UnsafeMutablePointer<AVPacket>?
-    private var track: VideoTrack?
-    /// The recording's sound, when it has one (`audio`); described with the video at the header.
+    /// The video, and the sound beside it; described at the header.
+    private var tracks: MuxedTracks?
+    /// The recording's sound, when it has one (`audio`).
     private let audio: AudioTrackFormat?
-    private var audioTrack: AudioTrack?
-    /// Where the video written so far ends: the newest frame's presentation time plus a frame.
-    private var videoEnd: UInt64?
-    /// Audio packets not written (before the first picture, or overlapping).
-    public var droppedAudioPackets: Int { audioTrack?.droppedPackets ?? 0 }
+    /// Audio packets not written (before the first picture, after the last, or overlapping).
+    public var droppedAudioPackets: Int { tracks?.droppedAudioPackets ?? 0 }
     /// The header is written and the trailer not yet.
     private var started = false
     /// The sink's error from inside libavformat's write callback, rethrown to the caller.
@@ -99,7 +97,7 @@ public final class LibavContainerWriter: ContainerWriter {
     }
 
     deinit {
-        audioTrack?.discard()
+        tracks?.discard()
         var p = packet
         av_packet_free(&p)
         if let context {
@@ -150,26 +148,10 @@ public final class LibavContainerWriter: ContainerWriter {
 
     public func write(_ chunk: StreamChunk) throws {
         guard let context, let packet else { return }
-        if track == nil { try start(with: chunk) }
-        guard started, var track else { return }
-        let status: Int32
-        if chunk.kind == .audio {
-            guard var audioTrack, let origin = track.firstPresentation, let videoEnd else { return }
-            status = audioTrack.add(chunk, origin: origin, videoEnd: videoEnd, into: context, using: packet)
-            self.audioTrack = audioTrack
-        } else {
-            var written = track.write(chunk, frameIntervalNanoseconds: frameIntervalNanoseconds, into: context, using: packet,
-                                      interleaved: audioTrack != nil)
-            self.track = track
-            let end = chunk.presentationTimeNanoseconds &+ frameIntervalNanoseconds
-            videoEnd = max(videoEnd ?? end, end)
-            // The sound the picture has now reached.
-            if written >= 0, var audioTrack, let origin = track.firstPresentation, let videoEnd {
-                written = audioTrack.writePending(origin: origin, videoEnd: videoEnd, final: false, into: context, using: packet)
-                self.audioTrack = audioTrack
-            }
-            status = written
-        }
+        if tracks == nil { try start(with: chunk) }
+        guard started, var tracks else { return }
+        let status = tracks.write(chunk, into: context, using: packet)
+        self.tracks = tracks
         guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
         if fragmentEveryFrame {
             // With frag_custom a null packet closes the fragment now.
@@ -181,15 +163,9 @@ public final class LibavContainerWriter: ContainerWriter {
         sink.commitBoundary()
     }
 
-    public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool {
-        guard let audioTrack, let origin = track?.firstPresentation, let videoEnd else { return false }
-        return audioTrack.span(of: chunk, origin: origin).start < Int64(clamping: videoEnd) - Int64(clamping: origin)
-    }
+    public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool { tracks?.beginsBeforeVideoEnd(chunk) ?? false }
 
-    public var soundReachesVideoEnd: Bool {
-        guard let audioTrack, let origin = track?.firstPresentation, let videoEnd else { return true }
-        return audioTrack.latestEnd >= Int64(clamping: videoEnd) - Int64(clamping: origin)
-    }
+    public var soundReachesVideoEnd: Bool { tracks?.soundReachesVideoEnd ?? true }
 
     /// Describes the stream from the file's first access unit (an IDR with its parameter sets) and writes
     /// the container's header.
@@ -197,10 +173,8 @@ public final class LibavContainerWriter: ContainerWriter {
         guard let context, chunk.kind == .video else { return }
         let track = try VideoTrack(in: context, codec: codec, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
         if format == .mp4 || format == .mov { track.tagForMP4() }
-        self.track = track
-        if let audio {
-            audioTrack = try AudioTrack(in: context, format: audio, what: "the \(format.rawValue) file \(sink.label)")
-        }
+        let audioTrack = try audio.map { try AudioTrack(in: context, format: $0, what: "the \(format.rawValue) file \(sink.label)") }
+        tracks = MuxedTracks(video: track, audio: audioTrack, frameIntervalNanoseconds: frameIntervalNanoseconds, writesDurations: true)
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -225,9 +199,9 @@ public final class LibavContainerWriter: ContainerWriter {
     public func finish() throws {
         guard let context, started else { return }
         // The sound up to the picture's end, the last packet shortened to end with it; none after.
-        if var audioTrack, let origin = track?.firstPresentation, let videoEnd, let packet {
-            let written = audioTrack.writePending(origin: origin, videoEnd: videoEnd, final: true, into: context, using: packet)
-            self.audioTrack = audioTrack
+        if var tracks, let packet {
+            let written = tracks.finishSound(into: context, using: packet)
+            self.tracks = tracks
             guard written >= 0 else {
                 started = false
                 throw failure("writing the sound into \(sink.label) failed", written)

@@ -1,3 +1,4 @@
+import Audio
 import Hub
 import Bitstream
 import CFFmpeg
@@ -19,7 +20,10 @@ public final class MediaServerTransport: PeerTransport {
     public var connectsOnFirstSend: Bool { true }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
-    private var track: VideoTrack?
+    /// The video, and the recording's sound beside it when `audio` is given.
+    private var tracks: MuxedTracks?
+    private let audio: AudioTrackFormat?
+    private let frameIntervalNanoseconds: UInt64
     /// The header (the announce) is written: packets may follow.
     private var streaming = false
     private let packet: UnsafeMutablePointer<AVPacket>
@@ -31,10 +35,15 @@ public final class MediaServerTransport: PeerTransport {
 
     /// - Parameter codec: H.264 to any server; H.265 over RTSP (RFC 7798) and SRT (MPEG-TS) only,
     ///   since FLV (RTMP) carries H.264 only: the caller refuses that before.
-    public init(server: MediaServerURL, codec: VideoCodec = .h264) {
+    /// - Parameter audio: the recording's sound, sent beside the video (AAC: FLV, RTSP's
+    ///   mpeg4-generic, MPEG-TS); `framesPerSecond` says where the video ends, for the sound's end.
+    public init(server: MediaServerURL, codec: VideoCodec = .h264, audio: AudioTrackFormat? = nil, framesPerSecond: Double = 30) {
         precondition(codec == .h264 || server.kind != .rtmp, "RTMP carries H.264 only")
         self.server = server
         self.codec = codec
+        self.audio = audio
+        let fps = framesPerSecond.isFinite && framesPerSecond > 0 ? framesPerSecond : 30
+        frameIntervalNanoseconds = UInt64((1e9 / fps).rounded())
         packet = av_packet_alloc()
     }
 
@@ -45,6 +54,7 @@ public final class MediaServerTransport: PeerTransport {
     }
 
     private func release() {
+        tracks?.discard()
         guard let context else { return }
         if server.kind != .rtsp, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
         avformat_free_context(context)
@@ -69,12 +79,14 @@ public final class MediaServerTransport: PeerTransport {
 
     private func write(_ chunk: StreamChunk) throws {
         if context == nil {
-            guard track == nil else { throw OutputError(.unwritable, "the session to \(peerAddress) has ended") }
+            guard tracks == nil else { throw OutputError(.unwritable, "the session to \(peerAddress) has ended") }
+            // A session starts at the picture; sound before it has nothing to go with.
+            guard chunk.kind == .video else { return }
             try start(with: chunk)
         }
-        guard let context, streaming, var track else { return }
-        let status = track.write(chunk, frameIntervalNanoseconds: nil, into: context, using: packet)
-        self.track = track
+        guard let context, streaming, var tracks else { return }
+        let status = tracks.write(chunk, into: context, using: packet)
+        self.tracks = tracks
         if status >= 0, let pb = context.pointee.pb { avio_flush(pb) }
         let ioError = context.pointee.pb.map { $0.pointee.error } ?? 0
         if status < 0 || ioError < 0 { throw failure("sending", status < 0 ? status : ioError) }
@@ -93,7 +105,9 @@ public final class MediaServerTransport: PeerTransport {
             if transport.abort() { transport.interrupted = true; return 1 }
             return 0
         }, opaque: Unmanaged.passUnretained(self).toOpaque())
-        track = try VideoTrack(in: made, codec: codec, firstAccessUnit: chunk.bytes, what: peerAddress)
+        let video = try VideoTrack(in: made, codec: codec, firstAccessUnit: chunk.bytes, what: peerAddress)
+        let sound = try audio.map { try AudioTrack(in: made, format: $0, what: peerAddress) }
+        tracks = MuxedTracks(video: video, audio: sound, frameIntervalNanoseconds: frameIntervalNanoseconds, writesDurations: false)
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }
@@ -148,6 +162,10 @@ public final class MediaServerTransport: PeerTransport {
                 LibavLogging.keepThreadErrors(false)
             }
             if let context, streaming {
+                if var tracks {
+                    _ = tracks.finishSound(into: context, using: packet)
+                    self.tracks = tracks
+                }
                 _ = av_write_trailer(context)  // RTSP: TEARDOWN; FLV and MPEG-TS: nothing that matters live
                 if let pb = context.pointee.pb { avio_flush(pb) }
                 if server.kind == .srt { waitForSRTDelivery(abort: abort) }

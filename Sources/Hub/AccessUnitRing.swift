@@ -17,12 +17,17 @@ public struct RingBounds: Sendable, Equatable {
     public static let newestPictureGroup = RingBounds(seconds: 0, maximumBytes: 64 << 20, maximumFrames: 1200)
 }
 
-/// The recent access units, always starting at an IDR (or empty). Chunks are retained, not
+/// The recent access units, always starting at an IDR (or empty), with the recording's audio packets
+/// among them in the order published (an event clip's pre-roll has its sound). Chunks are retained, not
 /// copied; storage is reserved once, so keeping them allocates nothing per frame.
 struct AccessUnitRing {
     let bounds: RingBounds
     private(set) var chunks: [StreamChunk] = []
     private(set) var bytes = 0
+    /// Access units held (audio packets are not frames: `maximumFrames` bounds these).
+    private(set) var frames = 0
+    /// The newest access unit's presentation time: the ring's "now".
+    private var newestFrame: UInt64 = 0
 
     init(bounds: RingBounds) {
         self.bounds = bounds
@@ -35,7 +40,13 @@ struct AccessUnitRing {
         chunk.retain()
         chunks.append(chunk)
         bytes += chunk.bytes.count
-        evict(newest: chunk.presentationTimeNanoseconds)
+        // Time moves on with the picture: sound comes later than the frames of its moment, and its
+        // times must not look like a clock gone backwards (which lets go of everything before the newest IDR).
+        if chunk.kind == .video {
+            frames += 1
+            newestFrame = chunk.presentationTimeNanoseconds
+        }
+        evict(newest: newestFrame)
     }
 
     private mutating func evict(newest: UInt64) {
@@ -45,7 +56,7 @@ struct AccessUnitRing {
                 || newest < chunks[next].presentationTimeNanoseconds {
             dropFront(next)
         }
-        while bytes > bounds.maximumBytes || chunks.count > bounds.maximumFrames {
+        while bytes > bounds.maximumBytes || frames > bounds.maximumFrames {
             if let next = secondIDRIndex() { dropFront(next) } else { clear() }
         }
     }
@@ -58,6 +69,7 @@ struct AccessUnitRing {
     private mutating func dropFront(_ count: Int) {
         for chunk in chunks[..<count] {
             bytes -= chunk.bytes.count
+            if chunk.kind == .video { frames -= 1 }
             chunk.release()
         }
         chunks.removeFirst(count)
@@ -66,7 +78,7 @@ struct AccessUnitRing {
     /// Where a subscriber starting `seconds` back begins: the newest IDR at or before that time,
     /// or the oldest held if the ring does not reach so far (earlier is never possible, later never chosen).
     func startIndex(secondsBack seconds: Double) -> Int? {
-        guard let newest = chunks.last?.presentationTimeNanoseconds else { return nil }
+        guard let newest = chunks.last(where: { $0.kind == .video })?.presentationTimeNanoseconds else { return nil }
         let back = UInt64((seconds.isFinite ? min(max(0, seconds), 86_400) : 0) * 1e9)
         return startIndex(atOrBefore: newest >= back ? newest - back : 0)
     }
@@ -88,5 +100,6 @@ struct AccessUnitRing {
         for chunk in chunks { chunk.release() }
         chunks.removeAll(keepingCapacity: true)
         bytes = 0
+        frames = 0
     }
 }

@@ -57,12 +57,15 @@ public final class StreamHub: Sendable {
     }
 
     /// An audio packet (a producer beside the encoder: the recording's sound) for the subscribers that
-    /// take audio, on the audio thread; takes over one reference. It is no frame: the ring, the newest
-    /// frame and the published count are the video's. A subscriber still waiting for its first IDR
-    /// drops it, so its sound starts with its picture.
+    /// take audio, on the audio thread; takes over one reference. It is no frame: the newest frame and
+    /// the published count are the video's; the ring keeps it beside the frames. A subscriber still
+    /// waiting for its first IDR drops it, so its sound starts with its picture.
     private func publishAudio(_ chunk: StreamChunk) {
         let subscribers = state.withLock { s -> [Subscription] in
-            s.closed ? [] : s.subscribers.filter(\.takesAudio)
+            guard !s.closed else { return [] }
+            // Kept for a pre-roll with its sound (from the ring's first IDR on).
+            s.ring.append(chunk)
+            return s.subscribers.filter(\.takesAudio)
         }
         if !subscribers.isEmpty { chunk.retain(subscribers.count) }
         for subscriber in subscribers { subscriber.offer(chunk) }
@@ -87,7 +90,7 @@ public final class StreamHub: Sendable {
             case .atOrBefore(let time): begin = s.ring.startIndex(atOrBefore: time)
             }
             if let begin {
-                backlog = s.ring.chunks[begin...]
+                backlog = withAudio ? s.ring.chunks[begin...] : ArraySlice(s.ring.chunks[begin...].filter { $0.kind == .video })
                 for chunk in backlog { chunk.retain() }
             }
             let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio)
@@ -133,9 +136,11 @@ public final class StreamHub: Sendable {
             for chunk in group { chunk.retain() }
             return group
         }
-        guard let held, let last = held.last else { return nil }
+        guard let held else { return nil }
         defer { for chunk in held { chunk.release() } }
-        return (held.map(\.bytes), last.sequence)
+        let pictures = held.filter { $0.kind == .video }
+        guard let last = pictures.last else { return nil }
+        return (pictures.map(\.bytes), last.sequence)
     }
 
     /// A copy of the IDR access unit (with its parameter sets) that a `.atOrBefore(time)` subscriber
@@ -161,5 +166,5 @@ public final class StreamHub: Sendable {
     /// The stream has ended: nothing more is published, and `subscribe` returns nil.
     public var isClosed: Bool { state.withLock { $0.closed } }
     /// Access units and bytes the ring holds now.
-    public var held: (frames: Int, bytes: Int) { state.withLock { ($0.ring.chunks.count, $0.ring.bytes) } }
+    public var held: (frames: Int, bytes: Int) { state.withLock { ($0.ring.frames, $0.ring.bytes) } }
 }

@@ -137,6 +137,8 @@ final class PeerSender: @unchecked Sendable {
         }
         let done = MonotonicClock.now()
         if done >= lagDeadline { throw SocketError("send", .timedOut, address: transport.peerAddress) }
+        // The counts and latency are the picture's; sound beside it is not a frame.
+        guard chunk.kind == .video else { return }
         state.withLock { s in
             s.frames += 1
             s.bytes += chunk.bytes.count

@@ -27,6 +27,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     private var hub: StreamHub?
     private let log: NetworkEventLog
     private let queueCapacity: Int
+    private let takesAudio: Bool
     private let stallTimeoutSeconds: Double
     private let current = Mutex<PeerSender?>(nil)
     private let stopping = Atomic<Bool>(false)
@@ -37,8 +38,10 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     private let abandoned = Atomic<Bool>(false)
 
 
-    public init(label: String, peerKind: String, queueCapacity: Int = 60,
-                stallTimeoutSeconds: Double = 10, log: @escaping NetworkEventLog, makeTransport: @escaping MakeTransport) {
+    /// - Parameter takesAudio: the transport sends the recording's sound too (a media server's session).
+    public init(label: String, peerKind: String, queueCapacity: Int = 60, stallTimeoutSeconds: Double = 10,
+                takesAudio: Bool = false, log: @escaping NetworkEventLog, makeTransport: @escaping MakeTransport) {
+        self.takesAudio = takesAudio
         self.label = label
         self.peerKind = peerKind
         self.queueCapacity = queueCapacity
@@ -67,7 +70,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         do {
             let transport = try makeTransport()
             let name = "\(peerKind) \(transport.peerAddress)"
-            guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
+            guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
+                                                    withAudio: takesAudio) else {
                 transport.close(abort: { true })
                 return "the recording has ended"
             }

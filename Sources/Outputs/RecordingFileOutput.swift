@@ -73,6 +73,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
     /// An event clip's end (`openClip`); nil for a recording.
     private var clipEnd: ClipEnd?
+    /// The clip's last frame is written; its sound may still be on the way (`ending`).
+    private var clipPictureEnded = false
 
     // Owned by the output thread once open() returns.
     var sink: FileSink?
@@ -199,6 +201,12 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    /// The clip is complete, sound and all: its file is finished and it leaves the hub.
+    private func endClip() throws {
+        subscription?.cancel()
+        try finishCurrentFile()
+    }
+
     private func endFileIfAtGap() {
         guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
               shared.withLock({ $0.failure == nil }), current != nil else { return }
@@ -221,7 +229,10 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         if chunk.kind == .audio {
             if let container = ending?.container {
                 if container.beginsBeforeVideoEnd(chunk) { try container.write(chunk) }
-                if container.soundReachesVideoEnd { try finishEndingFile() }
+                if container.soundReachesVideoEnd {
+                    try finishEndingFile()
+                    if clipPictureEnded { try endClip() }
+                }
             }
             if let container, let file = current, file.frames > 0 { try container.write(chunk) }
             return
@@ -230,9 +241,14 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         if let deadline = ending?.deadline, chunk.presentationTimeNanoseconds >= deadline { try finishEndingFile() }
         let pts = chunk.presentationTimeNanoseconds
         if let clipEnd, clipEnd.isOver(at: pts) {
-            // Past the post-roll: the clip is complete; leave the hub so it never waits for us.
-            subscription?.cancel()
-            try finishCurrentFile()
+            // Past the post-roll: the clip's picture is complete. Its sound comes a little later: the
+            // file waits for it as a cut file does (a second at most), then the clip leaves the hub
+            // so it never waits for us.
+            if !clipPictureEnded {
+                clipPictureEnded = true
+                try cutCurrentFile(nextAt: pts)
+            }
+            if ending == nil || pts >= ending!.deadline { try endClip() }
             return
         }
         // After a gap the file ended there; the camera's first IDR since opens the next one.

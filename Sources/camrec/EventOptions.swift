@@ -1,4 +1,5 @@
 import ArgumentParser
+import Audio
 import Synchronization
 import Bitstream
 import Containers
@@ -152,18 +153,20 @@ struct EventOptions: ParsableArguments {
     }
 
     /// The event recorder for `--event-output`, or nil.
-    func makeRecorder(codec: VideoCodec, device: String, framesPerSecond: Double) throws -> EventRecorder? {
+    /// - Parameter audio: the recording's sound, in clips with a container (their pre-roll's too).
+    func makeRecorder(codec: VideoCodec, device: String, framesPerSecond: Double, audio: AudioTrackFormat? = nil) throws -> EventRecorder? {
         guard let eventOutput else { return nil }
         let pattern = try OutputNamePattern(eventOutput)
         let container = ContainerFormat(fileName: eventOutput)
         let makeContainer: ContainerWriterFactory = { format, sink in
-            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond)
+            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
         }
-        let files = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: false,
+        var files = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: false,
                                                       segmentSeconds: maxClipLength ?? Self.defaultMaxClipLength,
                                                       retention: RetentionPolicy(maximumFiles: eventKeepFiles,
                                                                                  maximumAgeSeconds: eventKeepFor.flatMap(RetentionPolicy.parseDuration)),
                                                       format: container, makeContainer: container == .raw ? nil : makeContainer)
+        files.takesAudio = audio != nil && container != .raw
         return EventRecorder(configuration: .init(preRollSeconds: preRoll ?? Self.defaultPreRoll,
                                                   postRollSeconds: postRoll ?? Self.defaultPostRoll, files: files))
     }

@@ -102,7 +102,8 @@ extension RecordCommand {
                 } else if TCPEndpoint.looksLikeURL(target) {
                     add(makeNetworkOutput(try TCPEndpoint(url: target), codec: codec), codec)
                 } else if MediaServerURL.looksLikeURL(target) {
-                    add(makePublishOutput(try MediaServerURL(target), codec: codec), codec)
+                    add(makePublishOutput(try MediaServerURL(target), codec: codec, audio: soundEncoder?.track,
+                                          framesPerSecond: source.framesPerSecond), codec)
                 } else {
                     let output = try files.makeOutput(target, codec: codec, device: sourceName, overwrite: overwrite,
                                                       framesPerSecond: source.framesPerSecond, timingSEI: timingSei,
@@ -125,7 +126,8 @@ extension RecordCommand {
         }
         let eventRecorder: EventRecorder?
         do {
-            eventRecorder = try events.makeRecorder(codec: defaultCodec, device: sourceName, framesPerSecond: source.framesPerSecond)
+            eventRecorder = try events.makeRecorder(codec: defaultCodec, device: sourceName, framesPerSecond: source.framesPerSecond,
+                                                    audio: soundEncoder?.track)
         } catch {
             throw Recorder.classify(error)
         }
@@ -155,7 +157,8 @@ extension RecordCommand {
             logger.info("sound: \(sound.source.summary), AAC-LC at \(sound.encoder.bitrate) bit/s")
             let silent = outputs.filter { !carriesSound($0) }
             if !silent.isEmpty {
-                printLine("camrec: sound goes into \(outputs.filter(carriesSound).joined(separator: ", ")); "
+                let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []
+                printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips).joined(separator: ", ")); "
                     + "\(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only")
             }
         }
@@ -200,9 +203,11 @@ extension RecordCommand {
 
     /// Publishing to a media server: the same queue, skip-to-IDR and reconnecting as a tcp:// push, on a
     /// thread of its own (libavformat's writers block).
-    func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec) -> StreamOutput {
-        PushOutput(label: server.redacted, peerKind: "server", log: networkLog()) {
-            MediaServerTransport(server: server, codec: codec)
+    /// `audio`: the recording's sound goes to the server too.
+    func makePublishOutput(_ server: MediaServerURL, codec: VideoCodec, audio: AudioTrackFormat? = nil,
+                           framesPerSecond: Double = 30) -> StreamOutput {
+        PushOutput(label: server.redacted, peerKind: "server", takesAudio: audio != nil, log: networkLog()) {
+            MediaServerTransport(server: server, codec: codec, audio: audio, framesPerSecond: framesPerSecond)
         }
     }
 

@@ -7,10 +7,11 @@ import Outputs
 import Recorder
 
 extension RecordCommand {
-    /// Whether `target` is a file in a container (MP4, QuickTime, Matroska, MPEG-TS): the outputs that carry sound.
+    /// Whether `target` carries sound: a file in a container (MP4, QuickTime, Matroska, MPEG-TS) or a media
+    /// server (RTMP, RTSP, SRT).
     func carriesSound(_ target: String) -> Bool {
-        target != "-" && !TCPEndpoint.looksLikeURL(target) && !MediaServerURL.looksLikeURL(target)
-            && (files.format ?? ContainerFormat(fileName: target)) != .raw
+        if MediaServerURL.looksLikeURL(target) { return true }
+        return target != "-" && !TCPEndpoint.looksLikeURL(target) && (files.format ?? ContainerFormat(fileName: target)) != .raw
     }
 
     func checkSound() throws {
@@ -18,8 +19,9 @@ extension RecordCommand {
         if input != nil {
             throw ValidationError("--audio goes with a live source (--device, --test-pattern, --test-scene): --input is read as fast as it can be, with no clock to put sound on")
         }
-        if !outputs.contains(where: carriesSound) {
-            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts): raw .h264/.h265 files, stdout, tcp://, media servers, event clips and the live view carry video only")
+        let clipsCarrySound = events.eventOutput.map { ContainerFormat(fileName: $0) != .raw } ?? false
+        if !outputs.contains(where: carriesSound) && !clipsCarrySound {
+            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://) or --event-output clips in one of those containers: raw .h264/.h265 files, stdout, tcp:// and the live view carry video only")
         }
     }
 

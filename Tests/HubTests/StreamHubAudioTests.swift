@@ -50,6 +50,38 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         assertEveryChunkIsBackInThePool(pool)
     }
 
+    func testTheRingKeepsTheSoundOfThePrerollForSubscribersThatTakeIt() throws {
+        let hub = StreamHub(label: "t", ring: RingBounds(seconds: 5, maximumBytes: 1 << 20, maximumFrames: 4),
+                            keyframes: KeyframeGate())
+        // Sound is published after the frames of its moment (the encoder's delay): packet i after frame i + 1.
+        for i in 0..<12 {
+            hub.publish(video(i, idrEvery: 4))
+            if i > 0 { hub.publish(audio(i - 1)) }
+        }
+        XCTAssertEqual(hub.held.frames, 4, "maximumFrames counts frames: the newest picture group, 8...11")
+        let clip = try XCTUnwrap(hub.subscribe("clip", from: .preroll(seconds: 10), policy: .lossless(depth: 100), withAudio: true))
+        let viewer = try XCTUnwrap(hub.subscribe("h264", from: .preroll(seconds: 10), policy: .lossless(depth: 100)))
+        XCTAssertEqual(drained(clip), [8, 1007, 9, 1008, 10, 1009, 11, 1010], "the pre-roll with its sound, in published order")
+        XCTAssertEqual(drained(viewer), [8, 9, 10, 11], "no sound for a subscriber that does not take it")
+        XCTAssertEqual(hub.newestPictureGroup()?.accessUnits.count, 4, "a snapshot's picture group has no sound in it")
+        hub.close()
+        assertEveryChunkIsBackInThePool(pool)
+    }
+
+    func testSoundThatComesAfterANewerIDRDoesNotShortenThePreroll() throws {
+        let hub = StreamHub(label: "t", ring: RingBounds(seconds: 3, maximumBytes: 1 << 20, maximumFrames: 1000),
+                            keyframes: KeyframeGate())
+        // Frames 0..39 at 10 fps with an IDR every 10; each packet of sound (21 ms) arrives a frame late,
+        // presented before the frame just published, an IDR among them.
+        for i in 0..<40 {
+            hub.publish(video(i))
+            if i > 0 { hub.publish(audio(i * 4)) }
+        }
+        let clip = try XCTUnwrap(hub.subscribe("clip", from: .preroll(seconds: 2.5), policy: .lossless(depth: 1000), withAudio: true))
+        XCTAssertEqual(drained(clip).first, 10, "2.5 s back from frame 39 (3.9 s) is 1.4 s: the IDR at frame 10 (1.0 s)")
+        hub.close()
+    }
+
     func testASubscriberThatTakesAudioHasRoomForItBesideItsDepthOfFrames() throws {
         let hub = StreamHub(label: "t", keyframes: KeyframeGate())
         let sub = try XCTUnwrap(hub.subscribe("mp4", from: .nextIDR, policy: .skipToIDR(depth: 4), withAudio: true))

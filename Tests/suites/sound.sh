@@ -48,6 +48,16 @@ ends_together() {
         { echo "$1: video ends at $v s, sound at $a s"; return 1; }
 }
 
+# starts_together FILE: the first sound a player plays (ffprobe's first decoded audio frame, priming
+# dropped) and the first picture are at most one AAC frame apart.
+starts_together() {
+    local v a
+    v=$(ffprobe -v error -select_streams v:0 -show_entries frame=best_effort_timestamp_time -of csv=p=0 -read_intervals '%+#1' "$1" | head -1)
+    a=$(ffprobe -v error -select_streams a:0 -show_entries frame=best_effort_timestamp_time -of csv=p=0 -read_intervals '%+#1' "$1" | head -1)
+    awk -v v="$v" -v a="$a" 'BEGIN { d = a - v; exit !(v != "" && a != "" && d <= 0.0214 && -d <= 0.0214) }' ||
+        { echo "$1: the picture starts at $v s, the sound at $a s"; return 1; }
+}
+
 cd "$W"
 "$CAMREC" --test-pattern --size 640x360 --duration 6 --audio test --overwrite \
     a.mp4 a.mov a.mkv a.ts a.h264 >out.log 2>err.log
@@ -60,6 +70,7 @@ for ext in mp4 mov mkv ts; do
     check "$ext: two tracks, H.264 and AAC at 48000 Hz mono (ffprobe)" streams_are "$f" "video:h264 audio:aac:48000:1"
     check "$ext: every second's white frame and tone burst within ±10 ms (5 of 5 after the first)" in_sync "$f" 5
     check "$ext: the sound lasts to the picture's end and at most one AAC frame past it" ends_together "$f"
+    check "$ext: the sound starts with the picture (within one AAC frame)" starts_together "$f"
     check "$ext: the burned-in counter still reads 0..179 in order under the marks" counters_run "$f" 0 179
     check "$ext: camrec inspect names the sound track and still finds the container OK" \
         bash -c "out=\$('$CAMREC' inspect --summary '$f'); grep -qE '^sound: AAC(, 48000 Hz, 1 channel| \\(rate and channels in its packets\\))' <<<\"\$out\" && grep -q '^container: OK' <<<\"\$out\""
@@ -84,6 +95,7 @@ for f in "${segs[@]}"; do
     check "$f: both tracks" streams_are "$f" "video:h264 audio:aac:48000:1"
     check "$f: in sync (its second's flash and burst within ±10 ms)" in_sync "$f" 1
     check "$f: its sound lasts to its picture's end, at most one AAC frame past (the cut file waits for it)" ends_together "$f"
+    check "$f: its sound starts with its picture (within one AAC frame)" starts_together "$f"
 done
 check "segments: the counters run on from file to file, 0..179, none lost or repeated" \
     bash -c "[[ \"\$(for f in ${segs[*]}; do python3 $TOOLS/pattern-counters.py \$f; done | tr '\n' ' ')\" == \"\$(seq -s ' ' 0 179) \" ]]"
@@ -102,6 +114,63 @@ check "SIGINT with sound: exit 0 (status $rc)" [ $rc -eq 0 ]
 check "SIGINT: the sound lasts to the picture's end and at most one AAC frame past it" ends_together int.mkv
 check "SIGINT: in sync (2 pairs within ±10 ms)" in_sync int.mkv 2
 
+# An event clip with a 3 s pre-roll: its sound comes from the hub's ring with its picture.
+"$CAMREC" --test-pattern --size 640x360 --duration 12 --audio test --event-output 'ev-{n}.mp4' --pre-roll 3 --post-roll 2 \
+    all.h264 >/dev/null 2>ev.err & p=$!
+sleep 6.3; kill -USR1 $p; wait_for $p 20; rc=$?
+check "event clip with sound: exit 0 (status $rc), one clip with 3 s of pre-roll" \
+    bash -c "[ $rc -eq 0 ] && [ -s ev-1.mp4 ] && grep -qE 'event ended .* pre-roll=3\.[0-9]+s' ev.err"
+check "event clip: both tracks" streams_are ev-1.mp4 "video:h264 audio:aac:48000:1"
+check "event clip: the sound starts with the picture, pre-roll included (within one AAC frame)" starts_together ev-1.mp4
+check "event clip: in sync from the pre-roll to the post-roll (4 pairs within ±10 ms)" in_sync ev-1.mp4 4
+check "event clip: the sound lasts to the picture's end, at most one AAC frame past (the clip waits for it)" ends_together ev-1.mp4
+check "camrec says the sound goes into the event clips and all.h264 carries video only" \
+    grep -q "^camrec: sound goes into event clips ev-{n}.mp4; all.h264 carries video only$" ev.err
+
+# --- media servers: nginx-rtmp (its own FLV recording), ffmpeg's RTSP and SRT listeners -------------
+# server_got NAME URL RECEIVED: camrec publishes 6 s with sound to URL while the server (already
+# started, $SERVER) writes RECEIVED; the server's file has both tracks, in sync.
+server_got() {
+    local name=$1 url=$2 received=$3 rc
+    "$CAMREC" --test-pattern --size 640x360 --duration 6 --audio test "$url" >/dev/null 2>"$name.err"; rc=$?
+    [[ -n ${SERVER:-} ]] && { wait_for "$SERVER" 20 >/dev/null; SERVER=; }
+    check "$name: camrec exits 0 (status $rc) and counts 180 frames, not the sound's packets" \
+        bash -c "[ $rc -eq 0 ] && grep -q 'finished output=.* frames=180 ' '$name.err'"
+    check "$name: what the server wrote has H.264 and AAC at 48000 Hz mono" streams_are "$received" "video:h264 audio:aac:48000:1"
+    check "$name: in sync after the server (4 pairs within ±10 ms)" in_sync "$received" 4
+}
+if command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; then
+    N=$W/nginx; mkdir -p "$N/rec" "$N/tmp"
+    next_port; RTMP_PORT=$PORT
+    cat >"$N/nginx.conf" <<NGINX
+load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
+daemon off;
+master_process off;
+worker_processes 1;
+error_log $N/error.log warn;
+pid $N/nginx.pid;
+events { worker_connections 64; }
+rtmp { server { listen 127.0.0.1:$RTMP_PORT; application live { live on; record all; record_path $N/rec; record_unique off; } } }
+NGINX
+    "$(command -v nginx || echo /usr/sbin/nginx)" -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
+    NGINX_PID=$!; PIDS+=($NGINX_PID)
+    if wait_listen "$RTMP_PORT"; then
+        SERVER= server_got "nginx-rtmp" "rtmp://127.0.0.1:$RTMP_PORT/live/cam" "$N/rec/cam.flv"
+    else
+        fail "nginx-rtmp: listens on $RTMP_PORT"
+    fi
+    kill "$NGINX_PID" 2>/dev/null; wait "$NGINX_PID" 2>/dev/null
+else
+    fail "nginx not found (scripts/setup.sh --test installs it)"
+fi
+next_port
+ffmpeg -v error -y -rtsp_flags listen -i "rtsp://127.0.0.1:$PORT/cam" -c copy -f mpegts rtsp.ts 2>rtsp-server.log & SERVER=$!; PIDS+=($SERVER)
+wait_listen "$PORT" >/dev/null && server_got "rtsp to ffmpeg" "rtsp://127.0.0.1:$PORT/cam" rtsp.ts
+next_port
+ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts srt.ts 2>srt-server.log & SERVER=$!; PIDS+=($SERVER)
+sleep 1
+server_got "srt to ffmpeg" "srt://127.0.0.1:$PORT" srt.ts
+
 # usage ARGS… -- MESSAGE: camrec refuses ARGS with status 64 in one line matching MESSAGE, and writes no file.
 usage() {
     local args=() msg rc out
@@ -114,8 +183,8 @@ usage() {
 }
 check "--audio hw:0: 64, says only the test tone is built (ALSA is not yet)" \
     usage --test-pattern --frames 3 --audio hw:0 u.mp4 -- 'only its built-in test tone.*ALSA.*not built yet'
-check "--audio test with only a raw file: 64, says which outputs carry sound" \
-    usage --test-pattern --frames 3 --audio test u.h264 -- 'no output can carry sound'
+check "--audio test with only a raw file and tcp://: 64, says which outputs carry sound" \
+    usage --test-pattern --frames 3 --audio test u.h264 tcp://127.0.0.1:9 -- 'no output can carry sound'
 check "--audio test with --input: 64, a file has no clock" \
     usage --input /dev/zero --size 64x64 --frames 3 --audio test u.mp4 -- '--input is read as fast as it can be'
 check "--audio-rate 12345: 64, lists the rates" usage --test-pattern --frames 3 --audio test --audio-rate 12345 u.mp4 -- 'use one of 8000'
