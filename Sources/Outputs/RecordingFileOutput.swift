@@ -216,7 +216,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
             subscription?.cancel()
         }
         do {
-            try finishCurrentFile()
+            // A recording's file takes the sound of its last moments, which comes after them, as at a cut.
+            if clipEnd == nil { try cutCurrentFile(nextAt: lastPresentation) } else { try finishCurrentFile() }
         } catch {
             let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
             shared.withLock { $0.failure = failure }

@@ -4,7 +4,7 @@
 # plugs the node back in once camrec, its last user, has closed it), with a TCP receiver (ffmpeg), a
 # media server (nginx-rtmp), the live status and a browser on the live page (the host's Chromium)
 # watching throughout; `wait=SECONDS` giving up with 71 while a different camera (the second vivid instance) is never taken
-# for the lost one; a multi-planar camera; a v4l2loopback camera
+# for the lost one; a multi-planar camera; a recording with sound (--audio test) across a return; a v4l2loopback camera
 # sending MJPEG that stalls, is removed and comes back under another number.
 # Run by Tests/suites/vm-camera-return.sh through Tests/vm/run.sh with vivid 'n_devs=2 multiplanar=1,2'.
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir), LOOPBACK_KO (v4l2loopback.ko).
@@ -308,6 +308,27 @@ check "multi-planar: exit 0 ($rc), back after the unplug, two files each decodin
     eval "[[ $rc == 0 && $mp_ok == 1 ]] && grep -q '^camrec: camera back after .* s as $OTHER; recording on' '$R/mplane.err'"
 check "multi-planar: $OTHER is a multi-planar node (vivid multiplanar=2)" \
     eval "v4l2-ctl -d '$OTHER' -D 2>/dev/null | sed -n '/Device Caps/,\$p' | grep -q 'Video Capture Multiplanar'"
+
+echo "== sound across a return ($OTHER): --audio test into Matroska, one unplug under wait ($(elapsed))"
+# The test tone is stamped on the camera's clock (V4L2's monotonic buffer times through camrec's
+# timeline): each file's sound must start and end with its picture, the first at the loss, the second
+# from the camera's first IDR after it (av-edges.py on the host: ffprobe's first decoded frames and last packets).
+timeout --foreground 120 "${RUN[@]}" --device "$OTHER" --size 640x480 --fps 10 --encoder software --preset ultrafast \
+    --on-camera-lost wait=20 --audio test "$R/sound.mkv" 2>"$R/sound.err" &
+REC=$!
+wait_for 60 partial_written "$R/sound.mkv"
+nap 3
+v4l2-ctl -d "$OTHER" -c disconnect=1
+wait_for 20 grep -q '^camrec: camera back' "$R/sound.err"
+nap 3
+kill -INT "$REC"; wait "$REC"; rc=$?
+check "sound across a return: exit 0 ($rc), back after the unplug, two files" \
+    eval "[[ $rc == 0 && -s '$R/sound.mkv' && -s '$R/sound-2.mkv' ]] && grep -q '^camrec: camera back' '$R/sound.err'"
+for f in sound.mkv sound-2.mkv; do
+    edges=$(on_host /usr/bin/python3 Tests/tools/av-edges.py "$R/$f" 0.0214); erc=$?
+    echo "   $f: $edges"
+    check "sound across a return: $f's sound starts and ends with its picture (within one AAC frame)" test $erc = 0
+done
 
 echo "== v4l2loopback (MJPEG): the writer stops (a stall), the module is removed and loaded again ($(elapsed))"
 # A loopback node whose writer (ffmpeg) stops is a camera that stalls; removing the module takes the node
