@@ -21,6 +21,9 @@ struct AudioTrack {
     private(set) var droppedPackets = 0
     /// Where the sound taken so far ends, in nanoseconds from the origin.
     private(set) var latestEnd = Int64.min
+    /// Through libavformat's interleaver (files, servers); off for the live view, whose fragments are
+    /// cut after each picture and take whatever sound was written since, track by track.
+    var interleaved = true
     /// At most this many packets wait for the video (about 10 s at 48 kHz): past it, the oldest is
     /// written anyway, so a picture that stopped cannot make sound pile up.
     static let mostPending = 512
@@ -99,7 +102,8 @@ struct AudioTrack {
         return status
     }
 
-    /// One packet into the interleaver, its duration cut to end at `trimmedTo` (from the origin) if given.
+    /// One packet into the muxer (through its interleaver unless `interleaved` is off), its duration cut
+    /// to end at `trimmedTo` (from the origin) if given.
     private mutating func write(_ chunk: StreamChunk, origin: UInt64, trimmedTo end: Int64?,
                                 into context: UnsafeMutablePointer<AVFormatContext>, using packet: UnsafeMutablePointer<AVPacket>) -> Int32 {
         let nanoseconds = AVRational(num: 1, den: 1_000_000_000)
@@ -119,6 +123,6 @@ struct AudioTrack {
         packet.pointee.dts = timestamp
         packet.pointee.duration = max(1, duration)
         packet.pointee.flags = AV_PKT_FLAG_KEY
-        return ChunkPacket.write(chunk, as: packet, interleaved: true, into: context)
+        return ChunkPacket.write(chunk, as: packet, interleaved: interleaved, into: context)
     }
 }

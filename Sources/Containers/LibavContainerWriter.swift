@@ -62,7 +62,6 @@ public final class LibavContainerWriter: ContainerWriter {
     public init(format: ContainerFormat, codec: VideoCodec = .h264, sink: ByteSink, framesPerSecond: Double,
                 fragmentEveryFrame: Bool = false, audio: AudioTrackFormat? = nil) throws {
         guard let name = Self.muxerName(format) else { preconditionFailure("raw Annex-B needs no container writer") }
-        precondition(audio == nil || !fragmentEveryFrame, "the live view's fragments carry video only")
         self.audio = audio
         self.format = format
         self.codec = codec
@@ -153,6 +152,8 @@ public final class LibavContainerWriter: ContainerWriter {
         let status = tracks.write(chunk, into: context, using: packet)
         self.tracks = tracks
         guard status >= 0 else { throw failure("writing a frame into \(sink.label) failed", status) }
+        // Live: sound goes out in the next picture's fragment.
+        if fragmentEveryFrame && chunk.kind == .audio { return }
         if fragmentEveryFrame {
             // With frag_custom a null packet closes the fragment now.
             let flushed = av_write_frame(context, nil)
@@ -174,7 +175,8 @@ public final class LibavContainerWriter: ContainerWriter {
         let track = try VideoTrack(in: context, codec: codec, firstAccessUnit: chunk.bytes, what: "the \(format.rawValue) file \(sink.label)")
         if format == .mp4 || format == .mov { track.tagForMP4() }
         let audioTrack = try audio.map { try AudioTrack(in: context, format: $0, what: "the \(format.rawValue) file \(sink.label)") }
-        tracks = MuxedTracks(video: track, audio: audioTrack, frameIntervalNanoseconds: frameIntervalNanoseconds, writesDurations: true)
+        tracks = MuxedTracks(video: track, audio: audioTrack, frameIntervalNanoseconds: frameIntervalNanoseconds, writesDurations: true,
+                             interleaved: !fragmentEveryFrame)
 
         var options: OpaquePointer?
         defer { av_dict_free(&options) }

@@ -1,3 +1,4 @@
+import Audio
 import Hub
 import Bitstream
 import Outputs
@@ -9,21 +10,32 @@ import Outputs
 public final class LiveMP4Fragmenter {
     /// `ftyp`+`moov`: what a viewer appends first. Set by the first IDR.
     public private(set) var initSegment: [UInt8]?
-    /// The RFC 6381 codec string (`avc1.PPCCLL`) for `MediaSource.addSourceBuffer`, from the SPS.
+    /// The RFC 6381 codec string (`avc1.PPCCLL`, with `,mp4a.40.2` when there is sound) for
+    /// `MediaSource.addSourceBuffer`, from the SPS.
     public private(set) var codecs: String?
     private let collector = FragmentCollector()
     private let writer: LibavContainerWriter
 
-    public init(framesPerSecond: Double) throws {
+    /// The recording's sound (AAC), in the same fragments as the picture; nil for video only.
+    private let audio: AudioTrackFormat?
+
+    public init(framesPerSecond: Double, audio: AudioTrackFormat? = nil) throws {
+        self.audio = audio
         writer = try LibavContainerWriter(format: .mp4, sink: collector, framesPerSecond: framesPerSecond,
-                                          fragmentEveryFrame: true)
+                                          fragmentEveryFrame: true, audio: audio)
     }
 
-    /// The fragment holding `chunk`, or nil before the first IDR (a viewer can start only there).
+    /// The fragment holding `chunk`, or nil before the first IDR (a viewer can start only there) and
+    /// for sound, which goes out in the next picture's fragment.
     public func fragment(of chunk: StreamChunk) throws -> [UInt8]? {
+        if chunk.kind == .audio {
+            if initSegment != nil { try writer.write(chunk) }
+            return nil
+        }
         if initSegment == nil {
             guard chunk.isIDR else { return nil }
-            codecs = Self.codecString(idrAccessUnit: chunk.bytes)
+            // AAC-LC is `mp4a.40.2` (RFC 6381: the MPEG-4 audio object type 2).
+            codecs = Self.codecString(idrAccessUnit: chunk.bytes).map { audio == nil ? $0 : $0 + ",mp4a.40.2" }
         }
         try writer.write(chunk)
         var sealed = collector.takeSealed()

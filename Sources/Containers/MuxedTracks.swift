@@ -15,10 +15,15 @@ struct MuxedTracks {
     private let frameIntervalNanoseconds: UInt64
     /// Each video packet carries its duration (files; a live session leaves it to the next one).
     private let writesDurations: Bool
+    private let interleaved: Bool
 
-    init(video: VideoTrack, audio: AudioTrack?, frameIntervalNanoseconds: UInt64, writesDurations: Bool) {
+    /// - Parameter interleaved: through libavformat's interleaver (off for the live view's per-frame fragments).
+    init(video: VideoTrack, audio: AudioTrack?, frameIntervalNanoseconds: UInt64, writesDurations: Bool, interleaved: Bool = true) {
         self.video = video
+        var audio = audio
+        audio?.interleaved = interleaved
         self.audio = audio
+        self.interleaved = interleaved
         self.frameIntervalNanoseconds = frameIntervalNanoseconds
         self.writesDurations = writesDurations
     }
@@ -35,7 +40,7 @@ struct MuxedTracks {
             return audio.add(chunk, origin: origin, videoEnd: videoEnd, into: context, using: packet)
         }
         var status = video.write(chunk, frameIntervalNanoseconds: writesDurations ? frameIntervalNanoseconds : nil, into: context,
-                                 using: packet, interleaved: audio != nil)
+                                 using: packet, interleaved: audio != nil && interleaved)
         let end = chunk.presentationTimeNanoseconds &+ frameIntervalNanoseconds
         videoEnd = max(videoEnd ?? end, end)
         // The sound the picture has now reached.

@@ -41,6 +41,7 @@ enum LivePage {
   <a id="snapshot" href="/snapshot.jpg" target="_blank" rel="noopener">Snapshot</a>
   <button id="keyframe" type="button">Key frame now</button>
   <button id="rotate" type="button">Start a new file</button>
+  <button id="sound" type="button" hidden>Sound on</button>
   <span id="answer"></span>
 </nav>
 <section id="eventsection" hidden>
@@ -90,6 +91,8 @@ media.addEventListener("sourceopen", () => {
   socket.onmessage = (event) => {
     if (typeof event.data === "string") {
       const description = JSON.parse(event.data);
+      // With sound the page starts muted (browsers play sound only after the viewer asks): a button unmutes it.
+      if (description.sound) soundButton.hidden = false;
       buffer = media.addSourceBuffer('video/mp4; codecs="' + description.codecs + '"');
       buffer.mode = "segments";
       buffer.addEventListener("updateend", pump);
@@ -101,6 +104,12 @@ media.addEventListener("sourceopen", () => {
   socket.onclose = () => { state.textContent = "the recording ended or the connection closed"; };
 });
 setInterval(chase, 250);
+const soundButton = document.getElementById("sound");
+soundButton.addEventListener("click", () => {
+  video.muted = !video.muted;
+  soundButton.textContent = video.muted ? "Sound on" : "Sound off";
+  if (video.paused) video.play().catch(() => {});
+});
 
 const status = document.getElementById("status");
 async function refreshStatus() {

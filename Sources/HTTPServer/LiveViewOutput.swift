@@ -1,3 +1,4 @@
+import Audio
 import Containers
 import Hub
 import Outputs
@@ -28,18 +29,21 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
     public let maximumViewers: Int
 
     private let log: @Sendable (String) -> Void
+    private let audio: AudioTrackFormat?
 
     /// - Parameter queueLimit: access units a viewer may be behind before it skips to the next IDR.
     /// - Parameter log: one line when a viewer's muxer fails (the recording goes on).
+    /// - Parameter audio: the recording's sound, sent to every browser with the picture.
     public init(label: String, framesPerSecond: Double, queueLimit: Int = 60, maximumViewers: Int = 32,
-                log: @escaping @Sendable (String) -> Void) throws {
+                audio: AudioTrackFormat? = nil, log: @escaping @Sendable (String) -> Void) throws {
+        self.audio = audio
         self.label = label
         self.log = log
         self.queueLimit = max(2, queueLimit)
         self.maximumViewers = maximumViewers
         self.framesPerSecond = framesPerSecond
         // Fail now, not at the first viewer, if libavformat cannot make fragmented MP4 here.
-        _ = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond)
+        _ = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio)
     }
 
     public func open(hub: StreamHub) throws {
@@ -51,11 +55,12 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
     func join() -> LiveViewer? {
         let joined: LiveViewer?? = state.withLock { s in
             guard !s.ended, let hub = s.hub, s.viewers.count < maximumViewers else { return .some(nil) }
-            guard let subscription = hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: queueLimit)) else {
+            guard let subscription = hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: queueLimit),
+                                                   withAudio: audio != nil) else {
                 return .some(nil)
             }
             do {
-                let viewer = try LiveViewer(subscription: subscription, framesPerSecond: framesPerSecond)
+                let viewer = try LiveViewer(subscription: subscription, framesPerSecond: framesPerSecond, audio: audio)
                 s.viewers.append(viewer)
                 s.servedViewers += 1
                 return viewer

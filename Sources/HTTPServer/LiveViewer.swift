@@ -1,3 +1,4 @@
+import Audio
 import Containers
 import Hub
 import Synchronization
@@ -19,10 +20,12 @@ final class LiveViewer: @unchecked Sendable {
     private var started = false
     private let sentCounts = Mutex((frames: 0, bytes: 0))
 
-    init(subscription: Subscription, framesPerSecond: Double) throws {
+    init(subscription: Subscription, framesPerSecond: Double, audio: AudioTrackFormat? = nil) throws {
         self.subscription = subscription
-        fragmenter = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond)
+        fragmenter = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio)
+        hasSound = audio != nil
     }
+    private let hasSound: Bool
 
     /// What to send next: the description and init segment before the first fragment. Nil when
     /// the stream has ended (the recording, or this viewer's subscription). Throws when the muxer fails.
@@ -33,7 +36,7 @@ final class LiveViewer: @unchecked Sendable {
         var pieces: [Piece] = []
         if !started, let initSegment = fragmenter.initSegment, let codecs = fragmenter.codecs {
             started = true
-            pieces = [.description("{\"codecs\":\"\(codecs)\"}"), .initSegment(initSegment)]
+            pieces = [.description("{\"codecs\":\"\(codecs)\",\"sound\":\(hasSound)}"), .initSegment(initSegment)]
         }
         pieces.append(.fragment(fragment))
         return pieces

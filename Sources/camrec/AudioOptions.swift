@@ -3,7 +3,7 @@ import Audio
 
 /// `--audio`: the recording's sound, AAC-LC in the container files beside the picture.
 struct AudioOptions: ParsableArguments {
-    @Option(help: ArgumentHelp("Record sound beside the picture. test: a built-in tone, silent but for a 10 ms 1 kHz burst at the start of every second, on the video's clock; with --test-pattern the first frame of every second is white below the middle, so the offset can be measured from the file. The sound is AAC-LC in MP4, QuickTime, Matroska and MPEG-TS files and to media servers (rtmp://, rtsp://, srt://); raw .h264/.h265 files, stdout (-), tcp:// and the live view carry video only; event clips in a container carry it, pre-roll included. (Capture from an ALSA microphone is not built yet.)", valueName: "test"))
+    @Option(help: ArgumentHelp("Record sound beside the picture. test: a built-in tone, silent but for a 10 ms 1 kHz burst at the start of every second, on the video's clock; with --test-pattern the first frame of every second is white below the middle, so the offset can be measured from the file. The sound is AAC-LC in MP4, QuickTime, Matroska and MPEG-TS files, to media servers (rtmp://, rtsp://, srt://), in event clips with a container (pre-roll included) and on the live page (--http; its Sound on button); raw .h264/.h265 files, stdout (-) and tcp:// carry video only. (Capture from an ALSA microphone is not built yet.)", valueName: "test"))
     var audio: String?
 
     @Option(parsing: .unconditional, help: "Samples a second of --audio (default 48000): 8000, 11025, 12000, 16000, 22050, 24000, 32000, 44100, 48000, 64000, 88200 or 96000.")

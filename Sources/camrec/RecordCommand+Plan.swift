@@ -120,7 +120,8 @@ extension RecordCommand {
         }
         var liveView: LiveViewOutput?
         if http != nil {
-            let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, log: networkLog())
+            let live = try LiveViewOutput(label: "http live view", framesPerSecond: source.framesPerSecond, audio: soundEncoder?.track,
+                                          log: networkLog())
             add(live, defaultCodec)
             liveView = live
         }
@@ -155,12 +156,12 @@ extension RecordCommand {
         }
         if let sound {
             logger.info("sound: \(sound.source.summary), AAC-LC at \(sound.encoder.bitrate) bit/s")
-            let silent = outputs.filter { !carriesSound($0) }
-            if !silent.isEmpty {
-                let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []
-                printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips).joined(separator: ", ")); "
-                    + "\(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only")
-            }
+            // Where the sound goes and where it does not, in one line: raw outputs keep their contract.
+            let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" }
+            let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []
+            let page = http != nil ? ["the live view"] : []
+            printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips + page).joined(separator: ", "))"
+                + (silent.isEmpty ? "" : "; \(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only"))
         }
         return RecordingPlan(source: source, codecs: codecs, encoders: encoders, keyframeInterval: interval, keyframes: keyframes,
                              hubs: hubs, outputs: streamOutputs, fileOutputs: fileOutputs, liveView: liveView, events: eventRecorder,

@@ -20,8 +20,8 @@ extension RecordCommand {
             throw ValidationError("--audio goes with a live source (--device, --test-pattern, --test-scene): --input is read as fast as it can be, with no clock to put sound on")
         }
         let clipsCarrySound = events.eventOutput.map { ContainerFormat(fileName: $0) != .raw } ?? false
-        if !outputs.contains(where: carriesSound) && !clipsCarrySound {
-            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://) or --event-output clips in one of those containers: raw .h264/.h265 files, stdout, tcp:// and the live view carry video only")
+        if !outputs.contains(where: carriesSound) && !clipsCarrySound && http == nil {
+            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://), --event-output clips in one of those containers or the live view (--http): raw .h264/.h265 files, stdout and tcp:// carry video only")
         }
     }
 

@@ -127,6 +127,22 @@ check "event clip: the sound lasts to the picture's end, at most one AAC frame p
 check "camrec says the sound goes into the event clips and all.h264 carries video only" \
     grep -q "^camrec: sound goes into event clips ev-{n}.mp4; all.h264 carries video only$" ev.err
 
+# --- the live page: Chromium plays the sound (Web Audio's level, not by ear) --------------------------
+next_port; LIVE_PORT=$PORT
+"$CAMREC" --test-pattern --size 640x360 --duration 15 --audio test --http "127.0.0.1:$LIVE_PORT" live.mp4 >/dev/null 2>live.err & p=$!
+wait_listen "$LIVE_PORT" >/dev/null
+heard=$(cd "$TOOLS" && timeout 90 python3 browser-sound.py "http://127.0.0.1:$LIVE_PORT/" 5)
+echo "   $heard"
+wait_for $p 30 >/dev/null
+check "live page: it offers Sound on, and after the click the video is not muted" \
+    python3 -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(not (d.get("sound_button") and d.get("muted") is False))' "$heard"
+check "live page: Chromium's Web Audio hears the tone's bursts, a second apart (at least 4 in 5 s, spaced 0.9-1.1 s, level at least 0.3)" \
+    python3 -c 'import json, sys
+d = json.loads(sys.argv[1]); p = d.get("peaks") or []
+gaps = [b - a for a, b in zip(p, p[1:])]
+sys.exit(not (len(p) >= 4 and all(0.9 <= g <= 1.1 for g in gaps) and (d.get("peak") or 0) >= 0.3))' "$heard"
+check "camrec says the sound goes into live.mp4 and the live view" grep -q '^camrec: sound goes into live.mp4, the live view' live.err
+
 # --- media servers: nginx-rtmp (its own FLV recording), ffmpeg's RTSP and SRT listeners -------------
 # server_got NAME URL RECEIVED: camrec publishes 6 s with sound to URL while the server (already
 # started, $SERVER) writes RECEIVED; the server's file has both tracks, in sync.
