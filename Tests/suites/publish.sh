@@ -24,6 +24,7 @@ cd "$(dirname "$0")/../.."
 SUITE=publish
 NET_PORT_BASE=22000
 source Tests/lib/net-suite.sh
+source Tests/lib/nginx-rtmp.sh
 for tool in nginx srt-live-transmit curl; do
     command -v "$tool" >/dev/null || [[ -x /usr/sbin/$tool ]] || { fail "$tool not found (scripts/setup.sh --test installs it)"; finish; }
 done
@@ -113,14 +114,7 @@ N=$W/nginx
 mkdir -p "$N/rec" "$N/hls" "$N/tmp"
 next_port; RTMP_PORT=$PORT
 next_port; HTTP_PORT=$PORT
-cat >"$N/nginx.conf" <<EOF
-load_module $RTMP_MODULE;
-daemon off;
-master_process off;
-worker_processes 1;
-error_log $N/error.log warn;
-pid $N/nginx.pid;
-events { worker_connections 64; }
+{ nginx_conf_head "$N"; cat <<EOF; } >"$N/nginx.conf"
 rtmp {
     server {
         listen 127.0.0.1:$RTMP_PORT;

@@ -20,6 +20,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 SUITE=sound
 source Tests/lib/net-suite.sh
+source Tests/lib/nginx-rtmp.sh
 TOOLS=$PWD/Tests/tools
 
 # streams FILE: "codec_type:codec_name[:sample_rate:channels]" per stream, space-separated.
@@ -158,16 +159,9 @@ server_got() {
 if command -v nginx >/dev/null || [[ -x /usr/sbin/nginx ]]; then
     N=$W/nginx; mkdir -p "$N/rec" "$N/tmp"
     next_port; RTMP_PORT=$PORT
-    cat >"$N/nginx.conf" <<NGINX
-load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
-daemon off;
-master_process off;
-worker_processes 1;
-error_log $N/error.log warn;
-pid $N/nginx.pid;
-events { worker_connections 64; }
-rtmp { server { listen 127.0.0.1:$RTMP_PORT; application live { live on; record all; record_path $N/rec; record_unique off; } } }
-NGINX
+    { nginx_conf_head "$N"
+      echo "rtmp { server { listen 127.0.0.1:$RTMP_PORT; application live { live on; record all; record_path $N/rec; record_unique off; } } }"
+    } >"$N/nginx.conf"
     "$(command -v nginx || echo /usr/sbin/nginx)" -p "$N" -c "$N/nginx.conf" -e "$N/error.log" 2>"$N/stderr" &
     NGINX_PID=$!; PIDS+=($NGINX_PID)
     if wait_listen "$RTMP_PORT"; then

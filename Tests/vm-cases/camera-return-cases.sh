@@ -68,14 +68,8 @@ sleep_rest() {
 N=$R/nginx
 mkdir -p "$N/rec" "$N/tmp"
 RTMP_PORT=19350
-cat >"$N/nginx.conf" <<EOF
-load_module /usr/lib/nginx/modules/ngx_rtmp_module.so;
-daemon off;
-master_process off;
-worker_processes 1;
-error_log $N/error.log warn;
-pid $N/nginx.pid;
-events { worker_connections 16; }
+source "$(dirname "$0")/../lib/nginx-rtmp.sh"
+{ nginx_conf_head "$N" 16; cat <<EOF; } >"$N/nginx.conf"
 http { access_log off; client_body_temp_path $N/tmp; proxy_temp_path $N/tmp; fastcgi_temp_path $N/tmp; uwsgi_temp_path $N/tmp; scgi_temp_path $N/tmp; }
 rtmp { server { listen 127.0.0.1:$RTMP_PORT; application live { live on; record all; record_path $N/rec; record_unique off; } } }
 EOF
