@@ -19,6 +19,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 SUITE=sound
+NET_PORT_BASE=24000
 source Tests/lib/net-suite.sh
 source Tests/lib/nginx-rtmp.sh
 TOOLS=$PWD/Tests/tools
