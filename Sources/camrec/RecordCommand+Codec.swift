@@ -45,6 +45,10 @@ extension RecordCommand {
         if profile != .high && !codecs.contains(.h264) {
             throw ValidationError("--profile is for H.264; H.265 is recorded in the Main profile")
         }
+        // x265.h: X265_MAX_FRAME_THREADS. Past it libx265 refuses the whole parameter set, saying only that.
+        if threads > 16 {
+            throw ValidationError("--threads \(threads): libx265 runs at most 16 frame threads; give 16 or fewer for H.265 (0 lets it choose)")
+        }
         if http != nil && defaultCodec == .hevc {
             throw ValidationError("--http shows H.264 only so far; record H.265 without it, or record H.264")
         }

@@ -145,8 +145,10 @@ struct RecordCommand: AsyncParsableCommand {
             throw ValidationError("--max-receivers must be between 1 and 100000, got \(maxReceivers)")
         }
         if let size, size.width % 2 != 0 || size.height % 2 != 0 {
-            // 4:2:0 H.264 crops in steps of two pixels, so an odd size can't be represented at all.
-            throw ValidationError("--size \(size): H.264 (4:2:0) needs an even width and height; "
+            // 4:2:0 H.264 and H.265 crop in steps of two pixels, so an odd size can't be represented at all.
+            let codecs = codecsInUse.map(\.displayName)
+            throw ValidationError("--size \(size): \(codecs.isEmpty ? "H.264" : codecs.joined(separator: " and ")) (4:2:0) "
+                + "\(codecs.count > 1 ? "need" : "needs") an even width and height; "
                 + "use \(size.width & ~1)x\(size.height & ~1) or \((size.width + 1) & ~1)x\((size.height + 1) & ~1)")
         }
         // At least 0.001: the encoders' timestamps use a rate in thousandths, and 1e-9 made it 0/1000 (a trap).

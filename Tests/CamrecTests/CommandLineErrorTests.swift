@@ -37,6 +37,12 @@ final class CommandLineErrorTests: XCTestCase {
         try expectFailure(["--test-pattern", "--size", "641x481", "out.h264"], status: 64, mentioning: "640x480")
     }
 
+    func testH265SettingsAreRefusedInItsOwnTerms() throws {
+        try expectFailure(["--test-pattern", "--codec", "hevc", "--size", "641x360", "out.h265"], status: 64, mentioning: "H.265/HEVC (4:2:0) needs an even width")
+        try expectFailure(["--test-pattern", "--codec", "hevc", "--threads", "17", "out.h265"], status: 64,
+                          mentioning: "libx265 runs at most 16 frame threads")
+    }
+
     func testMissingOutput() throws {
         try expectFailure(["--test-pattern", "--frames", "3"], status: 64, mentioning: "output")
     }
