@@ -1,3 +1,5 @@
+import Frames
+
 /// What a sound source delivers: samples a second and channels. Samples travel as 32-bit float,
 /// one plane per channel (what libavcodec's AAC encoder takes).
 public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
@@ -17,9 +19,9 @@ public struct AudioFormat: Sendable, Equatable, CustomStringConvertible {
         "\(sampleRate) Hz, \(channels == 1 ? "mono" : channels == 2 ? "stereo" : "\(channels) channels")"
     }
 
-    /// Nanoseconds from sample 0 to sample `index`, exact (rounded down) with no overflow for years.
+    /// Nanoseconds from sample 0 to sample `index`, exact (rounded down) with no overflow for years: a
+    /// sample is timed as a frame at `sampleRate` frames a second.
     public func nanoseconds(ofSample index: UInt64) -> UInt64 {
-        let rate = UInt64(sampleRate)
-        return index / rate * 1_000_000_000 + index % rate * 1_000_000_000 / rate
+        presentationTime(of: index, rate: (numerator: Int32(sampleRate), denominator: 1))
     }
 }

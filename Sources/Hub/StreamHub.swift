@@ -61,14 +61,17 @@ public final class StreamHub: Sendable {
     /// the published count are the video's; the ring keeps it beside the frames. A subscriber still
     /// waiting for its first IDR drops it, so its sound starts with its picture.
     private func publishAudio(_ chunk: StreamChunk) {
+        // The subscriber list is read as a copy-on-write array, as for frames: nothing allocated per packet.
         let subscribers = state.withLock { s -> [Subscription] in
             guard !s.closed else { return [] }
             // Kept for a pre-roll with its sound (from the ring's first IDR on).
             s.ring.append(chunk)
-            return s.subscribers.filter(\.takesAudio)
+            return s.subscribers
         }
-        if !subscribers.isEmpty { chunk.retain(subscribers.count) }
-        for subscriber in subscribers { subscriber.offer(chunk) }
+        var takers = 0
+        for subscriber in subscribers where subscriber.takesAudio { takers += 1 }
+        if takers > 0 { chunk.retain(takers) }
+        for subscriber in subscribers where subscriber.takesAudio { subscriber.offer(chunk) }
         chunk.release()
     }
 

@@ -40,25 +40,13 @@ in_sync() { local out; out=$(python3 "$TOOLS/av-sync.py" "$1" "$2" 10) || { echo
 # ends_together FILE: the sound lasts to the picture's end and at most one AAC frame past it (21.3 ms at
 # 48 kHz: the encoder pads its last frame with silence, and the containers keep whole frames). Sound that
 # stopped when capture stopped ends before the picture (10 ms in a 4 s recording without `finish`); sound
-# written as it came runs on past it (the audio thread is ahead of the encoder).
-ends_together() {
-    local ends
-    ends=$(ffprobe -v error -show_entries packet=stream_index,pts_time,duration_time -of csv=p=0 "$1" |
-        awk -F, 'NF >= 3 && $2 != "N/A" { e = $2 + $3; if (e > end[$1]) end[$1] = e } END { printf "%.4f %.4f", end[0], end[1] }')
-    read -r v a <<<"$ends"
-    awk -v v="$v" -v a="$a" 'BEGIN { d = a - v; exit !(v > 0 && a > 0 && d >= -0.0005 && d <= 0.0214) }' ||
-        { echo "$1: video ends at $v s, sound at $a s"; return 1; }
-}
+# written as it came runs on past it (the audio thread is ahead of the encoder). From ffprobe alone
+# (Tests/tools/av-edges.py: each track's last packet end).
+ends_together() { local out; out=$(python3 "$TOOLS/av-edges.py" "$1" 0.0214 ends) || { echo "$1: $out"; return 1; }; }
 
 # starts_together FILE: the first sound a player plays (ffprobe's first decoded audio frame, priming
-# dropped) and the first picture are at most one AAC frame apart.
-starts_together() {
-    local v a
-    v=$(ffprobe -v error -select_streams v:0 -show_entries frame=best_effort_timestamp_time -of csv=p=0 -read_intervals '%+#1' "$1" | head -1)
-    a=$(ffprobe -v error -select_streams a:0 -show_entries frame=best_effort_timestamp_time -of csv=p=0 -read_intervals '%+#1' "$1" | head -1)
-    awk -v v="$v" -v a="$a" 'BEGIN { d = a - v; exit !(v != "" && a != "" && d <= 0.0214 && -d <= 0.0214) }' ||
-        { echo "$1: the picture starts at $v s, the sound at $a s"; return 1; }
-}
+# dropped) and the first picture are at most one AAC frame apart (Tests/tools/av-edges.py).
+starts_together() { local out; out=$(python3 "$TOOLS/av-edges.py" "$1" 0.0214 starts) || { echo "$1: $out"; return 1; }; }
 
 cd "$W"
 "$CAMREC" --test-pattern --size 640x360 --duration 6 --audio test --overwrite \

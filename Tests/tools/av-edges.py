@@ -3,9 +3,10 @@
 the first decoded frame of each track (best_effort_timestamp, priming dropped as a player drops it) and
 the end of each track's last packet (pts + duration).
 
-  av-edges.py FILE [BOUND_S]
+  av-edges.py FILE [BOUND_S [starts|ends]]
 Prints "video START END audio START END". With BOUND_S, exits 1 unless the sound starts within BOUND_S
-of the picture and ends at or after the picture's end and at most BOUND_S after it.
+of the picture and ends at or after the picture's end and at most BOUND_S after it (only the one edge
+when `starts` or `ends` is given).
 """
 import subprocess
 import sys
@@ -39,4 +40,5 @@ if len(sys.argv) > 2:
         sys.exit(1)
     starts = abs(audio[0] - video[0]) <= bound
     ending = -0.0005 <= audio[1] - video[1] <= bound
-    sys.exit(0 if starts and ending else 1)
+    edge = sys.argv[3] if len(sys.argv) > 3 else "both"
+    sys.exit(0 if (starts or edge == "ends") and (ending or edge == "starts") else 1)
