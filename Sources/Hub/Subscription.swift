@@ -34,8 +34,8 @@ public final class Subscription: @unchecked Sendable {
         }
     }
 
-    /// What happened to the access units offered to this subscriber (and, with `takesAudio`, to the
-    /// audio packets after its first IDR).
+    /// What happened to the access units offered to this subscriber: frames only (audio packets beside
+    /// them are not counted, so "skipped" in a summary is frames).
     public struct Counters: Sendable, Equatable {
         /// Taken by the subscriber (`next`).
         public var taken = 0
@@ -88,7 +88,7 @@ public final class Subscription: @unchecked Sendable {
         ring = Array(repeating: nil, count: capacity)
         waitingForIDR = backlog.isEmpty
         for chunk in backlog { append(chunk) }
-        counters.offered = backlog.count
+        counters.offered = backlog.count { $0.kind == .video }
     }
 
     deinit {
@@ -116,9 +116,10 @@ public final class Subscription: @unchecked Sendable {
     /// Waits only under `.lossless` with a full queue.
     func offer(_ chunk: StreamChunk) {
         lock()
-        counters.offered += 1
+        let frame = chunk.kind == .video ? 1 : 0
+        counters.offered += frame
         if ended || stoppedTaking {
-            counters.notTaken += 1
+            counters.notTaken += frame
             unlock()
             chunk.release()
             return
@@ -141,7 +142,7 @@ public final class Subscription: @unchecked Sendable {
         if case .lossless = policy {
             while count == capacity && !ended && !stoppedTaking { queueLock.waitNotFull() }
             if ended || stoppedTaking {
-                counters.notTaken += 1
+                counters.notTaken += frame
                 unlock()
                 chunk.release()
                 return
@@ -149,17 +150,20 @@ public final class Subscription: @unchecked Sendable {
         } else if count == capacity {
             // Too slow: drop what waits and go on from this IDR, or wait for the next one. (Releasing
             // under the lock only takes the chunk pool's lock, which never calls back here.)
-            let dropped = count
-            while let old = removeFirst() { old.release() }
+            var dropped = 0
+            while let old = removeFirst() {
+                if old.kind == .video { dropped += 1 }
+                old.release()
+            }
             let resumes = chunk.isIDR
-            counters.skipped += dropped + (resumes ? 0 : 1)
+            counters.skipped += dropped + (resumes ? 0 : frame)
             counters.catchUps += 1
             waitingForIDR = !resumes
             let catchUps = counters.catchUps
             if resumes { deliver(chunk) }
             unlock()
             if !resumes { chunk.release() }
-            onCatchUp?(dropped + (resumes ? 0 : 1), resumes, catchUps)
+            onCatchUp?(dropped + (resumes ? 0 : frame), resumes, catchUps)
             return
         }
         deliver(chunk)
@@ -170,7 +174,7 @@ public final class Subscription: @unchecked Sendable {
     private func deliver(_ chunk: StreamChunk) {
         if let waiter {
             self.waiter = nil
-            counters.taken += 1
+            if chunk.kind == .video { counters.taken += 1 }
             waiter.resume(returning: chunk)
             return
         }
@@ -255,7 +259,7 @@ public final class Subscription: @unchecked Sendable {
     /// Called with the lock held.
     private func take() -> StreamChunk? {
         guard let chunk = removeFirst() else { return nil }
-        counters.taken += 1
+        if chunk.kind == .video { counters.taken += 1 }
         queueLock.signalNotFull()
         return chunk
     }
@@ -265,8 +269,10 @@ public final class Subscription: @unchecked Sendable {
     public func stopTaking() {
         lock()
         stoppedTaking = true
-        counters.notTaken += count
-        while let chunk = removeFirst() { chunk.release() }
+        while let chunk = removeFirst() {
+            if chunk.kind == .video { counters.notTaken += 1 }
+            chunk.release()
+        }
         queueLock.broadcast()
         unlock()
     }

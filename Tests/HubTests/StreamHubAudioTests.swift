@@ -94,4 +94,24 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(drained(sub).count, 16)
         hub.close()
     }
+
+    func testACatchUpCountsTheFramesItSkippedNotTheSound() throws {
+        let hub = StreamHub(label: "t", keyframes: KeyframeGate())
+        let sub = try XCTUnwrap(hub.subscribe("server", from: .nextIDR, policy: .skipToIDR(depth: 2), withAudio: true))
+        // Frames 0..9 (an IDR every 5) with two packets of sound each, nothing taken: the queue (2 x 4)
+        // fills and the subscriber catches up.
+        for i in 0..<10 {
+            hub.publish(video(i, idrEvery: 5))
+            hub.publish(audio(2 * i))
+            hub.publish(audio(2 * i + 1))
+        }
+        let counters = sub.snapshot
+        XCTAssertGreaterThan(counters.catchUps, 0)
+        XCTAssertEqual(counters.offered, 10, "frames offered, not packets of sound")
+        let got = drained(sub)
+        let frames = got.filter { $0 < 1000 }.count
+        XCTAssertEqual(counters.skipped + frames, 10, "every frame is either skipped or taken (got \(got))")
+        XCTAssertEqual(sub.snapshot.taken, frames)
+        hub.close()
+    }
 }
