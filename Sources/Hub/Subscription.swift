@@ -68,6 +68,12 @@ public final class Subscription: @unchecked Sendable {
     private var count = 0
     private var capacity: Int
     private var waitingForIDR: Bool
+    /// Sound that came while waiting for an IDR (retained), newest last: a packet of sound can come
+    /// before the picture of its moment (the video encoder takes longer), so what belongs at or after
+    /// the IDR is delivered after it rather than lost.
+    private var soundBeforeIDR: [StreamChunk] = []
+    /// About 2.7 s of sound at 48 kHz: far more than any encoder's delay.
+    static let mostSoundBeforeIDR = 128
     private var ended = false
     private var woken = false
     private var stoppedTaking = false
@@ -87,12 +93,14 @@ public final class Subscription: @unchecked Sendable {
         capacity = policy.depth * (takesAudio ? 4 : 1) + backlog.count
         ring = Array(repeating: nil, count: capacity)
         waitingForIDR = backlog.isEmpty
+        if takesAudio { soundBeforeIDR.reserveCapacity(Self.mostSoundBeforeIDR) }
         for chunk in backlog { append(chunk) }
         counters.offered = backlog.count { $0.kind == .video }
     }
 
     deinit {
         for i in 0..<count { ring[(head + i) % capacity]?.release() }
+        for chunk in soundBeforeIDR { chunk.release() }
     }
 
     private func lock() { queueLock.lock() }
@@ -126,10 +134,12 @@ public final class Subscription: @unchecked Sendable {
         }
         if waitingForIDR {
             guard chunk.isIDR else {
-                // Sound before the picture starts (or resumes) is not kept: both start at the IDR.
+                // Sound before the picture starts (or resumes) waits: what belongs at or after the
+                // IDR follows it; the rest is let go then (both start at the IDR).
                 if chunk.kind == .audio {
+                    if soundBeforeIDR.count == Self.mostSoundBeforeIDR { soundBeforeIDR.removeFirst().release() }
+                    soundBeforeIDR.append(chunk)
                     unlock()
-                    chunk.release()
                     return
                 }
                 if counters.catchUps > 0 { counters.skipped += 1 } else { counters.beforeStart += 1 }
@@ -160,14 +170,37 @@ public final class Subscription: @unchecked Sendable {
             counters.catchUps += 1
             waitingForIDR = !resumes
             let catchUps = counters.catchUps
-            if resumes { deliver(chunk) }
+            if resumes {
+                deliver(chunk)
+                deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds)
+            }
             unlock()
             if !resumes { chunk.release() }
             onCatchUp?(dropped + (resumes ? 0 : frame), resumes, catchUps)
             return
         }
         deliver(chunk)
+        if chunk.isIDR && !soundBeforeIDR.isEmpty { deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds) }
         unlock()
+    }
+
+    /// After the IDR at `start`: the sound that came before it but belongs at or after it, while there
+    /// is room. Called with the lock held.
+    private func deliverSoundBeforeIDR(from start: UInt64) {
+        for chunk in soundBeforeIDR {
+            if chunk.presentationTimeNanoseconds >= start && count < capacity && !ended && !stoppedTaking {
+                deliver(chunk)
+            } else {
+                chunk.release()
+            }
+        }
+        soundBeforeIDR.removeAll(keepingCapacity: true)
+    }
+
+    /// Called with the lock held.
+    private func releaseSoundBeforeIDR() {
+        for chunk in soundBeforeIDR { chunk.release() }
+        soundBeforeIDR.removeAll(keepingCapacity: true)
     }
 
     /// Hands `chunk` to a waiting task, or queues it. Called with the lock held; leaves it held.
@@ -273,6 +306,7 @@ public final class Subscription: @unchecked Sendable {
             if chunk.kind == .video { counters.notTaken += 1 }
             chunk.release()
         }
+        releaseSoundBeforeIDR()
         queueLock.broadcast()
         unlock()
     }

@@ -50,6 +50,35 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         assertEveryChunkIsBackInThePool(pool)
     }
 
+    /// A microphone's packets can come before the picture of their moment (the video encoder takes
+    /// longer): what belongs at or after the first IDR follows it instead of being lost, what came
+    /// before it is let go.
+    func testSoundThatComesBeforeThePictureOfItsMomentFollowsTheIDR() throws {
+        let hub = StreamHub(label: "t", ring: .newestPictureGroup, keyframes: KeyframeGate())
+        let subscriber = try XCTUnwrap(hub.subscribe("mkv", from: .nextIDR, policy: .lossless(depth: 100), withAudio: true))
+        hub.publish(video(9))
+        // 0.981 s, 1.003 s and 1.024 s, all before the IDR at 1.0 s is published.
+        for i in 46...48 { hub.publish(audio(i)) }
+        hub.publish(video(10))
+        hub.publish(audio(49))
+        hub.publish(video(11))
+        XCTAssertEqual(drained(subscriber), [10, 1047, 1048, 1049, 11])
+        hub.close()
+        assertEveryChunkIsBackInThePool(pool)
+    }
+
+    /// Sound held while waiting for an IDR is bounded and let go when the subscriber stops taking.
+    func testSoundHeldBeforeAnIDRIsBoundedAndLetGo() throws {
+        let hub = StreamHub(label: "t", ring: .newestPictureGroup, keyframes: KeyframeGate())
+        let subscriber = try XCTUnwrap(hub.subscribe("mkv", from: .nextIDR, policy: .lossless(depth: 100), withAudio: true))
+        for i in 0..<(Subscription.mostSoundBeforeIDR * 3) { hub.publish(audio(i)) }
+        // Each packet comes from the pool; one let go is taken again: the pool grows only to what is held.
+        XCTAssertLessThanOrEqual(pool.allocatedCount, Subscription.mostSoundBeforeIDR + 1, "no more than the bound is held")
+        subscriber.cancel()
+        hub.close()
+        assertEveryChunkIsBackInThePool(pool)
+    }
+
     func testTheRingKeepsTheSoundOfThePrerollForSubscribersThatTakeIt() throws {
         let hub = StreamHub(label: "t", ring: RingBounds(seconds: 5, maximumBytes: 1 << 20, maximumFrames: 4),
                             keyframes: KeyframeGate())
