@@ -20,8 +20,9 @@ struct PacketDrain {
         self.encoderName = encoderName
     }
 
-    mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64) {
-        captureTimes.remember(sequence: sequence, captureTimeNanoseconds: captureTimeNanoseconds)
+    mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64, presentationTimeNanoseconds: UInt64) {
+        captureTimes.remember(sequence: sequence, captureTimeNanoseconds: captureTimeNanoseconds,
+                              presentationTimeNanoseconds: presentationTimeNanoseconds)
     }
 
     /// Passes every packet libavcodec has ready to `onPacket`; returns at EAGAIN or EOF.
@@ -39,7 +40,7 @@ struct PacketDrain {
                 continue
             }
             let sequence = UInt64(max(0, packet.pointee.pts))
-            let pts = presentationTime(of: sequence, rate: frameRate)
+            let pts = captureTimes.presentationTime(of: sequence, orAt: frameRate)
             let data = UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size))
             onPacket?(EncodedPacket(data: data, isKeyframe: packet.pointee.flags & AV_PKT_FLAG_KEY != 0,
                                     sequence: sequence, presentationTimeNanoseconds: pts,

@@ -146,7 +146,8 @@ public final class SoftwareEncoder: VideoEncoder {
         frame.pointee.height = Int32(buffer.height)
         frame.pointee.pts = Int64(buffer.sequence)
         frame.pointee.pict_type = forceKeyframe ? AV_PICTURE_TYPE_I : AV_PICTURE_TYPE_NONE
-        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
+        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds,
+                         presentationTimeNanoseconds: buffer.presentationTimeNanoseconds)
         let planes = buffer.planes
         frame.pointee.data.0 = planes[0].base
         frame.pointee.data.1 = planes[1].base

@@ -328,7 +328,8 @@ public final class VAAPIEncoder: VideoEncoder {
 
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
         guard let ctx = context, let frames = framesRef else { preconditionFailure("start() first") }
-        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
+        packets.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds,
+                         presentationTimeNanoseconds: buffer.presentationTimeNanoseconds)
         do {
             try handOver(buffer, frames: frames)
         } catch {

@@ -137,7 +137,8 @@ public final class X264Encoder: VideoEncoder {
         picture.i_pts = Int64(buffer.sequence)
         // A forced keyframe must be an IDR: IDRs come exactly where the recorder asks for them.
         picture.i_type = forceKeyframe ? X264_TYPE_IDR : X264_TYPE_AUTO
-        captureTimes.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
+        captureTimes.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds,
+                              presentationTimeNanoseconds: buffer.presentationTimeNanoseconds)
         let status = encodeAndDeliver(encoder, &picture)
         // x264 has copied the picture: the pool buffer is free again.
         onBufferDone?(buffer)
@@ -155,7 +156,7 @@ public final class X264Encoder: VideoEncoder {
         let size = x264_encoder_encode(encoder, &nals, &count, input, &output)
         guard size > 0, let nals, count > 0 else { return size }
         let sequence = UInt64(max(0, output.i_pts))
-        let pts = presentationTime(of: sequence, rate: settings.frameRateRational)
+        let pts = captureTimes.presentationTime(of: sequence, orAt: settings.frameRateRational)
         onPacket?(EncodedPacket(data: UnsafeRawBufferPointer(start: nals[0].p_payload, count: Int(size)),
                                 isKeyframe: output.b_keyframe != 0, sequence: sequence, presentationTimeNanoseconds: pts,
                                 captureTimeNanoseconds: captureTimes.captureTime(of: sequence)))

@@ -143,7 +143,8 @@ public final class X265Encoder: VideoEncoder {
         // A forced keyframe must be an IDR: IDRs come exactly where the recorder asks for them.
         picture.sliceType = forceKeyframe ? X265_TYPE_IDR : X265_TYPE_AUTO
         picture.userSEI.numPayloads = 0
-        captureTimes.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds)
+        captureTimes.remember(sequence: buffer.sequence, captureTimeNanoseconds: buffer.captureTimeNanoseconds,
+                              presentationTimeNanoseconds: buffer.presentationTimeNanoseconds)
         let status = encodeAndDeliver(encoder, api, &picture)
         // x265 has copied the picture: the pool buffer is free again.
         onBufferDone?(buffer)
@@ -170,7 +171,7 @@ public final class X265Encoder: VideoEncoder {
         let sequence = UInt64(max(0, output.pts))
         let packet = { (data: UnsafeRawBufferPointer) in
             self.onPacket?(EncodedPacket(data: data, isKeyframe: keyframe, sequence: sequence,
-                                         presentationTimeNanoseconds: presentationTime(of: sequence, rate: self.settings.frameRateRational),
+                                         presentationTimeNanoseconds: self.captureTimes.presentationTime(of: sequence, orAt: self.settings.frameRateRational),
                                          captureTimeNanoseconds: self.captureTimes.captureTime(of: sequence)))
         }
         if sideBySide {

@@ -52,3 +52,32 @@ func compareEncoders(reference: VideoEncoder, direct: VideoEncoder, settings: En
     }
     return (expected, got)
 }
+
+/// A camera's frames come when they come (vivid's second frame 19.8 ms after its first, a webcam at
+/// 29.5 fps when asked for 30): each packet must carry its own frame's presentation time, not its
+/// number at the nominal rate, or sound stamped from the same clock drifts from the picture.
+func assertPacketsCarryTheirFramesTimes(_ encoder: VideoEncoder, settings: EncoderSettings,
+                                        file: StaticString = #filePath, line: UInt = #line) throws {
+    let pool = PixelBufferPool(format: encoder.inputFormat, width: settings.size.width, height: settings.size.height,
+                               capacity: encoder.maximumBuffersInFlight + 2)
+    let source = TestPatternSource(size: settings.size, fps: settings.framesPerSecond, realTime: false)
+    try source.start(pool: pool)
+    // 19.8 ms, then 33.9 ms steps (29.5 fps), then a gap of 200 ms.
+    let times: [UInt64] = (0..<20).map { i in
+        i == 0 ? 0 : 19_800_000 + UInt64(i - 1) * 33_898_305 + (i >= 15 ? 200_000_000 : 0)
+    }
+    var got: [UInt64: UInt64] = [:]
+    encoder.onBufferDone = { $0.recycle() }
+    encoder.onPacket = { got[$0.sequence] = $0.presentationTimeNanoseconds }
+    try encoder.start()
+    for time in times {
+        let buffer = try XCTUnwrap(source.nextFrame())
+        buffer.presentationTimeNanoseconds = time
+        try encoder.encode(buffer, forceKeyframe: false)
+    }
+    try encoder.flush()
+    XCTAssertEqual(got.count, times.count, "\(encoder.name): every frame came out", file: file, line: line)
+    for (sequence, time) in times.enumerated() {
+        XCTAssertEqual(got[UInt64(sequence)], time, "\(encoder.name): frame \(sequence)'s own time", file: file, line: line)
+    }
+}

@@ -71,4 +71,12 @@ final class SoftwareEncoderTests: XCTestCase {
             XCTAssertEqual((error as? EncoderError)?.kind, .unavailable)
         }
     }
+
+    /// libx264 through libavcodec (the packet drain every libavcodec encoder shares).
+    func testEachPacketCarriesItsFramesOwnPresentationTime() throws {
+        let settings = EncoderSettings(size: FrameSize(width: 320, height: 240), framesPerSecond: 30, keyframeInterval: 30,
+                                       profile: .high, preset: "ultrafast")
+        try assertPacketsCarryTheirFramesTimes(try SoftwareEncoder(settings: settings), settings: settings)
+    }
+
 }

@@ -100,4 +100,10 @@ final class X264EncoderTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("divisible by 2"), "\(error)")
         }
     }
+
+    func testEachPacketCarriesItsFramesOwnPresentationTime() throws {
+        let settings = settings()
+        try assertPacketsCarryTheirFramesTimes(X264Encoder(settings: settings), settings: settings)
+    }
+
 }

@@ -60,4 +60,10 @@ final class X265EncoderTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("smaller than 16x16"), "\(error)")
         }
     }
+
+    func testEachPacketCarriesItsFramesOwnPresentationTime() throws {
+        let settings = settings()
+        try assertPacketsCarryTheirFramesTimes(X265Encoder(settings: settings), settings: settings)
+    }
+
 }
