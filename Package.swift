@@ -29,6 +29,8 @@ let package = Package(
         // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
         .target(name: "CX265"),
+        // libasound (Debian's libasound2-dev to build), opened on first use like libav*: microphones.
+        .target(name: "CALSA"),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg"]),
 
@@ -56,7 +58,7 @@ let package = Package(
         .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
         // The recording's sound: sources (the test tone), the AAC encoder (libavcodec), and the thread
         // that stamps packets on the video's clock and publishes them into the hubs.
-        .target(name: "Audio", dependencies: ["CFFmpeg", "Libav", "Frames", "Hub", "Pipeline", "Encoder"]),
+        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Frames", "Hub", "Pipeline", "Encoder"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.

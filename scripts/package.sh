@@ -123,18 +123,20 @@ printf 'Source: camrec\n\nPackage: camrec\nArchitecture: any\n' >"$shlibs/debian
 depends=$(cd "$shlibs" && dpkg-shlibdeps -O "$root/usr/bin/camrec" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shlibs"
 [[ -n $depends ]] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 70; }
-# camrec opens libavcodec, libavformat, libavutil and libx265 when it first needs them (dlopen, by the
-# names in Sources/CFFmpeg/LazyLibav.c and Sources/CX265/CX265.c), so dpkg-shlibdeps cannot see them:
+# camrec opens libavcodec, libavformat, libavutil, libswresample, libx265 and libasound when it first needs
+# them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c, Sources/CX265/CX265.c and
+# Sources/CALSA/LazyALSA.c), so dpkg-shlibdeps cannot see them:
 # the packages that hold those files, at least at the upstream version built against.
-for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|x265)\.so\.[0-9]+' | sort -u); do
+for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound)\.so\.[0-9]+' | sort -u); do
   file=$(ldconfig -p | awk -v n="$soname" '$1 == n { print $NF; exit }')
   owner=$( [[ -n $file ]] && dpkg -S "$(readlink -f "$file")" 2>/dev/null | head -n 1 | cut -d: -f1)
   [[ -n $owner ]] || { echo "package.sh: no Debian package holds $soname, which camrec opens" >&2; exit 70; }
   lib_version=$(dpkg-query -W -f='${Version}' "$owner" | sed -E 's/^([0-9]+:)?([0-9]+\.[0-9]+).*/\1\2/')
   depends+=", $owner (>= $lib_version)"
 done
-[[ $depends == *libavcodec* && $depends == *libavformat* && $depends == *libavutil* && $depends == *libx265* ]] ||
-  { echo "package.sh: Depends lacks a library camrec opens (libav*, libx265): $depends" >&2; exit 70; }
+[[ $depends == *libavcodec* && $depends == *libavformat* && $depends == *libavutil* && $depends == *libswresample* &&
+   $depends == *libx265* && $depends == *libasound2* ]] ||
+  { echo "package.sh: Depends lacks a library camrec opens (libav*, libswresample, libx265, libasound2): $depends" >&2; exit 70; }
 
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$depends/" \

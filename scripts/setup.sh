@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Installs what camrec needs on Debian 12, as root; installs nothing already there.
 #   scripts/setup.sh          build and run dependencies
-#   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, Xvfb, libva,
+#   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, alsa-utils (amixer,
+#                             arecord) for its loopback sound card, Xvfb, libva,
 #                             nginx-rtmp and srt-live-transmit as media servers to publish to, headless
 #                             Chromium with Selenium from PyPI to play recordings in a browser, and
 #                             prometheus-client from PyPI, whose parser reads /metrics)
@@ -9,9 +10,9 @@
 #                             binutils, debootstrap for a clean Debian 12 root, lintian)
 set -euo pipefail
 
-packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libv4l-dev libva-dev libyuv-dev libx264-dev libx265-dev)
+packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libasound2-dev libv4l-dev libva-dev libyuv-dev libx264-dev libx265-dev)
 if [[ "${1:-}" == "--test" ]]; then
-  packages+=(ffmpeg v4l-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
+  packages+=(ffmpeg v4l-utils alsa-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver)
 fi
 if [[ "${1:-}" == "--package" ]]; then

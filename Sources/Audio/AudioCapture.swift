@@ -18,7 +18,7 @@ public final class AudioCapture: @unchecked Sendable {
         public var samples: UInt64 = 0
     }
 
-    public let source: TestToneSource
+    public let source: any SoundSource
     public let encoder: AACEncoder
     private let hubs: [StreamHub]
     private let timeline: PresentationTimeline
@@ -38,7 +38,7 @@ public final class AudioCapture: @unchecked Sendable {
     /// Called once, on the audio thread, if encoding fails; the video goes on without sound.
     public var onFailure: (@Sendable (EncoderError) -> Void)?
 
-    public init(source: TestToneSource, encoder: AACEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
+    public init(source: any SoundSource, encoder: AACEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
         precondition(source.format == encoder.format, "the encoder takes the source's format")
         self.source = source
         self.encoder = encoder
@@ -58,14 +58,21 @@ public final class AudioCapture: @unchecked Sendable {
     private var stopRequested: Bool { state.withLock { $0.stopRequested || $0.failure != nil } }
 
     private func run() {
+        do {
+            try source.prepare()
+        } catch {
+            fail(error)
+            return
+        }
         guard let origin = timeline.waitForStart() else { return }
-        source.start(origin: origin)
-        started = true
-        while !stopRequested {
-            // A block is delivered once its last sample has been captured, as a microphone's period is.
-            MonotonicClock.sleep(until: source.due(encoder.frameSize))
-            if stopRequested { break }
-            encodeNext(encoder.frameSize)
+        do {
+            try source.start(origin: origin)
+            started = true
+            while try source.waitForSamples(encoder.frameSize, shouldStop: { stopRequested }) {
+                encodeNext(encoder.frameSize)
+            }
+        } catch {
+            fail(error)
         }
     }
 
@@ -78,9 +85,12 @@ public final class AudioCapture: @unchecked Sendable {
         if end == nil { timeline.close() }
         worker?.join()
         worker = nil
+        defer { source.stop() }
         guard started, failure == nil else { return }
         if let end, let endCapture = timeline.capture(ofPresentation: end) {
             while failure == nil {
+                // A microphone has captured the last moments already; what it has not is silence.
+                do { try source.collectCaptured() } catch { fail(error); break }
                 let next = source.captureTime(ofSample: source.position)
                 guard next < endCapture else { break }
                 let left = (endCapture - next) * UInt64(source.format.sampleRate) / 1_000_000_000
@@ -110,7 +120,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     private func fail(_ error: Error) {
-        let failure = error as? EncoderError ?? EncoderError(.failed, "the sound: \(error)")
+        let failure = error as? EncoderError ?? EncoderError(.failed, (error as? SoundError)?.message ?? "the sound: \(error)")
         let first = state.withLock { s -> Bool in
             defer { if s.failure == nil { s.failure = failure } }
             return s.failure == nil

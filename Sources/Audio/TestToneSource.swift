@@ -5,7 +5,7 @@ import Frames
 /// on the recording's clock (sample 0 is captured when the first frame is), paced in real time like a
 /// microphone. With it the test pattern turns the lower half of the first frame of each second white,
 /// so the offset between sound and picture can be measured from the output alone.
-public final class TestToneSource: @unchecked Sendable {
+public final class TestToneSource: SoundSource, @unchecked Sendable {
     public let format: AudioFormat
     public var summary: String { "test tone \(format)" }
     /// A 1 kHz burst this long at the start of every second.
@@ -15,7 +15,7 @@ public final class TestToneSource: @unchecked Sendable {
 
     private var origin: UInt64 = 0
     /// The next sample to deliver, counted from sample 0.
-    private(set) var position: UInt64 = 0
+    public private(set) var position: UInt64 = 0
     private let burstSamples: UInt64
 
     public init(format: AudioFormat) {
@@ -33,6 +33,20 @@ public final class TestToneSource: @unchecked Sendable {
     public func captureTime(ofSample index: UInt64) -> UInt64 {
         origin + format.nanoseconds(ofSample: index)
     }
+
+    public func waitForSamples(_ count: Int, shouldStop: () -> Bool) throws -> Bool {
+        // A block is delivered once its last sample has been captured, as a microphone's period is.
+        MonotonicClock.sleep(until: due(count))
+        return !shouldStop()
+    }
+
+    /// Made on demand: nothing to start.
+    public func prepare() {}
+
+    /// Every sample is there to be made at once.
+    public func collectCaptured() {}
+    public func stop() {}
+    public var report: String? { nil }
 
     /// When the next `count` samples have all been captured (a microphone delivers them then).
     public func due(_ count: Int) -> UInt64 {

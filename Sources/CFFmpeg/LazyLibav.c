@@ -13,17 +13,20 @@
 #include <stdlib.h>
 #include <unistd.h>
 
-enum camrec_library { LIBAVUTIL, LIBAVCODEC, LIBAVFORMAT, LIBRARY_COUNT };
+// libswresample last: only a microphone needs it (camrec_swresample_try_load).
+enum camrec_library { LIBAVUTIL, LIBAVCODEC, LIBAVFORMAT, LIBSWRESAMPLE, LIBRARY_COUNT };
 
 static const char *const library_names[LIBRARY_COUNT] = {
     "libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR),
     "libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR),
     "libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR),
+    "libswresample.so." AV_STRINGIFY(LIBSWRESAMPLE_VERSION_MAJOR),
 };
 static const char *const library_packages[LIBRARY_COUNT] = {
     "libavutil" AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR),
     "libavcodec" AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR),
     "libavformat" AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR),
+    "libswresample" AV_STRINGIFY(LIBSWRESAMPLE_VERSION_MAJOR),
 };
 
 static void *handles[LIBRARY_COUNT];
@@ -95,10 +98,14 @@ static void *library(enum camrec_library which) {
 }
 
 int camrec_libav_try_load(char *error, size_t size) {
-    for (int which = 0; which < LIBRARY_COUNT; which++) {
+    for (int which = 0; which < LIBSWRESAMPLE; which++) {
         if (!open_library(which, error, size)) return -1;
     }
     return 0;
+}
+
+int camrec_swresample_try_load(char *error, size_t size) {
+    return open_library(LIBSWRESAMPLE, error, size) ? 0 : -1;
 }
 
 static void *symbol(enum camrec_library which, const char *name) {
@@ -231,3 +238,13 @@ FORWARD(LIBAVFORMAT, int, avio_open2, (AVIOContext **s, const char *url, int fla
         (s, url, flags, int_cb, options))
 FORWARD(LIBAVFORMAT, int, avio_closep, (AVIOContext **s), (s))
 FORWARD_VOID(LIBAVFORMAT, avio_flush, (AVIOContext *s), (s))
+
+// libswresample (a microphone's samples: conversion to the encoder's format, drift compensation)
+FORWARD(LIBSWRESAMPLE, int, swr_alloc_set_opts2, (struct SwrContext **ps, AVChannelLayout *out_ch_layout, enum AVSampleFormat out_sample_fmt, int out_sample_rate,
+         AVChannelLayout *in_ch_layout, enum AVSampleFormat in_sample_fmt, int in_sample_rate, int log_offset, void *log_ctx),
+        (ps, out_ch_layout, out_sample_fmt, out_sample_rate, in_ch_layout, in_sample_fmt, in_sample_rate, log_offset, log_ctx))
+FORWARD(LIBSWRESAMPLE, int, swr_init, (struct SwrContext *s), (s))
+FORWARD_VOID(LIBSWRESAMPLE, swr_free, (struct SwrContext **s), (s))
+FORWARD(LIBSWRESAMPLE, int, swr_convert, (struct SwrContext *s, uint8_t **out, int out_count, const uint8_t **in, int in_count), (s, out, out_count, in, in_count))
+FORWARD(LIBSWRESAMPLE, int, swr_set_compensation, (struct SwrContext *s, int sample_delta, int compensation_distance), (s, sample_delta, compensation_distance))
+FORWARD(LIBSWRESAMPLE, int64_t, swr_get_delay, (struct SwrContext *s, int64_t base), (s, base))

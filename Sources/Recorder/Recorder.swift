@@ -247,6 +247,7 @@ public final class Recorder: @unchecked Sendable {
         var source = self.source
         var continuity = SourceContinuity()
         var anchorPending = true
+        var framesToLog = 0
         while true {
             if let max = limits.frames, delivered >= max { break }
             let buffer: PixelBuffer?
@@ -267,6 +268,13 @@ public final class Recorder: @unchecked Sendable {
             if anchorPending {
                 anchorPending = false
                 timeline.anchor(capture: buffer.captureTimeNanoseconds, presentation: buffer.presentationTimeNanoseconds)
+                framesToLog = 2
+            }
+            if framesToLog > 0 {
+                // For a check against another clock (a player's log of when it played a click): the
+                // anchor and the frame after it (a container may show its first frame from zero).
+                framesToLog -= 1
+                logger.debug("timeline: frame \(buffer.sequence) captured at monotonic \(buffer.captureTimeNanoseconds) ns is presented at \(buffer.presentationTimeNanoseconds) ns")
             }
             let start = firstTime ?? buffer.presentationTimeNanoseconds
             firstTime = start

@@ -1,4 +1,5 @@
 import ArgumentParser
+import Audio
 import Capture
 import Frames
 import Recorder
@@ -43,6 +44,7 @@ struct DevicesCommand: ParsableCommand {
         let all = V4L2DeviceInfo.all()
         let capture = all.filter { $0.identity.capabilities.canCaptureVideo }
         if capture.isEmpty {
+            printMicrophones()
             printError("no video capture devices found (is a camera plugged in? are /dev/video* readable?)")
             throw ReportedFailure(status: .sourceMissing)
         }
@@ -58,6 +60,24 @@ struct DevicesCommand: ParsableCommand {
             print("not capture devices: " + others.map { "\($0.path) (\($0.identity.capabilities.kind.dropArticle))" }
                 .joined(separator: ", "))
         }
+        printMicrophones()
+    }
+
+    /// The ALSA capture devices, as --audio names them.
+    private func printMicrophones() {
+        let microphones = Microphones.all()
+        print("")
+        guard !microphones.isEmpty else {
+            print("no microphones (ALSA capture devices) found")
+            return
+        }
+        print("microphones (give one to --audio):")
+        let width = microphones.map(\.alsaName.count).max() ?? 0
+        for microphone in microphones {
+            let padding = String(repeating: " ", count: width - microphone.alsaName.count)
+            print("  \(microphone.alsaName)\(padding)  \(microphone.name), card \(microphone.card) device \(microphone.device)"
+                  + (microphone.usbDevice == nil ? "" : ", USB"))
+        }
     }
 
     private func header(_ info: V4L2DeviceInfo) -> String {
@@ -65,6 +85,7 @@ struct DevicesCommand: ParsableCommand {
         return "\(info.path): \(info.identity.card)\n  driver \(info.identity.driver), bus \(info.identity.busInfo)"
             + (info.isMultiplanar ? ", multi-planar API" : "")
             + "\n  known again after an unplug \(camera.matchedBy)"
+            + (Microphones.of(camera: info.path).map { "\n  its microphone: \($0.alsaName) (--audio camera)" } ?? "")
     }
 
     /// What `camrec --device PATH` would record with no other options.

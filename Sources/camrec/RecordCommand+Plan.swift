@@ -83,7 +83,8 @@ extension RecordCommand {
         if needsLibav, let reason = LibavLibraries.loadFailure() {
             throw Recorder.classify(EncoderError(.unavailable, reason))
         }
-        let soundEncoder = try makeSoundEncoder()
+        let soundParts = try makeSound()
+        let soundEncoder = soundParts?.encoder
         let sourceName = stableSourceName(device: device, testPattern: testPattern, testScene: testScene, input: input)
         var fileOutputs: [RecordingFileOutput] = []
         // Every IDR request of the recording (receivers, servers, viewers, snapshots, rotations) goes through this gate.
@@ -150,9 +151,8 @@ extension RecordCommand {
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
-        let sound = soundEncoder.map { encoder in
-            AudioCapture(source: TestToneSource(format: encoder.format), encoder: encoder, hubs: codecs.map { hubs[$0]! },
-                         timeline: recorder.timeline)
+        let sound = soundParts.map { parts in
+            AudioCapture(source: parts.source, encoder: parts.encoder, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
         }
         if let sound {
             logger.info("sound: \(sound.source.summary), AAC-LC at \(sound.encoder.bitrate) bit/s")

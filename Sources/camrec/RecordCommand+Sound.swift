@@ -1,5 +1,6 @@
 import ArgumentParser
 import Audio
+import Capture
 import Encoder
 import Hub
 import NetStream
@@ -16,6 +17,9 @@ extension RecordCommand {
 
     func checkSound() throws {
         guard sound.isOn else { return }
+        if sound.isCameraMicrophone && device == nil {
+            throw ValidationError("--audio camera records the microphone of the camera given by --device; give --device, or an ALSA device to --audio")
+        }
         if input != nil {
             throw ValidationError("--audio goes with a live source (--device, --test-pattern, --test-scene): --input is read as fast as it can be, with no clock to put sound on")
         }
@@ -25,13 +29,53 @@ extension RecordCommand {
         }
     }
 
-    /// The AAC encoder of `--audio` (its track format describes the files' sound); nil without it.
-    func makeSoundEncoder() throws -> AACEncoder? {
-        guard sound.isOn else { return nil }
+    /// The source and the AAC encoder of `--audio` (the encoder's track format describes the files'
+    /// sound); nil without it. A microphone is opened and set up here, so that one that is missing, busy
+    /// or refuses the format is a one-line error before any output exists.
+    func makeSound() throws -> (source: any SoundSource, encoder: AACEncoder)? {
+        guard let name = sound.audio else { return nil }
+        let source: any SoundSource
+        if sound.isTestTone {
+            source = TestToneSource(format: sound.testFormat)
+        } else {
+            let deviceName = try sound.isCameraMicrophone ? cameraMicrophone() : name
+            do {
+                source = try MicrophoneSource(device: deviceName, sampleRate: sound.audioRate, channels: sound.audioChannels)
+            } catch let error as SoundError {
+                throw Self.failure(error)
+            }
+        }
+        let most = sound.mostBits(source.format)
+        if let asked = sound.audioBitrate?.bitsPerSecond, asked > most {
+            throw RecordingFailure.source(CaptureError(.unsupportedFormat,
+                "--audio-bitrate \(asked): AAC carries at most \(most) bit/s at \(source.format) (what \(name) records); give less"))
+        }
         do {
-            return try AACEncoder(format: sound.format, bitrate: sound.bitrate)
+            return (source, try AACEncoder(format: source.format, bitrate: sound.bitrate(for: source.format)))
         } catch let error as EncoderError {
             throw RecordingFailure.encoder(error)
+        }
+    }
+
+    /// `--audio camera`: the microphone on the camera's USB device.
+    private func cameraMicrophone() throws -> String {
+        let camera = device ?? ""
+        if let microphone = Microphones.of(camera: camera) { return microphone.alsaName }
+        let why = Microphones.cameraUSBDevice(node: camera) == nil
+            ? "\(camera) is not a USB camera" : "its USB device has no sound card"
+        throw RecordingFailure.source(CaptureError(.sourceMissing,
+            "--audio camera: no microphone belongs to \(camera) (\(why)); give the microphone's ALSA name to --audio (`camrec devices` lists them)"))
+    }
+
+    /// A microphone's failure, with the exit status of the same failure of a camera.
+    static func failure(_ error: SoundError) -> RecordingFailure {
+        switch error.kind {
+        case .missing: return .source(CaptureError(.sourceMissing, error.message))
+        case .busy: return .source(CaptureError(.deviceBusy, error.message))
+        case .permissionDenied: return .source(CaptureError(.permissionDenied, error.message))
+        case .unsupported: return .source(CaptureError(.unsupportedFormat, error.message))
+        case .unavailable: return .encoder(EncoderError(.unavailable, error.message))
+        case .failed: return .source(CaptureError(.deviceFailed, error.message))
         }
     }
 }

@@ -307,6 +307,7 @@ struct RecordCommand: AsyncParsableCommand {
         status?.stop()
         if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
+        if let report = sound?.source.report { printLine("camrec: \(report)") }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
         if let raw = source as? RawFrameSource, raw.trailingBytes > 0 {
             printLine("camrec: warning: the input ended \(raw.trailingBytes) bytes into a frame of \(raw.frameBytes); those bytes "

@@ -12,6 +12,7 @@
 #include <libavutil/imgutils.h>
 #include <libavutil/log.h>
 #include <libavutil/opt.h>
+#include <libswresample/swresample.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -225,5 +226,7 @@ int camrec_libav_is_loaded(void);
 // Opens libavutil, libavcodec and libavformat now: 0, or -1 with the one-line reason (the package to
 // install) in `error`. For a recording that will need them, before it creates any file.
 int camrec_libav_try_load(char *error, size_t size);
+// libswresample, which only a microphone needs; 0, or -1 with the reason (and the package) in `error`.
+int camrec_swresample_try_load(char *error, size_t size);
 
 #endif

@@ -1,0 +1,228 @@
+import CALSA
+import Frames
+import Glibc
+
+/// One ALSA capture device (libasound), opened and set up for camrec: interleaved samples in a
+/// format camrec converts (16- or 32-bit integers, or float), at the asked or the device's own rate
+/// and channels, periods of about 10 ms in a buffer of about two seconds (the first moments wait there
+/// for the first frame, and a busy machine has that long to read), and monotonic hardware
+/// timestamps, so each block read carries the capture time of its first sample.
+final class ALSACapture {
+    enum SampleFormat {
+        case s16, s32, float
+        var bytes: Int { self == .s16 ? 2 : 4 }
+        var alsa: snd_pcm_format_t {
+            switch self {
+            case .s16: return SND_PCM_FORMAT_S16_LE
+            case .s32: return SND_PCM_FORMAT_S32_LE
+            case .float: return SND_PCM_FORMAT_FLOAT_LE
+            }
+        }
+    }
+
+    /// One read: `frames` samples (per channel) whose first was captured at `captureTime`;
+    /// `afterOverrun` when samples were lost just before them.
+    struct Block {
+        var frames: Int
+        var captureTime: UInt64
+        var afterOverrun: Bool
+    }
+
+    let name: String
+    let sampleRate: Int
+    let channels: Int
+    let sampleFormat: SampleFormat
+    let periodFrames: Int
+    let bufferFrames: Int
+    /// Interleaved samples of the last block read (`periodFrames * 2` frames at most).
+    let buffer: UnsafeMutableRawPointer
+    let bufferCapacity: Int
+    private var pcm: OpaquePointer?
+    private var overrunPending = false
+    private(set) var overruns = 0
+    /// Blocks whose timestamp the device gave as zero (then the read's own time stands in).
+    private(set) var untimedBlocks = 0
+
+    /// Opens `name` and sets it up; `rate` and `channels` nil take the device's own (48 kHz if it
+    /// offers it, else the nearest it has; mono or stereo as it has them).
+    init(name: String, rate: Int?, channels: Int?) throws {
+        var error = [CChar](repeating: 0, count: 512)
+        guard camrec_alsa_try_load(&error, error.count) == 0 else {
+            throw SoundError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        }
+        self.name = name
+        var pcm: OpaquePointer?
+        let opened = snd_pcm_open(&pcm, name, snd_pcm_stream_t(rawValue: UInt32(camrec_SND_PCM_STREAM_CAPTURE)), 0)
+        guard opened == 0, let pcm else { throw Self.openError(name, opened) }
+        var hw: OpaquePointer?
+        snd_pcm_hw_params_malloc(&hw)
+        defer { snd_pcm_hw_params_free(hw) }
+        func fail(_ error: SoundError) -> SoundError { snd_pcm_close(pcm); return error }
+        guard let hw, snd_pcm_hw_params_any(pcm, hw) >= 0,
+              snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED) == 0 else {
+            throw fail(SoundError(.unsupported, "the microphone \(name) does not deliver interleaved samples; name its plughw: device instead"))
+        }
+        guard let format = [SampleFormat.s16, .s32, .float].first(where: { snd_pcm_hw_params_test_format(pcm, hw, $0.alsa) == 0 }),
+              snd_pcm_hw_params_set_format(pcm, hw, format.alsa) == 0 else {
+            throw fail(SoundError(.unsupported, "the microphone \(name) offers no 16- or 32-bit or float samples; name its plughw: device instead"))
+        }
+        sampleFormat = format
+
+        var low: UInt32 = 0, high: UInt32 = 0, dir: Int32 = 0
+        snd_pcm_hw_params_get_channels_min(hw, &low)
+        snd_pcm_hw_params_get_channels_max(hw, &high)
+        let channelRange = "\(low)\(high == low ? "" : " to \(min(high, 64))")"
+        let chosenChannels = channels ?? Int(min(max(low, 1), 2) <= high ? min(max(low, 1), 2) : low)
+        guard chosenChannels <= 8, snd_pcm_hw_params_set_channels(pcm, hw, UInt32(chosenChannels)) == 0 else {
+            throw fail(SoundError(.unsupported, "the microphone \(name) records \(channelRange) channel\(high == 1 ? "" : "s"), not \(chosenChannels); give --audio-channels \(low)"))
+        }
+        self.channels = chosenChannels
+
+        snd_pcm_hw_params_get_rate_min(hw, &low, &dir)
+        snd_pcm_hw_params_get_rate_max(hw, &high, &dir)
+        let offered = AudioFormat.sampleRates.filter { snd_pcm_hw_params_test_rate(pcm, hw, UInt32($0), 0) == 0 }
+        let chosenRate = rate ?? (offered.contains(48000) ? 48000 : offered.min(by: { abs($0 - 48000) < abs($1 - 48000) }) ?? 48000)
+        guard snd_pcm_hw_params_set_rate(pcm, hw, UInt32(chosenRate), 0) == 0 else {
+            let list = offered.isEmpty ? "\(low) to \(high) Hz, none of them a rate AAC takes" : offered.map(String.init).joined(separator: ", ") + " Hz"
+            throw fail(SoundError(.unsupported, "the microphone \(name) records at \(list), not \(chosenRate) Hz; give --audio-rate \(offered.first.map(String.init) ?? "with one of AAC's rates") or its plughw: device"))
+        }
+        sampleRate = chosenRate
+
+        var period = snd_pcm_uframes_t(max(chosenRate / 100, 32))
+        var periodDir: Int32 = 0
+        snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &periodDir)
+        var bufferSize = snd_pcm_uframes_t(chosenRate * 2)
+        snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize)
+        let applied = snd_pcm_hw_params(pcm, hw)
+        guard applied == 0 else {
+            throw fail(SoundError(.unsupported, "the microphone \(name) refused \(chosenRate) Hz, \(chosenChannels) channel(s): \(String(cString: snd_strerror(applied)))"))
+        }
+        snd_pcm_hw_params_get_period_size(hw, &period, &periodDir)
+        snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
+        periodFrames = max(Int(period), 1)
+        bufferFrames = Int(bufferSize)
+
+        var sw: OpaquePointer?
+        snd_pcm_sw_params_malloc(&sw)
+        defer { snd_pcm_sw_params_free(sw) }
+        guard let sw, snd_pcm_sw_params_current(pcm, sw) == 0,
+              snd_pcm_sw_params_set_tstamp_mode(pcm, sw, SND_PCM_TSTAMP_ENABLE) == 0,
+              snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) == 0,
+              snd_pcm_sw_params_set_avail_min(pcm, sw, period) == 0,
+              snd_pcm_sw_params(pcm, sw) == 0 else {
+            throw fail(SoundError(.unsupported, "the microphone \(name) gives no monotonic timestamps (ALSA's sw_params); name its hw: or plughw: device"))
+        }
+        bufferCapacity = periodFrames * 2
+        buffer = .allocate(byteCount: bufferCapacity * chosenChannels * format.bytes, alignment: 16)
+        self.pcm = pcm
+    }
+
+    deinit {
+        close()
+        buffer.deallocate()
+    }
+
+    func start() throws {
+        guard let pcm else { return }
+        let status = snd_pcm_start(pcm)
+        guard status == 0 else { throw failure("starting", status) }
+    }
+
+    /// Restarts a device that overran before the recording's first frame, without counting it.
+    func recoverFromOverrunBeforeStart() throws {
+        guard let pcm, snd_pcm_state(pcm) == SND_PCM_STATE_XRUN else { return }
+        let prepared = snd_pcm_prepare(pcm)
+        guard prepared == 0 else { throw failure("recovering from an overrun", prepared) }
+        let started = snd_pcm_start(pcm)
+        guard started == 0 else { throw failure("restarting after an overrun", started) }
+        overrunPending = true
+    }
+
+    func close() {
+        guard let pcm else { return }
+        snd_pcm_drop(pcm)
+        snd_pcm_close(pcm)
+        self.pcm = nil
+    }
+
+    /// Reads what has been captured, up to `bufferCapacity` frames, waiting at most `timeoutMilliseconds`
+    /// for a period; nil when nothing came in that time. An overrun is counted and recovered from; the
+    /// next block says so.
+    func read(timeoutMilliseconds: Int32) throws -> Block? {
+        guard let pcm else { return nil }
+        while true {
+            if timeoutMilliseconds > 0 {
+                let ready = snd_pcm_wait(pcm, timeoutMilliseconds)
+                if ready == 0 { return nil }
+                if ready < 0 { try recover(Int(ready)); continue }
+            }
+            let available = snd_pcm_avail_update(pcm)
+            if available < 0 { try recover(Int(available)); continue }
+            if available == 0 { return nil }
+            let got = snd_pcm_readi(pcm, buffer, snd_pcm_uframes_t(min(Int(available), bufferCapacity)))
+            if got == -Int(EAGAIN) { return nil }
+            if got < 0 { try recover(got); continue }
+            if got == 0 { return nil }
+            let frames = Int(got)
+            var left: snd_pcm_uframes_t = 0
+            var stamp = timespec()
+            snd_pcm_htimestamp(pcm, &left, &stamp)
+            var newest = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
+            if newest == 0 {
+                // No hardware timestamp (some plugins): the time of the read stands in, less what waits.
+                untimedBlocks += 1
+                newest = MonotonicClock.now()
+                left = snd_pcm_uframes_t(max(snd_pcm_avail_update(pcm), 0))
+            }
+            let before = (UInt64(left) + UInt64(frames)) * 1_000_000_000 / UInt64(sampleRate)
+            let block = Block(frames: frames, captureTime: newest > before ? newest - before : 0, afterOverrun: overrunPending)
+            overrunPending = false
+            return block
+        }
+    }
+
+    /// An overrun (EPIPE) or a suspend (ESTRPIPE) is recovered from; anything else ends the sound.
+    private func recover(_ status: Int) throws {
+        guard let pcm else { return }
+        switch Int32(-status) {
+        case EPIPE:
+            overruns += 1
+            overrunPending = true
+            let prepared = snd_pcm_prepare(pcm)
+            guard prepared == 0 else { throw failure("recovering from an overrun", prepared) }
+            let started = snd_pcm_start(pcm)
+            guard started == 0 else { throw failure("restarting after an overrun", started) }
+        case ESTRPIPE:
+            overrunPending = true
+            var resumed = snd_pcm_resume(pcm)
+            while resumed == -EAGAIN {
+                usleep(10_000)
+                resumed = snd_pcm_resume(pcm)
+            }
+            if resumed != 0 { _ = snd_pcm_prepare(pcm); _ = snd_pcm_start(pcm) }
+        case EINTR:
+            return
+        default:
+            throw failure("reading", Int32(status))
+        }
+    }
+
+    private func failure(_ doing: String, _ status: Int32) -> SoundError {
+        let cause = status == -ENODEV ? "it went away" : String(cString: snd_strerror(status))
+        return SoundError(.failed, "the microphone \(name) failed \(doing): \(cause)")
+    }
+
+    static func openError(_ name: String, _ status: Int32) -> SoundError {
+        let cause = String(cString: snd_strerror(status))
+        switch -status {
+        case ENOENT, ENODEV, ENXIO:
+            return SoundError(.missing, "no microphone \(name) (\(cause)); `camrec devices` lists the microphones (ALSA names like hw:CARD=C920,DEV=0)")
+        case EBUSY:
+            return SoundError(.busy, "the microphone \(name) is busy: another program records from it (a hw: device takes one at a time)")
+        case EACCES, EPERM:
+            return SoundError(.permissionDenied, "permission denied on the microphone \(name); join the audio group")
+        default:
+            return SoundError(.missing, "cannot open the microphone \(name): \(cause); `camrec devices` lists the microphones")
+        }
+    }
+}

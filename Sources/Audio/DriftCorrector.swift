@@ -1,0 +1,94 @@
+/// Keeps a microphone's samples on the recording's clock.
+///
+/// A microphone's clock is never exactly its nominal rate, and an overrun loses samples. Counting
+/// samples would drift by the difference (0.5% is 18 s an hour); so every block read from the device
+/// is placed by its own capture time (ALSA's hardware timestamp), and the corrector says how to bring
+/// the output back to it: silence for a gap (an overrun, a late start), dropped samples for input
+/// from before the start, and otherwise a gentle stretch or squeeze (the resampler's compensation)
+/// that follows the measured rate and takes up the remaining error over a few seconds.
+///
+/// Pure arithmetic on sample counts and nanoseconds, so it can be tested against any clock.
+public struct DriftCorrector: Sendable {
+    public struct Plan: Sendable, Equatable {
+        /// Zero samples to put out before this block.
+        public var silence = 0
+        /// Samples at the start of this block to leave out.
+        public var drop = 0
+        /// Samples to add (negative: remove) over the next `distance` output samples.
+        public var compensation = 0
+        public var distance = 0
+    }
+
+    public let sampleRate: Int
+    /// The capture time of output sample 0.
+    public let origin: UInt64
+    /// An error larger than this is corrected at once (silence or a drop), not by stretching.
+    public let hardLimit: Double
+    /// Stretching never changes the rate by more than this fraction (2%: a pitch change no one hears
+    /// in speech, and 20 ms of error corrected in a second).
+    public let mostStretch = 0.02
+    /// The smoothed error, in samples (output behind the input's time is positive).
+    public private(set) var error = 0.0
+    /// The input's rate against the monotonic clock, as a fraction off nominal (0.005: 0.5% fast).
+    public private(set) var measuredDrift = 0.0
+    /// Samples of silence put in and samples dropped so far.
+    public private(set) var silenced: UInt64 = 0
+    public private(set) var dropped: UInt64 = 0
+    private var aligned = false
+    /// Where the rate is measured from: a block's time and the input samples read before it.
+    private var anchorTime: UInt64 = 0
+    private var inputSinceAnchor: UInt64 = 0
+
+    public init(sampleRate: Int, origin: UInt64, hardLimitSeconds: Double = 0.02) {
+        self.sampleRate = sampleRate
+        self.origin = origin
+        hardLimit = hardLimitSeconds * Double(sampleRate)
+    }
+
+    /// Plans one block of `frames` input samples whose first was captured at `captureTime`, when the
+    /// output (what has been put out, and what the resampler holds) stands at `outputPosition`.
+    /// `afterGap`: samples were lost just before it (an overrun), so it is placed exactly.
+    public mutating func plan(captureTime: UInt64, frames: Int, outputPosition: Double, afterGap: Bool = false) -> Plan {
+        let wanted = (Double(captureTime) - Double(origin)) * Double(sampleRate) / 1e9
+        let raw = wanted - outputPosition
+        var plan = Plan()
+        if !aligned || afterGap || abs(raw) > hardLimit {
+            // Placed exactly: the first block, after a gap, or an error no stretch should take up.
+            if raw > 0 {
+                plan.silence = Int(raw.rounded())
+                silenced += UInt64(plan.silence)
+            } else if raw < 0 {
+                plan.drop = min(frames, Int((-raw).rounded()))
+                dropped += UInt64(plan.drop)
+            }
+            error = raw - Double(plan.silence) + Double(plan.drop)
+            // Placed once some of it is kept: a block wholly before the start is no placement.
+            aligned = plan.drop < frames
+            // The rate is measured afresh from here: a gap says nothing about the clock.
+            anchorTime = captureTime
+            inputSinceAnchor = UInt64(frames)
+            return withCompensation(plan)
+        }
+        error += 0.1 * (raw - error)
+        let elapsed = (Double(captureTime) - Double(anchorTime)) * Double(sampleRate) / 1e9
+        // After a second the count of samples against the clock tells the rate (a millisecond of
+        // timestamp jitter is 0.1% of it, and less as it goes on); before, the error term alone steers.
+        if elapsed >= Double(sampleRate) {
+            measuredDrift = (Double(inputSinceAnchor) - elapsed) / elapsed
+        }
+        inputSinceAnchor += UInt64(frames)
+        return withCompensation(plan)
+    }
+
+    private func withCompensation(_ plan: Plan) -> Plan {
+        var plan = plan
+        let distance = sampleRate
+        // Follow the rate (a fast microphone gives more samples than the output may hold), and take up
+        // the remaining error over the next second; re-planned with every block.
+        let wanted = -measuredDrift * Double(distance) + error
+        let most = mostStretch * Double(distance)
+        plan.compensation = Int(max(-most, min(most, wanted)).rounded())
+        plan.distance = distance
+        return plan
+    }
+}

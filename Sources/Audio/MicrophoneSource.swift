@@ -1,0 +1,169 @@
+import Glibc
+
+/// `--audio DEVICE`: an ALSA microphone on the recording's clock.
+///
+/// Each block read from the device carries the capture time of its first sample (ALSA's monotonic
+/// hardware timestamp, the clock V4L2 stamps frames with). The `DriftCorrector` places it against
+/// the samples already put out: silence for what an overrun lost, a drop for what came before the
+/// first frame, and otherwise the converter's compensation, so that sample `k` delivered is the one
+/// captured `k` samples at the nominal rate after the first frame, for as long as the recording lasts.
+public final class MicrophoneSource: SoundSource, @unchecked Sendable {
+    public let format: AudioFormat
+    public let deviceName: String
+    public var summary: String { "microphone \(deviceName) (\(format))" }
+
+    private let device: ALSACapture
+    private let converter: SampleConverter
+    private var corrector: DriftCorrector?
+    private var origin: UInt64 = 0
+    public private(set) var position: UInt64 = 0
+
+    // Converted samples not yet delivered: planes[c][head ..< head + held].
+    private let capacity: Int
+    private let planes: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>
+    /// Where the converter writes next, one pointer a channel (made once).
+    private let outputs: UnsafeMutableBufferPointer<UnsafeMutablePointer<Float>>
+    private var head = 0
+    private var held = 0
+    /// Samples ever put into the planes, silence included: the output's position.
+    private var produced: UInt64 = 0
+    private var pendingSilence = 0
+    /// A block read and planned but not yet converted, and the frames to leave out at its start.
+    private var pendingBlock: ALSACapture.Block?
+    private var pendingDrop = 0
+
+    /// Opens and sets up the device now, so that a device that refuses is a one-line error before
+    /// anything starts.
+    public init(device name: String, sampleRate: Int?, channels: Int?) throws {
+        device = try ALSACapture(name: name, rate: sampleRate, channels: channels)
+        deviceName = name
+        format = AudioFormat(sampleRate: device.sampleRate, channels: device.channels)
+        converter = try SampleConverter(sampleRate: device.sampleRate, channels: device.channels, input: device.sampleFormat)
+        // Room for what is waiting to be encoded (under one AAC frame), one read (two periods) stretched
+        // by at most 2%, and what the converter lets out of its filter.
+        capacity = 4096 + device.bufferCapacity * 2
+        planes = .allocate(capacity: device.channels)
+        outputs = .allocate(capacity: device.channels)
+        for channel in 0..<device.channels {
+            planes[channel] = .allocate(capacity: capacity)
+            outputs[channel] = planes[channel]
+        }
+    }
+
+    deinit {
+        device.close()
+        for plane in planes { plane.deallocate() }
+        planes.deallocate()
+        outputs.deallocate()
+    }
+
+    public func prepare() throws {
+        try device.start()
+    }
+
+    public func start(origin: UInt64) throws {
+        self.origin = origin
+        corrector = DriftCorrector(sampleRate: format.sampleRate, origin: origin)
+        // A first frame that took longer than the device's buffer to come: what it lost before the
+        // recording began is no overrun of the recording (the first block is placed exactly anyway).
+        try device.recoverFromOverrunBeforeStart()
+    }
+
+    public func waitForSamples(_ count: Int, shouldStop: () -> Bool) throws -> Bool {
+        while held < count {
+            if shouldStop() { return false }
+            _ = try pump(timeoutMilliseconds: 100)
+        }
+        return !shouldStop()
+    }
+
+    public func collectCaptured() throws {
+        while held < capacity / 2, try pump(timeoutMilliseconds: 0) {}
+    }
+
+    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>) {
+        let taken = min(plane.count, held)
+        if taken > 0 { plane.baseAddress!.update(from: planes[channel] + head, count: taken) }
+        if taken < plane.count { (plane.baseAddress! + taken).update(repeating: 0, count: plane.count - taken) }
+    }
+
+    public func advance(_ count: Int) {
+        let taken = min(count, held)
+        head += taken
+        held -= taken
+        if held == 0 { head = 0 }
+        position += UInt64(count)
+    }
+
+    public func captureTime(ofSample index: UInt64) -> UInt64 {
+        origin + format.nanoseconds(ofSample: index)
+    }
+
+    public func stop() { device.close() }
+
+    public var report: String? {
+        guard let corrector else { return nil }
+        var parts: [String] = []
+        let ppm = Int((corrector.measuredDrift * 1e6).rounded())
+        parts.append("its clock ran \(abs(ppm)) ppm \(ppm >= 0 ? "fast" : "slow") against the monotonic clock (corrected)")
+        if device.overruns > 0 {
+            let silence = corrector.silenced * 1000 / UInt64(format.sampleRate)
+            parts.append("\(device.overruns) overrun\(device.overruns == 1 ? "" : "s") (samples lost; \(silence) ms of silence put in their place)")
+        } else {
+            parts.append("no overruns")
+        }
+        if device.untimedBlocks > 0 { parts.append("\(device.untimedBlocks) reads had no hardware timestamp (timed when read)") }
+        return "the microphone \(deviceName): " + parts.joined(separator: "; ")
+    }
+
+    /// The overruns so far (the device counts them as they are recovered from).
+    public var overruns: Int { device.overruns }
+    public var correction: DriftCorrector? { corrector }
+
+    /// One step: put out pending silence, or convert the pending block, or read the next block and plan
+    /// it. False when nothing was to be had.
+    private func pump(timeoutMilliseconds: Int32) throws -> Bool {
+        makeRoom()
+        let room = capacity - head - held
+        if pendingSilence > 0 {
+            let count = min(pendingSilence, room)
+            for channel in 0..<format.channels {
+                (planes[channel] + head + held).update(repeating: 0, count: count)
+            }
+            held += count
+            produced += UInt64(count)
+            pendingSilence -= count
+            return true
+        }
+        if let block = pendingBlock {
+            pendingBlock = nil
+            let skip = min(pendingDrop, block.frames)
+            pendingDrop -= skip
+            guard block.frames > skip else { return true }
+            let input = UnsafeRawPointer(device.buffer) + skip * format.channels * device.sampleFormat.bytes
+            for channel in 0..<format.channels { outputs[channel] = planes[channel] + head + held }
+            let written = try converter.convert(input, frames: block.frames - skip, into: UnsafeBufferPointer(outputs), capacity: room)
+            held += written
+            produced += UInt64(written)
+            return true
+        }
+        guard let block = try device.read(timeoutMilliseconds: timeoutMilliseconds), var corrector else { return false }
+        let plan = corrector.plan(captureTime: block.captureTime, frames: block.frames,
+                                  outputPosition: Double(produced) + Double(converter.delay), afterGap: block.afterOverrun)
+        self.corrector = corrector
+        pendingSilence = plan.silence
+        pendingDrop += plan.drop
+        converter.compensate(plan.compensation, over: plan.distance)
+        pendingBlock = block
+        return true
+    }
+
+    /// Moves what is held to the start of the planes once it is past the first half.
+    private func makeRoom() {
+        guard head > capacity / 2 else { return }
+        for channel in 0..<format.channels where held > 0 {
+            planes[channel].update(from: planes[channel] + head, count: held)
+        }
+        head = 0
+    }
+}

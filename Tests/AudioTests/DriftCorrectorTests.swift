@@ -1,0 +1,107 @@
+import XCTest
+
+@testable import Audio
+
+/// The corrector against simulated microphones: a clock 0.5% off for an hour, timestamps with a
+/// millisecond of jitter, overruns, a late and an early start. The output is modelled as the
+/// resampler makes it: each block's samples stretched by the compensation last asked for.
+final class DriftCorrectorTests: XCTestCase {
+    struct Microphone {
+        var rate = 48_000
+        /// The real rate against the monotonic clock, as a fraction off nominal.
+        var drift = 0.0
+        var jitterNanoseconds: Int64 = 0
+        var period = 480
+    }
+
+    /// Runs `seconds` of blocks; returns the largest error (ms) after the first `settle` seconds and the corrector.
+    func simulate(_ mic: Microphone, seconds: Double, startOffset: Double = 0.003, settle: Double = 10,
+                  gaps: [Double: Double] = [:], applyCompensation: Bool = true) -> (worstMilliseconds: Double, corrector: DriftCorrector, lastMilliseconds: Double) {
+        let origin: UInt64 = 1_000_000_000_000
+        var corrector = DriftCorrector(sampleRate: mic.rate, origin: origin)
+        var generator = SystemRandomNumberGenerator()
+        var output = 0.0           // samples put out
+        var captured = 0.0         // real seconds since the start of capture
+        var compensation = (samples: 0, distance: 1)
+        var worst = 0.0, last = 0.0
+        var pendingGaps = gaps.sorted { $0.key < $1.key }
+        let realSecondsPerSample = 1.0 / (Double(mic.rate) * (1 + mic.drift))
+        while captured < seconds {
+            var afterGap = false
+            if let gap = pendingGaps.first, captured >= gap.key {
+                captured += gap.value      // an overrun: those samples were lost
+                pendingGaps.removeFirst()
+                afterGap = true
+            }
+            let trueTime = startOffset + captured
+            let jitter = mic.jitterNanoseconds > 0 ? Int64.random(in: -mic.jitterNanoseconds...mic.jitterNanoseconds, using: &generator) : 0
+            let stamp = UInt64(Int64(origin) + Int64(trueTime * 1e9) + jitter)
+            let plan = corrector.plan(captureTime: stamp, frames: mic.period, outputPosition: output, afterGap: afterGap)
+            output += Double(plan.silence)
+            // Where this block's first kept sample lands against where it belongs.
+            let error = trueTime * Double(mic.rate) + Double(plan.drop) - output
+            if captured > settle { worst = max(worst, abs(error)); last = error }
+            if applyCompensation { compensation = (plan.compensation, plan.distance) }
+            let kept = Double(mic.period - plan.drop)
+            output += kept * (1 + Double(compensation.samples) / Double(compensation.distance))
+            captured += Double(mic.period) * realSecondsPerSample
+        }
+        return (worst * 1000 / Double(mic.rate), corrector, last * 1000 / Double(mic.rate))
+    }
+
+    func testAClock0Point5PercentFastStaysWithin10MillisecondsForAnHour() {
+        let result = simulate(Microphone(drift: 0.005, jitterNanoseconds: 1_000_000), seconds: 3600)
+        XCTAssertLessThan(result.worstMilliseconds, 10, "largest offset over the hour")
+        XCTAssertLessThan(abs(result.lastMilliseconds), 2, "offset at the end of the hour")
+        XCTAssertEqual(result.corrector.measuredDrift, 0.005, accuracy: 0.0002)
+    }
+
+    func testAClock0Point5PercentSlowStaysWithin10MillisecondsForAnHour() {
+        let result = simulate(Microphone(drift: -0.005, jitterNanoseconds: 1_000_000), seconds: 3600)
+        XCTAssertLessThan(result.worstMilliseconds, 10)
+        XCTAssertEqual(result.corrector.measuredDrift, -0.005, accuracy: 0.0002)
+    }
+
+    /// The same microphone with the stretch not applied (counting samples): the check sees the drift.
+    func testWithoutTheStretchTheOffsetGrowsPastTheBound() {
+        let result = simulate(Microphone(drift: 0.005), seconds: 60, applyCompensation: false)
+        XCTAssertGreaterThan(result.worstMilliseconds, 15, "it grows until the hard limit (20 ms) places it again")
+    }
+
+    func testOverrunsAreFilledWithSilenceOfTheirLengthAndShiftNothing() {
+        let result = simulate(Microphone(drift: 0.001, jitterNanoseconds: 500_000), seconds: 120,
+                              gaps: [30: 0.3, 60: 1.5, 90: 0.025])
+        XCTAssertLessThan(result.worstMilliseconds, 10)
+        // 0.3 + 1.5 + 0.025 s lost, and the few milliseconds of the start.
+        let silence = Double(result.corrector.silenced) / 48_000
+        XCTAssertEqual(silence, 1.825 + 0.003, accuracy: 0.005)
+    }
+
+    func testALateStartIsSilenceAndAnEarlyOneIsDropped() {
+        var late = DriftCorrector(sampleRate: 48_000, origin: 1_000_000_000)
+        let first = late.plan(captureTime: 1_050_000_000, frames: 480, outputPosition: 0)
+        XCTAssertEqual(first.silence, 2400)
+        XCTAssertEqual(first.drop, 0)
+        var early = DriftCorrector(sampleRate: 48_000, origin: 1_000_000_000)
+        let before = early.plan(captureTime: 995_000_000, frames: 480, outputPosition: 0)
+        XCTAssertEqual(before.drop, 240)
+        XCTAssertEqual(before.silence, 0)
+        // Blocks wholly before the start are dropped, however close the next one comes (a read of the
+        // device's backlog at the start), until one is partly kept.
+        var backlog = DriftCorrector(sampleRate: 48_000, origin: 1_000_000_000)
+        for start in stride(from: 900_000_000, to: 990_000_000, by: 10_000_000) {
+            XCTAssertEqual(backlog.plan(captureTime: UInt64(start), frames: 480, outputPosition: 0).drop, 480, "block at \(start)")
+        }
+        XCTAssertEqual(backlog.plan(captureTime: 990_000_000, frames: 960, outputPosition: 0).drop, 480)
+    }
+
+    func testCompensationNeverStretchesMoreThanTwoPercent() {
+        var corrector = DriftCorrector(sampleRate: 48_000, origin: 0)
+        _ = corrector.plan(captureTime: 0, frames: 480, outputPosition: 0)
+        // 15 ms behind: under the hard limit, so stretched, at most 2% of a second's samples.
+        let plan = corrector.plan(captureTime: 10_000_000, frames: 480, outputPosition: 480 - 720)
+        XCTAssertEqual(plan.distance, 48_000)
+        XCTAssertLessThanOrEqual(abs(plan.compensation), 960)
+        XCTAssertGreaterThan(plan.compensation, 0, "behind: samples are added")
+    }
+}
