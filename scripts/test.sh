@@ -69,6 +69,7 @@ EXPECTED_SUITES=(
   "vm-capture          160  2400   380"   # quiet 166 s (83 CPU s), beside one busy loop 186 s, with camrec loading 21 libraries in the VM instead of 147 (2026-11-26); 344 s (299 CPU s) in a full run once the cases stopped starting a process to sleep, read the clock or read a log field (655 s in CI's run before), 2026-11-26; 157-163 checks (a frames-in-order check for each case with excused drops); 556 s in a full run (170 checks) on a slow 2-core machine with the analysis on the host (on_host; 698 s for 139 checks before), 2026-11-25; loaded runs took up to 1.6x; 391 s for 157 (four 1280x720 format cells fewer) beside another VM suite
   "vm-camera-return     32  1200   440"   # 3 checks of sound across a return added (2026-11-26, late); quiet 131 s, beside one busy loop 219 s (2026-11-26); 216 s in a full run with the analysis on the host and the segmented case (on_host; 339 s for 26 checks before), 2026-11-25; 368 s beside one busy loop before on_host; the segmented recording with a browser: 233-250 s alone or beside another VM suite at two minutes, 272 s at 75 s beside vm-capture and a static build (2026-11-26)
   "vm-mjpeg             21  1200   150"   # quiet 64 s, beside one busy loop 71 s (2026-11-26); 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
+  "vm-microphone        33  1200   260"   # quiet 123-125 s alone (2026-11-27, new: --audio from snd-aloop and snd-dummy, 100 s of it recording in real time)
   "vm-unattended        38  1200   210"   # quiet 60 s, beside one busy loop 105 s (2026-11-26); 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
   "fuzz                  3   900   230"   # 40 s a target: quiet ~144 s; at 60 s a target it was quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
@@ -77,7 +78,7 @@ EXPECTED_SUITES=(
   "network-load         21  1200    60"   # quiet 22 s, loaded 36 s
   "containers          134   900   280"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25); 239 s beside two builds (2026-11-26)
   "publish             116   600   300"   # quiet 169-209 s, loaded 183 s; 259 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
-  "sound                80   600   160"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage)
+  "sound                87   600   160"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27
   "browser              24   600    90"   # quiet 58 s, loaded 60 s
   "http                101   600   160"   # quiet 104 s, loaded 109 s
   "quick-recordings      9   300    60"   # --quick only; quiet 11 s (Tests/quick/recordings.sh)
@@ -325,7 +326,7 @@ T_BUILD=$(( $(date +%s) - T_BUILD ))
 # FLOATING suites may run beside any other (no fixed port, no X display, no shared file; a VM suite
 # boots its own VM): each lane, when its own list is done, takes the next one nobody has taken
 # (mkdir is the claim), so the lanes end together whichever is slower that day. Longest first.
-FLOATING=(fuzz vm-mjpeg vm-unattended readme-promises)
+FLOATING=(fuzz vm-microphone vm-mjpeg vm-unattended readme-promises)
 SEEN=()
 HOST=(swift-tests) SIDE=() ALL=(swift-tests) FLOAT=()
 if ((QUICK)); then

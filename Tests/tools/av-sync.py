@@ -12,21 +12,16 @@ Not ffmpeg's own output timeline: for MPEG-TS it moves the video's first time to
 Prints each pair's offset (sound minus picture, in ms); exits 1 when fewer than MIN_PAIRS marks pair up
 or any offset is beyond BOUND_MS.
 """
-import array
 import re
 import subprocess
 import sys
 
+from bursts import audio_bursts, frames
+
 path, min_pairs, bound_ms = sys.argv[1], int(sys.argv[2]), float(sys.argv[3])
 
 
-def frames(stream, entries):
-    out = subprocess.run(["ffprobe", "-v", "error", "-select_streams", stream, "-show_entries", "frame=" + entries,
-                          "-of", "csv=p=0", path], capture_output=True, text=True, check=True).stdout
-    return [line.split(",") for line in out.splitlines() if line.strip()]
-
-
-video_times = [float(f[0]) for f in frames("v:0", "best_effort_timestamp_time")]
+video_times = [float(f[0]) for f in frames(path, "v:0", "best_effort_timestamp_time")]
 luma = subprocess.run(
     ["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-i", path, "-map", "0:v:0", "-vf",
      "crop=iw:ih/2:0:ih/2,signalstats,metadata=print:key=lavfi.signalstats.YAVG:file=-", "-f", "null", "-"],
@@ -36,22 +31,7 @@ if len(means) != len(video_times):
     sys.exit(f"FAIL: ffmpeg decoded {len(means)} pictures, ffprobe {len(video_times)}")
 flashes = [t for t, mean in zip(video_times, means) if mean > 200]
 
-rate = int(subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate",
-                           "-of", "csv=p=0", path], capture_output=True, text=True, check=True).stdout.split()[0])
-audio_frames = [(float(f[0]), int(f[1])) for f in frames("a:0", "best_effort_timestamp_time,nb_samples")]
-raw = subprocess.run(["ffmpeg", "-hide_banner", "-nostdin", "-v", "error", "-i", path, "-map", "0:a:0", "-ac", "1",
-                      "-f", "f32le", "-"], capture_output=True, check=True).stdout
-samples = array.array("f", raw)
-if len(samples) != sum(f[1] for f in audio_frames):
-    sys.exit(f"FAIL: ffmpeg decoded {len(samples)} samples, ffprobe's frames hold {sum(f[1] for f in audio_frames)}")
-clicks, index, quiet = [], 0, 0
-for start, count in audio_frames:
-    for i in range(count):
-        level = abs(samples[index + i])
-        if level > 0.05 and quiet >= rate // 2:
-            clicks.append(start + i / rate)
-        quiet = quiet + 1 if level < 0.01 else 0
-    index += count
+clicks = audio_bursts(path)
 
 print(f"{path}: {len(flashes)} white frames of {len(video_times)}, {len(clicks)} bursts after silence")
 offsets = []
