@@ -7,7 +7,7 @@
 # in the recording at the time it was played, against the video frames' capture times, ±10 ms.
 # Cases: clicks in Matroska and MP4 at once; the loopback's clock 0.5% fast ("PCM Rate Shift 100000"
 # at 100500: 0.5% slow) for 40 s, where counting samples would be 200 ms off; overruns forced by stopping camrec
-# (SIGSTOP) for 3 s, longer than its 2 s buffer; segments; the device errors (missing, busy, refused channels and rate, --audio
+# (SIGSTOP) for 3 s, longer than its 2 s buffer; segments; the camera unplugged and back (vivid's disconnect); the device errors (missing, busy, refused channels and rate, --audio
 # camera on a camera that has none); `camrec devices` listing the microphones.
 # Run by Tests/suites/vm-microphone.sh. Environment: CAMREC, CAMREC_VM_RESULTS. Ends with "N passed, N failed".
 set -uo pipefail
@@ -28,11 +28,11 @@ play() {
     wait_for 30 test -e "$3"
 }
 stop_player() { kill "$PLAYER_PID" 2>/dev/null; wait "$PLAYER_PID" 2>/dev/null; }
-# synced FILE CAMREC_LOG CLICK_LOG MIN [LOST]: every click inside FILE within ±10 ms of when it was
-# played (but at most LOST, played while camrec could not read).
+# synced FILE CAMREC_LOG CLICK_LOG MIN [LOST [ANCHOR]]: every click inside FILE within ±10 ms of when it
+# was played (but at most LOST, played while camrec could not read); ANCHOR 2: the file after a return.
 synced() {
     local out
-    out=$(on_host /usr/bin/python3 Tests/tools/mic-sync.py "$1" "$2" "$3" "$4" 10 "${5:-0}" 2>&1); local rc=$?
+    out=$(on_host /usr/bin/python3 Tests/tools/mic-sync.py "$1" "$2" "$3" "$4" 10 "${5:-0}" "${6:-1}" 2>&1); local rc=$?
     echo "$out" | tail -n 4 | sed 's/^/   /'
     return $rc
 }
@@ -100,6 +100,26 @@ rc=$?
 segments=("$R"/seg-*.mkv)
 check "--segment 3 for 9 s: three files (exit $rc, ${#segments[@]} files)" test "$rc" = 0 -a "${#segments[@]}" = 3
 for f in "${segments[@]}"; do check "$(basename "$f"): sound starts and ends with its picture, within 30 ms" edges "$f"; done
+
+echo "== the camera lost and back under --on-camera-lost wait, the microphone recording on ($(elapsed))"
+# Each file's sound must start and end with its picture, and the clicks in the second (timed from the
+# timeline's second anchor, the first frame after the return) must be where they belong too.
+play 5 80 "$R/return.log"
+# Priority "interactive": with camrec's default (record) vivid's disconnect control is refused (EBUSY).
+env CAMREC_V4L2_PRIORITY=interactive "$CAMREC_BIN" --device "$DEV" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=5 --on-camera-lost wait=30 \
+    --log-level debug "$R/return.mkv" 2>"$R/return.err" &
+cam=$!
+WAIT_EVERY=0.1 wait_for 60 grep -q "timeline: frame" "$R/return.err"
+nap 6
+v4l2-ctl -d "$DEV" -c disconnect=1
+wait_for 30 grep -q '^camrec: camera back' "$R/return.err"
+nap 6
+kill -INT "$cam"; wait "$cam"; rc=$?
+stop_player
+check "lost and back: exit 0 ($rc), two files" test "$rc" = 0 -a -s "$R/return.mkv" -a -s "$R/return-2.mkv"
+for f in return.mkv return-2.mkv; do check "$f: the sound starts and ends with its picture, within 30 ms" edges "$R/$f"; done
+check "return.mkv: every click before the loss at its time ±10 ms (at least 4)" synced "$R/return.mkv" "$R/return.err" "$R/return.log" 4
+check "return-2.mkv: every click after the return at its time ±10 ms (at least 4)" synced "$R/return-2.mkv" "$R/return.err" "$R/return.log" 4 0 2
 
 echo "== device errors: one line, its exit status, no file ($(elapsed))"
 # refused CODE NAME ARGS...: camrec exits CODE with one error line and creates no file.
