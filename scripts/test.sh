@@ -78,7 +78,7 @@ EXPECTED_SUITES=(
   "network-load         21  1200    60"   # quiet 22 s, loaded 36 s
   "containers          134   900   280"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25); 239 s beside two builds (2026-11-26)
   "publish             116   600   300"   # quiet 169-209 s, loaded 183 s; 259 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
-  "sound                87   600   160"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27
+  "sound               105   600   230"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27
   "browser              24   600    90"   # quiet 58 s, loaded 60 s
   "http                101   600   160"   # quiet 104 s, loaded 109 s
   "quick-recordings      9   300    60"   # --quick only; quiet 11 s (Tests/quick/recordings.sh)

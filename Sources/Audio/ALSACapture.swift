@@ -45,7 +45,8 @@ final class ALSACapture {
 
     /// Opens `name` and sets it up; `rate` and `channels` nil take the device's own (48 kHz if it
     /// offers it, else the nearest it has; mono or stereo as it has them).
-    init(name: String, rate: Int?, channels: Int?) throws {
+    /// `rates`: the rates the encoder takes (the device's own is chosen among them).
+    init(name: String, rate: Int?, channels: Int?, rates: [Int] = AudioFormat.sampleRates) throws {
         var error = [CChar](repeating: 0, count: 512)
         guard camrec_alsa_try_load(&error, error.count) == 0 else {
             throw SoundError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
@@ -80,11 +81,11 @@ final class ALSACapture {
 
         snd_pcm_hw_params_get_rate_min(hw, &low, &dir)
         snd_pcm_hw_params_get_rate_max(hw, &high, &dir)
-        let offered = AudioFormat.sampleRates.filter { snd_pcm_hw_params_test_rate(pcm, hw, UInt32($0), 0) == 0 }
+        let offered = rates.filter { snd_pcm_hw_params_test_rate(pcm, hw, UInt32($0), 0) == 0 }
         let chosenRate = rate ?? (offered.contains(48000) ? 48000 : offered.min(by: { abs($0 - 48000) < abs($1 - 48000) }) ?? 48000)
         guard snd_pcm_hw_params_set_rate(pcm, hw, UInt32(chosenRate), 0) == 0 else {
-            let list = offered.isEmpty ? "\(low) to \(high) Hz, none of them a rate AAC takes" : offered.map(String.init).joined(separator: ", ") + " Hz"
-            throw fail(SoundError(.unsupported, "the microphone \(name) records at \(list), not \(chosenRate) Hz; give --audio-rate \(offered.first.map(String.init) ?? "with one of AAC's rates") or its plughw: device"))
+            let list = offered.isEmpty ? "\(low) to \(high) Hz, none of them a rate the encoder takes" : offered.map(String.init).joined(separator: ", ") + " Hz"
+            throw fail(SoundError(.unsupported, "the microphone \(name) records at \(list), not \(chosenRate) Hz; give --audio-rate \(offered.first.map(String.init) ?? "with a rate the encoder takes") or its plughw: device"))
         }
         sampleRate = chosenRate
 

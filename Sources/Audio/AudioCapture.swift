@@ -19,7 +19,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     public let source: any SoundSource
-    public let encoder: AACEncoder
+    public let encoder: SoundEncoder
     private let hubs: [StreamHub]
     private let timeline: PresentationTimeline
     private let chunks = StreamChunkPool()
@@ -38,7 +38,7 @@ public final class AudioCapture: @unchecked Sendable {
     /// Called once, on the audio thread, if encoding fails; the video goes on without sound.
     public var onFailure: (@Sendable (EncoderError) -> Void)?
 
-    public init(source: any SoundSource, encoder: AACEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
+    public init(source: any SoundSource, encoder: SoundEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
         precondition(source.format == encoder.format, "the encoder takes the source's format")
         self.source = source
         self.encoder = encoder
@@ -129,7 +129,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     /// Stamps one packet with the presentation time of its first input sample and hands it to every hub.
-    private func publish(_ packet: AACEncoder.Packet) {
+    private func publish(_ packet: SoundEncoder.Packet) {
         let firstInput = packet.firstSample + Int64(encoder.track.primingSamples)
         let real = min(packet.sampleCount, Int64(samplesSent) - packet.firstSample)
         guard firstInput >= 0, real > 0, !hubs.isEmpty else { return }

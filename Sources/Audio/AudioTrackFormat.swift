@@ -3,15 +3,17 @@ import CFFmpeg
 import Libav
 
 /// What a muxer needs to describe an encoded sound track (codec, rate, channels, the AAC
-/// AudioSpecificConfig, the encoder's priming), copied from the encoder when it opened; immutable.
+/// AudioSpecificConfig or the OpusHead, the encoder's priming), copied from the encoder when it opened; immutable.
 public final class AudioTrackFormat: @unchecked Sendable {
     public let format: AudioFormat
     /// Samples the encoder put before the first real one; players drop them.
     public let primingSamples: Int
-    public let codecName: String
+    public let codec: SoundCodec
+    public var codecName: String { codec.displayName }
     private let parameters: UnsafeMutablePointer<AVCodecParameters>
 
-    init(context: UnsafeMutablePointer<AVCodecContext>, format: AudioFormat, codecName: String) throws {
+    init(context: UnsafeMutablePointer<AVCodecContext>, format: AudioFormat, codec: SoundCodec) throws {
+        let codecName = codec.displayName
         guard let parameters = avcodec_parameters_alloc() else {
             throw EncoderError(.unavailable, "out of memory describing the \(codecName) track")
         }
@@ -23,7 +25,7 @@ public final class AudioTrackFormat: @unchecked Sendable {
         }
         self.parameters = parameters
         self.format = format
-        self.codecName = codecName
+        self.codec = codec
         primingSamples = Int(context.pointee.initial_padding)
     }
 

@@ -34,8 +34,9 @@ public final class MicrophoneSource: SoundSource, @unchecked Sendable {
 
     /// Opens and sets up the device now, so that a device that refuses is a one-line error before
     /// anything starts.
-    public init(device name: String, sampleRate: Int?, channels: Int?) throws {
-        device = try ALSACapture(name: name, rate: sampleRate, channels: channels)
+    /// `rates`: the rates the encoder takes; the device's is chosen among them (48 kHz if it has it).
+    public init(device name: String, sampleRate: Int?, channels: Int?, rates: [Int] = AudioFormat.sampleRates) throws {
+        device = try ALSACapture(name: name, rate: sampleRate, channels: channels, rates: rates)
         deviceName = name
         format = AudioFormat(sampleRate: device.sampleRate, channels: device.channels)
         converter = try SampleConverter(sampleRate: device.sampleRate, channels: device.channels, input: device.sampleFormat)

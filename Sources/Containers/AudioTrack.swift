@@ -15,6 +15,8 @@ struct AudioTrack {
     let format: AudioTrackFormat
     private var lastTimestamp = Int64.min
     private let primingNanoseconds: Int64
+    /// Added to each packet's time as it goes to the muxer (see init).
+    private let writeOffsetNanoseconds: Int64
     /// Packets waiting for the video to reach their end (retained), oldest first.
     private var pending: [StreamChunk] = []
     /// Packets that began before the file's first picture, after its last, or overlapped the previous one.
@@ -38,6 +40,10 @@ struct AudioTrack {
         self.stream = stream
         self.format = format
         primingNanoseconds = Int64(format.format.nanoseconds(ofSample: UInt64(format.primingSamples)))
+        // Matroska's muxer takes Opus's pre-skip off every timestamp itself (its CodecDelay): the packets
+        // go to it that much later, or the sound plays 6.5 ms early (measured with ffmpeg's demuxer).
+        let muxerTakesPriming = format.codec == .opus && String(cString: context.pointee.oformat.pointee.name).hasPrefix("matroska")
+        writeOffsetNanoseconds = muxerTakesPriming ? primingNanoseconds : 0
         pending.reserveCapacity(64)
     }
 
@@ -110,7 +116,7 @@ struct AudioTrack {
         let span = span(of: chunk, origin: origin)
         // Each packet's time from its own nanoseconds (never by adding durations), so a time base
         // coarser than the sample rate (Matroska's milliseconds) rounds but never drifts.
-        let timestamp = av_rescale_q(span.start, nanoseconds, stream.pointee.time_base)
+        let timestamp = av_rescale_q(span.start + writeOffsetNanoseconds, nanoseconds, stream.pointee.time_base)
         guard timestamp > lastTimestamp else {
             droppedPackets += 1
             return 0

@@ -34,8 +34,8 @@ public final class LiveMP4Fragmenter {
         }
         if initSegment == nil {
             guard chunk.isIDR else { return nil }
-            // AAC-LC is `mp4a.40.2` (RFC 6381: the MPEG-4 audio object type 2).
-            codecs = Self.codecString(idrAccessUnit: chunk.bytes).map { audio == nil ? $0 : $0 + ",mp4a.40.2" }
+            // AAC-LC is `mp4a.40.2` (RFC 6381: the MPEG-4 audio object type 2); Opus is `opus`.
+            codecs = Self.codecString(idrAccessUnit: chunk.bytes).map { video in audio.map { video + "," + $0.codec.mimeCodec } ?? video }
         }
         try writer.write(chunk)
         var sealed = collector.takeSealed()

@@ -155,7 +155,7 @@ extension RecordCommand {
             AudioCapture(source: parts.source, encoder: parts.encoder, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
         }
         if let sound {
-            logger.info("sound: \(sound.source.summary), AAC-LC at \(sound.encoder.bitrate) bit/s")
+            logger.info("sound: \(sound.source.summary), \(sound.encoder.codec.displayName) at \(sound.encoder.bitrate) bit/s")
             // Where the sound goes and where it does not, in one line: raw outputs keep their contract.
             let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" }
             let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []

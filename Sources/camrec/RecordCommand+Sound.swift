@@ -23,6 +23,16 @@ extension RecordCommand {
         if input != nil {
             throw ValidationError("--audio goes with a live source (--device, --test-pattern, --test-scene): --input is read as fast as it can be, with no clock to put sound on")
         }
+        if sound.audioCodec == .opus {
+            // FLV carries AAC (and MP3), QuickTime's muxer no Opus: say so rather than lose the sound.
+            let refusing = outputs.filter { target in
+                target.lowercased().hasPrefix("rtmp://") || target.lowercased().hasPrefix("rtmps://")
+                    || (carriesSound(target) && !MediaServerURL.looksLikeURL(target) && (files.format ?? ContainerFormat(fileName: target)) == .mov)
+            } + (events.eventOutput.map { ContainerFormat(fileName: $0) == .mov } == true ? [events.eventOutput!] : [])
+            if let first = refusing.first {
+                throw ValidationError("--audio-codec opus: \(first) cannot carry Opus (RTMP's FLV and QuickTime take AAC); use --audio-codec aac, or MP4, Matroska, MPEG-TS, rtsp:// or srt://")
+            }
+        }
         let clipsCarrySound = events.eventOutput.map { ContainerFormat(fileName: $0) != .raw } ?? false
         if !outputs.contains(where: carriesSound) && !clipsCarrySound && http == nil {
             throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://), --event-output clips in one of those containers or the live view (--http): raw .h264/.h265 files, stdout and tcp:// carry video only")
@@ -32,7 +42,8 @@ extension RecordCommand {
     /// The source and the AAC encoder of `--audio` (the encoder's track format describes the files'
     /// sound); nil without it. A microphone is opened and set up here, so that one that is missing, busy
     /// or refuses the format is a one-line error before any output exists.
-    func makeSound() throws -> (source: any SoundSource, encoder: AACEncoder)? {
+    func makeSound() throws -> (source: any SoundSource, encoder: SoundEncoder)? {
+        let codec = sound.audioCodec
         guard let name = sound.audio else { return nil }
         let source: any SoundSource
         if sound.isTestTone {
@@ -40,18 +51,23 @@ extension RecordCommand {
         } else {
             let deviceName = try sound.isCameraMicrophone ? cameraMicrophone() : name
             do {
-                source = try MicrophoneSource(device: deviceName, sampleRate: sound.audioRate, channels: sound.audioChannels)
+                source = try MicrophoneSource(device: deviceName, sampleRate: sound.audioRate, channels: sound.audioChannels,
+                                              rates: codec.sampleRates)
             } catch let error as SoundError {
                 throw Self.failure(error)
             }
         }
+        if !codec.sampleRates.contains(source.format.sampleRate) {
+            throw RecordingFailure.source(CaptureError(.unsupportedFormat,
+                "\(name) records at \(source.format.sampleRate) Hz, which \(codec.displayName) does not take; give --audio-rate \(codec.sampleRates.map(String.init).joined(separator: ", ")), or --audio-codec aac"))
+        }
         let most = sound.mostBits(source.format)
         if let asked = sound.audioBitrate?.bitsPerSecond, asked > most {
             throw RecordingFailure.source(CaptureError(.unsupportedFormat,
-                "--audio-bitrate \(asked): AAC carries at most \(most) bit/s at \(source.format) (what \(name) records); give less"))
+                "--audio-bitrate \(asked): \(codec.displayName) carries at most \(most) bit/s at \(source.format) (what \(name) records); give less"))
         }
         do {
-            return (source, try AACEncoder(format: source.format, bitrate: sound.bitrate(for: source.format)))
+            return (source, try SoundEncoder(codec: codec, format: source.format, bitrate: sound.bitrate(for: source.format)))
         } catch let error as EncoderError {
             throw RecordingFailure.encoder(error)
         }

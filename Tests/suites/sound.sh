@@ -170,6 +170,35 @@ ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts sr
 sleep 1
 server_got "srt to ffmpeg" "srt://127.0.0.1:$PORT" srt.ts
 
+# --- Opus (--audio-codec opus, libopus): MP4, Matroska, MPEG-TS, SRT and the live page ----------------
+# opus_edges FILE: the sound starts and ends with the picture, within one Opus frame (20 ms).
+opus_edges() { local out; out=$(python3 "$TOOLS/av-edges.py" "$1" 0.0201) || { echo "$1: $out"; return 1; }; }
+for f in opus.mp4 opus.mkv opus.ts; do
+    "$CAMREC" --test-pattern --size 640x360 --duration 5 --audio test --audio-codec opus "$f" >/dev/null 2>"$f.err"; rc=$?
+    check "$f: exit 0 ($rc)" test "$rc" = 0
+    check "$f: H.264 and Opus at 48000 Hz mono" streams_are "$f" "video:h264 audio:opus:48000:1"
+    check "$f: in sync (4 pairs within ±10 ms; the pre-skip taken off as players take it)" in_sync "$f" 4
+    check "$f: the sound starts and ends with the picture, within one Opus frame" opus_edges "$f"
+done
+next_port
+ffmpeg -v error -y -i "srt://127.0.0.1:$PORT?mode=listener" -c copy -f mpegts srt-opus.ts 2>srt-opus-server.log & SERVER=$!; PIDS+=($SERVER)
+sleep 1
+"$CAMREC" --test-pattern --size 640x360 --duration 6 --audio test --audio-codec opus "srt://127.0.0.1:$PORT" >/dev/null 2>srt-opus.err; rc=$?
+wait_for "$SERVER" 20 >/dev/null; SERVER=
+check "Opus over SRT to ffmpeg: exit 0 ($rc), in sync after the server (4 pairs within ±10 ms)" \
+    bash -c "[ $rc -eq 0 ] && python3 '$TOOLS/av-sync.py' srt-opus.ts 4 10 >/dev/null"
+next_port; LIVE_PORT=$PORT
+"$CAMREC" --test-pattern --size 640x360 --duration 15 --audio test --audio-codec opus --http "127.0.0.1:$LIVE_PORT" live-opus.mp4 >/dev/null 2>live-opus.err & p=$!
+wait_listen "$LIVE_PORT" >/dev/null
+heard=$(cd "$TOOLS" && timeout 90 python3 browser-sound.py "http://127.0.0.1:$LIVE_PORT/" 5)
+echo "   $heard"
+wait_for $p 30 >/dev/null
+check "live page with Opus: Chromium's Web Audio hears the bursts a second apart (at least 4 in 5 s, level at least 0.3)" \
+    python3 -c 'import json, sys
+d = json.loads(sys.argv[1]); p = d.get("peaks") or []
+gaps = [b - a for a, b in zip(p, p[1:])]
+sys.exit(not (len(p) >= 4 and all(0.9 <= g <= 1.1 for g in gaps) and (d.get("peak") or 0) >= 0.3))' "$heard"
+
 # usage ARGS… -- MESSAGE: camrec refuses ARGS with status 64 in one line matching MESSAGE, and writes no file.
 usage() {
     local args=() msg rc out
@@ -212,6 +241,10 @@ check "--audio-rate nan: 64" usage --test-pattern --frames 3 --audio test --audi
 check "--audio-channels 0: 64, says 1 to 8" usage --test-pattern --frames 3 --audio test --audio-channels 0 u.mp4 -- 'between 1 and 8'
 check "--audio-channels 9: 64, says 1 to 8" usage --test-pattern --frames 3 --audio test --audio-channels 9 u.mp4 -- 'between 1 and 8'
 check "--audio-bitrate 10M: 64, says AAC's most at that rate" usage --test-pattern --frames 3 --audio test --audio-bitrate 10M u.mp4 -- 'at most 288000 bit/s'
+check "--audio-codec opus to rtmp://: 64, says FLV takes AAC" usage --test-pattern --frames 3 --audio test --audio-codec opus rtmp://127.0.0.1:9/live/x -- 'cannot carry Opus'
+check "--audio-codec opus into .mov: 64" usage --test-pattern --frames 3 --audio test --audio-codec opus u.mov -- 'u.mov cannot carry Opus'
+check "--audio-codec opus --audio-rate 44100: 64, lists Opus's rates" usage --test-pattern --frames 3 --audio test --audio-codec opus --audio-rate 44100 u.mkv -- 'Opus takes one of 8000, 12000, 16000, 24000, 48000'
+check "--audio-codec flac: 64" usage --test-pattern --frames 3 --audio test --audio-codec flac u.mkv -- 'audio-codec'
 check "--audio-rate without --audio: 64" usage --test-pattern --frames 3 --audio-rate 48000 u.mp4 -- 'go with --audio'
 
 finish

@@ -31,6 +31,16 @@ for line in out.splitlines():
     fields = line.split(",")
     if len(fields) >= 3 and fields[1] not in ("", "N/A") and fields[2] not in ("", "N/A"):
         ends[fields[0]] = max(ends.get(fields[0], 0.0), float(fields[1]) + float(fields[2]))
+if "1" not in ends:
+    # No packet durations (Opus in MP4): the last decoded audio frame's time and its samples.
+    rate = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries", "stream=sample_rate",
+                           "-of", "csv=p=0", path], capture_output=True, text=True).stdout.split()
+    last = subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_entries",
+                           "frame=best_effort_timestamp_time,nb_samples", "-of", "csv=p=0", path],
+                          capture_output=True, text=True).stdout.split()
+    if rate and last and "," in last[-1]:
+        t, n = last[-1].split(",")[:2]
+        ends["1"] = float(t) + int(n) / int(rate[0])
 video = (first_frame("v:0"), ends.get("0"))
 audio = (first_frame("a:0"), ends.get("1"))
 print(f"video {video[0]} {video[1]} audio {audio[0]} {audio[1]}")

@@ -5,20 +5,20 @@ import XCTest
 
 /// libavcodec's AAC encoder as camrec drives it: packets back to back from the priming on, every
 /// input sample covered, the burst where the tone put it once decoded by libavcodec's AAC decoder.
-final class AACEncoderTests: XCTestCase {
+final class SoundEncoderTests: XCTestCase {
     private struct Encoded {
         var bytes: [UInt8]
         var firstSample: Int64
         var sampleCount: Int64
     }
 
-    private func encodeTone(format: AudioFormat, seconds: Double, lastFrame: Int? = nil) throws -> (AACEncoder, [Encoded], Int) {
-        let encoder = try AACEncoder(format: format, bitrate: 64_000 * format.channels)
+    private func encodeTone(format: AudioFormat, seconds: Double, lastFrame: Int? = nil, codec: SoundCodec = .aac) throws -> (SoundEncoder, [Encoded], Int) {
+        let encoder = try SoundEncoder(codec: codec, format: format, bitrate: 64_000 * format.channels)
         let tone = TestToneSource(format: format)
         tone.start(origin: 0)
         var packets: [Encoded] = []
         let frames = Int(seconds * Double(format.sampleRate)) / encoder.frameSize
-        let keep: (AACEncoder.Packet) -> Void = { packets.append(Encoded(bytes: Array($0.bytes), firstSample: $0.firstSample, sampleCount: $0.sampleCount)) }
+        let keep: (SoundEncoder.Packet) -> Void = { packets.append(Encoded(bytes: Array($0.bytes), firstSample: $0.firstSample, sampleCount: $0.sampleCount)) }
         for _ in 0..<frames {
             try encoder.encode(sampleCount: encoder.frameSize, fill: { tone.write(channel: $0, into: $1) }, emit: keep)
             tone.advance(encoder.frameSize)
@@ -87,4 +87,23 @@ final class AACEncoderTests: XCTestCase {
             XCTAssertEqual(Double(onset - second * 48000) / 48, 0, accuracy: 1, "burst \(second) starts \(onset - second * 48000) samples off")
         }
     }
+
+    /// Opus through libopus: 960 samples a frame at 48 kHz, its pre-skip (312) as the priming, the
+    /// packets back to back from there to the last input sample, mono and stereo (interleaved for it).
+    func testOpusPacketsRunBackToBackFromThePreSkipAndCoverEveryInputSample() throws {
+        for format in [AudioFormat(sampleRate: 48000, channels: 1), AudioFormat(sampleRate: 48000, channels: 2)] {
+            let (encoder, packets, total) = try encodeTone(format: format, seconds: 1, lastFrame: 300, codec: .opus)
+            XCTAssertEqual(encoder.frameSize, 960)
+            XCTAssertEqual(encoder.track.primingSamples, 312, "libopus's pre-skip")
+            XCTAssertEqual(encoder.track.codec.mimeCodec, "opus")
+            XCTAssertEqual(packets.first?.firstSample, -312)
+            for (a, b) in zip(packets, packets.dropFirst()) {
+                XCTAssertEqual(b.firstSample, a.firstSample + a.sampleCount, "\(format): a gap or overlap")
+            }
+            let end = packets.last!.firstSample + packets.last!.sampleCount
+            XCTAssertGreaterThanOrEqual(end, Int64(total), "\(format): the packets reach the last input sample")
+            XCTAssertLessThan(end, Int64(total + encoder.frameSize), "\(format): and end within a frame of it")
+        }
+    }
+
 }

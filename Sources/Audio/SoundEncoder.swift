@@ -2,11 +2,13 @@ import Encoder
 import CFFmpeg
 import Libav
 
-/// AAC-LC through libavcodec's own encoder (`aac`), one frame of 1024 samples at a time: the
-/// recording's sound for MP4, QuickTime, Matroska and MPEG-TS.
+/// The recording's sound encoder: AAC-LC through libavcodec's own encoder (`aac`, 1024 samples a
+/// frame) or Opus through libopus (960 samples a frame at 48 kHz), one frame at a time.
 ///
 /// Reuses one frame and one packet; libavcodec copies the samples, so nothing is allocated per frame.
-public final class AACEncoder {
+/// libopus takes interleaved samples: they are written into planes first (the sources' shape), then
+/// interleaved into the frame.
+public final class SoundEncoder {
     /// One encoded packet, valid only inside the `emit` call.
     public struct Packet {
         public let bytes: UnsafeRawBufferPointer
@@ -16,6 +18,7 @@ public final class AACEncoder {
         public let sampleCount: Int64
     }
 
+    public let codec: SoundCodec
     public let format: AudioFormat
     public let bitrate: Int
     /// Samples in every frame but the last.
@@ -25,49 +28,56 @@ public final class AACEncoder {
     private var frame: UnsafeMutablePointer<AVFrame>?
     private var packet: UnsafeMutablePointer<AVPacket>?
     private var nextSample: Int64 = 0
+    /// Planes the sources write for an interleaving encoder (Opus); nil for AAC, whose frame is planar.
+    private let planes: UnsafeMutableBufferPointer<Float>?
+    private var sampleFormat: AVSampleFormat { codec == .aac ? AV_SAMPLE_FMT_FLTP : AV_SAMPLE_FMT_FLT }
 
-    public init(format: AudioFormat, bitrate: Int) throws {
+    public init(codec: SoundCodec = .aac, format: AudioFormat, bitrate: Int) throws {
+        self.codec = codec
         self.format = format
         self.bitrate = bitrate
-        guard let codec = avcodec_find_encoder_by_name("aac") else {
-            throw EncoderError(.unavailable, "this libavcodec has no AAC encoder (aac); install Debian's libavcodec59")
+        let name = codec.displayName
+        guard let encoder = avcodec_find_encoder_by_name(codec.encoderName) else {
+            throw EncoderError(.unavailable, "this libavcodec has no \(name) encoder (\(codec.encoderName)); install Debian's \(codec.package)")
         }
-        var context = avcodec_alloc_context3(codec)
-        guard let made = context else { throw EncoderError(.unavailable, "out of memory opening the AAC encoder") }
-        made.pointee.sample_fmt = AV_SAMPLE_FMT_FLTP
+        var context = avcodec_alloc_context3(encoder)
+        guard let made = context else { throw EncoderError(.unavailable, "out of memory opening the \(name) encoder") }
+        made.pointee.sample_fmt = codec == .aac ? AV_SAMPLE_FMT_FLTP : AV_SAMPLE_FMT_FLT
         made.pointee.sample_rate = Int32(format.sampleRate)
         av_channel_layout_default(&made.pointee.ch_layout, Int32(format.channels))
         made.pointee.bit_rate = Int64(bitrate)
         made.pointee.time_base = AVRational(num: 1, den: Int32(format.sampleRate))
-        made.pointee.profile = FF_PROFILE_AAC_LOW
-        // The AudioSpecificConfig out of band: MP4 and Matroska describe the track with it.
+        if codec == .aac { made.pointee.profile = FF_PROFILE_AAC_LOW }
+        // The AudioSpecificConfig (AAC) or OpusHead out of band: MP4 and Matroska describe the track with it.
         made.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
-        let status = avcodec_open2(made, codec, nil)
+        let status = avcodec_open2(made, encoder, nil)
         guard status >= 0 else {
             avcodec_free_context(&context)
-            throw EncoderError(.unavailable, "the AAC encoder refused \(format) at \(bitrate) bit/s: \(libavErrorDescription(status))")
+            throw EncoderError(.unavailable, "the \(name) encoder refused \(format) at \(bitrate) bit/s: \(libavErrorDescription(status))")
         }
         frameSize = Int(made.pointee.frame_size)
         do {
-            track = try AudioTrackFormat(context: made, format: format, codecName: "AAC")
+            track = try AudioTrackFormat(context: made, format: format, codec: codec)
         } catch {
             avcodec_free_context(&context)
             throw error
         }
         self.context = made
+        planes = codec == .aac ? nil : .allocate(capacity: frameSize * format.channels)
         packet = av_packet_alloc()
         frame = av_frame_alloc()
-        guard let frame, packet != nil else { throw EncoderError(.unavailable, "out of memory opening the AAC encoder") }
+        guard let frame, packet != nil else { throw EncoderError(.unavailable, "out of memory opening the \(name) encoder") }
         frame.pointee.nb_samples = Int32(frameSize)
-        frame.pointee.format = AV_SAMPLE_FMT_FLTP.rawValue
+        frame.pointee.format = sampleFormat.rawValue
         frame.pointee.sample_rate = Int32(format.sampleRate)
         guard av_channel_layout_copy(&frame.pointee.ch_layout, &made.pointee.ch_layout) >= 0,
               av_frame_get_buffer(frame, 0) >= 0 else {
-            throw EncoderError(.unavailable, "out of memory for the AAC encoder's frame")
+            throw EncoderError(.unavailable, "out of memory for the \(name) encoder's frame")
         }
     }
 
     deinit {
+        planes?.deallocate()
         av_frame_free(&frame)
         av_packet_free(&packet)
         avcodec_free_context(&context)
@@ -79,16 +89,27 @@ public final class AACEncoder {
                        emit: (Packet) throws -> Void) throws {
         guard let context, let frame else { return }
         precondition(sampleCount > 0 && sampleCount <= frameSize, "1...frameSize samples a frame")
-        guard av_frame_make_writable(frame) >= 0 else { throw EncoderError(.failed, "out of memory encoding AAC") }
+        guard av_frame_make_writable(frame) >= 0 else { throw EncoderError(.failed, "out of memory encoding \(codec.displayName)") }
         frame.pointee.nb_samples = Int32(sampleCount)
-        for channel in 0..<format.channels {
-            let plane = UnsafeMutableRawPointer(frame.pointee.extended_data[channel]!).assumingMemoryBound(to: Float.self)
-            fill(channel, UnsafeMutableBufferPointer(start: plane, count: sampleCount))
+        if let planes {
+            let channels = format.channels
+            for channel in 0..<channels {
+                fill(channel, UnsafeMutableBufferPointer(rebasing: planes[(channel * frameSize)..<(channel * frameSize + sampleCount)]))
+            }
+            let interleaved = UnsafeMutableRawPointer(frame.pointee.data.0!).assumingMemoryBound(to: Float.self)
+            for i in 0..<sampleCount {
+                for channel in 0..<channels { interleaved[i * channels + channel] = planes[channel * frameSize + i] }
+            }
+        } else {
+            for channel in 0..<format.channels {
+                let plane = UnsafeMutableRawPointer(frame.pointee.extended_data[channel]!).assumingMemoryBound(to: Float.self)
+                fill(channel, UnsafeMutableBufferPointer(start: plane, count: sampleCount))
+            }
         }
         frame.pointee.pts = nextSample
         nextSample += Int64(sampleCount)
         let status = avcodec_send_frame(context, frame)
-        guard status >= 0 else { throw EncoderError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+        guard status >= 0 else { throw EncoderError(.failed, "the \(codec.displayName) encoder failed: \(libavErrorDescription(status))") }
         try drain(emit)
     }
 
@@ -97,7 +118,7 @@ public final class AACEncoder {
         guard let context else { return }
         let status = avcodec_send_frame(context, nil)
         guard status >= 0 || status == camrec_AVERROR_EOF else {
-            throw EncoderError(.failed, "finishing the AAC encoder failed: \(libavErrorDescription(status))")
+            throw EncoderError(.failed, "finishing the \(codec.displayName) encoder failed: \(libavErrorDescription(status))")
         }
         try drain(emit)
     }
@@ -107,7 +128,7 @@ public final class AACEncoder {
         while true {
             let status = avcodec_receive_packet(context, packet)
             if status == camrec_AVERROR_EAGAIN || status == camrec_AVERROR_EOF { return }
-            guard status >= 0 else { throw EncoderError(.failed, "the AAC encoder failed: \(libavErrorDescription(status))") }
+            guard status >= 0 else { throw EncoderError(.failed, "the \(codec.displayName) encoder failed: \(libavErrorDescription(status))") }
             defer { av_packet_unref(packet) }
             try emit(Packet(bytes: UnsafeRawBufferPointer(start: packet.pointee.data, count: Int(packet.pointee.size)),
                             firstSample: packet.pointee.pts, sampleCount: packet.pointee.duration))
