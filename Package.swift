@@ -58,7 +58,7 @@ let package = Package(
         .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
         // The recording's sound: sources (the test tone), the AAC encoder (libavcodec), and the thread
         // that stamps packets on the video's clock and publishes them into the hubs.
-        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Frames", "Hub", "Pipeline", "Encoder"]),
+        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Capture", "Frames", "Hub", "Pipeline", "Encoder"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.

@@ -1,4 +1,6 @@
 import CALSA
+import Capture
+import Encoder
 import Frames
 import Glibc
 
@@ -49,7 +51,7 @@ final class ALSACapture {
     init(name: String, rate: Int?, channels: Int?, rates: [Int] = AudioFormat.sampleRates) throws {
         var error = [CChar](repeating: 0, count: 512)
         guard camrec_alsa_try_load(&error, error.count) == 0 else {
-            throw SoundError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw EncoderError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         self.name = name
         var pcm: OpaquePointer?
@@ -58,14 +60,14 @@ final class ALSACapture {
         var hw: OpaquePointer?
         snd_pcm_hw_params_malloc(&hw)
         defer { snd_pcm_hw_params_free(hw) }
-        func fail(_ error: SoundError) -> SoundError { snd_pcm_close(pcm); return error }
+        func fail(_ error: CaptureError) -> CaptureError { snd_pcm_close(pcm); return error }
         guard let hw, snd_pcm_hw_params_any(pcm, hw) >= 0,
               snd_pcm_hw_params_set_access(pcm, hw, SND_PCM_ACCESS_RW_INTERLEAVED) == 0 else {
-            throw fail(SoundError(.unsupported, "the microphone \(name) does not deliver interleaved samples; name its plughw: device instead"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) does not deliver interleaved samples; name its plughw: device instead"))
         }
         guard let format = [SampleFormat.s16, .s32, .float].first(where: { snd_pcm_hw_params_test_format(pcm, hw, $0.alsa) == 0 }),
               snd_pcm_hw_params_set_format(pcm, hw, format.alsa) == 0 else {
-            throw fail(SoundError(.unsupported, "the microphone \(name) offers no 16- or 32-bit or float samples; name its plughw: device instead"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) offers no 16- or 32-bit or float samples; name its plughw: device instead"))
         }
         sampleFormat = format
 
@@ -75,7 +77,7 @@ final class ALSACapture {
         let channelRange = "\(low)\(high == low ? "" : " to \(min(high, 64))")"
         let chosenChannels = channels ?? Int(min(max(low, 1), 2) <= high ? min(max(low, 1), 2) : low)
         guard chosenChannels <= 8, snd_pcm_hw_params_set_channels(pcm, hw, UInt32(chosenChannels)) == 0 else {
-            throw fail(SoundError(.unsupported, "the microphone \(name) records \(channelRange) channel\(high == 1 ? "" : "s"), not \(chosenChannels); give --audio-channels \(low)"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) records \(channelRange) channel\(high == 1 ? "" : "s"), not \(chosenChannels); give --audio-channels \(low)"))
         }
         self.channels = chosenChannels
 
@@ -85,7 +87,7 @@ final class ALSACapture {
         let chosenRate = rate ?? (offered.contains(48000) ? 48000 : offered.min(by: { abs($0 - 48000) < abs($1 - 48000) }) ?? 48000)
         guard snd_pcm_hw_params_set_rate(pcm, hw, UInt32(chosenRate), 0) == 0 else {
             let list = offered.isEmpty ? "\(low) to \(high) Hz, none of them a rate the encoder takes" : offered.map(String.init).joined(separator: ", ") + " Hz"
-            throw fail(SoundError(.unsupported, "the microphone \(name) records at \(list), not \(chosenRate) Hz; give --audio-rate \(offered.first.map(String.init) ?? "with a rate the encoder takes") or its plughw: device"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) records at \(list), not \(chosenRate) Hz; give --audio-rate \(offered.first.map(String.init) ?? "with a rate the encoder takes") or its plughw: device"))
         }
         sampleRate = chosenRate
 
@@ -96,7 +98,7 @@ final class ALSACapture {
         snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize)
         let applied = snd_pcm_hw_params(pcm, hw)
         guard applied == 0 else {
-            throw fail(SoundError(.unsupported, "the microphone \(name) refused \(chosenRate) Hz, \(chosenChannels) channel(s): \(String(cString: snd_strerror(applied)))"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) refused \(chosenRate) Hz, \(chosenChannels) channel(s): \(String(cString: snd_strerror(applied)))"))
         }
         snd_pcm_hw_params_get_period_size(hw, &period, &periodDir)
         snd_pcm_hw_params_get_buffer_size(hw, &bufferSize)
@@ -111,7 +113,7 @@ final class ALSACapture {
               snd_pcm_sw_params_set_tstamp_type(pcm, sw, SND_PCM_TSTAMP_TYPE_MONOTONIC) == 0,
               snd_pcm_sw_params_set_avail_min(pcm, sw, period) == 0,
               snd_pcm_sw_params(pcm, sw) == 0 else {
-            throw fail(SoundError(.unsupported, "the microphone \(name) gives no monotonic timestamps (ALSA's sw_params); name its hw: or plughw: device"))
+            throw fail(CaptureError(.unsupportedFormat, "the microphone \(name) gives no monotonic timestamps (ALSA's sw_params); name its hw: or plughw: device"))
         }
         bufferCapacity = periodFrames * 2
         buffer = .allocate(byteCount: bufferCapacity * chosenChannels * format.bytes, alignment: 16)
@@ -208,22 +210,22 @@ final class ALSACapture {
         }
     }
 
-    private func failure(_ doing: String, _ status: Int32) -> SoundError {
+    private func failure(_ doing: String, _ status: Int32) -> CaptureError {
         let cause = status == -ENODEV ? "it went away" : String(cString: snd_strerror(status))
-        return SoundError(.failed, "the microphone \(name) failed \(doing): \(cause)")
+        return CaptureError(.deviceFailed, "the microphone \(name) failed \(doing): \(cause)")
     }
 
-    static func openError(_ name: String, _ status: Int32) -> SoundError {
+    static func openError(_ name: String, _ status: Int32) -> CaptureError {
         let cause = String(cString: snd_strerror(status))
         switch -status {
         case ENOENT, ENODEV, ENXIO:
-            return SoundError(.missing, "no microphone \(name) (\(cause)); `camrec devices` lists the microphones (ALSA names like hw:CARD=C920,DEV=0)")
+            return CaptureError(.sourceMissing, "no microphone \(name) (\(cause)); `camrec devices` lists the microphones (ALSA names like hw:CARD=C920,DEV=0)")
         case EBUSY:
-            return SoundError(.busy, "the microphone \(name) is busy: another program records from it (a hw: device takes one at a time)")
+            return CaptureError(.deviceBusy, "the microphone \(name) is busy: another program records from it (a hw: device takes one at a time)")
         case EACCES, EPERM:
-            return SoundError(.permissionDenied, "permission denied on the microphone \(name); join the audio group")
+            return CaptureError(.permissionDenied, "permission denied on the microphone \(name); join the audio group")
         default:
-            return SoundError(.missing, "cannot open the microphone \(name): \(cause); `camrec devices` lists the microphones")
+            return CaptureError(.sourceMissing, "cannot open the microphone \(name): \(cause); `camrec devices` lists the microphones")
         }
     }
 }

@@ -1,3 +1,4 @@
+import Capture
 import Encoder
 import Frames
 import Hub
@@ -120,7 +121,7 @@ public final class AudioCapture: @unchecked Sendable {
     }
 
     private func fail(_ error: Error) {
-        let failure = error as? EncoderError ?? EncoderError(.failed, (error as? SoundError)?.message ?? "the sound: \(error)")
+        let failure = error as? EncoderError ?? EncoderError(.failed, (error as? CaptureError)?.message ?? "the sound: \(error)")
         let first = state.withLock { s -> Bool in
             defer { if s.failure == nil { s.failure = failure } }
             return s.failure == nil

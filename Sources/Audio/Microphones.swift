@@ -1,3 +1,5 @@
+import Capture
+import Frames
 import Glibc
 
 /// An ALSA capture device, as sysfs and /proc/asound describe it.
@@ -24,13 +26,13 @@ public enum Microphones {
         let classDir = sysfs + "/class/sound"
         let names = cardNames(procfs: procfs)
         var found: [Microphone] = []
-        for entry in directoryEntries(classDir) {
+        for entry in SystemFiles.entries(of: classDir) {
             // pcmC<card>D<device>c: a capture device (p is playback).
             guard entry.hasPrefix("pcmC"), entry.hasSuffix("c") else { continue }
             let numbers = entry.dropFirst(4).dropLast().split(separator: "D")
             guard numbers.count == 2, let card = Int(numbers[0]), let device = Int(numbers[1]) else { continue }
             let cardDir = classDir + "/card\(card)"
-            let id = readLine(cardDir + "/id") ?? "\(card)"
+            let id = SystemFiles.firstLine(of: cardDir + "/id") ?? "\(card)"
             found.append(Microphone(card: card, cardID: id, name: names[card] ?? id, device: device,
                                     usbDevice: usbDevice(of: cardDir + "/device")))
         }
@@ -46,14 +48,12 @@ public enum Microphones {
 
     /// The sysfs path of the USB device the camera `node` is part of.
     public static func cameraUSBDevice(node: String, sysfs: String = "/sys") -> String? {
-        let resolved = realPath(node) ?? node
-        let name = resolved.split(separator: "/").last.map(String.init) ?? resolved
-        return usbDevice(of: sysfs + "/class/video4linux/\(name)/device")
+        usbDevice(of: sysfs + "/class/video4linux/\(CameraIdentity.nodeName(node))/device")
     }
 
     /// Walks up from a sysfs device to the USB device that holds it (the directory with idVendor and busnum).
     static func usbDevice(of path: String) -> String? {
-        guard var current = realPath(path) else { return nil }
+        guard var current = SystemFiles.resolved(path) else { return nil }
         while current.count > 1 {
             if access(current + "/idVendor", F_OK) == 0 && access(current + "/busnum", F_OK) == 0 { return current }
             guard let slash = current.lastIndex(of: "/"), slash != current.startIndex else { return nil }
@@ -64,7 +64,7 @@ public enum Microphones {
 
     /// Card names from /proc/asound/cards (" 1 [C920           ]: USB-Audio - HD Pro Webcam C920").
     static func cardNames(procfs: String) -> [Int: String] {
-        guard let text = readText(procfs + "/asound/cards") else { return [:] }
+        guard let text = SystemFiles.text(of: procfs + "/asound/cards") else { return [:] }
         var names: [Int: String] = [:]
         for line in text.split(separator: "\n") {
             let trimmed = line.drop { $0 == " " }
@@ -73,47 +73,5 @@ public enum Microphones {
             names[card] = String(parts[1])
         }
         return names
-    }
-
-    private static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
-
-    private static func directoryEntries(_ path: String) -> [String] {
-        guard let dir = opendir(path) else { return [] }
-        defer { closedir(dir) }
-        var names: [String] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name != "." && name != ".." { names.append(name) }
-        }
-        return names
-    }
-
-    private static func readText(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var bytes: [UInt8] = []
-        var chunk = [UInt8](repeating: 0, count: 4096)
-        while bytes.count < 1 << 20 {
-            let got = fread(&chunk, 1, chunk.count, file)
-            if got == 0 { break }
-            bytes += chunk[..<got]
-        }
-        return String(decoding: bytes, as: UTF8.self)
-    }
-
-    private static func readLine(_ path: String) -> String? {
-        readText(path)?.split(separator: "\n").first.map { String($0).trimmingSpaces }
-    }
-}
-
-private extension String {
-    var trimmingSpaces: String {
-        String(drop { $0 == " " }.reversed().drop { $0 == " " }.reversed())
     }
 }

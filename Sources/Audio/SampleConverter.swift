@@ -1,4 +1,5 @@
 import CFFmpeg
+import Encoder
 import Libav
 
 /// A microphone's interleaved samples to the encoder's float planes (libswresample), at the same
@@ -14,7 +15,7 @@ final class SampleConverter {
     init(sampleRate: Int, channels: Int, input: ALSACapture.SampleFormat) throws {
         var error = [CChar](repeating: 0, count: 1024)
         guard camrec_swresample_try_load(&error, error.count) == 0 else {
-            throw SoundError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+            throw EncoderError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
         }
         self.channels = channels
         self.sampleRate = sampleRate
@@ -28,7 +29,7 @@ final class SampleConverter {
         let status = swr_alloc_set_opts2(&made, &layout, AV_SAMPLE_FMT_FLTP, Int32(sampleRate),
                                          &inputLayout, inFormat, Int32(sampleRate), 0, nil)
         guard status >= 0, let made else {
-            throw SoundError(.unavailable, "libswresample refused \(sampleRate) Hz: \(libavErrorDescription(status))")
+            throw EncoderError(.unavailable, "libswresample refused \(sampleRate) Hz: \(libavErrorDescription(status))")
         }
         // Resampling from the start, so that compensation never re-initialises it mid-stream.
         av_opt_set_int(UnsafeMutableRawPointer(made), "flags", Int64(SWR_FLAG_RESAMPLE), 0)
@@ -36,7 +37,7 @@ final class SampleConverter {
         guard initialised >= 0 else {
             var freed: OpaquePointer? = made
             swr_free(&freed)
-            throw SoundError(.unavailable, "libswresample refused \(sampleRate) Hz: \(libavErrorDescription(initialised))")
+            throw EncoderError(.unavailable, "libswresample refused \(sampleRate) Hz: \(libavErrorDescription(initialised))")
         }
         context = made
     }
@@ -65,7 +66,7 @@ final class SampleConverter {
             outputPointers[channel] = UnsafeMutableRawPointer(plane).assumingMemoryBound(to: UInt8.self)
         }
         let written = swr_convert(context, outputPointers, Int32(capacity), inputPointers, Int32(frames))
-        guard written >= 0 else { throw SoundError(.failed, "converting the microphone's samples failed: \(libavErrorDescription(written))") }
+        guard written >= 0 else { throw EncoderError(.failed, "converting the microphone's samples failed: \(libavErrorDescription(written))") }
         return Int(written)
     }
 }

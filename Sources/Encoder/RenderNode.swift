@@ -82,14 +82,9 @@ public struct RenderNode: Equatable, Sendable {
 
     /// Every render node under `directory`, in number order (renderD128 first): the order to try them.
     public static func all(directory: String = "/dev/dri", sysfs: String = "/sys/class/drm") -> [RenderNode] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var numbers: [Int] = []
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name.hasPrefix("renderD"), let n = Int(name.dropFirst("renderD".count)), n >= 0 { numbers.append(n) }
+        let numbers = SystemFiles.entries(of: directory).compactMap { name -> Int? in
+            guard name.hasPrefix("renderD"), let n = Int(name.dropFirst("renderD".count)), n >= 0 else { return nil }
+            return n
         }
         return numbers.sorted().map { n in
             RenderNode(path: "\(directory)/renderD\(n)", vendor: vendor(ofNodeNamed: "renderD\(n)", sysfs: sysfs))

@@ -53,8 +53,10 @@ extension RecordCommand {
             do {
                 source = try MicrophoneSource(device: deviceName, sampleRate: sound.audioRate, channels: sound.audioChannels,
                                               rates: codec.sampleRates)
-            } catch let error as SoundError {
-                throw Self.failure(error)
+            } catch let error as CaptureError {
+                throw RecordingFailure.source(error)
+            } catch let error as EncoderError {
+                throw RecordingFailure.encoder(error)
             }
         }
         if !codec.sampleRates.contains(source.format.sampleRate) {
@@ -81,17 +83,5 @@ extension RecordCommand {
             ? "\(camera) is not a USB camera" : "its USB device has no sound card"
         throw RecordingFailure.source(CaptureError(.sourceMissing,
             "--audio camera: no microphone belongs to \(camera) (\(why)); give the microphone's ALSA name to --audio (`camrec devices` lists them)"))
-    }
-
-    /// A microphone's failure, with the exit status of the same failure of a camera.
-    static func failure(_ error: SoundError) -> RecordingFailure {
-        switch error.kind {
-        case .missing: return .source(CaptureError(.sourceMissing, error.message))
-        case .busy: return .source(CaptureError(.deviceBusy, error.message))
-        case .permissionDenied: return .source(CaptureError(.permissionDenied, error.message))
-        case .unsupported: return .source(CaptureError(.unsupportedFormat, error.message))
-        case .unavailable: return .encoder(EncoderError(.unavailable, error.message))
-        case .failed: return .source(CaptureError(.deviceFailed, error.message))
-        }
     }
 }

@@ -74,7 +74,7 @@ public struct CameraIdentity: Sendable, Equatable, CustomStringConvertible {
     }
 
     /// `video0` for `/dev/video0` or any link to it.
-    static func nodeName(_ node: String) -> String {
+    public static func nodeName(_ node: String) -> String {
         let resolved = realPath(node) ?? node
         return resolved.split(separator: "/").last.map(String.init) ?? resolved
     }
@@ -84,19 +84,7 @@ public struct CameraIdentity: Sendable, Equatable, CustomStringConvertible {
         return String(path[..<slash])
     }
 
-    private static func realPath(_ path: String) -> String? {
-        var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        guard realpath(path, &resolved) != nil else { return nil }
-        return String(decoding: resolved.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
+    private static func realPath(_ path: String) -> String? { SystemFiles.resolved(path) }
 
-    /// A sysfs attribute's first line (at most 256 bytes), trimmed; nil when it cannot be read.
-    private static func readAttribute(_ path: String) -> String? {
-        guard let file = fopen(path, "r") else { return nil }
-        defer { fclose(file) }
-        var line = [CChar](repeating: 0, count: 257)
-        guard fgets(&line, Int32(line.count), file) != nil else { return nil }
-        let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return text.trimmingWhitespace()
-    }
+    private static func readAttribute(_ path: String) -> String? { SystemFiles.firstLine(of: path) }
 }
