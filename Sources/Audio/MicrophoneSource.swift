@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 
 /// `--audio DEVICE`: an ALSA microphone on the recording's clock.
@@ -31,6 +32,11 @@ public final class MicrophoneSource: SoundSource, @unchecked Sendable {
     /// A block read and planned but not yet converted, and the frames to leave out at its start.
     private var pendingBlock: ALSACapture.Block?
     private var pendingDrop = 0
+    /// When the device started, and the frames read from it since: a device cannot deliver faster than
+    /// real time but for what its buffer held (ALSA's `null` device, with no clock, delivers at once, and
+    /// reading it unpaced took a core).
+    private var preparedAt: UInt64 = 0
+    private var framesRead: UInt64 = 0
 
     /// Opens and sets up the device now, so that a device that refuses is a one-line error before
     /// anything starts.
@@ -59,6 +65,7 @@ public final class MicrophoneSource: SoundSource, @unchecked Sendable {
     }
 
     public func prepare() throws {
+        preparedAt = MonotonicClock.now()
         try device.start()
     }
 
@@ -148,7 +155,17 @@ public final class MicrophoneSource: SoundSource, @unchecked Sendable {
             produced += UInt64(written)
             return true
         }
+        // Never much faster than real time (a clock 10% fast, far beyond any real one), plus the buffer's worth.
+        let allowed = (MonotonicClock.now() &- preparedAt) / 1_000_000 * UInt64(format.sampleRate) * 11 / 10_000
+            + UInt64(device.bufferFrames + device.periodFrames)
+        if framesRead > allowed {
+            if timeoutMilliseconds > 0 {
+                MonotonicClock.sleep(until: MonotonicClock.now() + format.nanoseconds(ofSample: framesRead - allowed))
+            }
+            return false
+        }
         guard let block = try device.read(timeoutMilliseconds: timeoutMilliseconds), var corrector else { return false }
+        framesRead += UInt64(block.frames)
         let plan = corrector.plan(captureTime: block.captureTime, frames: block.frames,
                                   outputPosition: Double(produced) + Double(converter.delay), afterGap: block.afterOverrun)
         self.corrector = corrector

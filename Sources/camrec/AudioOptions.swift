@@ -40,8 +40,11 @@ struct AudioOptions: ParsableArguments {
             }
             return
         }
-        guard !audio.isEmpty, audio.utf8.count <= 256, !audio.contains(where: { $0.isNewline || $0 == "\0" }) else {
+        guard !audio.isEmpty, !audio.contains(where: { $0.isNewline || $0 == "\0" }) else {
             throw ValidationError("--audio: give an ALSA capture device (hw:CARD=C920,DEV=0; `camrec devices` lists them), camera or test")
+        }
+        guard audio.utf8.count <= 256 else {
+            throw ValidationError("--audio: a device name of \(audio.utf8.count) bytes is too long (ALSA names are at most 256)")
         }
         if let audioRate, !audioCodec.sampleRates.contains(audioRate) {
             throw ValidationError("--audio-rate \(audioRate): \(audioCodec == .aac ? "use" : "Opus takes") one of \(audioCodec.sampleRates.map(String.init).joined(separator: ", "))")
