@@ -197,8 +197,9 @@ final class ALSACapture {
             guard started == 0 else { throw failure("restarting after an overrun", started) }
         case ESTRPIPE:
             overrunPending = true
+            // Resumed when the driver can (a second at most), else started afresh.
             var resumed = snd_pcm_resume(pcm)
-            while resumed == -EAGAIN {
+            for _ in 0..<100 where resumed == -EAGAIN {
                 usleep(10_000)
                 resumed = snd_pcm_resume(pcm)
             }

@@ -124,10 +124,6 @@ public final class MicrophoneSource: SoundSource, @unchecked Sendable {
         return "the microphone \(deviceName): " + parts.joined(separator: "; ")
     }
 
-    /// The overruns so far (the device counts them as they are recovered from).
-    public var overruns: Int { device.overruns }
-    public var correction: DriftCorrector? { corrector }
-
     /// One step: put out pending silence, or convert the pending block, or read the next block and plan
     /// it. False when nothing was to be had.
     private func pump(timeoutMilliseconds: Int32) throws -> Bool {
