@@ -199,9 +199,11 @@ final class ALSACapture {
             overrunPending = true
             // Resumed when the driver can (a second at most), else started afresh.
             var resumed = snd_pcm_resume(pcm)
-            for _ in 0..<100 where resumed == -EAGAIN {
+            var tries = 0
+            while resumed == -EAGAIN && tries < 100 {
                 usleep(10_000)
                 resumed = snd_pcm_resume(pcm)
+                tries += 1
             }
             if resumed != 0 { _ = snd_pcm_prepare(pcm); _ = snd_pcm_start(pcm) }
         case EINTR:

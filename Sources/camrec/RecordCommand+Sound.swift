@@ -39,8 +39,8 @@ extension RecordCommand {
         }
     }
 
-    /// The source and the AAC encoder of `--audio` (the encoder's track format describes the files'
-    /// sound); nil without it. A microphone is opened and set up here, so that one that is missing, busy
+    /// The source and the encoder (AAC or Opus) of `--audio` (the encoder's track format describes the
+    /// files' sound); nil without it. A microphone is opened and set up here, so that one that is missing, busy
     /// or refuses the format is a one-line error before any output exists.
     func makeSound() throws -> (source: any SoundSource, encoder: SoundEncoder)? {
         let codec = sound.audioCodec
