@@ -25,9 +25,21 @@ extension Recorder {
             throw EncoderError(.unavailable, "\(branches[0].encoder.name) takes \(format) and \(other.encoder.name) \(other.encoder.inputFormat): "
                 + "two encodings from one capture need one pixel format")
         }
-        let inFlight = branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + branchQueueDepth }
         return PixelBufferPool(format: format, width: width, height: height,
-                               capacity: inFlight + (source.isLive ? Self.minimumSpareBuffers : 0) + source.poolBuffersHeld)
+                               capacity: sharedPoolEncodingCapacity + source.poolBuffersHeld)
+    }
+
+    /// Buffers several encodings of one source need between them. A live source's branches may each fall
+    /// behind on their own, so each gets its frames in flight and its queue, plus spares for the capture side.
+    /// A file's reading waits for a free buffer, and every branch holds the same frames: the slowest
+    /// encoder's in flight and the one queued behind them are enough to keep it busy (it takes the queued one
+    /// the moment it hands one back, and the reader refills that one meanwhile). Each buffer more only held
+    /// a frame read ahead, 3 MiB at 1080p.
+    var sharedPoolEncodingCapacity: Int {
+        guard source.isLive else {
+            return (branches.map(\.encoder.maximumBuffersInFlight).max() ?? 1) + branchQueueDepth
+        }
+        return branches.reduce(0) { $0 + $1.encoder.maximumBuffersInFlight + branchQueueDepth } + Self.minimumSpareBuffers
     }
 
     /// Spare pool buffers for a live source beyond those the encoder and the source hold: frames
