@@ -57,12 +57,22 @@ public final class KeyframeGate: Sendable {
         return action != nil
     }
 
+    /// What a subscriber waiting for its first IDR will get.
+    public enum FirstIDR: Sendable, Equatable {
+        /// The recorder has already made a frame not yet published an IDR (or nothing is published yet).
+        case onItsWay
+        /// One was asked for: the recorder makes its next frame an IDR.
+        case requested
+        /// The rate limit refused the request: the stream's next IDR is at most the interval away.
+        case atTheNextOne
+    }
+
     /// For a subscriber that waits for its first IDR and joined when its hub's newest published frame
     /// was `newestPublished` (nil: none yet, and the first is always an IDR). An IDR the recorder has
     /// already put on a later frame is on its way to it, so nothing is asked: a receiver that joins
-    /// while the first frame is being encoded adds no second IDR. Otherwise `request()`. True when an IDR is coming (already, or asked for).
+    /// while the first frame is being encoded adds no second IDR. Otherwise `request()`.
     @discardableResult
-    public func requestFirstIDR(joinedAfter newestPublished: UInt64?) -> Bool {
+    public func requestFirstIDR(joinedAfter newestPublished: UInt64?) -> FirstIDR {
         let coming = state.withLock { s -> Bool in
             // Nothing published yet: the first access unit of a stream is always an IDR.
             if let published = newestPublished {
@@ -71,7 +81,8 @@ public final class KeyframeGate: Sendable {
             s.alreadyComing += 1
             return true
         }
-        return coming || request()
+        if coming { return .onItsWay }
+        return request() ? .requested : .atTheNextOne
     }
 
     /// IDRs requested, requests refused by the rate limit, and first-IDR requests an IDR already on its way met.

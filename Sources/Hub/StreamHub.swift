@@ -108,9 +108,9 @@ public final class StreamHub: Sendable {
 
     /// Asks the gate for an IDR for a subscriber that has joined and waits for its first one (or a
     /// file that rotates at its next IDR): nothing is asked when the recorder has already made a
-    /// frame not yet published here an IDR. True when an IDR is coming (see `KeyframeGate`).
+    /// frame not yet published here an IDR (see `KeyframeGate.FirstIDR`).
     @discardableResult
-    public func requestIDR() -> Bool {
+    public func requestIDR() -> KeyframeGate.FirstIDR {
         keyframes.requestFirstIDR(joinedAfter: state.withLock { $0.newest?.sequence })
     }
 

@@ -146,8 +146,13 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
             }
             return (list.count, n)
         }
-        let forced = hub.requestIDR()
-        log("receiver \(address) joined (\(live) connected, #\(n)); " + (forced ? "IDR requested" : "starts at the next IDR"))
+        let start: String
+        switch hub.requestIDR() {
+        case .requested: start = "IDR requested"
+        case .onItsWay: start = "an IDR is already on its way"
+        case .atTheNextOne: start = "starts at the next IDR"
+        }
+        log("receiver \(address) joined (\(live) connected, #\(n)); \(start)")
         Task(executorPreference: EventLoopExecutor(channel.eventLoop)) { [self] in
             await session.run(connection)
             ended(session)

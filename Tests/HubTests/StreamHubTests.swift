@@ -196,14 +196,15 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         let gate = KeyframeGate(minimumIntervalSeconds: 0)
         let asked = LockedLog()
         gate.connect { asked.add("idr") }
-        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: nil), "nothing published: the first unit is an IDR")
+        XCTAssertEqual(gate.requestFirstIDR(joinedAfter: nil), .onItsWay, "nothing published: the first unit is an IDR")
         gate.noteForced(sequence: 0)
         gate.noteForced(sequence: 30)
         gate.noteForced(sequence: 12)
-        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: 29), "frame 30 is an IDR not yet published")
+        XCTAssertEqual(gate.requestFirstIDR(joinedAfter: 29), .onItsWay, "frame 30 is an IDR not yet published")
         XCTAssertEqual(asked.lines, [])
-        XCTAssertTrue(gate.requestFirstIDR(joinedAfter: 30), "frame 30 was published before the join")
+        XCTAssertEqual(gate.requestFirstIDR(joinedAfter: 30), .requested, "frame 30 was published before the join")
         XCTAssertEqual(asked.lines, ["idr"])
+        XCTAssertEqual(KeyframeGate(minimumIntervalSeconds: 60).requestFirstIDR(joinedAfter: 3), .atTheNextOne, "nothing connected")
         XCTAssertEqual(gate.counts.alreadyComing, 2)
         XCTAssertEqual(gate.counts.granted, 1)
     }
