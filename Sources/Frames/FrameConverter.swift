@@ -204,7 +204,7 @@ extension FrameConverter {
         if destination.format == .nv12 {
             let uv = destination.chroma
             result = lumaAtOddBytes
-                ? UYVYToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
+                ? uyvyToNV12(source, sourceStride: stride, luma: y, chroma: uv, width: w, height: h)
                 : YUY2ToNV12(source, sourceStride, y.base, Int32(y.stride), uv.base, Int32(uv.stride), w, h)
         } else {
             let u = destination.chroma, v = destination.chromaCr!
@@ -213,6 +213,27 @@ extension FrameConverter {
                 : YUY2ToI420(source, sourceStride, y.base, Int32(y.stride), u.base, Int32(u.stride), v.base, Int32(v.stride), w, h)
         }
         return result == 0 ? evenWidth : 0
+    }
+
+    /// UYVY → NV12 from libyuv's allocation-free planar calls (its UYVYToNV12 allocates a row buffer on
+    /// every call, 34 a frame when a file is read in strips). A UYVY row's even bytes are Cb0 Cr0 Cb1 Cr1…,
+    /// NV12's chroma row as it stands, so YUY2ToY (which keeps even bytes) takes them out: the top rows'
+    /// into the chroma plane, the bottom rows' into the odd luma rows for a moment; InterpolatePlane at
+    /// one half averages the two in place (rounding half up, as the scalar loop does); then the luma.
+    /// `height` is even.
+    static func uyvyToNV12(_ source: UnsafePointer<UInt8>, sourceStride stride: Int, luma y: PixelBuffer.Plane,
+                           chroma uv: PixelBuffer.Plane, width w: Int32, height h: Int32) -> Int32 {
+        guard let pairStride = Int32(exactly: 2 * stride), let lumaPairStride = Int32(exactly: 2 * y.stride),
+              let lumaStride = Int32(exactly: y.stride), let chromaStride = Int32(exactly: uv.stride) else { return -1 }
+        let pairs = h / 2
+        let bottomRowsChroma = y.base + y.stride
+        var result = YUY2ToY(source, pairStride, uv.base, chromaStride, w, pairs)
+        if result == 0 { result = YUY2ToY(source + stride, pairStride, bottomRowsChroma, lumaPairStride, w, pairs) }
+        if result == 0 {
+            result = InterpolatePlane(uv.base, chromaStride, bottomRowsChroma, lumaPairStride, uv.base, chromaStride, w, pairs, 128)
+        }
+        if result == 0 { result = UYVYToY(source, pairStride / 2, y.base, lumaStride, w, h) }
+        return result
     }
 
     /// One row of 4:2:0 chroma from two source rows whose Cb and Cr samples are `step` bytes apart (at
