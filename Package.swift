@@ -22,15 +22,17 @@ let package = Package(
     ],
     targets: [
         // C shims: only what Swift cannot import by itself.
+        // Opening a library on first use, and the line that names its Debian package when it cannot be.
+        .target(name: "CLazyLoad"),
         .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
         // libavcodec, libavformat and libavutil, opened on first use (LazyLibav.c): a recording that
         // needs none of them loads none of their ~130 libraries. libva is linked as usual.
-        .target(name: "CFFmpeg", linkerSettings: [.linkedLibrary("va")]),
+        .target(name: "CFFmpeg", dependencies: ["CLazyLoad"], linkerSettings: [.linkedLibrary("va")]),
         // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
-        .target(name: "CX265"),
+        .target(name: "CX265", dependencies: ["CLazyLoad"]),
         // libasound (Debian's libasound2-dev to build), opened on first use like libav*: microphones.
-        .target(name: "CALSA"),
+        .target(name: "CALSA", dependencies: ["CLazyLoad"]),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg"]),
 

@@ -3,6 +3,7 @@ import Capture
 import Encoder
 import Frames
 import Glibc
+import Libav
 
 /// One ALSA capture device (libasound), opened and set up for camrec: interleaved samples in a
 /// format camrec converts (16- or 32-bit integers, or float), at the asked or the device's own rate
@@ -49,9 +50,8 @@ final class ALSACapture {
     /// offers it, else the nearest it has; mono or stereo as it has them).
     /// `rates`: the rates the encoder takes (the device's own is chosen among them).
     init(name: String, rate: Int?, channels: Int?, rates: [Int] = AudioFormat.sampleRates) throws {
-        var error = [CChar](repeating: 0, count: 512)
-        guard camrec_alsa_try_load(&error, error.count) == 0 else {
-            throw EncoderError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        if let failure = LibavLibraries.loadFailure({ camrec_alsa_try_load($0, $1) == 0 }) {
+            throw EncoderError(.unavailable, failure)
         }
         self.name = name
         var pcm: OpaquePointer?

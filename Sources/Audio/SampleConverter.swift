@@ -13,9 +13,8 @@ final class SampleConverter {
     private let outputPointers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
 
     init(sampleRate: Int, channels: Int, input: ALSACapture.SampleFormat) throws {
-        var error = [CChar](repeating: 0, count: 1024)
-        guard camrec_swresample_try_load(&error, error.count) == 0 else {
-            throw EncoderError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self))
+        if let failure = LibavLibraries.loadFailure({ camrec_swresample_try_load($0, $1) == 0 }) {
+            throw EncoderError(.unavailable, failure)
         }
         self.channels = channels
         self.sampleRate = sampleRate

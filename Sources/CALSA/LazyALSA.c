@@ -4,6 +4,7 @@
 // and forwards to the library's symbol, looked up once.
 
 #include "CALSA.h"
+#include "CLazyLoad.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -11,6 +12,7 @@
 #include <unistd.h>
 
 static const char *const library_name = "libasound.so.2";
+static const char *const package_name = "libasound2";
 static void *handle;
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -22,11 +24,8 @@ int camrec_alsa_try_load(char *error, size_t size) {
     if (__atomic_load_n(&handle, __ATOMIC_ACQUIRE)) return 0;
     pthread_mutex_lock(&load_lock);
     if (!handle) {
-        void *opened = dlopen(library_name, RTLD_NOW | RTLD_LOCAL);
+        void *opened = camrec_open_library(library_name, package_name, error, size);
         if (!opened) {
-            const char *detail = dlerror();
-            snprintf(error, size, "cannot load %s (%s); install Debian's libasound2 (apt-get install libasound2)",
-                     library_name, detail ? detail : "unknown error");
             pthread_mutex_unlock(&load_lock);
             return -1;
         }
@@ -44,17 +43,11 @@ int camrec_alsa_try_load(char *error, size_t size) {
 // broken installation: one line and exit status 73, as for libav*.
 static void *symbol(const char *name) {
     char error[512];
-    if (camrec_alsa_try_load(error, sizeof error) != 0) {
-        fprintf(stderr, "camrec: error: %s\n", error);
-        fflush(stderr);
-        _exit(73);
-    }
+    if (camrec_alsa_try_load(error, sizeof error) != 0) camrec_exit_unavailable(error);
     void *found = dlsym(handle, name);
     if (!found) {
-        fprintf(stderr, "camrec: error: %s has no %s; install Debian's libasound2 (apt-get install libasound2)\n",
-                library_name, name);
-        fflush(stderr);
-        _exit(73);
+        camrec_describe_load_failure(name, dlerror(), package_name, error, sizeof error);
+        camrec_exit_unavailable(error);
     }
     return found;
 }

@@ -8,6 +8,7 @@
 // A container, H.265, an MJPEG camera, VA-API, a decoder or `--version` loads them as before.
 
 #include "CFFmpeg.h"
+#include "CLazyLoad.h"
 
 #include <dlfcn.h>
 #include <stdlib.h>
@@ -36,23 +37,6 @@ static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 static int pending_log_level = AV_LOG_INFO;
 static void (*pending_log_callback)(void *, int, const char *, va_list);
 
-// What camrec says when a library cannot be loaded: it names the Debian package to install.
-static void describe_failure(const char *what, const char *detail, enum camrec_library library, char *out, size_t size) {
-    snprintf(out, size, "cannot load %s (%s); install Debian's %s (apt-get install %s)", what,
-             detail ? detail : "unknown error", library_packages[library], library_packages[library]);
-}
-
-// A library that cannot be loaded where a call needs it is a broken installation: one line and exit
-// status 73 (what camrec needs is unavailable). A recording asks `camrec_libav_try_load` first, before
-// it creates any file, so this is the last resort.
-static void fail(const char *what, const char *detail, enum camrec_library library) {
-    char line[1024];
-    describe_failure(what, detail, library, line, sizeof line);
-    fprintf(stderr, "camrec: error: %s\n", line);
-    fflush(stderr);
-    _exit(73);
-}
-
 // Opens `which` (libavutil first, always: the logging settings made so far go to it before anything
 // logs). NULL with the reason in `error` when it cannot.
 static void *open_library(enum camrec_library which, char *error, size_t size) {
@@ -60,12 +44,12 @@ static void *open_library(enum camrec_library which, char *error, size_t size) {
     if (handle) return handle;
     pthread_mutex_lock(&load_lock);
     if (!handles[LIBAVUTIL]) {
-        void *avutil = dlopen(library_names[LIBAVUTIL], RTLD_NOW | RTLD_LOCAL);
+        void *avutil = camrec_open_library(library_names[LIBAVUTIL], library_packages[LIBAVUTIL], error, size);
         void (*set_level)(int) = avutil ? (void (*)(int))dlsym(avutil, "av_log_set_level") : NULL;
         void (*set_callback)(void (*)(void *, int, const char *, va_list)) = avutil
             ? (void (*)(void (*)(void *, int, const char *, va_list)))dlsym(avutil, "av_log_set_callback") : NULL;
         if (!set_level || !set_callback) {
-            describe_failure(library_names[LIBAVUTIL], dlerror(), LIBAVUTIL, error, size);
+            if (avutil) camrec_describe_load_failure(library_names[LIBAVUTIL], dlerror(), library_packages[LIBAVUTIL], error, size);
             pthread_mutex_unlock(&load_lock);
             return NULL;
         }
@@ -74,9 +58,8 @@ static void *open_library(enum camrec_library which, char *error, size_t size) {
         __atomic_store_n(&handles[LIBAVUTIL], avutil, __ATOMIC_RELEASE);
     }
     if (!handles[which]) {
-        void *opened = dlopen(library_names[which], RTLD_NOW | RTLD_LOCAL);
+        void *opened = camrec_open_library(library_names[which], library_packages[which], error, size);
         if (!opened) {
-            describe_failure(library_names[which], dlerror(), which, error, size);
             pthread_mutex_unlock(&load_lock);
             return NULL;
         }
@@ -89,11 +72,7 @@ static void *open_library(enum camrec_library which, char *error, size_t size) {
 static void *library(enum camrec_library which) {
     char error[1024];
     void *handle = open_library(which, error, sizeof error);
-    if (!handle) {
-        fprintf(stderr, "camrec: error: %s\n", error);
-        fflush(stderr);
-        _exit(73);
-    }
+    if (!handle) camrec_exit_unavailable(error);
     return handle;
 }
 
@@ -110,7 +89,11 @@ int camrec_swresample_try_load(char *error, size_t size) {
 
 static void *symbol(enum camrec_library which, const char *name) {
     void *found = dlsym(library(which), name);
-    if (!found) fail(name, dlerror(), which);
+    if (!found) {
+        char error[1024];
+        camrec_describe_load_failure(name, dlerror(), library_packages[which], error, sizeof error);
+        camrec_exit_unavailable(error);
+    }
     return found;
 }
 

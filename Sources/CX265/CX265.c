@@ -1,6 +1,7 @@
 // libx265 opened on first use (dlopen + dlsym of x265_api_get_<build>), like libav* in
 // Sources/CFFmpeg/LazyLibav.c: an H.264 recording has no use for its memory.
 #include "CX265.h"
+#include "CLazyLoad.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -19,12 +20,10 @@ static const x265_api *(*api_get)(int);
 const x265_api *camrec_x265_api(char *error, size_t size) {
     pthread_mutex_lock(&load_lock);
     if (!api_get) {
-        void *handle = dlopen(library_name, RTLD_NOW | RTLD_LOCAL);
+        void *handle = camrec_open_library(library_name, package_name, error, size);
         void *entry = handle ? dlsym(handle, entry_name) : NULL;
         if (!entry) {
-            const char *detail = dlerror();
-            snprintf(error, size, "cannot load %s (%s); install Debian's %s (apt-get install %s)", library_name,
-                     detail ? detail : "unknown error", package_name, package_name);
+            if (handle) camrec_describe_load_failure(entry_name, dlerror(), package_name, error, size);
             pthread_mutex_unlock(&load_lock);
             return NULL;
         }

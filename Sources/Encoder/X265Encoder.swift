@@ -1,4 +1,5 @@
 import CX265
+import Libav
 import Frames
 import Synchronization
 
@@ -37,11 +38,14 @@ public final class X265Encoder: VideoEncoder {
     /// libx265's 8-bit entry points (Debian's libx265 builds 8, 10 and 12 bits into one library),
     /// the library opened on first use; nil with the reason when it cannot be.
     private static func loadAPI() -> Result<x265_api, EncoderError> {
-        var error = [CChar](repeating: 0, count: 512)
-        guard let api = camrec_x265_api(&error, error.count) else {
-            return .failure(EncoderError(.unavailable, String(decoding: error.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        var api: x265_api?
+        if let failure = LibavLibraries.loadFailure({ error, size in
+            api = camrec_x265_api(error, size)?.pointee
+            return api != nil
+        }) {
+            return .failure(EncoderError(.unavailable, failure))
         }
-        return .success(api.pointee)
+        return .success(api!)
     }
     private static let loaded = Mutex<Result<x265_api, EncoderError>?>(nil)
     private static var api: x265_api? { try? loaded.withLock { $0 }?.get() }
