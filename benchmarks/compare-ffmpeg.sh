@@ -10,7 +10,8 @@
 # for fragmented MP4 (both writing a fragment at every key frame) and for raw H.265 (libx265 ultrafast,
 # zerolatency, closed GOP 30, no B-frames, one frame thread, the same 6 Mbit/s VBV, I420 into x265),
 # then both encodings from one input at once (ffmpeg: one decode, two encoders; camrec: one capture, two
-# encoders sharing its pool), then camrec's heap allocations per frame in steady state (from the
+# encoders sharing its pool; and the floor: libx264 and libx265 alone, called from C, when gcc and their
+# headers are here), then camrec's heap allocations per frame in steady state (from the
 # difference between a long and a short run).
 #   benchmarks/compare-ffmpeg.sh [FRAMES=300] [RUNS=3]
 #   CAMREC_BENCH_ARGS="--threads 2" benchmarks/compare-ffmpeg.sh   (extra camrec options, e.g. its threading)
@@ -36,6 +37,9 @@ measure() {  # name, command...; appends "wall user sys maxrss_kib" to $work/nam
   cat "$work/$name.last" >>"$work/$name.times"
 }
 rm -f "$work"/*.times
+# The dual line's floor: libx264 and libx265 alone, from C, one picture (benchmarks/encoder-floor.c).
+floor=""
+if gcc -O2 -o "$work/encoder-floor" benchmarks/encoder-floor.c -lx264 -lx265 2>/dev/null; then floor="$work/encoder-floor"; fi
 for ((i = 0; i < runs; i++)); do
   measure ffmpeg ffmpeg -nostdin -v error -y -f rawvideo -pix_fmt yuyv422 -s 1920x1080 -r 30 -i "$input" \
     -pix_fmt nv12 -c:v libx264 -preset ultrafast -tune zerolatency -x264-params sliced-threads=0 -g 30 -bf 0 \
@@ -67,6 +71,7 @@ for ((i = 0; i < runs; i++)); do
     -f hevc "$work/ffmpeg-dual.h265"
   measure camrec-dual "$camrec" --input "$input" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 \
     --preset ultrafast --bitrate 6M ${CAMREC_BENCH_ARGS:-} --overwrite "$work/camrec-dual.h264" "$work/camrec-dual.h265"
+  [[ -z "$floor" ]] || measure floor-dual "$floor" "$input" "$frames" "$work/floor-dual.h264" "$work/floor-dual.h265"
 done
 
 # The same work: every H.264 output has one slice per picture (counted from its start codes here).
@@ -74,7 +79,7 @@ python3 - "$work" "$frames" <<'PY' || exit 1
 import os, re, sys
 work, frames = sys.argv[1], int(sys.argv[2])
 bad = 0
-for name in ("ffmpeg.h264", "camrec.h264", "gstreamer.h264", "ffmpeg-dual.h264", "camrec-dual.h264"):
+for name in ("ffmpeg.h264", "camrec.h264", "gstreamer.h264", "ffmpeg-dual.h264", "camrec-dual.h264", "floor-dual.h264"):
     path = f"{work}/{name}"
     if not os.path.exists(path):
         continue
@@ -104,6 +109,10 @@ for title, suffix in (("raw H.264 (libx264)", ""), ("fragmented MP4 (libx264)", 
     print(f"  {'ffmpeg':8} {fc:8.2f} {fw:8.2f} {fr:13.1f}")
     print(f"  {'camrec':8} {cc:8.2f} {cw:8.2f} {cr:13.1f}")
     print(f"  {'ratio':8} {cc/fc:8.2f} {cw/fw:8.2f} {cr/fr:13.2f}   (camrec/ffmpeg; below 1 is better)")
+    if suffix == "-dual" and os.path.exists(f"{work}/floor-dual.times"):
+        lw, lc, lr = load("floor-dual")
+        print(f"  {'floor':8} {lc:8.2f} {lw:8.2f} {lr:13.1f}   (libx264 + libx265 alone from C, one picture: encoder-floor.c)")
+        print(f"  {'ratio':8} {lc/fc:8.2f} {lw/fw:8.2f} {lr/fr:13.2f}   (floor/ffmpeg: what the two libraries take by themselves)")
     if suffix == "" and os.path.exists(f"{work}/gstreamer.times"):
         gw, gc, gr = load("gstreamer")
         print(f"  {'gst':8} {gc:8.2f} {gw:8.2f} {gr:13.1f}")
