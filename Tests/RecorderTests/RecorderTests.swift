@@ -59,8 +59,9 @@ final class RecorderTests: XCTestCase {
     }
 
     /// A file waits for the encoder instead of dropping, so its pool holds only what the encoders may hold
-    /// (issue 26): one buffer for libx264 and for libx265, which copy the picture; two encodings their
-    /// in-flight buffers and a queue of one each. And with no spare the recording still takes every frame.
+    /// (issue 26): one buffer for libx264 and for libx265, which copy the picture; two encodings, which hold
+    /// the same frames, the slower one's buffer in flight and the next frame. And with no spare the recording
+    /// still takes every frame (for two encodings: `testTwoEncodingsFromAFileSourceEachGetEveryFrame`).
     func testAFileSourceIsGivenNoMorePoolBuffersThanItsEncodersHoldAndStillRecordsEveryFrame() throws {
         for (codec, expected) in [(VideoCodec.h264, 1), (.hevc, 1)] {
             let hub = StreamHub(label: codec.rawValue, keyframes: KeyframeGate())
@@ -78,7 +79,7 @@ final class RecorderTests: XCTestCase {
                         EncodingBranch(encoder: try encoder(planar: true), hub: StreamHub(label: "b", keyframes: KeyframeGate()), codec: .h264)]
         let two = Recorder(source: NotLive(TestPatternSource(size: size, fps: 30, realTime: false)), branches: branches,
                            keyframeInterval: 10, limits: .init(frames: 5), logger: Logger(label: "test"))
-        XCTAssertEqual(try two.makePool().capacity, 4, "each encoding's buffer in flight and one queued")
+        XCTAssertEqual(try two.makePool().capacity, 2, "the slower encoding's buffer in flight and the next frame")
         let live = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: true), encoder: try encoder(), hub: StreamHub(label: "l", keyframes: KeyframeGate()),
                             keyframeInterval: 10, limits: .init(frames: 5), logger: Logger(label: "test"))
         XCTAssertEqual(try live.makePool().capacity, 1 + Recorder.stallHeadroom(framesPerSecond: 30, frameBytes: 320 * 180 * 3 / 2),
