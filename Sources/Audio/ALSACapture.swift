@@ -50,7 +50,7 @@ final class ALSACapture {
     /// offers it, else the nearest it has; mono or stereo as it has them).
     /// `rates`: the rates the encoder takes (the device's own is chosen among them).
     init(name: String, rate: Int?, channels: Int?, rates: [Int] = AudioFormat.sampleRates) throws {
-        if let failure = LibavLibraries.loadFailure({ camrec_alsa_try_load($0, $1) == 0 }) {
+        if let failure = LazyLibrary.loadFailure({ camrec_alsa_try_load($0, $1) == 0 }) {
             throw EncoderError(.unavailable, failure)
         }
         self.name = name

@@ -13,7 +13,7 @@ final class SampleConverter {
     private let outputPointers: UnsafeMutablePointer<UnsafeMutablePointer<UInt8>?>
 
     init(sampleRate: Int, channels: Int, input: ALSACapture.SampleFormat) throws {
-        if let failure = LibavLibraries.loadFailure({ camrec_swresample_try_load($0, $1) == 0 }) {
+        if let failure = LazyLibrary.loadFailure({ camrec_swresample_try_load($0, $1) == 0 }) {
             throw EncoderError(.unavailable, failure)
         }
         self.channels = channels

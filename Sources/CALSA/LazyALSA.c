@@ -8,8 +8,6 @@
 
 #include <dlfcn.h>
 #include <pthread.h>
-#include <stdio.h>
-#include <unistd.h>
 
 static const char *const library_name = "libasound.so.2";
 static const char *const package_name = "libasound2";

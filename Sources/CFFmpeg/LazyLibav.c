@@ -12,7 +12,6 @@
 
 #include <dlfcn.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 // libswresample last: only a microphone needs it (camrec_swresample_try_load).
 enum camrec_library { LIBAVUTIL, LIBAVCODEC, LIBAVFORMAT, LIBSWRESAMPLE, LIBRARY_COUNT };

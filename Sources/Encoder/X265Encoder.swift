@@ -1,6 +1,6 @@
 import CX265
-import Libav
 import Frames
+import Libav
 import Synchronization
 
 /// H.265 in software through libx265 itself, not through libavcodec, so a recording that needs no
@@ -39,7 +39,7 @@ public final class X265Encoder: VideoEncoder {
     /// the library opened on first use; nil with the reason when it cannot be.
     private static func loadAPI() -> Result<x265_api, EncoderError> {
         var api: x265_api?
-        if let failure = LibavLibraries.loadFailure({ error, size in
+        if let failure = LazyLibrary.loadFailure({ error, size in
             api = camrec_x265_api(error, size)?.pointee
             return api != nil
         }) {

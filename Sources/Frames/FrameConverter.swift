@@ -223,16 +223,17 @@ extension FrameConverter {
     /// `height` is even.
     static func uyvyToNV12(_ source: UnsafePointer<UInt8>, sourceStride stride: Int, luma y: PixelBuffer.Plane,
                            chroma uv: PixelBuffer.Plane, width w: Int32, height h: Int32) -> Int32 {
-        guard let pairStride = Int32(exactly: 2 * stride), let lumaPairStride = Int32(exactly: 2 * y.stride),
-              let lumaStride = Int32(exactly: y.stride), let chromaStride = Int32(exactly: uv.stride) else { return -1 }
+        guard let sourceStride = Int32(exactly: stride), let pairStride = Int32(exactly: 2 * stride),
+              let lumaStride = Int32(exactly: y.stride), let lumaPairStride = Int32(exactly: 2 * y.stride),
+              let chromaStride = Int32(exactly: uv.stride) else { return -1 }
         let pairs = h / 2
-        let bottomRowsChroma = y.base + y.stride
+        let oddLumaRows = y.base + y.stride
         var result = YUY2ToY(source, pairStride, uv.base, chromaStride, w, pairs)
-        if result == 0 { result = YUY2ToY(source + stride, pairStride, bottomRowsChroma, lumaPairStride, w, pairs) }
+        if result == 0 { result = YUY2ToY(source + stride, pairStride, oddLumaRows, lumaPairStride, w, pairs) }
         if result == 0 {
-            result = InterpolatePlane(uv.base, chromaStride, bottomRowsChroma, lumaPairStride, uv.base, chromaStride, w, pairs, 128)
+            result = InterpolatePlane(uv.base, chromaStride, oddLumaRows, lumaPairStride, uv.base, chromaStride, w, pairs, 128)
         }
-        if result == 0 { result = UYVYToY(source, pairStride / 2, y.base, lumaStride, w, h) }
+        if result == 0 { result = UYVYToY(source, sourceStride, y.base, lumaStride, w, h) }
         return result
     }
 
