@@ -134,11 +134,7 @@ final class ALSACapture {
     /// Restarts a device that overran before the recording's first frame, without counting it.
     func recoverFromOverrunBeforeStart() throws {
         guard let pcm, snd_pcm_state(pcm) == SND_PCM_STATE_XRUN else { return }
-        let prepared = snd_pcm_prepare(pcm)
-        guard prepared == 0 else { throw failure("recovering from an overrun", prepared) }
-        let started = snd_pcm_start(pcm)
-        guard started == 0 else { throw failure("restarting after an overrun", started) }
-        overrunPending = true
+        try restartAfterOverrun(pcm)
     }
 
     func close() {
@@ -170,18 +166,35 @@ final class ALSACapture {
             var left: snd_pcm_uframes_t = 0
             var stamp = timespec()
             snd_pcm_htimestamp(pcm, &left, &stamp)
-            var newest = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
-            if newest == 0 {
-                // No hardware timestamp (some plugins): the time of the read stands in, less what waits.
+            let now = MonotonicClock.now()
+            var newest: UInt64
+            if let stamped = Self.newestSampleTime(stamp, now: now) {
+                newest = stamped
+            } else {
+                // No hardware timestamp (some plugins), or one that cannot be right: the time of the
+                // read stands in, less what waits.
                 untimedBlocks += 1
-                newest = MonotonicClock.now()
+                newest = now
                 left = snd_pcm_uframes_t(max(snd_pcm_avail_update(pcm), 0))
             }
-            let before = (UInt64(left) + UInt64(frames)) * 1_000_000_000 / UInt64(sampleRate)
+            // What waits behind the block is at most the buffer, whatever the driver says.
+            let behind = min(UInt64(left), UInt64(bufferFrames)) + UInt64(frames)
+            let before = behind * 1_000_000_000 / UInt64(sampleRate)
             let block = Block(frames: frames, captureTime: newest > before ? newest - before : 0, afterOverrun: overrunPending)
             overrunPending = false
             return block
         }
+    }
+
+    /// The monotonic time of the newest sample read, from ALSA's hardware timestamp; nil when there is
+    /// none (zero) or it cannot be right: negative, nanoseconds out of range, or later than a second
+    /// after `now` (a driver's nonsense would otherwise fill the recording with silence up to it).
+    static func newestSampleTime(_ stamp: timespec, now: UInt64) -> UInt64? {
+        guard stamp.tv_sec >= 0, stamp.tv_nsec >= 0, stamp.tv_nsec < 1_000_000_000,
+              UInt64(stamp.tv_sec) <= now / 1_000_000_000 + 1 else { return nil }
+        let time = UInt64(stamp.tv_sec) * 1_000_000_000 + UInt64(stamp.tv_nsec)
+        guard time > 0, time <= now || time - now <= 1_000_000_000 else { return nil }
+        return time
     }
 
     /// An overrun (EPIPE) or a suspend (ESTRPIPE) is recovered from; anything else ends the sound.
@@ -190,11 +203,7 @@ final class ALSACapture {
         switch Int32(-status) {
         case EPIPE:
             overruns += 1
-            overrunPending = true
-            let prepared = snd_pcm_prepare(pcm)
-            guard prepared == 0 else { throw failure("recovering from an overrun", prepared) }
-            let started = snd_pcm_start(pcm)
-            guard started == 0 else { throw failure("restarting after an overrun", started) }
+            try restartAfterOverrun(pcm)
         case ESTRPIPE:
             overrunPending = true
             // Resumed when the driver can (a second at most), else started afresh.
@@ -211,6 +220,15 @@ final class ALSACapture {
         default:
             throw failure("reading", Int32(status))
         }
+    }
+
+    /// Prepares and starts the device again; the next block says samples were lost before it.
+    private func restartAfterOverrun(_ pcm: OpaquePointer) throws {
+        overrunPending = true
+        let prepared = snd_pcm_prepare(pcm)
+        guard prepared == 0 else { throw failure("recovering from an overrun", prepared) }
+        let started = snd_pcm_start(pcm)
+        guard started == 0 else { throw failure("restarting after an overrun", started) }
     }
 
     private func failure(_ doing: String, _ status: Int32) -> CaptureError {
