@@ -31,9 +31,8 @@ public struct DriftCorrector: Sendable {
     public private(set) var error = 0.0
     /// The input's rate against the monotonic clock, as a fraction off nominal (0.005: 0.5% fast).
     public private(set) var measuredDrift = 0.0
-    /// Samples of silence put in and samples dropped so far.
+    /// Samples of silence put in so far.
     public private(set) var silenced: UInt64 = 0
-    public private(set) var dropped: UInt64 = 0
     private var aligned = false
     /// Where the rate is measured from: a block's time and the input samples read before it.
     private var anchorTime: UInt64 = 0
@@ -59,7 +58,6 @@ public struct DriftCorrector: Sendable {
                 silenced += UInt64(plan.silence)
             } else if raw < 0 {
                 plan.drop = min(frames, Int((-raw).rounded()))
-                dropped += UInt64(plan.drop)
             }
             error = raw - Double(plan.silence) + Double(plan.drop)
             // Placed once some of it is kept: a block wholly before the start is no placement.
