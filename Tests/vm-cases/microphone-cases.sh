@@ -128,7 +128,8 @@ refused() {
     "$CAMREC_BIN" --device "$DEV" --size 320x180 --frames 10 "$@" "$R/$name.mkv" 2>"$R/$name.err"
     local rc=$?
     sed -n 's/^camrec: error: /   /p' "$R/$name.err"
-    [[ $rc == "$code" ]] && one_error_line "$R/$name.err" && [[ ! -e $R/$name.mkv && ! -e $R/$name.mkv.partial ]]
+    # No file of the name at all: neither the recording nor a leftover (camrec writes NAME.camrec-PID.partial).
+    [[ $rc == "$code" ]] && one_error_line "$R/$name.err" && ! compgen -G "$R/$name.mkv*" >/dev/null
 }
 check "no such card: 66" refused 66 missing --audio hw:CARD=Nope,DEV=0
 check "snd-dummy records 1 or 2 channels: --audio-channels 8 is refused with 68" refused 68 channels --audio hw:CARD=Dummy,DEV=0 --audio-channels 8
