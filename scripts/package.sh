@@ -68,7 +68,9 @@ date=$(git log -1 --format=%cd --date=format:%Y-%m-%d 2>/dev/null || date +%Y-%m
     --output-directory "$root/usr/share/man/man1" "$root/usr/bin/camrec"
 # Subcommand pages under Debian's names (camrec-receive(1), as git-commit(1)), so `man camrec-receive`
 # and whatis find them; the synopsis still says "camrec receive". Blank lines, which groff warns of,
-# become paragraph breaks. The page of the parser's own `help` subcommand says nothing.
+# become paragraph breaks. .Nd takes the rest of its line as the description: generate-manual quotes it as a
+# macro argument, and mandb (whatis, man -k) keeps those quotes, so they go. The page of the parser's own
+# `help` subcommand says nothing.
 rm -f "$root/usr/share/man/man1/camrec.help.1"
 for page in "$root"/usr/share/man/man1/*.1; do
     awk -v base="$(basename "$page" .1)" '
@@ -76,6 +78,7 @@ for page in "$root"/usr/share/man/man1/*.1; do
         sub_ != "" && /^\.Dt / { print ".Dt CAMREC-" toupper(sub_) " 1"; next }
         sub_ != "" && $0 == ".Nm \"camrec " sub_ "\"" { print ".Nm camrec-" sub_; named = 1; next }
         sub_ != "" && named && $0 == ".Nm" { print ".Nm camrec " sub_; named = 0; next }
+        /^\.Nd ".*"$/ { print ".Nd " substr($0, 6, length($0) - 6); next }
         /^$/ { print ".Pp"; next }
         { print }' "$page" >"$page.new"
     target=$(basename "$page" .1 | tr . -).1
