@@ -7,11 +7,14 @@ import Frames
 /// Each cell is compared with a learned background (it follows the picture by 1/8 of the difference
 /// per frame, so a thing that stops becomes background within a second, and the trail a passing
 /// thing leaves fades within about ten frames). What the whole
-/// picture does together is not motion: the mean difference over the cells is taken off first (lights
-/// switched on, auto-exposure), and when more than `globalFraction` of the cells still differ (a
-/// camera's day/night switch) the background is learned again from this frame. Motion is at least
+/// picture does together is not motion: when more than `globalFraction` of the cells differ from the
+/// background (the lights switched on, a camera's day/night switch) the background is learned again
+/// from this frame, whatever else moved in it (an overlay the lights do not brighten, a fan); below
+/// that, the mean difference over the cells is taken off first (auto-exposure drifting), and when more
+/// than `globalFraction` still differ the background is learned again as well. Motion is at least
 /// `minimumArea` of the unmasked cells differing by more than `threshold`, in `framesToConfirm` frames
-/// in a row (one noisy frame is no event).
+/// in a row (one noisy frame is no event), so steady change over that area (a clock overlay, a fan)
+/// is motion in every frame: a user masks it.
 public final class MotionDetector {
     public struct Settings: Sendable, Equatable {
         /// Luma levels (0-255) a cell must differ from the background, once the picture's mean change is off.
@@ -55,7 +58,8 @@ public final class MotionDetector {
         case still(score: Double)
         /// Changed cells over `minimumArea` in enough frames in a row.
         case motion(score: Double)
-        /// The whole picture changed; the background starts again from this frame.
+        /// The whole picture changed (the score: the share of cells that differ); the background starts
+        /// again from this frame.
         case globalChange(score: Double)
     }
 
@@ -122,11 +126,24 @@ public final class MotionDetector {
             learned = true
             return .learning
         }
-        // The picture's mean change, taken off every cell (lights, exposure).
-        var shift: Int = 0
-        for i in 0..<current.count where !masked[i] { shift += Int(current[i] - background[i]) }
-        shift /= countedCells
+        // The picture's mean change, and how many cells changed before it is taken off.
         let limit = settings.threshold * 16
+        var shift: Int = 0
+        var changedAtOnce = 0
+        for i in 0..<current.count where !masked[i] {
+            let difference = Int(current[i] - background[i])
+            shift += difference
+            if difference > limit || difference < -limit { changedAtOnce += 1 }
+        }
+        // Most of the picture changed at once (the lights): no motion, even where something did not
+        // follow the change (an overlay stays as bright, so taking the mean off would make it differ).
+        let changedAtOnceScore = Double(changedAtOnce) / Double(countedCells)
+        if changedAtOnceScore > settings.globalFraction {
+            background = current
+            inARow = 0
+            return .globalChange(score: changedAtOnceScore)
+        }
+        shift /= countedCells
         var changed = 0
         for i in 0..<current.count where !masked[i] {
             let difference = Int(current[i] - background[i]) - shift
