@@ -197,6 +197,27 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertTrue(r.stderr.contains("trigger=motion") && r.stderr.contains(" motion="), r.stderr)
     }
 
+    /// Issue 47, unmasked: the counter changes in every frame and stays as bright when the lights go
+    /// on; at 1280x720 under the motion area. At 10 fps: the crossing (100-149) is one event, the lights (200) none.
+    func testWithoutAMaskTheLightsStartNoEventWhileTheCounterChanges() throws {
+        let (r, numbers, recorded) = try unmaskedScene(size: "1280x720", seconds: 22, preRoll: 2, postRoll: 2)
+        XCTAssertGreaterThanOrEqual(recorded.last ?? 0, 210, "the recording went on 1 s past the lights: " + r.stderr)
+        XCTAssertTrue(Set(numbers).isSuperset(of: recorded.filter { (100...149).contains($0) }),
+                      "the clip holds the whole crossing: \(numbers.first ?? -1)-\(numbers.last ?? -1)")
+        XCTAssertLessThan(numbers.last ?? .max, 200, "the clip ends before the lights go on")
+    }
+
+    /// The README's rule: at 640x360 the counter's five lowest cells (of 880) are over the 0.5% motion
+    /// area, so unmasked it keeps one event open from frame 17 (the fifth changes from 16) to the end.
+    func testWithoutAMaskTheCounterKeepsOneEventOpenToTheEndAt640x360() throws {
+        let (r, numbers, _) = try unmaskedScene(size: "640x360", seconds: 5, preRoll: 0, postRoll: 1)
+        let start = try XCTUnwrap(r.stderr.split(separator: "\n").first { $0.hasPrefix("camrec: event 1 started at frame ") }, r.stderr)
+        let t = try XCTUnwrap(Int(start.split(separator: " ")[6]), String(start))
+        XCTAssertTrue((17...19).contains(t), "17, or as many later as the paced source dropped under load: \(start)")
+        XCTAssertEqual(numbers, try framesOfContinuous("\(dir)/cont.h264", fromIDRAtOrBefore: t, through: .max),
+                       "from the newest IDR at or before \(t) to the recording's last frame")
+    }
+
     func testSIGUSR1AndPostWithoutEventOutputChangeNothing() throws {
         let port = Int.random(in: 23_000..<24_000)
         let out = "\(dir)/out.h264"
@@ -225,27 +246,6 @@ final class EventClipTests: ScratchDirectoryTestCase {
             (["--pre-roll", "-1", "--event-output", pattern], "--pre-roll must be a number of seconds"),
             (["--post-roll", "inf", "--event-output", pattern], "--post-roll must be a number of seconds, at least 0 and at most 3600; got inf"),
             (["--max-clip-length", "0.5", "--event-output", pattern], "--max-clip-length must be a number of seconds, at least 1"),
-    /// Issue 47, unmasked: the counter changes in every frame and stays as bright when the lights go
-    /// on; at 1280x720 under the motion area. At 10 fps: the crossing (100-149) is one event, the lights (200) none.
-    func testWithoutAMaskTheLightsStartNoEventWhileTheCounterChanges() throws {
-        let (r, numbers, recorded) = try unmaskedScene(size: "1280x720", seconds: 22, preRoll: 2, postRoll: 2)
-        XCTAssertGreaterThanOrEqual(recorded.last ?? 0, 210, "the recording went on 1 s past the lights: " + r.stderr)
-        XCTAssertTrue(Set(numbers).isSuperset(of: recorded.filter { (100...149).contains($0) }),
-                      "the clip holds the whole crossing: \(numbers.first ?? -1)-\(numbers.last ?? -1)")
-        XCTAssertLessThan(numbers.last ?? .max, 200, "the clip ends before the lights go on")
-    }
-
-    /// The README's rule: at 640x360 the counter's five lowest cells (of 880) are over the 0.5% motion
-    /// area, so unmasked it keeps one event open from frame 17 (the fifth changes from 16) to the end.
-    func testWithoutAMaskTheCounterKeepsOneEventOpenToTheEndAt640x360() throws {
-        let (r, numbers, _) = try unmaskedScene(size: "640x360", seconds: 5, preRoll: 0, postRoll: 1)
-        let start = try XCTUnwrap(r.stderr.split(separator: "\n").first { $0.hasPrefix("camrec: event 1 started at frame ") }, r.stderr)
-        let t = try XCTUnwrap(Int(start.split(separator: " ")[6]), String(start))
-        XCTAssertTrue((17...19).contains(t), "17, or as many later as the paced source dropped under load: \(start)")
-        XCTAssertEqual(numbers, try framesOfContinuous("\(dir)/cont.h264", fromIDRAtOrBefore: t, through: .max),
-                       "from the newest IDR at or before \(t) to the recording's last frame")
-    }
-
             (["--pre-roll", "3", "\(dir)/out.h264"], "--pre-roll, --post-roll and --max-clip-length go with --event-output PATTERN"),
             (["--event-output", "\(dir)/clip.mp4"], "give a name that changes per clip"),
             (["--event-output", "rtmp://user:secret@host/live/{n}"], "--event-output rtmp://"),
@@ -306,6 +306,19 @@ final class EventClipTests: ScratchDirectoryTestCase {
 
     // MARK: helpers
 
+    /// `--test-scene` at 10 fps with `--motion` and no mask: camrec's result, the numbers of the one
+    /// clip it must make, and those of the continuous recording beside it.
+    private func unmaskedScene(size: String, seconds: Int, preRoll: Int, postRoll: Int) throws -> (ProcessResult, [Int], [Int]) {
+        let r = try Tools.camrec([
+            "--test-scene", "--size", size, "--fps", "10", "--keyframe-interval", "10", "--preset", "ultrafast",
+            "--duration", "\(seconds)", "--motion", "--pre-roll", "\(preRoll)", "--post-roll", "\(postRoll)",
+            "--event-output", "\(dir)/ev/{n}.h264", "\(dir)/cont.h264"])
+        XCTAssertEqual(r.status, 0, r.stderr)
+        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev"), ["1.h264"], "one clip: " + r.stderr)
+        return (r, try Tools.patternCounters("\(dir)/ev/1.h264").compactMap { $0.map(Int.init) },
+                try framesOfContinuous("\(dir)/cont.h264", fromIDRAtOrBefore: 0, through: .max))
+    }
+
     /// ffmpeg's PSNR (dB, all planes) of the picture `image` against picture `frame` of `video`, shrunk to the image's size.
     private func psnr(_ image: String, _ video: String, frame: Int) throws -> Double {
         let r = try Tools.run("ffmpeg", ["-hide_banner", "-i", image, "-i", video, "-lavfi",
@@ -332,19 +345,6 @@ final class EventClipTests: ScratchDirectoryTestCase {
         var frames: Int
         var dropped: Int
         var description: String { "frames=\(frames) dropped=\(dropped)" }
-    }
-
-    /// `--test-scene` at 10 fps with `--motion` and no mask: camrec's result, the numbers of the one
-    /// clip it must make, and those of the continuous recording beside it.
-    private func unmaskedScene(size: String, seconds: Int, preRoll: Int, postRoll: Int) throws -> (ProcessResult, [Int], [Int]) {
-        let r = try Tools.camrec([
-            "--test-scene", "--size", size, "--fps", "10", "--keyframe-interval", "10", "--preset", "ultrafast",
-            "--duration", "\(seconds)", "--motion", "--pre-roll", "\(preRoll)", "--post-roll", "\(postRoll)",
-            "--event-output", "\(dir)/ev/{n}.h264", "\(dir)/cont.h264"])
-        XCTAssertEqual(r.status, 0, r.stderr)
-        XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev"), ["1.h264"], "one clip: " + r.stderr)
-        return (r, try Tools.patternCounters("\(dir)/ev/1.h264").compactMap { $0.map(Int.init) },
-                try framesOfContinuous("\(dir)/cont.h264", fromIDRAtOrBefore: 0, through: .max))
     }
 
     private func status(_ api: String) throws -> Status {
