@@ -46,9 +46,12 @@ vm_suite_run() {
     echo "$SUITE: VM run took $(( $(date +%s) - VM_T0 )) s, exit $VM_RC"
 }
 
-# vm_suite_finish: ends with the cases' own summary line (already printed), or one failure if
-# the VM run never got as far as printing one.
+# vm_suite_finish: ends with the cases' own summary line, printed again as the suite's last line
+# (scripts/test.sh reads only that), or one failure if the VM run never got as far as printing one.
 vm_suite_finish() {
-    grep -qE '^[0-9]+ passed, [0-9]+ failed' "$VM_LOG" || vm_suite_give_up "the VM run ended without a result (exit $VM_RC)"
+    local line
+    line=$(grep -E '^[0-9]+ passed, [0-9]+ failed' "$VM_LOG" | tail -n 1)
+    [[ -n $line ]] || vm_suite_give_up "the VM run ended without a result (exit $VM_RC)"
+    echo "$line"
     exit "$VM_RC"
 }
