@@ -69,8 +69,8 @@ check "a.h264 beside them: video only (ffprobe sees one stream)" streams_are a.h
 check "a.h264 keeps the contract and stays bare" contract_ok a.h264 --frames 180 --idr-interval 30
 
 "$CAMREC" --test-pattern --size 320x240 --duration 4 --audio test --audio-rate 44100 --audio-channels 2 \
-    --audio-bitrate 96k --overwrite st.mkv >/dev/null 2>st.err
-check "stereo at 44.1 kHz: exit 0 (status $?)" [ -s st.mkv ]
+    --audio-bitrate 96k --overwrite st.mkv >/dev/null 2>st.err; rc=$?
+check "stereo at 44.1 kHz: exit 0 (status $rc)" [ $rc -eq 0 ]
 check "stereo at 44.1 kHz: ffprobe sees AAC 44100 Hz, 2 channels" streams_are st.mkv "video:h264 audio:aac:44100:2"
 check "stereo at 44.1 kHz: in sync (3 pairs within ±10 ms)" in_sync st.mkv 3
 
