@@ -7,7 +7,7 @@
 #                             Chromium with Selenium from PyPI to play recordings in a browser, and
 #                             prometheus-client from PyPI, whose parser reads /metrics)
 #   scripts/setup.sh --package  also what scripts/package.sh and scripts/check-package.sh need (dpkg-dev,
-#                             binutils, debootstrap for a clean Debian 12 root, lintian)
+#                             binutils, debootstrap for a clean Debian 12 root, systemd-container to boot it, lintian)
 set -euo pipefail
 
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libasound2-dev libv4l-dev libva-dev libyuv-dev libx264-dev libx265-dev)
@@ -16,7 +16,7 @@ if [[ "${1:-}" == "--test" ]]; then
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver)
 fi
 if [[ "${1:-}" == "--package" ]]; then
-  packages+=(dpkg-dev binutils debootstrap lintian python3)
+  packages+=(dpkg-dev binutils debootstrap lintian systemd-container python3)
 fi
 
 missing=()
