@@ -166,6 +166,34 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertTrue(usage.stderr.contains("--event-keep-files and --event-keep-for go with --event-output PATTERN"), usage.stderr)
     }
 
+    /// `--event-keep-for 1h` alone, no count to keep: when a clip file opens, the pattern's clip files
+    /// older than an hour go and younger ones stay, however few there are.
+    func testClipRetentionByAgeAloneDeletesOnlyTheClipsOlderThanTheLimit() throws {
+        try FileManager.default.createDirectory(atPath: "\(dir)/ev", withIntermediateDirectories: true)
+        // Two minutes either side of the hour: the few seconds of the run move neither across it.
+        let older = "\(dir)/ev/clip-70.mp4", younger = "\(dir)/ev/clip-71.mp4"
+        for (path, age) in [(older, 3720.0), (younger, 3480.0)] {
+            FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+            try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: path)
+        }
+        let (camrec, errors) = try Tools.launch(Tools.camrec, [
+            "--test-pattern", "--size", "320x240", "--fps", "30", "--preset", "ultrafast",
+            "--duration", "5", "--pre-roll", "0", "--post-roll", "1",
+            "--event-output", "\(dir)/ev/clip-{n}.mp4", "--event-keep-for", "1h", "\(dir)/cont.h264"])
+        defer { if camrec.isRunning { camrec.terminate() } }
+        try waitFor(seconds: 20) {
+            let partial = (try? FileManager.default.contentsOfDirectory(atPath: self.dir))?.first { $0.hasPrefix("cont.h264.") }
+            return partial.flatMap { try? FileManager.default.attributesOfItem(atPath: "\(self.dir)/\($0)")[.size] as? Int } ?? 0 > 0
+        }
+        kill(camrec.processIdentifier, SIGUSR1)
+        camrec.waitUntilExit()
+        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(camrec.terminationStatus, 0, log)
+        XCTAssertEqual(Set(try FileManager.default.contentsOfDirectory(atPath: "\(dir)/ev")), ["clip-1.mp4", "clip-71.mp4"],
+                       "the clip older than an hour went; the one younger and this run's clip stayed")
+        XCTAssertEqual(log.split(separator: "\n").filter { $0.hasPrefix("camrec: retention: deleted ") }, ["camrec: retention: deleted \(older)"], log)
+    }
+
     /// `--test-scene` at 30 fps: the object crosses in frames 300-449, the lights go on at 600 (20 s).
     func testMotionMakesOneClipHoldingTheWholeCrossingAndTheLightsMakeNone() throws {
         let continuous = "\(dir)/cont.h264"
