@@ -85,6 +85,7 @@ EXPECTED_SUITES=(
   "sound               105   600   230"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27
   "browser              24   600    90"   # quiet 58 s, loaded 60 s
   "http                101   600   160"   # quiet 104 s, loaded 109 s
+  "packaging            24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
   "quick-recordings      9   300    60"   # --quick only; quiet 11 s (Tests/quick/recordings.sh)
 )
 QUICK_ONLY=" quick-recordings "
@@ -428,10 +429,25 @@ else
   fi
 fi
 
+# The packaging check (scripts/check-package.sh) runs before this script in CI (.ci/run: its static build
+# takes longer than the time left here) and is counted as the suite "packaging" from its log; CI must have it.
+if ((!QUICK)) && [[ -n ${CAMREC_PACKAGING_LOG:-} ]]; then
+  if [[ -r $CAMREC_PACKAGING_LOG && -r $CAMREC_PACKAGING_LOG.done ]]; then
+    cp "$CAMREC_PACKAGING_LOG" "$logdir/packaging.log"
+    read -r rc secs <"$CAMREC_PACKAGING_LOG.done"; echo "$rc $secs -" >"$logdir/packaging.done"
+    collect packaging 0
+  else
+    problem "CAMREC_PACKAGING_LOG=$CAMREC_PACKAGING_LOG: no log and .done file there"
+  fi
+elif ((!QUICK)) && [[ -n ${CI:-} && -z ${ONLY:-} ]]; then
+  problem "CI runs the packaging check before this script (.ci/run) and names its log in CAMREC_PACKAGING_LOG"
+fi
+
 if ((!QUICK)); then
   for entry in "${EXPECTED_SUITES[@]}"; do
     read -r name _ <<<"$entry"
     [[ -n ${ONLY:-} && " ${ONLY//,/ } " != *" $name "* ]] && continue
+    [[ $name == packaging && -z ${CAMREC_PACKAGING_LOG:-} ]] && continue   # checked above
     [[ $QUICK_ONLY == *" $name "* || " ${SEEN[*]} " == *" $name "* ]] || problem "the suite $name (Tests/suites/$name.sh) is listed but missing"
   done
 fi
