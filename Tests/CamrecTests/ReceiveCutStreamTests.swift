@@ -32,7 +32,9 @@ final class ReceiveCutStreamTests: ScratchDirectoryTestCase {
 
     /// A bare stream whose sender's connection breaks (a reset, as camrec's own sender closes a
     /// connection it gives up inside an access unit): the last access unit is never written, so at
-    /// most the one that had just arrived whole is lost, and no cut one is ever written.
+    /// most the one that had just arrived whole is lost, and no cut one is ever written. An access
+    /// unit is known whole once the next one's start code and NAL header (5 bytes) have arrived, so
+    /// it is lost only for cuts within those 5 bytes, and at the stream's end, which nothing follows.
     func testBareStreamCutByAResetWritesOnlyWholeAccessUnits() throws {
         let bare = try record(timingSEI: false)
         let starts = Self.bareOffsets(bare)
@@ -42,12 +44,17 @@ final class ReceiveCutStreamTests: ScratchDirectoryTestCase {
         for (cut, frames) in result.framesPerCut {
             let whole = Self.wholeUnits(starts: starts, total: bare.count, cut: cut)
             XCTAssertTrue(frames == whole || frames == whole - 1, "cut at byte \(cut): \(frames) written, \(whole) whole")
-            if frames < whole { lostWhole += 1 }
+            if frames < whole {
+                lostWhole += 1
+                let next = whole < starts.count ? starts[whole] : bare.count
+                XCTAssertLessThan(cut - next, 5, "cut at byte \(cut), \(cut - next) bytes into the next access unit: "
+                                  + "its start code and header said the one before had arrived whole, and it was lost")
+            }
             expected += bare.prefix(Self.end(ofUnits: frames, starts: starts, total: bare.count))
         }
         XCTAssertEqual(result.written, expected, "the file is whole access units only")
-        // Measured: the last whole one is lost only for cuts within its next unit's first few bytes.
-        print("ReceiveCutStreamTests: reset: \(lostWhole) of \(result.framesPerCut.count) cuts lost the access unit that had just arrived whole")
+        // The two access units cut here each begin 5 such cuts, and the stream's end is one more.
+        XCTAssertEqual(lostWhole, 11, "cuts that lost the access unit that had just arrived whole, of \(result.framesPerCut.count)")
     }
 
     /// A bare stream ended in an orderly way inside an access unit (a sender other than camrec that
