@@ -10,7 +10,7 @@ final class TriggerCommandTests: ScratchDirectoryTestCase {
     func testTriggerByPidFileMakesAClipAndThePidFileGoesAtTheEnd() throws {
         let pidFile = "\(dir)/cam.pid"
         let (recording, stderr) = try Tools.launch(Tools.camrec, [
-            "--test-pattern", "--size", "320x240", "--frames", "150", "--pid-file", pidFile,
+            "--test-pattern", "--size", "640x360", "--fps", "30", "--keyframe-interval", "15", "--frames", "150", "--pid-file", pidFile,
             "--event-output", "\(dir)/ev-{n}.mp4", "--pre-roll", "1", "--post-roll", "1", "\(dir)/out.h264"])
         // The pid file is there before the first frame; a trigger that comes too early is refused, so wait
         // for the recording's file to hold frames, then for a second of pre-roll.
@@ -41,8 +41,14 @@ final class TriggerCommandTests: ScratchDirectoryTestCase {
         recording.waitUntilExit()
         let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(recording.terminationStatus, 0, log)
-        XCTAssertTrue(log.contains("camrec: event 1 started at frame") && log.contains("(signal)"), log)
-        XCTAssertGreaterThan(try Tools.decodedFrameCount("\(dir)/ev-1.mp4"), 30, "the clip holds pre-roll and post-roll")
+        let startLine = try XCTUnwrap(log.split(separator: "\n").first { $0.hasPrefix("camrec: event 1 started at frame ") }, log)
+        XCTAssertTrue(startLine.hasSuffix("(signal)"), String(startLine))
+        let t = try XCTUnwrap(Int(startLine.split(separator: " ")[6]), String(startLine))
+        // An IDR every 15 frames, so the second of pre-roll (30 frames) reaches past the IDR before the
+        // trigger; the truth is the burned-in numbers (read at 640x360 and up) of the recording beside the clip.
+        let expected = try framesOf("\(dir)/out.h264", fromIDRAtOrBefore: t - 30, through: t + 30)
+        XCTAssertEqual(try Tools.patternCounters("\(dir)/ev-1.mp4"), expected.map { UInt64($0) },
+                       "the clip holds pre-roll and post-roll: every frame from the newest IDR at or before \(t - 30) to \(t + 30)")
         XCTAssertFalse(FileManager.default.fileExists(atPath: pidFile), "removed at the end")
         let after = try Tools.camrec(["trigger", "--pid-file", pidFile])
         XCTAssertEqual(after.status, 78, after.stderr)
@@ -92,6 +98,20 @@ final class TriggerCommandTests: ScratchDirectoryTestCase {
         XCTAssertEqual(RunningRecorder.lockHolders(device: device, inode: 7, locks: locks), [4242])
         XCTAssertEqual(RunningRecorder.lockHolders(device: device, inode: 70, locks: locks), [99])
         XCTAssertEqual(RunningRecorder.lockHolders(device: device, inode: 8, locks: locks), [])
+    }
+
+    /// The burned-in numbers of the recording at `path` from its newest IDR numbered at or before
+    /// `start` through its last frame numbered at or before `end`.
+    private func framesOf(_ path: String, fromIDRAtOrBefore start: Int, through end: Int) throws -> [Int] {
+        let counters = try Tools.patternCounters(path)
+        let numbers = counters.compactMap { $0.map(Int.init) }
+        guard !numbers.isEmpty, numbers.count == counters.count else {
+            XCTFail("every picture of \(path) has its number: \(counters)")
+            return []
+        }
+        let idrs = try Tools.keyFrameIndices(path).map { numbers[$0] }
+        let first = try XCTUnwrap(idrs.last { $0 <= start }, "an IDR at or before \(start) in \(idrs)")
+        return numbers.filter { $0 >= first && $0 <= end }
     }
 
     private func waitUntil(seconds: Double, _ condition: () throws -> Bool) throws -> Bool {
