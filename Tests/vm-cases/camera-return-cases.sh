@@ -26,6 +26,11 @@ echo "== vivid capture nodes: $DEV (the camera), $OTHER (another camera)"
 check "two vivid capture nodes" test -n "$DEV" -a -n "$OTHER"
 # Moving bars: Tests/tools/frame-steps.py reads which camera frames each file holds.
 for d in "$DEV" "$OTHER"; do v4l2-ctl -d "$d" -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3; done
+# framemd5 FILE OUT: the MD5 of every picture ffmpeg decodes from FILE, one a line, into OUT (on the host).
+framemd5() {
+    on_host ffmpeg -nostdin -v error -i "$1" -map 0:v:0 -f framemd5 -y "$2.framemd5" &&
+        awk -F', *' '!/^#/ { print $NF }' "$2.framemd5" >"$2"
+}
 
 HTTP_PORT=18480 TCP_PORT=18481
 # The browser: the host's Chromium (Debian's took 120-167 s to load a blank page inside this VM)
@@ -83,6 +88,9 @@ echo "== --on-camera-lost wait: three unplugs in a 75-second --segment 10 record
 # Every output at once: segmented raw and MP4 files, a media server, two TCP receivers and a browser.
 # A loss closes the segment being written; after the return segments go on under the next names.
 mkdir -p "$R/rec"
+# vivid drops 5% of its frames (sequence gaps, which camrec counts in dropped=): so every stretch
+# between returns has drops for the moving bars to see and for the total to carry across a return.
+v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=5 || bad "could not set percentage_of_dropped_buffers on $DEV"
 timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --encoder software --preset ultrafast \
     --on-camera-lost wait --segment 10 --on-camera-change "echo \"\$CAMREC_CAMERA_EVENT \$CAMREC_DEVICE\" >>'$R/changes.txt'" \
     --http "$HTTP_BIND:$HTTP_PORT" "${HTTP_OPEN[@]}" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec/rec-{n}.h264" "$R/rec/rec-{n}.mp4" \
@@ -189,6 +197,7 @@ kill -INT "$REC"
 wait "$REC"; rc=$?
 nap 1
 kill "$RECEIVER" "$ARRIVALS" 2>/dev/null; wait "$RECEIVER" "$ARRIVALS" 2>/dev/null
+v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
 grep -v '^camrec: finished' "$R/rec.err" | grep -v 'capture counters' | tail -12 | sed 's/^/   /'
 check "the recording ends with 0 at the interrupt, after three unplugs (got $rc)" test $rc = 0
 check "stderr says each loss and each return (3 and 3)" \
@@ -201,16 +210,17 @@ check "--on-camera-change ran for each: lost, returned (3 each, in turn)" \
 check "each loss ended the segment being written" \
     eval "(( \$(awk '/^camrec: camera lost \\(/ { lost = 1 } /^camrec: finished output=.*\\.h264 / && lost { closed++; lost = 0 }
         /^camrec: camera back/ { lost = 0 } END { print closed + 0 }' '$R/rec.err') == 3 ))"
-# The raw files in the order camrec finished them, with the frames it says each holds.
+# The raw files in the order camrec finished them, with the frames it says each holds, and the
+# stretch of camera each belongs to (0 before the first return, 1 after it, ...).
 files=() later=0 back=0
-declare -A FRAMES DECODED
+declare -A FRAMES DECODED STRETCH
 while read -r line; do
     case $line in
-        "camrec: camera back"*) back=1 ;;
+        "camrec: camera back"*) back=$((back + 1)) ;;
         "camrec: finished output=$R/rec/"*.h264" "*)
             f=${line#camrec: finished output=}; f=${f%% *}
             frames=$(grep -o '\bframes=[0-9]*' <<<"$line" | cut -d= -f2)
-            files+=("$f"); FRAMES[$f]=$frames
+            files+=("$f"); FRAMES[$f]=$frames STRETCH[$f]=$back
             ((back)) && later=$((later + frames)) ;;
     esac
 done <<<"$(grep -E '^camrec: (camera back|finished)' "$R/rec.err")"   # no /dev/fd for <(...) here
@@ -223,32 +233,59 @@ for f in "${files[@]}"; do
     [[ ${FRAMES[$f]:-0} -gt 0 && ${DECODED[$f]} == "${FRAMES[$f]}" ]] || all=0
     [[ $first == 1,I* ]] || idr_first=0
     [[ -n $mp4 && $mp4 == "${DECODED[$f]}" ]] || mp4_all=0
-    total=$((total + ${FRAMES[$f]:-0}))
+    total=$((total + ${DECODED[$f]:-0}))
 done
 check "${#files[@]} raw files (3 losses and segment boundaries: at least 7), each decoding alone with every frame camrec wrote, and no other" \
     eval "[[ $all == 1 && ${#files[@]} -ge 7 && \$(ls '$R'/rec/*.h264 | wc -l) == ${#files[@]} ]] && ! ls '$R'/rec/*.partial >/dev/null 2>&1"
 check "the MP4 output beside it: the same files, each with the same frames as its raw twin" \
     eval "[[ $mp4_all == 1 && \$(ls '$R'/rec/*.mp4 | wc -l) == ${#files[@]} ]]"
 check "each file starts with a key frame" test $idr_first = 1
-delivered=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdelivered=[0-9]*' | cut -d= -f2)
-dropped=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1 | grep -o '\bdropped=[0-9]*' | cut -d= -f2)
-check "the files hold every frame the camera delivered ($total of ${delivered:-?}, dropped ${dropped:-?})" \
-    test -n "$delivered" -a "$total" = "${delivered:-x}"
+# Which camera frames the files hold, from their pictures (vivid's moving bars, Tests/tools/frame-steps.py):
+# the files of one stretch, joined in order, must show every frame the camera made from the first
+# picture to the last, but those camrec counted in dropped=: across segment boundaries and each return
+# the total must carry on. A frame lost after a stretch's last picture (the camera went) leaves no
+# gap to see: up to pool_empty= + errored= of them may be missing from the pictures' count.
+counters=$(grep -o 'capture counters: .*' "$R/rec.err" | tail -1)
+echo "   ${counters:-no capture counters}"
+dropped=$(counter "$R/rec.err" dropped) empty=$(counter "$R/rec.err" pool_empty) errored=$(counter "$R/rec.err" errored)
+skipped=$(counter "$R/rec.err" skipped_by_device)
+seen=0 steps_ok=1
+for ((s = 0; s <= back; s++)); do
+    : >"$R/stretch-$s.h264"
+    for f in "${files[@]}"; do [[ ${STRETCH[$f]} == "$s" ]] && cat "$f" >>"$R/stretch-$s.h264"; done
+    report=$(frame_steps --step "$(step_px 320)" --missing "${dropped:-0}" --at-most --json "$R/stretch-$s.h264" 2>&1) || steps_ok=0
+    missing=$(sed -n 's/.*"missing": \([0-9]*\).*/\1/p' <<<"$report")
+    echo "   stretch $s pictures: ${missing:-?} camera frames missing $(sed -n 's/.*"problems": \(.*\)}/\1/p' <<<"$report" | cut -c1-200)"
+    [[ -n $missing ]] || steps_ok=0
+    seen=$((seen + ${missing:-0}))
+done
+check "the pictures of the $((back + 1)) stretches show every camera frame in order but the dropped=${dropped:-?} camrec reported in all, $seen seen missing (up to pool_empty=${empty:-?} + errored=${errored:-?} after a stretch's last picture)" \
+    eval "[[ $steps_ok == 1 && -n '$dropped' && -n '$empty' && -n '$errored' ]] && (( seen <= dropped && seen >= dropped - empty - errored ))"
+# camrec's own drops (no pool buffer free, the encoder behind) at 320x180, 10 fps: 0 in a run beside
+# other VM suites; 17 of 1722 (1%) with stress-ng --cpu 1 beside as well (load 12, vivid itself
+# skipping 45%). At most 2% of the frames delivered: a recorder losing one frame in ten fails.
+delivered=$(counter "$R/rec.err" delivered)
+check "camrec itself dropped at most 2% of the ${delivered:-?} frames delivered for want of a pool buffer (pool_empty=${empty:-?}; vivid skipped ${skipped:-?})" \
+    eval "[[ -n '$empty' && -n '$delivered' ]] && (( ${empty:-1} * 50 <= ${delivered:-0} ))"
 nap 1   # nginx closes its recording when the publisher has gone
 kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null
-published=$(grep -F 'output=rtmp://' "$R/rec.err" | grep -o '\bframes=[0-9]*' | cut -d= -f2)
-flv=$(decoded_frames "$N/rec/cam.flv")
-check "the media-server session (nginx-rtmp) stayed up through all three: camrec sent all $total frames (${published:-none}) in one session, nginx recorded ${flv:-none}" \
-    eval "[[ '$published' == $total && '$flv' == $total ]] && ! grep -q 'rtmp://.*\(reconnect\|lost\|failed\)' '$R/rec.err'"
-# They joined during the first stretch: each must have every frame from its first IDR on, so more
-# than the files finished after the first return hold, and exactly what camrec says it sent them,
-# over one connection each.
-received=$(decoded_frames "$R/receiver.h264")
-arrived=$(decoded_frames "$R/arrivals.h264")
-sent=$(grep -o 'listen: served 2 receivers, [0-9]* frames in all' "$R/rec.err" | grep -o '[0-9]* frames' | cut -d' ' -f1)
-check "the TCP receivers stayed connected through all three and decode them all: ffmpeg ${received:-0} and the IDR timer ${arrived:-0} frames, what camrec sent them (${sent:-not two receivers}), each more than the $later in the files finished after the first return" \
-    eval "[[ -n '$received' && -n '$arrived' && \$((received + arrived)) == '$sent' && $received -gt $later && $arrived -gt $later &&
-        $received -le $total && $arrived -le $total ]] && ! grep -q . '$R/receiver.err' '$R/arrivals.err'"
+# What the receivers got, from their own files: each picture's MD5 as ffmpeg decodes it, against the
+# recording's (the raw files one after another). The media server from the first frame on; the TCP
+# receivers, which joined during the first stretch, every picture from their first to the end.
+: >"$R/files.md5"
+for f in "${files[@]}"; do framemd5 "$f" "$f.md5" && cat "$f.md5" >>"$R/files.md5"; done
+framemd5 "$N/rec/cam.flv" "$R/flv.md5"
+flv=$(grep -c . "$R/flv.md5" 2>/dev/null)
+check "the media-server session (nginx-rtmp) stayed up through all three: nginx's recording holds the $total pictures of the files, the same, in order (${flv:-none})" \
+    eval "[[ $total -gt 0 ]] && cmp -s '$R/files.md5' '$R/flv.md5' && ! grep -q 'rtmp://.*\(reconnect\|lost\|failed\)' '$R/rec.err'"
+# suffix_of A B: the lines of A are the last lines of B.
+suffix_of() { local n; n=$(grep -c . "$1"); (( n > 0 )) && tail -n "$n" "$2" | cmp -s - "$1"; }
+framemd5 "$R/receiver.h264" "$R/receiver.md5"
+framemd5 "$R/arrivals.h264" "$R/arrivals.md5"
+received=$(grep -c . "$R/receiver.md5" 2>/dev/null) arrived=$(grep -c . "$R/arrivals.md5" 2>/dev/null)
+check "the TCP receivers stayed connected through all three and decode them all: ffmpeg's ${received:-0} and the IDR timer's ${arrived:-0} pictures are the files' last ones, the same, in order, each more than the $later in the files finished after the first return" \
+    eval "[[ -n '$received' && -n '$arrived' && $received -gt $later && $arrived -gt $later ]] &&
+        suffix_of '$R/receiver.md5' '$R/files.md5' && suffix_of '$R/arrivals.md5' '$R/files.md5' && ! grep -q . '$R/receiver.err' '$R/arrivals.err'"
 # From the camera free again (the holder gone) to the first IDR a receiver has after it.
 to_picture=()
 for released in "${released_at[@]}"; do
