@@ -18,29 +18,50 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         return c
     }
 
-    /// Audio packet `sequence` (numbered from 1000 so the two kinds cannot be mistaken).
+    /// Audio packet `sequence` (numbered from 1000 so the two kinds cannot be mistaken): 1024 samples
+    /// at 48 kHz (AAC), presented from `sequence` × 21.33 ms on the frames' clock.
     private func audio(_ sequence: Int) -> StreamChunk {
         let c = pool.take()
         c.fill { $0 = [0xFF, 0xF1] }
         c.kind = .audio
         c.isIDR = false
         c.sequence = UInt64(1000 + sequence)
-        c.presentationTimeNanoseconds = UInt64(sequence) * 21_333_333
-        c.durationNanoseconds = 21_333_333
+        c.presentationTimeNanoseconds = UInt64(sequence) * 64_000_000 / 3
+        c.durationNanoseconds = 64_000_000 / 3
         c.retain()
         return c
+    }
+
+    /// The audio packets presented during frame `frame` (10 fps: from frame × 100 ms for 100 ms), so
+    /// that sound and picture are published on one timeline.
+    private static func sound(ofFrame frame: Int) -> Range<Int> {
+        // Packet k starts at k × 1024 / 48000 s: the first at or after frame f's time is ⌈f × 4800 / 1024⌉.
+        func first(_ f: Int) -> Int { (f * 4800 + 1023) / 1024 }
+        return first(frame)..<first(frame + 1)
+    }
+
+    private func publishSound(ofFrame frame: Int, to hub: StreamHub) {
+        for packet in Self.sound(ofFrame: frame) { hub.publish(audio(packet)) }
+    }
+
+    /// What `drained` gives for the sound of `frames`.
+    private static func soundIDs(ofFrames frames: ClosedRange<Int>) -> [Int] {
+        frames.flatMap { sound(ofFrame: $0) }.map { 1000 + $0 }
     }
 
     func testOnlySubscribersThatTakeAudioGetItFromTheirFirstIDROnInPublishedOrder() throws {
         let hub = StreamHub(label: "t", ring: .newestPictureGroup, keyframes: KeyframeGate())
         let withSound = try XCTUnwrap(hub.subscribe("mp4", from: .nextIDR, policy: .lossless(depth: 100), withAudio: true))
         let without = try XCTUnwrap(hub.subscribe("h264", from: .nextIDR, policy: .lossless(depth: 100)))
-        hub.publish(audio(0))          // before any IDR: not kept
+        publishSound(ofFrame: 7, to: hub)          // before any frame: not kept
+        // Each frame's sound after it (the audio encoder's delay): frame 9's comes before the IDR at
+        // 1.0 s and is presented before it, so it is let go; from the IDR's moment on, all of it.
         for i in 8..<12 {
             hub.publish(video(i))
-            hub.publish(audio(i))
+            publishSound(ofFrame: i, to: hub)
         }
-        XCTAssertEqual(drained(withSound), [10, 1010, 11, 1011])
+        XCTAssertEqual(Self.sound(ofFrame: 10).first, 47, "the first packet at or after 1.0 s (1.0027 s)")
+        XCTAssertEqual(drained(withSound), [10] + Self.soundIDs(ofFrames: 10...10) + [11] + Self.soundIDs(ofFrames: 11...11))
         XCTAssertEqual(drained(without), [10, 11])
         XCTAssertEqual(hub.publishedCount, 4, "audio packets are not frames")
         XCTAssertEqual(hub.newest?.sequence, 11)
@@ -82,15 +103,19 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
     func testTheRingKeepsTheSoundOfThePrerollForSubscribersThatTakeIt() throws {
         let hub = StreamHub(label: "t", ring: RingBounds(seconds: 5, maximumBytes: 1 << 20, maximumFrames: 4),
                             keyframes: KeyframeGate())
-        // Sound is published after the frames of its moment (the encoder's delay): packet i after frame i + 1.
+        // Sound is published after the frames of its moment (the encoder's delay): frame i's after frame i + 1.
         for i in 0..<12 {
             hub.publish(video(i, idrEvery: 4))
-            if i > 0 { hub.publish(audio(i - 1)) }
+            if i > 0 { publishSound(ofFrame: i - 1, to: hub) }
         }
         XCTAssertEqual(hub.held.frames, 4, "maximumFrames counts frames: the newest picture group, 8...11")
         let clip = try XCTUnwrap(hub.subscribe("clip", from: .preroll(seconds: 10), policy: .lossless(depth: 100), withAudio: true))
         let viewer = try XCTUnwrap(hub.subscribe("h264", from: .preroll(seconds: 10), policy: .lossless(depth: 100)))
-        XCTAssertEqual(drained(clip), [8, 1007, 9, 1008, 10, 1009, 11, 1010], "the pre-roll with its sound, in published order")
+        // From the IDR's moment (0.8 s) to the end of frame 10's (1.1 s) every packet, in published order
+        // (with frame 7's, which came after the IDR; the container leaves out what is before its picture).
+        XCTAssertEqual(drained(clip), [8] + Self.soundIDs(ofFrames: 7...7) + [9] + Self.soundIDs(ofFrames: 8...8)
+                       + [10] + Self.soundIDs(ofFrames: 9...9) + [11] + Self.soundIDs(ofFrames: 10...10),
+                       "the pre-roll with its sound, in published order")
         XCTAssertEqual(drained(viewer), [8, 9, 10, 11], "no sound for a subscriber that does not take it")
         XCTAssertEqual(hub.newestPictureGroup()?.accessUnits.count, 4, "a snapshot's picture group has no sound in it")
         hub.close()
@@ -100,11 +125,11 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
     func testSoundThatComesAfterANewerIDRDoesNotShortenThePreroll() throws {
         let hub = StreamHub(label: "t", ring: RingBounds(seconds: 3, maximumBytes: 1 << 20, maximumFrames: 1000),
                             keyframes: KeyframeGate())
-        // Frames 0..39 at 10 fps with an IDR every 10; each packet of sound (21 ms) arrives a frame late,
+        // Frames 0..39 at 10 fps with an IDR every 10; each frame's sound arrives a frame late,
         // presented before the frame just published, an IDR among them.
         for i in 0..<40 {
             hub.publish(video(i))
-            if i > 0 { hub.publish(audio(i * 4)) }
+            if i > 0 { publishSound(ofFrame: i - 1, to: hub) }
         }
         let clip = try XCTUnwrap(hub.subscribe("clip", from: .preroll(seconds: 2.5), policy: .lossless(depth: 1000), withAudio: true))
         XCTAssertEqual(drained(clip).first, 10, "2.5 s back from frame 39 (3.9 s) is 1.4 s: the IDR at frame 10 (1.0 s)")
@@ -142,5 +167,25 @@ final class StreamHubAudioTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(counters.skipped + frames, 10, "every frame is either skipped or taken (got \(got))")
         XCTAssertEqual(sub.snapshot.taken, frames)
         hub.close()
+    }
+
+    /// After a catch-up the subscriber waits for an IDR again, and a microphone's packets come before
+    /// the picture of their moment: the sound from the resuming IDR's moment on follows it, what
+    /// belongs before it is let go, as at the start.
+    func testAfterACatchUpTheSoundFromTheResumingIDRsMomentFollowsIt() throws {
+        let hub = StreamHub(label: "t", keyframes: KeyframeGate())
+        let sub = try XCTUnwrap(hub.subscribe("server", from: .nextIDR, policy: .skipToIDR(depth: 2), withAudio: true))
+        // Frames 0..5 (an IDR every 5), each after its sound, nothing taken: room for 8 (2 frames x 4),
+        // so the queue fills within frame 1's sound and the subscriber waits for the IDR at 0.5 s.
+        for i in 0..<6 {
+            publishSound(ofFrame: i, to: hub)
+            hub.publish(video(i, idrEvery: 5))
+        }
+        XCTAssertEqual(sub.snapshot.catchUps, 1)
+        XCTAssertEqual(Self.sound(ofFrame: 5).first, 24, "the first packet at or after 0.5 s (0.512 s)")
+        XCTAssertEqual(drained(sub), [5] + Self.soundIDs(ofFrames: 5...5),
+                       "the IDR, then every packet presented from its moment on, none from before it")
+        hub.close()
+        assertEveryChunkIsBackInThePool(pool)
     }
 }
