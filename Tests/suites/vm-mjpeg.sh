@@ -7,6 +7,8 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/vm-suite.sh"
 vm_suite_start vm-mjpeg
+# The kernel's log holds its DQBUF log of each recording (Tests/vm-cases/device-log.sh): 16 MiB, not 128 KiB.
+export CAMREC_VM_APPEND="${CAMREC_VM_APPEND:-} log_buf_len=16M"
 echo "vm-mjpeg: camrec $CAMREC, results in $RESULTS"
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
 writer=$RESULTS/mjpeg-writer

@@ -10,6 +10,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/case-lib.sh" mjpeg
+source "$(dirname "$0")/device-log.sh"
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # Niced, as in capture-cases.sh: the writer must stay on time while camrec decodes and encodes.
 CAMREC=(nice -n 10 "$CAMREC_BIN")
@@ -69,9 +70,17 @@ reference "$R/cam422.jpg" "$R/cam422.ref.yuv"
 reference "$R/cam420.jpg" "$R/cam420.ref.yuv"
 
 # The writers send 10 frames a second and camrec encodes with --preset ultrafast, to keep the load
-# light. camrec's dropped= is not asserted here: v4l2loopback's buffer sequence numbers do not count
-# frames one by one (measured: 71 "dropped" within 0.6 s of a 10 fps writer, 40 for 60 recorded),
-# so the count says more about v4l2loopback than about camrec. vivid's cases bound drops instead.
+# light. v4l2loopback's buffer sequence numbers jump (measured: 71 "dropped" within 0.6 s of a 10 fps
+# writer, 40 for 60 recorded): its sequence is the count of frames written, and a reader more than
+# two behind is moved on to the newest. Those frames were never delivered to camrec and are excused,
+# as gaps in the kernel's DQBUF log (device-log.sh); what camrec drops itself (a frame it could not
+# decode is errored=, a frame with no pool buffer free is pool_empty=) is bounded in every recording.
+# Its first buffer is often one no frame was written into yet (sequence 0, bytesused = the whole
+# buffer in the kernel's log), which camrec cannot decode (errored=): excused as the device's too,
+# from that log.
+# OWN_BOUND: measured 0 in every recording of cases 1-6, with the host loaded by other builds and VMs
+# (load 12-15), 2026-11-27; 1 leaves a frame's margin. Dropping every tenth frame takes 6 of 60.
+OWN_BOUND=1
 # 1. ffmpeg as the camera: 4:2:2 JPEGs (what UVC webcams send) at 640x480, 10 fps.
 DEV=/dev/video20
 echo "== ffmpeg writes 640x480 yuvj422p MJPEG into $DEV ($(elapsed))"
@@ -85,9 +94,11 @@ if wait_capture; then
     "$CAMREC_BIN" devices >"$R/devices-all.out" 2>&1
     check "camrec devices (all): lists $DEV with MJPG" grep -qE '^  [ ] MJPG ' "$R/devices-all.out"
 
-    "${CAMREC[@]}" --device "$DEV" --frames 60 --keyframe-interval 20 --preset ultrafast --overwrite "$R/default.h264" \
+    device_log_start "$DEV"
+    "${CAMREC[@]}" --device "$DEV" --frames 60 --keyframe-interval 20 --preset ultrafast --log-level info --overwrite "$R/default.h264" \
         >"$R/default.out" 2>"$R/default.err"
     rc=$?
+    device_log_save "$R/default.dmesg"
     cat "$R/default.err" | sed 's/^/   /'
     check "default recording exits 0" test "$rc" = 0
     decoded=$(decoded_frames "$R/default.h264")
@@ -98,6 +109,7 @@ if wait_capture; then
     # Measured 53.56 dB (the same still JPEG every frame; x264 is deterministic): 1 dB margin.
     check "default recording: frame 30 vs ffmpeg's decode of the JPEG, PSNR ${psnr:-none} dB > 52.5" \
         awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.5) }'
+    camrec_own_drops "default recording" "$R/default.err" "$R/default.dmesg" "$DEV" "$OWN_BOUND" full
 else
     bad "v4l2loopback never became a capture node with ffmpeg writing"
 fi
@@ -109,9 +121,11 @@ echo "== ffmpeg writes 352x288 yuvj420p MJPEG; camrec --pixel-format mjpeg ($(el
 ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam420.jpg" -c:v copy -f v4l2 "$DEV" &
 WRITER=$!
 if wait_capture; then
+    device_log_start "$DEV"
     "${CAMREC[@]}" --device "$DEV" --pixel-format mjpeg --size 352x288 --frames 30 --keyframe-interval 10 \
-        --preset ultrafast --overwrite "$R/p420.h264" >"$R/p420.out" 2>"$R/p420.err"
+        --preset ultrafast --log-level info --overwrite "$R/p420.h264" >"$R/p420.out" 2>"$R/p420.err"
     rc=$?
+    device_log_save "$R/p420.dmesg"
     cat "$R/p420.err" | sed 's/^/   /'
     decoded=$(decoded_frames "$R/p420.h264")
     check "--pixel-format mjpeg 352x288: exits 0 with 30 frames (rc $rc, ${decoded:-none} frames)" \
@@ -120,6 +134,7 @@ if wait_capture; then
     # Measured 52.51 dB: 1 dB margin.
     check "--pixel-format mjpeg 352x288: last frame PSNR ${psnr:-none} dB > 51.5" \
         awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 51.5) }'
+    camrec_own_drops "--pixel-format mjpeg 352x288" "$R/p420.err" "$R/p420.dmesg" "$DEV" "$OWN_BOUND" full
 else
     bad "v4l2loopback never became a capture node (4:2:0 writer)"
 fi
@@ -134,9 +149,11 @@ head -c 30000 /dev/urandom >"$R/garbage.bin"
 "${MJPEG_WRITER:?}" "$DEV" 640 480 10 120 "$R/cam422.jpg" "$R/truncated.jpg" "$R/cam422.jpg" "$R/garbage.bin" &
 WRITER=$!
 if wait_capture; then
-    "${CAMREC[@]}" --device "$DEV" --frames 30 --keyframe-interval 10 --preset ultrafast --overwrite "$R/mixed.h264" \
+    device_log_start "$DEV"
+    "${CAMREC[@]}" --device "$DEV" --frames 30 --keyframe-interval 10 --preset ultrafast --log-level info --overwrite "$R/mixed.h264" \
         >"$R/mixed.out" 2>"$R/mixed.err"
     rc=$?
+    device_log_save "$R/mixed.dmesg"
     cat "$R/mixed.err" | grep -v '^\[mjpeg' | sed 's/^/   /'
     decoded=$(decoded_frames "$R/mixed.h264")
     dropped=$(field "$R/mixed.err" dropped)
@@ -155,6 +172,8 @@ if wait_capture; then
     # Measured 53.27 dB: 1 dB margin (a damaged frame decoded would be far lower).
     check "damaged frames: the frames recorded are the good ones, PSNR ${psnr:-none} dB > 52.2" \
         awk -v p="${psnr:-0}" 'BEGIN { exit !(p == "inf" || p > 52.2) }'
+    # The damaged frames camrec could not decode are its errored= (bounded above); nothing else of its own.
+    camrec_own_drops "damaged frames" "$R/mixed.err" "$R/mixed.dmesg" "$DEV" "$OWN_BOUND" "${errored:-0}"
 else
     bad "v4l2loopback never became a capture node (mjpeg-writer)"
 fi
@@ -166,12 +185,16 @@ echo "== mjpeg-writer: garbage only ($(elapsed))"
 "$MJPEG_WRITER" "$DEV" 640 480 15 120 "$R/garbage.bin" "$R/truncated.jpg" &
 WRITER=$!
 if wait_capture; then
-    "${CAMREC[@]}" --device "$DEV" --frames 30 --overwrite "$R/garbage.h264" >"$R/garbage.out" 2>"$R/garbage.err"
+    device_log_start "$DEV"
+    "${CAMREC[@]}" --device "$DEV" --frames 30 --log-level info --overwrite "$R/garbage.h264" >"$R/garbage.out" 2>"$R/garbage.err"
     rc=$?
+    device_log_save "$R/garbage.dmesg"
     cat "$R/garbage.err" | sed 's/^/   /'
     check "garbage only: exits 72 (stalled), got $rc" test "$rc" = 72
     check "garbage only: says the camera sent only unusable MJPEG frames" \
         grep -q 'delivered only unusable MJPEG frames' "$R/garbage.err"
+    # Every frame it took from the camera is errored= (undecodable), none dropped otherwise.
+    camrec_own_drops "garbage only" "$R/garbage.err" "$R/garbage.dmesg" "$DEV" "$OWN_BOUND" "$(counter "$R/garbage.err" errored)"
 else
     bad "v4l2loopback never became a capture node (garbage writer)"
 fi
@@ -185,7 +208,8 @@ ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam422.jpg" -c:v copy 
 WRITER=$!
 if wait_capture; then
     rm -f "$R/stall.h264"
-    "${CAMREC[@]}" --device "$DEV" --frames 1000 --preset ultrafast "$R/stall.h264" >"$R/stall.out" 2>"$R/stall.err" &
+    device_log_start "$DEV"
+    "${CAMREC[@]}" --device "$DEV" --frames 1000 --preset ultrafast --log-level info "$R/stall.h264" >"$R/stall.out" 2>"$R/stall.err" &
     rec=$!
     # Freeze the writer once camrec has written a frame (its .partial file holds bytes).
     for ((i = 0; i < 600; i++)); do
@@ -195,6 +219,7 @@ if wait_capture; then
     kill -STOP "$WRITER"
     wait "$rec"
     rc=$?
+    device_log_save "$R/stall.dmesg"
     kill -CONT "$WRITER"
     cat "$R/stall.err" | sed 's/^/   /'
     check "stalled camera: exit 72 (got $rc)" test "$rc" = 72
@@ -204,6 +229,7 @@ if wait_capture; then
     decoded=$(decoded_frames "$R/stall.h264")
     check "stalled camera: the file is saved and decodes every frame recorded (${decoded:-none} of ${frames:-none})" \
         sh -c "test -n '$frames' && test '${frames:-0}' -gt 0 && test '${decoded:-x}' = '$frames'"
+    camrec_own_drops "stalled camera" "$R/stall.err" "$R/stall.dmesg" "$DEV" "$OWN_BOUND" full
 else
     bad "v4l2loopback never became a capture node (stall writer)"
 fi
@@ -214,18 +240,21 @@ stop_writer
 # by Tests/tools/pattern-counters.py, no code shared with camrec) as JPEGs at 10 fps. camrec's dropped=
 # can't be the measure here (v4l2loopback's sequence numbers, above), so the pictures are: between the
 # first and the last recorded, every frame the camera sent must be there, in order, but those camrec
-# counted as dropped (it may count more: v4l2loopback's sequence numbers); and no more than a quarter
-# of them lost, a CPU bound: 0 lost on a quiet host, 14 of 74 (19%, all counted) in a full run beside
-# a busy host process, where the VM's emulated CPU decoded and encoded too slowly (2026-11-25).
+# counted as dropped (it may count more: v4l2loopback's sequence numbers). Lost were 0 on a quiet host,
+# 14 of 74 (all counted) in a full run beside a busy host process, where the VM's emulated CPU decoded
+# and encoded too slowly (2026-11-25): of those only the frames v4l2loopback never delivered are
+# excused (gaps in the kernel's DQBUF log), what camrec dropped itself is bounded (camrec_own_drops).
 DEV=/dev/video25
 echo "== ffmpeg writes numbered 640x480 MJPEG frames at 10 fps: which ones camrec records ($(elapsed))"
 if [[ -s ${PATTERN_MJPEG:-} && -s ${PATTERN_MJPEG%.mjpeg}.counters ]]; then
     ffmpeg -nostdin -v error -re -framerate 10 -f mjpeg -i "$PATTERN_MJPEG" -c:v copy -f v4l2 "$DEV" &
     WRITER=$!
     if wait_capture; then
-        "${CAMREC[@]}" --device "$DEV" --frames 60 --preset ultrafast --overwrite "$R/numbered.h264" \
+        device_log_start "$DEV"
+        "${CAMREC[@]}" --device "$DEV" --frames 60 --preset ultrafast --log-level info --overwrite "$R/numbered.h264" \
             >"$R/numbered.out" 2>"$R/numbered.err"
         rc=$?
+        device_log_save "$R/numbered.dmesg"
         grep '^camrec: \(error\|finished\)' "$R/numbered.err" | sed 's/^/   /'
         on_host /usr/bin/python3 Tests/tools/pattern-counters.py "$R/numbered.h264" >"$R/numbered.counters"
         # Frames the camera sent between the first and the last recorded (the writer's own list, which
@@ -245,8 +274,9 @@ if [[ -s ${PATTERN_MJPEG:-} && -s ${PATTERN_MJPEG%.mjpeg}.counters ]]; then
         check "numbered MJPEG: the frame numbers rise, each recorded once (pattern-counters.py)" test "$order" = 0
         between=$(grep -o 'of [0-9]* sent' <<<"$report" | cut -d' ' -f2)
         dropped=$(field "$R/numbered.err" dropped)
-        check "numbered MJPEG: every frame lost between the first and the last recorded counted as dropped (lost ${lost:-?}, dropped=${dropped:-?}), at most a quarter of the ${between:-?} sent" \
-            test -n "$lost" -a -n "$dropped" -a -n "$between" -a "${lost:-99}" -ge 0 -a "${lost:-99}" -le "${dropped:--1}" -a "$(( ${lost:-99} * 4 ))" -le "${between:-0}"
+        check "numbered MJPEG: every frame lost between the first and the last recorded counted as dropped (lost ${lost:-?} of the ${between:-?} sent, dropped=${dropped:-?})" \
+            test -n "$lost" -a -n "$dropped" -a -n "$between" -a "${lost:-99}" -ge 0 -a "${lost:-99}" -le "${dropped:--1}"
+        camrec_own_drops "numbered MJPEG" "$R/numbered.err" "$R/numbered.dmesg" "$DEV" "$OWN_BOUND" full
     else
         bad "v4l2loopback never became a capture node (numbered writer)"
     fi
