@@ -285,5 +285,52 @@ else
     bad "no numbered MJPEG stream from the suite (PATTERN_MJPEG=${PATTERN_MJPEG:-unset})"
 fi
 
+# 7. Whether camrec keeps an MJPEG camera's own frame times: v4l2loopback (built by Tests/vm/v4l2loopback.sh
+# to say its timestamps are CLOCK_MONOTONIC, as uvcvideo does) stamps each frame while the writer's
+# write() runs, and the writer (Tests/tools/loopback-feeder.py) logs the monotonic time just before and
+# after each, with the frame's number drawn in the picture. Tests/tools/frame-times.py then holds each
+# recorded picture's time in the Matroska file to its write, with nothing from camrec. camrec is stopped
+# three times for 0.4 s meanwhile: the frame it takes from the driver after each stop is up to a frame
+# interval (100 ms) old, so a recorder that stamped frames when it dequeued them would be that far off.
+# Eight buffers (v4l2loopback's default is two): the writer fills them in turn whether or not a reader
+# still holds one, and a picture overwritten while camrec decodes it would carry another's timestamp.
+echo "== the MJPEG camera's own frame times: numbered JPEGs written at logged times ($(elapsed))"
+stop_writer
+DEV=/dev/video26
+if wait_for 10 rmmod v4l2loopback 2>/dev/null &&
+    insmod "$LOOPBACK_KO" devices=1 video_nr=26 exclusive_caps=1 max_buffers=8 card_label="camrec MJPEG loopback" &&
+    on_host /usr/bin/python3 Tests/tools/loopback-feeder.py --make "$R/stamped.yuyv" --size 320x240 --frames 250 &&
+    on_host ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuyv422 -s 320x240 -i "$R/stamped.yuyv" \
+        -c:v mjpeg -q:v 3 -pix_fmt yuvj422p -f mjpeg -y "$R/stamped.mjpeg"; then
+    nice -n -5 /usr/bin/python3 Tests/tools/loopback-feeder.py "$DEV" "$R/stamped.feed" --size 320x240 --fps 10 \
+        --seconds 25 --mjpeg "$R/stamped.mjpeg" &
+    WRITER=$!
+    if wait_capture; then
+        "${CAMREC[@]}" --device "$DEV" --size 320x240 --frames 80 --preset ultrafast --overwrite "$R/stamped.mkv" \
+            >"$R/stamped.out" 2>"$R/stamped.err" &
+        rec=$!
+        # Recording (its .partial file holds bytes), then three stops.
+        stamped_partial() { local f; for f in "$R"/stamped.mkv.camrec-*.partial; do [[ -s $f ]] && return 0; done; return 1; }
+        wait_for 60 stamped_partial
+        for stop in 1 2 3; do
+            nap 1.3
+            kill -STOP "$rec"; nap 0.4; kill -CONT "$rec"
+        done
+        wait "$rec"; rc=$?
+        grep '^camrec: \(error\|finished\)' "$R/stamped.err" | sed 's/^/   /'
+        decoded=$(decoded_frames "$R/stamped.mkv")
+        check "MJPEG frame times: exits 0 with 80 frames (rc $rc, ${decoded:-none} decoded)" test "$rc" = 0 -a "${decoded:-0}" = 80
+        report=$(on_host /usr/bin/python3 Tests/tools/frame-times.py "$R/stamped.mkv" "$R/stamped.feed" 1 2>&1); trc=$?
+        echo "$report" | head -6 | sed 's/^/   /'
+        check "MJPEG frame times: every picture is recorded at the time the camera stamped it, within its write() and 1 ms of Matroska rounding, across three 0.4 s stops of camrec (frame-times.py)" \
+            test "$trc" = 0
+    else
+        bad "v4l2loopback never became a capture node (numbered feeder)"
+    fi
+    stop_writer
+else
+    bad "could not load v4l2loopback again as $DEV with numbered JPEGs"
+fi
+
 echo "== done ($(elapsed))"
 case_finish
