@@ -7,6 +7,8 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/vm-suite.sh"
 vm_suite_start vm-capture
+# The kernel's log holds its DQBUF log of each recording (Tests/vm-cases/device-log.sh): 16 MiB, not 128 KiB.
+export CAMREC_VM_APPEND="${CAMREC_VM_APPEND:-} log_buf_len=16M"
 echo "vm-capture: camrec $CAMREC, results in $RESULTS"
 # Two vivid instances: 0 single-planar, 1 multi-planar (and unplugged by the last case).
 vm_suite_run capture-cases.sh --vivid 'n_devs=2 multiplanar=1,2' \

@@ -7,6 +7,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/case-lib.sh" capture
+source "$(dirname "$0")/device-log.sh"
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # vivid draws frames in a kernel thread that competes for the VM's two emulated CPUs with
 # x264; a USB webcam delivers from interrupts and is never starved like that. Running
@@ -42,45 +43,39 @@ wait_for_bytes() {
     done
     return 1
 }
-# A file written up to a fault must decode, and hold every frame camrec reported; and camrec itself
-# must have dropped exactly DROPPED frames (default 0: what the case injected). Two kinds of drop are
-# not the fault's and are counted apart, each shown in the check's name: frames the camera never
-# delivered (gaps in its V4L2 sequence numbers, `skipped_by_device=`: vivid's thread running late in
-# the emulated VM) and frames camrec let go because every pool buffer was still with the encoder
-# (`pool_empty=`: the encoder behind for want of CPU, as when another process is busy beside the
-# test). Whenever any are excused, the moving bars must show exactly dropped= frames missing; in a
-# recording a fault ended (FAULT_ENDED=1), a frame let go for an empty pool just before the fault has
-# no later picture to leave a gap before, so up to pool_empty= of them may be missing from that count.
+# What camrec may drop itself (pool_empty=: every pool buffer still with the encoder; errored=) in a
+# recording of these cases, beside what the case injects. Each case records at a rate and size the
+# VM's emulated CPU keeps up with (640x480 at 10 fps, 1280x720 at 5 fps, --preset ultrafast), so
+# camrec should drop nothing itself; frames the camera never delivered (vivid's thread late in the
+# VM) are excused, as gaps in the kernel's own log of sequence numbers (device-log.sh).
+# OWN_BOUND: measured 0 in every recording of these cases, with the host loaded by other builds and VMs
+# (load ~12) and beside stress-ng --cpu 1 (load 13-15), 2026-11-27, but for the default recording at
+# 1280x720, which now runs at 1 fps for that (below); 1 leaves a frame's margin. Dropping every tenth
+# frame takes 10 of the 100 frames of the errored-buffer and refused-QBUF cases, 16 of the wrap's 160.
+OWN_BOUND=1
+# check_saved NAME FILE LOG [ERRORED [BOUND]]: a file written up to the end (or a fault) must decode
+# and hold every frame camrec reported; camrec itself may have dropped ERRORED errored buffers (what
+# the case injected, default 0) and at most BOUND (default OWN_BOUND) more, and what it excused as
+# never delivered must be gaps in the camera's sequence numbers (camrec_own_drops, with the kernel's
+# DQBUF log of the recording, LOG's .dmesg, of node REC_DEV); and the moving bars (every caller records
+# 640 wide with them on) must miss exactly the dropped= frames. In a recording a fault ended
+# (FAULT_ENDED=1), a frame let go for an empty pool just before the fault has no later picture to
+# leave a gap before, so up to pool_empty= of them may be missing from that count.
 check_saved() {
-    local name=$1 file=$2 log=$3 want=${4:-0} frames decoded dropped skipped empty own=unknown
+    local name=$1 file=$2 log=$3 errored=${4:-0} bound=${5:-$OWN_BOUND} frames decoded dropped skipped empty
     frames=$(field "$log" frames)
     decoded=$(decoded_frames "$file")
     dropped=$(field "$log" dropped)
     skipped=$(counter "$log" skipped_by_device)
     empty=$(counter "$log" pool_empty)
-    [[ -n $dropped && -n $skipped && -n $empty ]] && own=$((dropped - skipped - empty))
     echo "   $name: summary frames=${frames:-none} dropped=${dropped:-none} (skipped by the device ${skipped:-?}, pool empty ${empty:-?}), ffprobe decodes ${decoded:-none}"
     check "$name: output decodes with every frame captured before the end (${decoded:-0} of ${frames:-?})" \
         test -n "$frames" -a "${frames:-0}" -gt 0 -a "${decoded:-x}" = "${frames:-y}"
-    if [[ $want = counted ]]; then
-        # Drops for want of CPU are counted and the pictures must show exactly them missing, but
-        # their number is not bounded: the caller asks about something else (see its comment).
-        echo "   $name: $own dropped by camrec for want of CPU, not bounded in this case"
-        frames_in_order "$name" "$file" 640 "$log"
-        check "$name: no buffer came back errored (errored=$(counter "$log" errored))" test "$(counter "$log" errored)" = 0
-        return
-    fi
-    check "$name: $want dropped by camrec before the end (dropped=${dropped:-?}: ${skipped:-?} never delivered by the camera, ${empty:-?} with the pool empty)" \
-        test "$own" = "$want"
-    # Both counts are camrec's own: before they excuse a drop, the moving bars (every caller records
-    # 640 wide with them on) must miss exactly the dropped= frames, not at most (vivid moves the
-    # bars for every frame it makes, delivered or not, so those are gaps in the pictures as well).
-    if [[ $((${skipped:-0} + ${empty:-0})) -gt 0 && ${FAULT_ENDED:-0} == 1 && ${empty:-0} -gt 0 ]]; then
-        frames_in_order "$name ($((skipped + empty)) excused)" "$file" 640 "$log" --trailing "$empty"
-    elif [[ $((${skipped:-0} + ${empty:-0})) -gt 0 ]]; then
-        frames_in_order "$name ($((skipped + empty)) excused)" "$file" 640 "$log"
+    camrec_own_drops "$name" "$log" "${log%.err}.dmesg" "$REC_DEV" "$bound" "$errored"
+    if [[ ${FAULT_ENDED:-0} == 1 && ${empty:-0} -gt 0 ]]; then
+        frames_in_order "$name" "$file" 640 "$log" --trailing "$empty"
     else
-        echo "   $name: no frame excused (skipped_by_device=${skipped:-?} pool_empty=${empty:-?})"
+        frames_in_order "$name" "$file" 640 "$log"
     fi
 }
 
@@ -118,34 +113,39 @@ if [[ -z ${SKIP_DEFAULT:-} ]]; then
 # The README's command at a rate the VM keeps up with: camrec's default choice on vivid is NV12
 # 1280x720 (checked below) at 12.5 fps, and one emulated CPU encodes only ~8 fps of 1280x720 even
 # with --preset ultrafast (measured: 100 frames dropped for 200 recorded, exactly the 100 the
-# pictures miss). At 5 fps and ultrafast nothing is dropped on a quiet host; beside other work the
-# emulated CPU falls behind (53 dropped for 200 recorded beside a full test run and two builds,
-# 2026-11-26), so drops are counted (every one missing from the pictures), not bounded.
-echo "== default recording: camrec --device $DEV --frames 200 --fps 5 --preset ultrafast out.h264 ($(elapsed))"
+# pictures miss). At 5 fps and ultrafast nothing is dropped on a quiet host, but beside stress-ng
+# --cpu 1 on a host loaded by other builds and VMs (load 13-15) the encoder kept up with 2.8 fps, then
+# 1.3: 114 of 200 let go with the pool empty at 5 fps, 31 of 100 at 2 fps (2026-11-27). So 1 fps:
+# frames vivid never delivered (its thread late in the VM) are excused as gaps in the kernel's DQBUF
+# log, and what camrec drops itself is bounded by OWN_BOUND.
+echo "== default recording: camrec --device $DEV --frames 50 --fps 1 --preset ultrafast out.h264 ($(elapsed))"
 moving "$DEV"
-timeout 400 "${CAMREC[@]}" --device "$DEV" --frames 200 --fps 5 --preset ultrafast --log-level info "$R/default.h264" 2>"$R/default.err"
+device_log_start "$DEV"
+timeout 400 "${CAMREC[@]}" --device "$DEV" --frames 50 --fps 1 --preset ultrafast --log-level info "$R/default.h264" 2>"$R/default.err"
 rc=$?
+device_log_save "$R/default.dmesg"
 cat "$R/default.err"
 still "$DEV"
 check "default recording exits 0" test $rc = 0
-check "ffprobe decodes 200 frames" test "$(decoded_frames "$R/default.h264")" = 200
+check "ffprobe decodes 50 frames" test "$(decoded_frames "$R/default.h264")" = 50
 frames_in_order "default recording" "$R/default.h264" 1280 "$R/default.err"
+camrec_own_drops "default recording" "$R/default.err" "$R/default.dmesg" "$DEV" "$OWN_BOUND"
 # NV12 is captured zero-copy: the camera writes into pool buffers, the CPU writes none of their bytes.
 check "default recording: zero-copy, the CPU wrote 0 bytes into pool buffers (cpu_bytes=$(counter "$R/default.err" cpu_bytes))" \
     sh -c "grep -q 'capture: .*zero-copy' '$R/default.err' && test '$(counter "$R/default.err" cpu_bytes)' = 0"
-# IDR every N frames, N = one second of the device's rate as the driver reports it (5 fps → 5).
+# IDR every N frames, N = one second of the device's rate as the driver reports it (1 fps → 1).
 fps=$(v4l2-ctl -d "$DEV" -P | awk '/Frames per second/ {print $4}')
 gop=$(awk -v f="$fps" 'BEGIN { printf "%d", f + 0.5 }')
 # One line per frame: ffprobe's csv adds a blank line after a frame with side data, so keep digits only.
 keys=$(on_host ffprobe -v error -select_streams v:0 -show_entries frame=key_frame -of csv=p=0 "$R/default.h264" \
     | tr -cd '01\n' | grep -E '^[01]$' | awk '$1 == 1 {print NR - 1}' | tr '\n' ' ')
-expected=$(seq 0 "$gop" 199 | tr '\n' ' ')
+expected=$(seq 0 "$gop" 49 | tr '\n' ' ')
 echo "   device rate $fps fps → IDR every $gop; key frames at: $keys"
 check "an IDR every $gop frames (ffprobe's key-frame flags)" test "$keys" = "$expected"
-annexb_check --frames 200 --idr-interval "$gop" "$R/default.h264" >"$R/default.annexb" 2>&1
+annexb_check --frames 50 --idr-interval "$gop" "$R/default.h264" >"$R/default.annexb" 2>&1
 rc=$?
 tail -1 "$R/default.annexb"
-check "annexb-check: 4-byte start codes, SPS+PPS right before each IDR, IDR every $gop, 200 pictures (exit $rc)" test $rc = 0
+check "annexb-check: 4-byte start codes, SPS+PPS right before each IDR, IDR every $gop, 50 pictures (exit $rc)" test $rc = 0
 "${CAMREC[@]}" inspect --summary "$R/default.h264" >"$R/default.inspect" 2>&1
 check "camrec inspect agrees: the contract is kept (exit 0)" test $? = 0
 check "default recording is 1280x720" \
@@ -166,10 +166,12 @@ psnr_case() {
     v4l2-ctl -d "$dev" -v "width=$w,height=$h,pixelformat=$fourcc" || { bad "$name: v4l2-ctl cannot set the format"; return; }
     rm -f "$R/$name.raw"
     timeout 60 v4l2-ctl -d "$dev" --stream-mmap=3 --stream-count=2 --stream-to="$R/$name.raw" 2>/dev/null
+    device_log_start "$dev"
     # 5 fps: slow enough for the VM at every size (at vivid's 25 fps a few frames were dropped).
     timeout 120 "${CAMREC[@]}" --device "$dev" --pixel-format "$fourcc" --size "$size" --fps 5 --frames "$frames" \
         --encoder software --preset ultrafast --qp 12 --log-level info "$R/$name.h264" 2>"$R/$name.err"
     local rc=$?
+    device_log_save "$R/$name.dmesg"
     if [[ $rc != 0 ]]; then bad "$name: camrec exited $rc: $(tail -1 "$R/$name.err")"; return; fi
     # NV12 is the pool's own format: vivid (which takes USERPTR and honours a longer bytesperline)
     # writes straight into pool buffers; every other format takes one conversion pass.
@@ -214,13 +216,10 @@ psnr_case() {
     local least=${MIN_PSNR:-60}
     check "$name: $frames frames and PSNR ${psnr:-none} dB > $least" \
         awk -v p="${psnr:-0}" -v d="${decoded:-0}" -v f="$frames" -v m="$least" 'BEGIN { exit !((p == "inf" || p > m) && d == f) }'
-    # Drops the conversion path could cause (an errored or short buffer, a failed conversion) must
-    # be none; a frame the camera never delivered or let go while the encoder was behind is counted
-    # apart (a busy machine beside the test), and the still pattern makes the PSNR check indifferent to it.
-    local d s e
-    d=$(field "$R/$name.err" dropped) s=$(counter "$R/$name.err" skipped_by_device) e=$(counter "$R/$name.err" pool_empty)
-    check "$name: nothing dropped but for the device or the encoder behind (dropped=${d:-?}: ${s:-?} never delivered, ${e:-?} with the pool empty)" \
-        test -n "$d" -a -n "$s" -a -n "$e" -a "${d:-x}" = "$((${s:-0} + ${e:-0}))"
+    # Drops the conversion path could cause (an errored or short buffer, a failed conversion, an empty
+    # pool) are camrec's own: bounded. A frame the camera never delivered is excused as a gap in the
+    # kernel's log, and the still pattern makes the PSNR check indifferent to it.
+    camrec_own_drops "$name" "$R/$name.err" "$R/$name.dmesg" "$dev" "$OWN_BOUND"
 }
 
 if [[ -z ${SKIP_MATRIX:-} ]]; then
@@ -290,6 +289,8 @@ check "unsupported rate: exit 68 with the rates offered" \
 start_recording() {
     local name=$1 dev=$2; shift 2
     rm -f "$R/$name.h264" "$R/$name.h264".camrec-*.partial
+    REC_DEV=$dev
+    device_log_start "$dev"
     # --foreground: timeout(1) otherwise passes a signal it gets to the child and to its whole process
     # group, so one `kill -INT` reaches camrec twice ("interrupted twice", exit 130, seen under load
     # when camrec's signal thread took the first before the second arrived).
@@ -305,18 +306,19 @@ start_recording() {
     bad "$name: camrec wrote no frame within 60 s (or ended first): $(tail -2 "$R/$name.err" | tr '\n' ' ')"
     return 1
 }
-# finish_recording NAME: waits for camrec; its exit status.
+# finish_recording NAME: waits for camrec and keeps the kernel's log of the recording; camrec's exit status.
 finish_recording() {
     local name=$1 rc
     wait "$REC"
     rc=$?
+    device_log_save "$R/$name.dmesg"
     echo "   $name: exit $rc; $(grep -v '^camrec: finished' "$R/$name.err" | tail -2 | tr '\n' ' ')"
     grep '^camrec: finished' "$R/$name.err" | sed 's/^/   /'
     return $rc
 }
 
 echo "== two camrec on one device ($(elapsed))"
-moving "$DEV"   # check_saved reads the moving bars when it excuses frames as never delivered
+moving "$DEV"   # check_saved reads the moving bars
 start_recording first "$DEV" --duration 60
 # The second at a lower priority (nice 19 to the first's 10): its start-up takes seconds of the VM's one
 # emulated CPU, and the first then dropped frames for want of CPU (dropped=14 in a full run on a slow
@@ -338,29 +340,33 @@ finish_recording first
 check "first camrec unharmed: exit 0 after SIGINT" test $? = 0
 # What the second could do to the first through the device (stop its stream, change its format,
 # fail its buffers) shows as an exit other than 0, errored buffers or pictures missing that camrec
-# did not report. Frames camrec drops for want of CPU are not that: beside a busy host the VM's
-# one emulated CPU, shared with the second's start-up (seconds under TCG), fell behind for the
-# first (dropped=24, 8 of them never delivered by vivid itself, in a full run beside a busy loop).
-# Those drops are counted and must be exactly the frames missing; the cases above and below bound
-# them at 0 where nothing else competes.
-check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err" counted
+# did not report. Beside a busy host the VM's one emulated CPU, shared with the second's start-up
+# (seconds under TCG), fell behind for the first (dropped=24, 8 of them never delivered by vivid
+# itself, in a full run beside a busy loop, 2026-11-26): the frames vivid never delivered are excused
+# as gaps in the kernel's log, what camrec dropped itself is bounded as in every case.
+check_saved "first camrec unharmed" "$R/first.h264" "$R/first.err"
+check "first camrec unharmed: no buffer came back errored (errored=$(counter "$R/first.err" errored))" test "$(counter "$R/first.err" errored)" = 0
 
 moving "$DEV"
 echo "== fault: percentage_of_dropped_buffers=30 ($(elapsed))"
 v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=30
-timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast \
+device_log_start "$DEV"
+timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 10 --frames 30 --preset ultrafast --log-level info \
     "$R/drop.h264" 2>"$R/drop.err"
 rc=$?
+device_log_save "$R/drop.dmesg"
 v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
 cat "$R/drop.err"
 dropped=$(field "$R/drop.err" dropped)
 check "dropped buffers: exit 0, 30 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/drop.h264")\" = 30"
 # vivid drops each buffer with probability 0.3 (30 delivered, ~13 dropped on average; none at
 # all has probability 0.7^30 ≈ 2e-5), and its bars move on for every frame it drops, so the
-# pictures count the drops exactly: camrec must report that very number, and none as errored.
+# pictures count the drops exactly: camrec must report that very number, and none as errored; and
+# they are the device's drops (gaps in its sequence numbers), none of camrec's own.
 check "dropped buffers: some injected drops happened (dropped=${dropped:-none})" test "${dropped:-0}" -ge 1
 frames_in_order "dropped buffers" "$R/drop.h264" 320 "$R/drop.err"
-check "dropped buffers: none reported as errored" sh -c "! grep -q 'errored=' '$R/drop.err'"
+check "dropped buffers: none reported as errored (errored=$(counter "$R/drop.err" errored))" test "$(counter "$R/drop.err" errored)" = 0
+camrec_own_drops "dropped buffers" "$R/drop.err" "$R/drop.dmesg" "$DEV" "$OWN_BOUND"
 
 RUN=("${SHARED[@]}")
 echo "== fault: inject_v4l2_buf_flag_error ($(elapsed))"
@@ -373,7 +379,6 @@ if start_recording flagerr "$DEV" --frames 100 && inject "$DEV" inject_v4l2_buf_
     # One buffer was flagged: exactly one frame dropped, reported as errored, missing from the pictures.
     check "errored buffer: reported apart as errored=1 (got errored=$(field "$R/flagerr.err" errored))" \
         test "$(field "$R/flagerr.err" errored)" = 1
-    frames_in_order "errored buffer" "$R/flagerr.h264" 640 "$R/flagerr.err"
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
@@ -388,7 +393,6 @@ if start_recording qbuferr "$DEV" --frames 100 && inject "$DEV" inject_vidioc_qb
     # and (the ring holds 4 buffers, the retry comes within 20 ms) lost no frame meanwhile.
     check "refused QBUF: the buffer was queued again on retry (requeued_after_refusal=$(counter "$R/qbuferr.err" requeued_after_refusal), want 1)" \
         test "$(counter "$R/qbuferr.err" requeued_after_refusal)" = 1
-    frames_in_order "refused QBUF" "$R/qbuferr.h264" 640 "$R/qbuferr.err"
 else
     kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
 fi
@@ -396,9 +400,11 @@ fi
 echo "== fault: wrap_sequence_number ($(elapsed))"
 # vivid then starts counting at 2^32 - 128: the sequence wraps at the 129th frame, so record 160.
 v4l2-ctl -d "$DEV" -c wrap_sequence_number=1 || bad "could not set wrap_sequence_number"
+device_log_start "$DEV"
 timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 25 --frames 160 --preset ultrafast --log-level info \
     "$R/wrap.h264" 2>"$R/wrap.err"
 rc=$?
+device_log_save "$R/wrap.dmesg"
 v4l2-ctl -d "$DEV" -c wrap_sequence_number=0
 cat "$R/wrap.err"
 check "sequence wrap: exit 0, 160 frames" sh -c "test $rc = 0 && test \"$(decoded_frames "$R/wrap.h264")\" = 160"
@@ -407,6 +413,7 @@ check "sequence wrap: camrec saw the 32-bit sequence wrap once (sequence_wraps=$
 # A wrap counted as drops would make dropped= differ from the frames the moving bars miss (a
 # frame really lost under load is on both sides): frames_in_order checks they are equal.
 frames_in_order "sequence wrap (not counted as drops)" "$R/wrap.h264" 320 "$R/wrap.err"
+camrec_own_drops "sequence wrap" "$R/wrap.err" "$R/wrap.dmesg" "$DEV" "$OWN_BOUND"
 
 RUN=("${CAMREC[@]}")
 echo "== fault: inject_vidioc_streamon_error ($(elapsed))"
@@ -437,7 +444,6 @@ fault_ends_recording() {
         check "$what: exit 71, by itself (got $rc)" test $rc = 71
         check "$what: the error line says so ($message)" grep -q "^camrec: error: $message" "$R/$name.err"
         FAULT_ENDED=1 check_saved "$what" "$R/$name.h264" "$R/$name.err"
-        frames_in_order "$what" "$R/$name.h264" 640 "$R/$name.err" --at-most
     else
         kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
     fi
@@ -486,7 +492,6 @@ stall_ends_recording() {
             check "$what: the error line says no frame came for at least the watchdog's 2 s" \
                 grep -qE "^camrec: error: $DEV delivered no frame for ([2-9]|[1-9][0-9])(\.[0-9]+)? s; the camera stalled" "$R/$name.err"
             FAULT_ENDED=1 check_saved "$what" "$R/$name.h264" "$R/$name.err"
-            frames_in_order "$what" "$R/$name.h264" 640 "$R/$name.err" --at-most
         else
             kill "$REC" 2>/dev/null; wait "$REC" 2>/dev/null
         fi
