@@ -10,6 +10,8 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/vm-suite.sh"
 vm_suite_start vaapi-vm
+# The kernel's log holds its DQBUF log of each recording (Tests/vm-cases/device-log.sh): 16 MiB, not 128 KiB.
+export CAMREC_VM_APPEND="${CAMREC_VM_APPEND:-} log_buf_len=16M"
 DRVDIR=$(Tests/fixtures/va-test-driver/build.sh | tail -n 1)
 [[ -f $DRVDIR/camrec_test_drv_video.so ]] || vm_suite_give_up "the test VA driver did not build"
 echo "vaapi-vm: camrec $CAMREC, driver $DRVDIR, results in $RESULTS"

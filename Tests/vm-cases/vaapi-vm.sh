@@ -7,6 +7,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/case-lib.sh" vaapi
+source "$(dirname "$0")/device-log.sh"
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
 : "${LIBVA_DRIVER_NAME:?}" "${LIBVA_DRIVERS_PATH:?}"
 # Recordings go to the results share, where the host's tools read them (on_host): the share also
@@ -182,22 +183,21 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
     # shared with camrec): exactly the ones camrec did not report as dropped.
     v4l2-ctl -d /dev/video0 -c osd_text_mode=2,horizontal_movement=5,vertical_movement=3
     # --log-level info adds the capture counters to the log (nothing else changes).
+    device_log_start /dev/video0
     (cd "$W" && "$CAMREC" --log-level info --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 200 out.h264) >"$R/cam.log" 2>&1
     rc=$?
-    dropped=$(field "$R/cam.log" dropped)
+    device_log_save "$R/cam.dmesg"
     width=$(on_host ffprobe -v error -select_streams v:0 -show_entries stream=width -of csv=p=0 "$W/out.h264")
     frames_in_order "camera" "$W/out.h264" "${width:-640}" "$R/cam.log"
     # The test VA driver encodes at once and one conversion pass per frame keeps up with vivid's 1280x720
-    # 12.5 fps in the VM (0 dropped in every quiet run); what drops is the emulated CPU starved by the
-    # host: 11 with a Swift build and stress-ng --cpu 1 beside the VM (2026-11-24), 41 with the test
-    # targets' build and a busy loop beside it (2026-11-26, one over the bound of 40, about 3 s of frames,
-    # kept). Beside the bound, what the count is made of, as in vm-capture: frames the camera never
-    # delivered and frames let go while every pool buffer was with the encoder, nothing else (the
-    # pictures above miss exactly those).
-    check "camera: dropped=${dropped:-none}, at most 40" test -n "$dropped" -a "${dropped:-99}" -le 40
-    cam_skipped=$(counter "$R/cam.log" skipped_by_device) cam_empty=$(counter "$R/cam.log" pool_empty)
-    check "camera: nothing dropped but for the device or the encoder behind (dropped=${dropped:-none}: ${cam_skipped:-?} never delivered, ${cam_empty:-?} with the pool empty)" \
-        test -n "$dropped" -a -n "$cam_skipped" -a -n "$cam_empty" -a "${dropped:-x}" = "$((${cam_skipped:-0} + ${cam_empty:-0}))"
+    # 12.5 fps in the VM (0 dropped in every quiet run); beside a busy host the emulated CPU is starved
+    # (11 dropped with a Swift build and stress-ng --cpu 1 beside the VM, 2026-11-24; 41 with the test
+    # targets' build and a busy loop, 2026-11-26). Only frames vivid never delivered are excused, as gaps
+    # in the kernel's log of its sequence numbers; what camrec drops itself is bounded.
+    # OWN_BOUND: measured 0 in both recordings, with the host loaded by other builds and VMs (load ~12),
+    # 2026-11-27; 1 leaves a frame's margin. Dropping every tenth frame takes 20 of 200.
+    OWN_BOUND=1
+    camrec_own_drops "camera" "$R/cam.log" "$R/cam.dmesg" /dev/video0 "$OWN_BOUND"
     cat "$R/cam.log"
     n=$(decoded_frames "$W/out.h264")
     "$CAMREC" inspect --summary "$W/out.h264" >"$R/cam.inspect" 2>&1
@@ -218,9 +218,11 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
         test "$(idr_frames "$W/out.h264")" = "$(expected_idrs 200 "${gop:-1}")"
     rm -f "$W/out.h264"
     # The camera's frames are converted straight into the mapped VA surfaces: one CPU pass each.
+    device_log_start /dev/video0
     (cd "$W" && "$CAMREC" --log-level info --device /dev/video0 --encoder vaapi --vaapi-device $NODE --frames 20 info.h264) \
         >"$R/cam-info.log" 2>&1
     rc=$?
+    device_log_save "$R/cam-info.dmesg"
     grep -E 'VA-API|capture counters' "$R/cam-info.log"
     # Measured by camrec's capture counter: the one pass writes one NV12 frame per frame into the
     # surfaces (1280x720: 1382400 bytes), never more.
@@ -230,6 +232,7 @@ if [[ -c /dev/video0 ]] && "$CAMREC" devices --device /dev/video0 >"$R/devices.t
         test "$(counter "$R/cam-info.log" delivered)/$(counter "$R/cam-info.log" cpu_bytes)" = "20/$((20 * frame_bytes))"
     check "camera, --log-level info: exit 0, 20 frames, each in $ONE_PASS" \
         eval "[[ $rc == 0 && \$(decoded_frames '$W/info.h264') == 20 ]] && grep -qF 'VA-API upload: 20 frames took $ONE_PASS' '$R/cam-info.log'"
+    camrec_own_drops "camera, 20 frames" "$R/cam-info.log" "$R/cam-info.dmesg" /dev/video0 "$OWN_BOUND"
     rm -f "$W/info.h264"
     # Issue 27 on the VA-API upload path: --on-camera-lost wait, one unplug (vivid is back once camrec, its
     # last user, has closed it), the same pool of mapped surfaces filled by the reopened camera.
