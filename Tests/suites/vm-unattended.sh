@@ -5,6 +5,8 @@
 set -uo pipefail
 source "$(dirname "$0")/../lib/vm-suite.sh"
 vm_suite_start vm-unattended
+# The kernel's log holds its DQBUF log of each recording (Tests/vm-cases/device-log.sh): 16 MiB, not 128 KiB.
+export CAMREC_VM_APPEND="${CAMREC_VM_APPEND:-} log_buf_len=16M"
 # The unit files are checked by systemd itself first (on the host; nothing is installed).
 units=$(mktemp -d)
 cp systemd/camrec@.service "$units/camrec@video0.service"

@@ -6,6 +6,7 @@
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
 source "$(dirname "$0")/case-lib.sh" unattended
+source "$(dirname "$0")/device-log.sh"
 CAMREC=${CAMREC:?set CAMREC to the camrec binary}
 # As in capture-cases.sh, camrec runs niced: vivid draws frames in a kernel thread that competes with
 # x264 for the one emulated CPU, and un-niced runs dropped frames even on a quiet host.
@@ -25,12 +26,20 @@ wait_for_file() {  # pattern seconds [-s]
 }
 # decodes_as_summary NAME FILE LOG [WIDTH]: the file decodes without an error, into as many frames as
 # camrec's summary line says it wrote. The recordings run at rates one emulated CPU keeps up with when
-# the host is quiet (--fps 5 at 1280x720, 10 at 640x480, --preset ultrafast; at vivid's full rates 79
-# frames were dropped in the cron run). How many frames the VM's CPU could not keep up with depends on
+# the host is busy (--fps 2 at 1280x720, 10 at 640x480 and 320x180, --preset ultrafast; at vivid's
+# full rates 79 frames were dropped in the cron run). How many frames the VM's CPU could not keep up with depends on
 # what else the host runs (0 quiet; 49 in the first --wait run beside stress-ng; 4 of 9 in the service's
 # start-up beside a busy CI host), so drops are counted, not bounded: with WIDTH (vivid's moving bars
 # on) the pictures miss exactly the dropped= frames (frame-steps.py). Without WIDTH (the noise
-# pattern, which shows no frame numbers) only the decode is checked.
+# pattern, which shows no frame numbers) only the decode is checked. Of those drops only the frames
+# vivid never delivered are excused, as gaps in the kernel's log (device-log.sh); what camrec drops
+# itself is bounded by OWN_BOUND in every recording (camrec_own_drops).
+# OWN_BOUND: measured 0 in every recording here with the host loaded by other builds and VMs (load
+# ~12), 2026-11-27. Beside stress-ng --cpu 1 as well (load 15) camrec let frames go with the pool
+# empty at 1280x720 5 fps (cron: 53 of 93; the service 2) and at 640x480 10 fps (--wait: 96 while
+# the others started; the full disk's noise 2): hence 2 fps, 320x180 and 5 fps there. 1 leaves a
+# frame's margin; dropping every tenth frame takes 4 of the cron run's 40.
+OWN_BOUND=1
 decodes_as_summary() {
     local name=$1 file=$2 log=$3 width=${4:-} frames decoded
     frames=$(field "$log" frames)
@@ -69,12 +78,15 @@ check "udev autostart: the unit it names exists (systemd/camrec@.service)" test 
 rm -f /run/udev/rules.d/70-camrec.rules /run/udev/rules.d/71-camrec-autostart.rules
 
 echo "== the default source is /dev/video0 (README: camrec without --device)"
+device_log_start "$DEV"
 "${NICE[@]}" "$CAMREC" --frames 20 --size 640x480 --fps 10 --preset ultrafast --log-level info "$R/default-source.h264" 2>"$R/default-source.log"
 rc=$?
+device_log_save "$R/default-source.dmesg"
 grep -E '^camrec: (error|finished)|capture: ' "$R/default-source.log"
 check "no --device: records from /dev/video0 (exit $rc, the capture line names it)" \
     sh -c "test $rc = 0 && grep -q 'capture: /dev/video0 ' '$R/default-source.log'"
 decodes_as_summary "no --device" "$R/default-source.h264" "$R/default-source.log" 640
+camrec_own_drops "no --device" "$R/default-source.log" "$R/default-source.dmesg" "$DEV" "$OWN_BOUND"
 
 echo "== the README's crontab line, run as cron runs it, twice overlapping"
 line=$(grep -E '^[0-9*][0-9* ]* /.*camrec --device' README.md | head -1)
@@ -82,11 +94,13 @@ echo "   crontab: $line"
 # Fields 6… are the command; cron turns \% into % and runs it with /bin/sh, a minimal
 # environment, no terminal, in the home directory. Only the binary, the output root and the
 # length change here.
-# --fps 5 --preset ultrafast: camrec's default 1280x720 at 12.5 fps is more than one emulated CPU
-# encodes (79 frames were dropped; see decodes_as_summary).
+# --fps 2 --preset ultrafast: camrec's default 1280x720 at 12.5 fps is more than one emulated CPU
+# encodes (79 frames were dropped; see decodes_as_summary), and so was 5 fps beside stress-ng --cpu 1
+# on a loaded host (53 of 93 let go with the pool empty, 2026-11-27).
 cmd=$(echo "$line" | cut -d' ' -f6- | sed -e 's/\\%/%/g' -e "s#/usr/local/bin/camrec#$CAMREC#" \
-      -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 20 --fps 5 --preset ultrafast/')
+      -e "s#/var/lib/camrec#$R/var#" -e 's/--duration 60/--duration 20 --fps 2 --preset ultrafast/')
 cron() { (cd / && setsid "${NICE[@]}" env -i PATH=/usr/bin:/bin SHELL=/bin/sh HOME=/root LOGNAME=root /bin/sh -c "$cmd" </dev/null >"$1" 2>&1); }
+device_log_start "$DEV"
 cron "$R/cron-1.log" & first=$!
 wait_for_file "$R/var/clips/*/*.partial" 60 || echo "   (first run did not start writing in 60 s)"
 cron "$R/cron-2.log"; rc2=$?
@@ -94,6 +108,7 @@ cron "$R/cron-2.log"; rc2=$?
 # (No wall-clock limit: under emulation starting a process alone takes seconds.)
 if kill -0 $first 2>/dev/null; then first_still_running=yes; else first_still_running=no; fi
 wait $first; rc1=$?
+device_log_save "$R/cron.dmesg"
 cat "$R/cron-1.log" "$R/cron-2.log"
 check "cron: the first run records and exits 0 (got $rc1)" test "$rc1" = 0
 check "cron: the overlapping run exits with 70 (got $rc2) while the first still records ($first_still_running)" \
@@ -101,22 +116,26 @@ check "cron: the overlapping run exits with 70 (got $rc2) while the first still 
 files=( "$R"/var/clips/*/morning-*.h264 )
 check "cron: exactly one recording, under the dated directory (${#files[@]})" test "${#files[@]}" = 1 -a -f "${files[0]}"
 decodes_as_summary "cron" "${files[0]}" "$R/cron-1.log" 1280
+SUMMARY_ONLY=1 camrec_own_drops "cron" "$R/cron-1.log" "$R/cron.dmesg" "$DEV" "$OWN_BOUND"
 check "cron: the busy run says so in one line" grep -q "camrec: error: .*busy" "$R/cron-2.log"
 check "cron: off a terminal the first run prints only its summary" test "$(grep -vc '^camrec: \(finished\|encoding in\)' "$R/cron-1.log")" = 0
 
 echo "== --wait: an overlapping run waits for the camera instead"
 # Ordered by events, not by a clock: the first run records until SIGINT; a second run with --wait 60
 # says it is waiting; a third with --wait 1 runs out meanwhile; then the first is stopped and the
-# second gets the camera.
-"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 120 "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
+# second gets the camera. The kernel's log holds both recordings: the first's stream, then the second's.
+# 320x180: at 640x480 the first run let 96 frames go with the pool empty while the others started,
+# beside stress-ng --cpu 1 on a loaded host (2026-11-27); waiting is what this case is about.
+device_log_start "$DEV"
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 320x180 --fps 10 --preset ultrafast --duration 120 --log-level info "$R/wait-1.h264" 2>"$R/wait-1.log" & first=$!
 wait_for_file "$R/wait-1.h264.camrec-*.partial" 60
 # The runs that only start and wait get the least CPU (nice 19): in the one emulated CPU their start-up
 # (seconds each) would otherwise take it from the recording (49 dropped with stress-ng beside the VM).
 WAITER=(nice -n 19)
-"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 60 "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
+"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 320x180 --fps 10 --preset ultrafast --duration 2 --wait 60 --log-level info "$R/wait-2.h264" 2>"$R/wait-2.log" & second=$!
 for ((i = 0; i < 600; i++)); do grep -q "waiting up to 60 s" "$R/wait-2.log" && break; nap 0.1; done
 check "--wait 60: the second run says it is waiting for the camera" grep -q "waiting up to 60 s" "$R/wait-2.log"
-"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
+"${WAITER[@]}" "$CAMREC" --device "$DEV" --size 320x180 --fps 10 --preset ultrafast --duration 2 --wait 1 "$R/wait-short.h264" 2>"$R/wait-short.log"; rc_short=$?
 if kill -0 $first 2>/dev/null; then first_still_running=yes; else first_still_running=no; fi
 cat "$R/wait-short.log"
 check "--wait 1 runs out while the first still records ($first_still_running): exit 70 (got $rc_short), the busy error, no file" \
@@ -132,20 +151,24 @@ check "camrec trigger --device (a link to $DEV) signals the camrec recording it,
 kill -INT $first
 wait $first; rc1=$?
 wait $second; rc2=$?
+device_log_save "$R/wait.dmesg"
 cat "$R/wait-1.log" "$R/wait-2.log"
 "${WAITER[@]}" "$CAMREC" trigger --device "$DEV" 2>"$R/trigger-none.log"; rc_none=$?
 cat "$R/trigger-none.log"
 check "camrec trigger --device $DEV with no camrec recording it: exit 78 (got $rc_none), one line" \
     sh -c "test $rc_none = 78 && grep -q '^camrec: error: no process is recording $DEV' '$R/trigger-none.log'"
 check "--wait: the first (stopped by SIGINT) and the waiting second both exit 0 ($rc1, $rc2)" test "$rc1" = 0 -a "$rc2" = 0
-decodes_as_summary "--wait, first run" "$R/wait-1.h264" "$R/wait-1.log" 640
-decodes_as_summary "--wait, second run" "$R/wait-2.h264" "$R/wait-2.log" 640
+decodes_as_summary "--wait, first run" "$R/wait-1.h264" "$R/wait-1.log" 320
+decodes_as_summary "--wait, second run" "$R/wait-2.h264" "$R/wait-2.log" 320
+camrec_own_drops "--wait, first run" "$R/wait-1.log" "$R/wait.dmesg" "$DEV" "$OWN_BOUND" 0 1
+camrec_own_drops "--wait, second run" "$R/wait-2.log" "$R/wait.dmesg" "$DEV" "$OWN_BOUND" 0 2
 
 echo "== systemd/camrec@.service's ExecStart with SIGHUP (systemctl reload) and SIGTERM (systemctl stop)"
 exec_start=$(sed -n '/^ExecStart=/,/[^\\]$/p' systemd/camrec@.service | sed -e 's/^ExecStart=//' -e 's/\\$//' | tr -d '\n' | tr -s ' ')
 svc=$(echo "$exec_start" | sed -e 's/%I/video0/g' -e 's/%i/video0/g' -e 's/%%/%/g' \
-      -e "s#/usr/local/bin/camrec#$CAMREC --fps 5 --preset ultrafast#" -e "s#/var/lib/camrec#$R/var#")
-echo "   ExecStart (with --fps 5 --preset ultrafast, as for cron): $svc"
+      -e "s#/usr/local/bin/camrec#$CAMREC --fps 2 --preset ultrafast --log-level info#" -e "s#/var/lib/camrec#$R/var#")
+echo "   ExecStart (with --fps 2 --preset ultrafast as for cron, and --log-level info for the capture counters): $svc"
+device_log_start "$DEV"
 # No subshell: $! must be camrec itself (env and sh exec into it), as systemd's MAINPID is.
 "${NICE[@]}" env -i PATH=/usr/bin:/bin sh -c "cd / && exec $svc" </dev/null >"$R/svc.log" 2>&1 & pid=$!
 # Signals follow events, not a clock: SIGHUP once the first file holds a frame, SIGTERM once
@@ -156,6 +179,7 @@ wait_for_file "$R/var/video0/*/video0-*.h264" 60 || echo "   (the first file was
 wait_for_file "$R/var/video0/*/*.partial" 60 -s || echo "   (no frame in the second file within 60 s)"
 kill -TERM $pid
 wait $pid; rc=$?
+device_log_save "$R/svc.dmesg"
 cat "$R/svc.log"
 check "service: SIGTERM ends it with 0 (got $rc)" test "$rc" = 0
 on_disk=( "$R"/var/video0/*/video0-*.h264 )
@@ -178,6 +202,7 @@ done
 # At most: frames lost while camrec started leave no trace in the pictures.
 cat "${segs[@]}" >"$R/svc-both.h264"
 frames_in_order "service, both files" "$R/svc-both.h264" 1280 "$R/svc.log" --at-most
+camrec_own_drops "service" "$R/svc.log" "$R/svc.dmesg" "$DEV" "$OWN_BOUND"
 check "service: no .partial file left" sh -c "! ls $R/var/video0/*/*.partial 2>/dev/null | grep -q ."
 
 echo "== a disk that fills up while recording from the camera"
@@ -185,7 +210,9 @@ echo "== a disk that fills up while recording from the camera"
 # compress to ~250 bytes a frame and took minutes).
 v4l2-ctl -d "$DEV" -c test_pattern=21
 mkdir -p "$R/small" && mount -t tmpfs -o size=300k tmpfs "$R/small"
-"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 10 --preset ultrafast --keyframe-interval 10 "$R/small/cam-{n}.h264" 2>"$R/full.log"; rc=$?
+device_log_start "$DEV"
+"${NICE[@]}" "$CAMREC" --device "$DEV" --size 640x480 --fps 5 --preset ultrafast --keyframe-interval 10 --log-level info "$R/small/cam-{n}.h264" 2>"$R/full.log"; rc=$?
+device_log_save "$R/full.dmesg"
 v4l2-ctl -d "$DEV" -c test_pattern=0
 cat "$R/full.log"
 check "full disk: exit 77 (got $rc)" test "$rc" = 77
@@ -194,6 +221,7 @@ check "full disk: the file is under its final name" test -f "$R/small/cam-1.h264
 # byte-for-byte copy in the share.
 mkdir -p "$R/small-copy" && cp "$R/small/cam-1.h264" "$R/small-copy/"
 decodes_as_summary "full disk" "$R/small-copy/cam-1.h264" "$R/full.log"
+camrec_own_drops "full disk" "$R/full.log" "$R/full.dmesg" "$DEV" "$OWN_BOUND"
 umount "$R/small"
 
 case_finish
