@@ -1,53 +1,58 @@
 #!/usr/bin/env python3
 """Checks that the clicks a player logged (Tests/tools/click-player.py: the monotonic time each was
-played into snd-aloop) are in a recording's sound at those times, against the video frames' capture
-times, with FFmpeg's tools alone for the file.
+played into snd-aloop) are in a recording's sound at those times, against the pictures' times as the
+camera logged them, with FFmpeg's tools and the two players' logs alone: nothing camrec says.
 
-  mic-sync.py FILE CAMREC_LOG CLICK_LOG MIN_CLICKS BOUND_MS [LOST [ANCHOR]]
+  mic-sync.py FILE FEEDER_LOG CLICK_LOG MIN_CLICKS BOUND_MS [LOST]
 
-CAMREC_LOG is camrec's stderr at --log-level debug: its first two "timeline:" lines say which
-monotonic capture time (the V4L2 buffer time) of the first frame and of the second is presented at
-which time. Where FILE puts presentation time zero is read from its second frame (an MP4 edit list
-shows the first frame at 0 however much the tracks were shifted for the sound's priming). ANCHOR (default
-1) picks which pair of timeline lines: 2 for the file that begins when a lost camera came back (camrec
-anchors its timeline again at the first frame after the return, and that frame begins the file).
-Each logged click inside the recording (but its last 0.2 s) must have a burst (Tests/tools/bursts.py) within BOUND_MS of its time. Prints each click's offset
-(recorded minus played, in ms); exits 1 when fewer than MIN_CLICKS are found, more than LOST (default 0:
-clicks played while the recorder could not read, lost in an overrun) are missing, or one is off by more
-than BOUND_MS.
+The camera is a v4l2loopback node fed by Tests/tools/loopback-feeder.py: each picture carries its
+number, and FEEDER_LOG the monotonic times just before and after it went in (the driver stamps it in
+between). So each decoded picture ties its file time (ffprobe) to a monotonic time from outside the
+recorder; the median of those ties maps the whole file onto the monotonic clock, and a recorder that
+stamped its pictures wrong (late, early, its own clock) moves them, and not the clicks, off it.
+Each logged click inside the recording (but its last 0.2 s) must have a burst (Tests/tools/bursts.py)
+within BOUND_MS of its time. Prints each click's offset (recorded minus played, in ms); exits 1 when
+fewer than MIN_CLICKS are found, more than LOST (default 0: clicks played while the recorder could
+not read, lost in an overrun) are missing, one is off by more than BOUND_MS, or no picture is
+readable.
 """
-import re
+import statistics
 import sys
 
-from bursts import audio_bursts, frames
+from bursts import audio_bursts
+from picture_numbers import numbered_pictures
 
-path, camrec_log, click_log, min_clicks, bound_ms = sys.argv[1:6]
+path, feeder_log, click_log, min_clicks, bound_ms = sys.argv[1:6]
 min_clicks, bound_ms = int(min_clicks), float(bound_ms)
 lost = int(sys.argv[6]) if len(sys.argv) > 6 else 0
-which = int(sys.argv[7]) if len(sys.argv) > 7 else 1
 
-anchors = []
-for line in open(camrec_log, errors="replace"):
-    m = re.search(r"timeline: frame \d+ captured at monotonic (\d+) ns is presented at (\d+) ns", line)
-    if m:
-        anchors.append((int(m.group(1)), int(m.group(2))))
-if len(anchors) < 2 * which:
-    sys.exit(f"FAIL: no {2 * which} timeline lines in {camrec_log} (run camrec with --log-level debug)")
-(capture0, presented0), (capture1, presented1) = anchors[2 * which - 2:2 * which]
-if capture1 - presented1 != capture0 - presented0:
-    print(f"  note: the second frame's capture less presentation differs by {(capture1 - presented1 - capture0 + presented0) / 1e6:.3f} ms")
-video_times = [float(f[0]) for f in frames(path, "v:0", "best_effort_timestamp_time")]
-if len(video_times) < 2:
-    sys.exit(f"FAIL: fewer than two video frames in {path}")
-# The file time of the anchor frame (the file's first).
-first_video = video_times[1] - (presented1 - presented0) / 1e9
+written = {}
+for line in open(feeder_log):
+    fields = line.split()
+    if len(fields) == 4 and fields[0] == "frame":
+        written[int(fields[1])] = (int(fields[2]), int(fields[3]))
+pictures = numbered_pictures(path)
+found = [(t, n) for t, n in pictures if n in written]
+# Each picture: the file-to-monotonic offset it implies (ns), from the end of its write. v4l2loopback
+# stamps the frame once it has copied it, just before write() returns; the feeder's process preempted
+# after that makes a tie late, so the median of them: the recorder also places its first picture where
+# the sound lets it start.
+ties = [written[n][1] - round(t * 1e9) for t, n in found]
+if len(ties) < 2:
+    sys.exit(f"FAIL: fewer than two pictures of {path} found in {feeder_log} "
+             f"({len(pictures)} pictures, {sum(n is None for _, n in pictures)} unreadable)")
+offset = statistics.median(ties)
+close = sum(abs(t - offset) <= 1_000_000 for t in ties)
+print(f"{path}: {len(found)} of {len(pictures)} pictures found in the feeder's log, "
+      f"{close} of them within 1 ms of their median tie to its clock")
 
 
 def monotonic(file_time):
-    return capture0 + round((file_time - first_video) * 1e9)
+    return offset + round(file_time * 1e9)
 
 
-start, end = capture0, monotonic(video_times[-1]) - 200_000_000
+video_times = [t for t, _ in pictures]
+start, end = monotonic(video_times[0]), monotonic(video_times[-1]) - 200_000_000
 # The recording's sound begins with silence (the player's first click is a second into its stream).
 bursts = [monotonic(t) for t in audio_bursts(path, quiet_before_start=True)]
 clicks = [int(line.split()[2]) for line in open(click_log) if line.startswith("click ")]
