@@ -400,9 +400,11 @@ fi
 echo "== fault: wrap_sequence_number ($(elapsed))"
 # vivid then starts counting at 2^32 - 128: the sequence wraps at the 129th frame, so record 160.
 v4l2-ctl -d "$DEV" -c wrap_sequence_number=1 || bad "could not set wrap_sequence_number"
+# YUYV: the longest recording through the one-pass conversion path (the fault cases above record NV12,
+# zero-copy), so that path's own drops are bounded over 160 frames too.
 device_log_start "$DEV"
-timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 25 --frames 160 --preset ultrafast --log-level info \
-    "$R/wrap.h264" 2>"$R/wrap.err"
+timeout 120 "${CAMREC[@]}" --device "$DEV" --size 320x180 --fps 25 --frames 160 --pixel-format YUYV --preset ultrafast \
+    --log-level info "$R/wrap.h264" 2>"$R/wrap.err"
 rc=$?
 device_log_save "$R/wrap.dmesg"
 v4l2-ctl -d "$DEV" -c wrap_sequence_number=0
