@@ -88,6 +88,12 @@ let package = Package(
             .product(name: "ExtrasBase64", package: "swift-extras-base64"),
             .product(name: "Prometheus", package: "swift-prometheus"),
         ]),
+        // RTSP (RFC 2326) without I/O, as swift-nio splits its protocols: the request and interleaved-frame
+        // parser, responses, SDP, RTP packetization (FU-A, FU), RTCP, Digest and Basic authentication.
+        .target(name: "RTSP", dependencies: [
+            "Bitstream",
+            .product(name: "ExtrasBase64", package: "swift-extras-base64"),
+        ]),
         .target(name: "Receiver", dependencies: [
             "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -124,6 +130,7 @@ let package = Package(
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
+        .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Bitstream"]),
         .testTarget(name: "HTTPServerTests", dependencies: ["HTTPServer", "Outputs"]),
         .testTarget(name: "CamrecTests", dependencies: [
             "Bitstream", "Frames", "Capture", "Encoder", "Outputs", "Recorder", "Hub", "camrec",
