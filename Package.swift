@@ -94,6 +94,12 @@ let package = Package(
             "Bitstream",
             .product(name: "ExtrasBase64", package: "swift-extras-base64"),
         ]),
+        // `--rtsp`: the server on SwiftNIO (connections, sessions, RTP over TCP and UDP) fed by the hubs.
+        .target(name: "RTSPServer", dependencies: [
+            "RTSP", "Bitstream", "Frames", "Hub", "NetStream", "Outputs",
+            .product(name: "NIOCore", package: "swift-nio"),
+            .product(name: "NIOPosix", package: "swift-nio"),
+        ]),
         .target(name: "Receiver", dependencies: [
             "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline",
             .product(name: "NIOCore", package: "swift-nio"),
@@ -104,7 +110,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
-            "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer",
+            "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer", "RTSP", "RTSPServer",
             "Pipeline", "Motion", "Audio",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),

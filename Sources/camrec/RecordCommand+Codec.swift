@@ -26,7 +26,7 @@ extension RecordCommand {
     var codecsInUse: [VideoCodec] {
         var codecs: [VideoCodec] = []
         for output in outputs where !codecs.contains(codec(of: output)) { codecs.append(codec(of: output)) }
-        if (!listen.isEmpty || http != nil) && !codecs.contains(defaultCodec) { codecs.append(defaultCodec) }
+        if (!listen.isEmpty || http != nil || rtsp != nil) && !codecs.contains(defaultCodec) { codecs.append(defaultCodec) }
         return codecs.isEmpty ? [defaultCodec] : codecs
     }
 

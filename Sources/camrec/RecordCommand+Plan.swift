@@ -12,6 +12,8 @@ import Logging
 import NetStream
 import Outputs
 import Recorder
+import RTSP
+import RTSPServer
 
 /// What one recording will do, wired and not started: the source, one encoder and one hub per codec,
 /// the outputs (each subscribed to its codec's hub by the output set), the keyframe gate every IDR
@@ -116,6 +118,13 @@ extension RecordCommand {
             for spec in listen {
                 add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec), defaultCodec)
             }
+            if let server = try makeRTSPServer(framesPerSecond: source.framesPerSecond) {
+                // The default encoding at `/` and its name; another encoding at its name only.
+                for codec in codecs {
+                    let name = codec == .h264 ? "/h264" : "/h265"
+                    add(server.mount(codec: codec, paths: codec == defaultCodec ? ["/", name] : [name]), codec)
+                }
+            }
         } catch {
             throw Recorder.classify(error)
         }
@@ -157,7 +166,7 @@ extension RecordCommand {
         if let sound {
             logger.info("sound: \(sound.source.summary), \(sound.encoder.codec.displayName) at \(sound.encoder.bitrate) bit/s")
             // Where the sound goes and where it does not, in one line: raw outputs keep their contract.
-            let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" }
+            let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" } + (rtsp.map { ["--rtsp \($0)"] } ?? [])
             let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []
             let page = http != nil ? ["the live view"] : []
             printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips + page).joined(separator: ", "))"
@@ -221,6 +230,25 @@ extension RecordCommand {
                                    maximumReceivers: maxReceivers, log: log)
         }
         return TCPPushOutput(endpoint: endpoint, sendsTimingSEI: timingSei, codec: codec, log: log)
+    }
+
+    /// `--rtsp`: the server, its sessions capped like --listen's receivers; nil without the option.
+    func makeRTSPServer(framesPerSecond: Double) throws -> RTSPServer? {
+        guard let rtsp, var endpoint = try? TCPEndpoint(listenSpec: rtsp) else { return nil }
+        if endpoint.host == nil { endpoint.host = "127.0.0.1" }
+        var configuration = RTSPServer.Configuration(endpoint: endpoint)
+        configuration.maximumPacketBytes = rtspMtu
+        configuration.maximumSessions = maxReceivers ?? TCPListenOutput.defaultMaximumReceivers()
+        configuration.framesPerSecond = framesPerSecond
+        if let httpAuthFile {
+            do {
+                let credentials = try Credentials.load(path: httpAuthFile)
+                configuration.authentication = RTSPAuthentication(user: credentials.user, password: credentials.password)
+            } catch {
+                throw Recorder.classify(OutputError(.unwritable, "--http-auth-file: \(error)"))
+            }
+        }
+        return RTSPServer(configuration: configuration, log: networkLog())
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

@@ -122,16 +122,22 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given.", valueName: "[HOST:]PORT"))
     var http: String?
 
-    @Option(help: ArgumentHelp("With --http: only a browser that gives the user name and password in FILE's first line (user:password) may watch; needed to listen beyond loopback.", valueName: "FILE"))
+    @Option(help: ArgumentHelp("Serve the stream over RTSP (camrec as a network camera) on [HOST:]PORT; HOST is 127.0.0.1 unless given. rtsp://HOST:PORT/ is the default encoding, /h264 and /h265 name one; RTP over TCP (interleaved) or UDP.", valueName: "[HOST:]PORT"))
+    var rtsp: String?
+
+    @Option(parsing: .unconditional, help: ArgumentHelp("With --rtsp: the largest RTP packet, header included (default 1400); larger NAL units are fragmented (FU-A, FU).", valueName: "BYTES"))
+    var rtspMtu: Int = 1400
+
+    @Option(help: ArgumentHelp("With --http or --rtsp: only a client that gives the user name and password in FILE's first line (user:password) may watch (HTTP Basic; RTSP Digest or Basic); needed to serve beyond loopback.", valueName: "FILE"))
     var httpAuthFile: String?
 
-    @Flag(help: "With --http on an address other machines reach: serve without a password (anyone who can reach the port can watch).")
+    @Flag(help: "With --http or --rtsp on an address other machines reach: serve without a password (anyone who can reach the port can watch).")
     var httpInsecure = false
 
     @Option(help: ArgumentHelp("Write camrec's process id to FILE while it records (for camrec trigger --pid-file, systemd's PIDFile=, scripts); removed at the end.", valueName: "FILE"))
     var pidFile: String?
 
-    @Option(help: "Most receivers served at once per listening address (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
+    @Option(help: "Most receivers served at once per listening address, and RTSP sessions (default: sized by memory, a quarter of MemAvailable / 2 MiB, between 16 and 4096).")
     var maxReceivers: Int?
 
     @Argument(help: "Where the stream goes, any number of: a file path (.mp4, .mkv, .ts: a container; else raw H.264, or H.265 with --codec hevc or a .h265/.hevc/.265 name), - for stdout, tcp://HOST:PORT (push to a receiver), tcp://[HOST]:PORT?listen (serve receivers), rtmp://HOST/APP/STREAM, rtsp://HOST[:PORT]/PATH or srt://HOST:PORT (publish to a media server).")
@@ -172,7 +178,7 @@ struct RecordCommand: AsyncParsableCommand {
         if !x264Presets.contains(preset) {
             throw ValidationError("--preset \(preset): use one of \(x264Presets.joined(separator: ", "))")
         }
-        if outputs.isEmpty && listen.isEmpty && http == nil && events.eventOutput == nil { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, a media server (rtsp://, rtmp://, srt://), or --event-output PATTERN") }
+        if outputs.isEmpty && listen.isEmpty && http == nil && rtsp == nil && events.eventOutput == nil { throw ValidationError("give an output: a file name, - for stdout, tcp://HOST:PORT, a media server (rtsp://, rtmp://, srt://), or --event-output PATTERN") }
         _ = try networkEndpoints()
         if let http {
             let endpoint: TCPEndpoint
@@ -181,8 +187,18 @@ struct RecordCommand: AsyncParsableCommand {
             if !HTTPAccess.isLoopback(host: host) && httpAuthFile == nil && !httpInsecure {
                 throw ValidationError("--http \(http) can be reached from other machines: give --http-auth-file FILE (a line user:password), or --http-insecure to serve it to anyone")
             }
-        } else if httpAuthFile != nil || httpInsecure {
-            throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT")
+        }
+        if let rtsp {
+            let endpoint: TCPEndpoint
+            do { endpoint = try TCPEndpoint(listenSpec: rtsp) } catch { throw ValidationError("--rtsp \(error.description)") }
+            let host = endpoint.host ?? "127.0.0.1"
+            if !HTTPAccess.isLoopback(host: host) && httpAuthFile == nil && !httpInsecure {
+                throw ValidationError("--rtsp \(rtsp) can be reached from other machines: give --http-auth-file FILE (a line user:password), or --http-insecure to serve it to anyone")
+            }
+            try OptionRange.check(rtspMtu, "--rtsp-mtu", in: 256...65_000)
+        }
+        if http == nil && rtsp == nil && (httpAuthFile != nil || httpInsecure) {
+            throw ValidationError("--http-auth-file and --http-insecure go with --http [HOST:]PORT or --rtsp [HOST:]PORT")
         }
         if outputs.filter({ $0 == "-" }).count > 1 { throw ValidationError("stdout (-) can be given only once") }
         // The same names twice: clips would collide with the recording, and clip retention would delete it.

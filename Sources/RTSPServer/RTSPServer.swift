@@ -1,0 +1,269 @@
+import Bitstream
+import Frames
+import Glibc
+import Hub
+import NIOCore
+import NIOPosix
+import NetStream
+import Outputs
+import RTSP
+import Synchronization
+
+/// `--rtsp [HOST:]PORT`: camrec as a network camera. An RTSP 1.0 server (RFC 2326) on SwiftNIO's event
+/// loops (shared with `--listen` and `--http`; a connection is a task, not a thread). Each encoding is a
+/// path: `/` is the default encoding, `/h264` and `/h265` name one (`RTSPMount`, one per hub).
+///
+/// A client's PLAY subscribes it to its hub at the next IDR (`.skipToIDR`) and asks the keyframe gate
+/// for one, as `--listen` does: a TCP client that falls behind skips to the next IDR, and a UDP client
+/// never waits for anything. A session lives as long as its RTSP connection, and no longer than 60 s
+/// without a sign of life (a request, or RTCP from the client).
+public final class RTSPServer: @unchecked Sendable {
+    public struct Configuration: Sendable {
+        public var endpoint: TCPEndpoint
+        /// The largest RTP packet (header included): the MTU option.
+        public var maximumPacketBytes = 1400
+        public var maximumSessions = 64
+        public var authentication: RTSPAuthentication?
+        public var sessionTimeoutSeconds = 60
+        public var framesPerSecond: Double?
+        public init(endpoint: TCPEndpoint) {
+            self.endpoint = endpoint
+        }
+    }
+
+    public let configuration: Configuration
+    let log: NetworkEventLog
+    /// Connections over this many are closed at once (sessions are counted on their own).
+    var maximumConnections: Int { configuration.maximumSessions + 16 }
+    /// The difference between CLOCK_REALTIME and CLOCK_MONOTONIC when the server started: sender reports
+    /// give the wall-clock time of each frame's capture.
+    let realtimeOffsetNanoseconds: Int64
+
+    private struct State {
+        var servers: [Channel] = []
+        var mounts: [RTSPMount] = []
+        var opened = 0
+        var finished = 0
+        var connections: [ObjectIdentifier: RTSPConnection] = [:]
+        var sessions = 0
+        var stopping = false
+        var clients = 0
+        /// Clients whose malformed request was logged (bounded), so a broken client is logged once.
+        var loggedMalformed: Set<String> = []
+    }
+    private let state = Mutex(State())
+    private let connectionEnded = Mutex<[CheckedContinuation<Void, Never>]>([])
+
+    public init(configuration: Configuration, log: @escaping NetworkEventLog) {
+        self.configuration = configuration
+        self.log = log
+        var real = timespec()
+        clock_gettime(CLOCK_REALTIME, &real)
+        let realNanoseconds = Int64(real.tv_sec) * 1_000_000_000 + Int64(real.tv_nsec)
+        realtimeOffsetNanoseconds = realNanoseconds - Int64(MonotonicClock.now())
+    }
+
+    /// The output of one encoding: `paths` (`/`, `/h264`) serve it.
+    public func mount(codec: VideoCodec, paths: [String]) -> RTSPMount {
+        let mount = RTSPMount(server: self, codec: codec, paths: paths)
+        state.withLock { $0.mounts.append(mount) }
+        return mount
+    }
+
+    public var boundPort: UInt16 {
+        state.withLock { s in UInt16(clamping: s.servers.first?.localAddress?.port ?? 0) }
+    }
+
+    var label: String { "--rtsp \(configuration.endpoint.host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? ""):\(configuration.endpoint.port)" }
+
+    /// The first mount opened binds the port (before capture starts, so a port in use fails first).
+    func opened(_ mount: RTSPMount) throws {
+        let first = state.withLock { s -> Bool in
+            s.opened += 1
+            return s.opened == 1
+        }
+        guard first else { return }
+        let servers: [Channel]
+        do {
+            servers = try ServerSockets.bind(configuration.endpoint) { bootstrap in
+                bootstrap
+                    .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
+                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
+                    .childChannelInitializer { [self] channel in admit(channel) }
+            }
+        } catch let error as SocketError {
+            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
+                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
+            throw OutputError(.unwritable, "cannot serve RTSP on \(label): \(error)\(hint)")
+        } catch {
+            throw OutputError(.unwritable, "cannot serve RTSP on \(label): \(error)")
+        }
+        state.withLock { $0.servers = servers }
+        let paths = state.withLock { $0.mounts.flatMap(\.paths) }
+        let shown = servers.compactMap { $0.localAddress.map(ServerSockets.text) }
+        log("serving RTSP on " + shown.map { "rtsp://\($0)" }.joined(separator: ", ") + " (paths \(paths.joined(separator: ", ")))"
+            + (configuration.authentication == nil ? "" : "; a password is needed"))
+    }
+
+    func mount(forPath path: String) -> RTSPMount? {
+        let trimmed = path.count > 1 && path.hasSuffix("/") ? String(path.dropLast()) : path
+        return state.withLock { s in s.mounts.first { $0.paths.contains(trimmed) && $0.hub != nil } }
+    }
+
+    /// A new connection, on its event loop: closed at once over the limit, else served by a task.
+    private func admit(_ channel: Channel) -> EventLoopFuture<Void> {
+        let address = channel.remoteAddress.map(ServerSockets.text) ?? "?"
+        let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
+        do {
+            asyncChannel = try NIOAsyncChannel(wrappingChannelSynchronously: channel)
+        } catch {
+            return channel.close()
+        }
+        let connection = RTSPConnection(server: self, channel: channel, peer: address)
+        let admitted = state.withLock { s -> Bool in
+            guard !s.stopping, s.connections.count < maximumConnections else { return false }
+            s.connections[ObjectIdentifier(connection)] = connection
+            s.clients += 1
+            return true
+        }
+        guard admitted else {
+            log("rtsp: refusing \(address): already \(maximumConnections) connections (the most allowed)")
+            return channel.close()
+        }
+        Task(executorPreference: EventLoopExecutor(channel.eventLoop)) { [self] in
+            await connection.run(asyncChannel)
+            state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
+            let waiters = connectionEnded.withLock { w in defer { w = [] }; return w }
+            for waiter in waiters { waiter.resume() }
+        }
+        return channel.eventLoop.makeSucceededVoidFuture()
+    }
+
+    /// A session slot, unless the cap is reached.
+    func reserveSession() -> Bool {
+        state.withLock { s in
+            guard s.sessions < configuration.maximumSessions else { return false }
+            s.sessions += 1
+            return true
+        }
+    }
+
+    func releaseSession() { state.withLock { $0.sessions -= 1 } }
+
+    var sessionCount: Int { state.withLock { $0.sessions } }
+
+    /// Whether to log this client's malformed request: once per address (of the last 1024 kept).
+    func firstMalformed(from peer: String) -> Bool {
+        let host = peer.split(separator: ":").dropLast().joined(separator: ":")
+        return state.withLock { s in
+            if s.loggedMalformed.count >= 1024 { s.loggedMalformed.removeAll() }
+            return s.loggedMalformed.insert(host).inserted
+        }
+    }
+
+    /// A mount's hub has closed: its sessions send what they hold (within 5 s), then end; the last mount
+    /// to finish closes the port and waits for every connection to end.
+    func finished(_ mount: RTSPMount) {
+        let (last, connections) = state.withLock { s -> (Bool, [RTSPConnection]) in
+            s.finished += 1
+            return (s.finished >= s.opened, Array(s.connections.values))
+        }
+        for connection in connections { connection.streamEnded(for: mount, within: 5) }
+        guard last else { return }
+        let servers = state.withLock { s -> [Channel] in
+            s.stopping = true
+            // The mounts hold the server: let them go, so neither outlives the recording.
+            s.mounts = []
+            defer { s.servers = [] }
+            return s.servers
+        }
+        for server in servers { try? server.close().wait() }
+        for connection in state.withLock({ Array($0.connections.values) }) { connection.streamEnded(for: nil, within: 5) }
+        // Each connection ends within the 5 s given to it; the closes run on the event loops.
+        let deadline = MonotonicClock.now() + 7_000_000_000
+        while !state.withLock({ $0.connections.isEmpty }) && MonotonicClock.now() < deadline { usleep(10_000) }
+        let clients = state.withLock { $0.clients }
+        log("\(label): served \(clients) client connection\(clients == 1 ? "" : "s")")
+    }
+
+    func abandon() {
+        for connection in state.withLock({ Array($0.connections.values) }) { connection.streamEnded(for: nil, within: 0) }
+    }
+}
+
+/// One encoding served at its paths: the output the recording's output set opens with its hub. It keeps
+/// the newest parameter sets for DESCRIBE (from each IDR, read by a watcher subscription).
+public final class RTSPMount: StreamOutput, @unchecked Sendable {
+    public let codec: VideoCodec
+    public let paths: [String]
+    /// Held here: the output set holds the mounts, and nothing else holds the server.
+    let server: RTSPServer
+    public var label: String { server.label + (paths.last ?? "/") }
+    public var onFailure: (@Sendable (OutputError) -> Void)?
+    public var failure: OutputError? { nil }
+    private let held = Mutex<(hub: StreamHub?, parameterSets: [[UInt8]])>((nil, []))
+    /// A random RTP timestamp origin for this stream (RFC 3550 §5.1).
+    let timestampBase = UInt32.random(in: 0...UInt32.max)
+    let totals = Mutex(Totals())
+
+    struct Totals {
+        var frames = 0
+        var bytes = 0
+        var skipped = 0
+        var playing = 0
+    }
+
+    init(server: RTSPServer, codec: VideoCodec, paths: [String]) {
+        self.server = server
+        self.codec = codec
+        self.paths = paths
+    }
+
+    var hub: StreamHub? { held.withLock { $0.hub } }
+    var parameterSets: [[UInt8]] { held.withLock { $0.parameterSets } }
+
+    public func open(hub: StreamHub) throws {
+        held.withLock { $0.hub = hub }
+        try server.opened(self)
+        // DESCRIBE names the parameter sets of the newest IDR.
+        guard let watcher = hub.subscribe("rtsp parameter sets \(paths.last ?? "/")", from: .nextIDR, policy: .skipToIDR(depth: 4)) else { return }
+        let codec = self.codec
+        Task { [weak self] in
+            while let chunk = await watcher.nextAsync() {
+                defer { chunk.release() }
+                guard chunk.isIDR, let sets = SessionDescription.parameterSets(inIDR: chunk.bytes.prefix(4096), codec: codec) else { continue }
+                guard let self else { break }
+                self.held.withLock { if $0.parameterSets != sets { $0.parameterSets = sets } }
+            }
+            watcher.cancel()
+        }
+    }
+
+    /// The RTP timestamp (90 kHz) of a presentation time.
+    func rtpTimestamp(presentationNanoseconds t: UInt64) -> UInt32 {
+        let ticks = t / 100_000 * 9 + (t % 100_000) * 9 / 100_000
+        return timestampBase &+ UInt32(truncatingIfNeeded: ticks)
+    }
+
+    public var counters: OutputCounters {
+        let t = totals.withLock { $0 }
+        var counters = OutputCounters()
+        counters.frames = t.frames
+        counters.bytes = t.bytes
+        counters.skippedFrames = t.skipped
+        counters.peers = t.playing
+        return counters
+    }
+
+    public func finish() -> OutputReport {
+        server.finished(self)
+        let t = totals.withLock { $0 }
+        var report = OutputReport(label: label)
+        report.frames = t.frames
+        report.bytes = t.bytes
+        report.skippedFrames = t.skipped
+        return report
+    }
+
+    public func abandon() { server.abandon() }
+}
