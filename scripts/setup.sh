@@ -3,7 +3,8 @@
 #   scripts/setup.sh          build and run dependencies
 #   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, alsa-utils (amixer,
 #                             arecord) for its loopback sound card, Xvfb, libva,
-#                             nginx-rtmp and srt-live-transmit as media servers to publish to, headless
+#                             nginx-rtmp and srt-live-transmit as media servers to publish to, GStreamer's
+#                             rtspsrc as a client of --rtsp, headless
 #                             Chromium with Selenium from PyPI to play recordings in a browser, and
 #                             prometheus-client from PyPI, whose parser reads /metrics)
 #   scripts/setup.sh --package  also what scripts/package.sh and scripts/check-package.sh need (dpkg-dev,
@@ -13,7 +14,8 @@ set -euo pipefail
 packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libasound2-dev libv4l-dev libva-dev libyuv-dev libx264-dev libx265-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils alsa-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
-            nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver)
+            nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver
+            gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
 fi
 if [[ "${1:-}" == "--package" ]]; then
   packages+=(dpkg-dev binutils debootstrap lintian systemd-container python3)

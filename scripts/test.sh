@@ -80,6 +80,7 @@ EXPECTED_SUITES=(
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
   "seed-receivers       83  1200   140"   # quiet 93 s, loaded 98 s
   "network-load         21  1200    60"   # quiet 22 s, loaded 36 s
+  "rtsp                 41   600   260"   # new 2026-11-27: 132 s at load average 3-7 (1m55s beside a test build); two encodings served to 10 clients, a password, the bounds
   "containers          134   900   280"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25); 239 s beside two builds (2026-11-26)
   "publish             116   600   300"   # quiet 169-209 s, loaded 183 s; 259 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
   "sound               105   600   230"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27

@@ -1,0 +1,211 @@
+#!/bin/bash
+# Tests/suites/rtsp.sh — `--rtsp`: camrec as a network camera, on loopback, with independent clients.
+#
+# One recording of two encodings (rec.h264 and rec.h265, the test pattern) serves rtsp://…/h264 and /h265
+# while ffmpeg (-rtsp_transport tcp and udp), GStreamer's rtspsrc (its default, UDP first, and
+# protocols=tcp) and Tests/tools/rtsp-client.py (RFCs 2326/6184/7798/3550, no SDP parameter sets) pull
+# from it. Each client's copy must decode, from its first picture on, to the recording's own pictures:
+# every burned-in counter in a row and each picture's MD5 equal (Tests/tools/rtsp-compare.py). Late
+# joiners (1 s and 8 s in) get the parameter sets in-band and their first picture within one keyframe
+# interval; the SDP carries the recording's parameter sets; RTP-Info, sender reports and keep-alives
+# are read by the client. A second recording needs a password (Digest for ffmpeg, Basic for the
+# client; a wrong one gets the same 401 as none). A third one checks the bounds: a request head over
+# 8 KiB or with more than 64 header lines, a body over its cap and garbage are answered 400 and closed
+# (logged once per client), the session cap (--max-receivers) answers 453, and a TCP client that PLAYs
+# and never reads neither holds up the file nor grows camrec's memory, and is cut.
+#
+# Environment: CAMREC=path   test this binary instead of building with `swift build`
+#              KEEP=1        keep the work directory
+# Ends with "N passed, N failed".
+set -uo pipefail
+cd "$(dirname "$0")/../.."
+export PATH="/opt/swift/usr/bin:$PATH"
+
+SUITE=rtsp NET_PORT_BASE=17000
+# pass/fail/check/finish, CAMREC, W, PIDS, next_port, wait_listen, wait_for, frames_of, stream-checks.sh.
+source Tests/lib/net-suite.sh
+for tool in timeout gst-launch-1.0; do
+    command -v "$tool" >/dev/null || { echo "rtsp: $tool not found (scripts/setup.sh --test)"; FAIL=1; finish; }
+done
+CLIENT="python3 $PWD/Tests/tools/rtsp-client.py"
+COMPARE="python3 $PWD/Tests/tools/rtsp-compare.py"
+jfield() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
+same_frames() { local r; r=$($COMPARE "$1" "$2" "$3"); echo "  $2: $r"; [[ $r == *"each picture equal"* ]]; }
+
+# ffmpeg and GStreamer clients: NAME CODEC TRANSPORT SECONDS, copying the stream into $W/NAME.CODEC.
+ffmpeg_client() {
+    local muxer=h264; [[ $2 == h265 ]] && muxer=hevc
+    timeout 30 ffmpeg -v error -rtsp_transport "$3" -i "rtsp://127.0.0.1:$P/$2" -c copy -t "$4" -f $muxer -y "$W/$1.$2" 2>"$W/$1-$2.err"
+}
+gst_client() {
+    local depay=rtph264depay parse=h264parse caps=video/x-h264 protocols=()
+    [[ $2 == h265 ]] && depay=rtph265depay parse=h265parse caps=video/x-h265
+    [[ $3 == tcp ]] && protocols=(protocols=tcp)
+    timeout -s INT "$4" gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$P/$2" latency=200 "${protocols[@]}" \
+        ! $depay ! $parse ! "$caps,stream-format=byte-stream,alignment=au" ! filesink location="$W/$1.$2" >"$W/$1-$2.err" 2>&1
+    return 0
+}
+# The parameter sets in an SDP's fmtp equal the first ones in FILE (Annex B).
+sdp_sets_match() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import base64, re, sys
+sdp, path, codec = open(sys.argv[1]).read(), sys.argv[2], sys.argv[3]
+units = open(path, "rb").read().split(b"\0\0\0\1")[1:]
+if codec == "h264":
+    m = re.search(r"a=fmtp:96 packetization-mode=1;profile-level-id=([0-9A-F]{6});sprop-parameter-sets=([^,\s]+),(\S+)", sdp)
+    want = [u for u in units if u[0] & 0x1F in (7, 8)][:2]
+    ok = m and [base64.b64decode(m.group(2)), base64.b64decode(m.group(3))] == want and m.group(1) == want[0][1:4].hex().upper()
+else:
+    m = re.search(r"a=fmtp:96 sprop-vps=(\S+);sprop-sps=(\S+);sprop-pps=(\S+)", sdp)
+    want = [u for u in units if (u[0] >> 1) & 0x3F in (32, 33, 34)][:3]
+    ok = m and [base64.b64decode(g) for g in m.groups()] == want
+print("  SDP:", re.findall(r"a=fmtp.*", sdp))
+sys.exit(0 if ok else 1)
+PY
+}
+describe() {
+    python3 - "$1" <<'PY'
+import socket, sys
+from urllib.parse import urlparse
+u = urlparse(sys.argv[1]); s = socket.create_connection((u.hostname, u.port), timeout=5)
+s.sendall(f"DESCRIBE {sys.argv[1]} RTSP/1.0\r\nCSeq: 1\r\nAccept: application/sdp\r\n\r\n".encode())
+data = b""
+while b"\r\n\r\n" not in data or len(data.split(b"\r\n\r\n", 1)[1]) < int(([l for l in data.split(b"\r\n") if l.lower().startswith(b"content-length")] or [b"x: 0"])[0].split(b":")[1]):
+    chunk = s.recv(65536)
+    if not chunk: break
+    data += chunk
+print(data.split(b"\r\n\r\n", 1)[1].decode())
+PY
+}
+# A late joiner's report: parameter sets in-band right before its first IDR…
+inband_sets() {
+    local types; types=$(jfield "$1" types_before_first_idr)
+    [[ $types == "$2" ]] || { echo "  $1: NAL types before the first IDR $types (want $2)"; return 1; }
+}
+# …and that IDR is at most BOUND s of stream after the newest frame when it PLAYed (RTP-Info's rtptime):
+# the stream's own clock, whatever the machine's load did to the wall-clock time (printed beside).
+first_picture_within() {
+    local s w; s=$(jfield "$1" first_rtptime_delta) w=$(jfield "$1" seconds_to_first_idr)
+    echo "  $1: first picture $s s of stream after the newest frame at PLAY, whole $w s after PLAY (bound $2 s of stream)"
+    [[ $s != None ]] && python3 -c "import sys; sys.exit(0 if 0 <= float('$s') <= $2 else 1)"
+}
+
+# --- 1. two encodings served while they are recorded; eight clients and four late joiners -------------
+# IDR every 60 frames (2 s): one keyframe interval is the late joiners' bound.
+next_port; P=$PORT
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --keyframe-interval 60 --preset ultrafast --duration 16 \
+    "$W/rec.h264" "$W/rec.h265" --rtsp "127.0.0.1:$P" 2>"$W/cam.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+sleep 1
+$CLIENT play "rtsp://127.0.0.1:$P/h264" 4 "$W/j1.h264" "$W/j1-h264.json" & J1=$!
+$CLIENT play "rtsp://127.0.0.1:$P/h265" 4 "$W/j1.h265" "$W/j1-h265.json" & J2=$!
+describe "rtsp://127.0.0.1:$P/h264" >"$W/h264.sdp"
+describe "rtsp://127.0.0.1:$P/h265" >"$W/h265.sdp"
+sleep 1
+clients=()
+for codec in h264 h265; do
+    ffmpeg_client ff-tcp $codec tcp 5 & clients+=($!)
+    ffmpeg_client ff-udp $codec udp 5 & clients+=($!)
+    gst_client gst-default $codec default 7 & clients+=($!)
+    gst_client gst-tcp $codec tcp 7 & clients+=($!)
+done
+wait $J1 $J2
+sleep 2
+$CLIENT play "rtsp://127.0.0.1:$P/h264" 4 "$W/j8.h264" "$W/j8-h264.json" & J3=$!
+$CLIENT play "rtsp://127.0.0.1:$P/h265" 4 "$W/j8.h265" "$W/j8-h265.json" & J4=$!
+wait "${clients[@]}" $J3 $J4
+wait_for $CAM 30; rc=$?
+check "serving: the recording with --rtsp exits 0 (status $rc)" [ $rc -eq 0 ]
+for codec in h264 h265; do
+    sets="[7, 8]"; [[ $codec == h265 ]] && sets="[32, 33, 34]"
+    check "$codec: DESCRIBE's SDP names the recording's parameter sets" sdp_sets_match "$W/$codec.sdp" "$W/rec.$codec" $codec
+    check "$codec: ffmpeg over TCP decodes every frame from its first IDR as the recording" same_frames "$W/rec.$codec" "$W/ff-tcp.$codec" 90
+    check "$codec: ffmpeg over UDP decodes every frame from its first IDR as the recording" same_frames "$W/rec.$codec" "$W/ff-udp.$codec" 90
+    check "$codec: GStreamer rtspsrc (default: UDP) decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-default.$codec" 90
+    check "$codec: GStreamer rtspsrc protocols=tcp decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-tcp.$codec" 90
+    for j in j1 j8; do
+        check "$codec: joiner at ${j#j} s gets $sets in-band right before its first IDR" inband_sets "$W/$j-$codec.json" "$sets"
+        check "$codec: joiner at ${j#j} s has its first picture within one keyframe interval (60 frames)" first_picture_within "$W/$j-$codec.json" 2.001
+        check "$codec: joiner at ${j#j} s decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/$j.$codec" 60
+    done
+done
+check "GStreamer's default client played over UDP (camrec's log)" grep -q "plays /h264 over UDP" "$W/cam.log"
+rtp_info_ok() {
+    [[ $(jfield "$1" first_seq_matches) == True ]] && python3 -c "import sys; sys.exit(0 if 0 <= float('$(jfield "$1" first_rtptime_delta)') <= 2 else 1)" \
+        || { echo "  $(jfield "$1" rtp_info); first seq matches: $(jfield "$1" first_seq_matches), rtptime to first packet $(jfield "$1" first_rtptime_delta) s"; return 1; }
+}
+check "PLAY's RTP-Info: seq is the first packet's, rtptime at most 2 s of stream before it" rtp_info_ok "$W/j1-h264.json"
+sender_reports_ok() {
+    local n e; n=$(jfield "$1" sender_reports) e=$(jfield "$1" sr_clock_error_ms)
+    echo "  $1: $n sender reports in 4 s, NTP time at most $e ms from this clock"
+    [[ $n -ge 3 && $e != None ]] && python3 -c "import sys; sys.exit(0 if $e < 500 else 1)"
+}
+check "RTCP: a sender report each second, its NTP time the capture's (within 500 ms of the clock)" sender_reports_ok "$W/j8-h264.json"
+keepalive_ok() {
+    [[ $(jfield "$1" keepalive_statuses) == "[200, 200]" && $(jfield "$1" session) == *";timeout=60" \
+        && $(jfield "$1" public) == "OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN, GET_PARAMETER, SET_PARAMETER" \
+        && $(jfield "$1" teardown_status) == 200 ]] || { cat "$1"; return 1; }
+}
+check "every method in Public answers 200 (GET_PARAMETER, SET_PARAMETER, TEARDOWN); Session: …;timeout=60" keepalive_ok "$W/j8-h265.json"
+
+# --- 2. a password: Digest (ffmpeg), Basic (the client), a wrong one gets the same 401 as none ---------
+next_port; P=$PORT
+printf 'cam:pass word\n' >"$W/auth"
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --preset ultrafast --duration 10 "$W/auth.h264" \
+    --rtsp "127.0.0.1:$P" --http-auth-file "$W/auth" 2>"$W/auth.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+# The three at once: a loaded machine starts ffmpeg slowly.
+timeout 20 ffmpeg -v error -rtsp_transport tcp -i "rtsp://cam:pass%20word@127.0.0.1:$P/" -c copy -t 3 -f h264 -y "$W/ff-auth.h264" 2>"$W/ff-auth.err" & F=$!
+$CLIENT play "rtsp://127.0.0.1:$P/" 3 "$W/basic.h264" "$W/basic.json" --user cam --password "pass word" --basic & B=$!
+auth_answer=$($CLIENT auth "rtsp://127.0.0.1:$P/" cam "pass wore")
+wait $F $B
+wait_for $CAM 20
+check "password: ffmpeg (Digest) decodes every frame as the recording" same_frames "$W/auth.h264" "$W/ff-auth.h264" 60
+check "password: Basic from the same file decodes every frame as the recording" same_frames "$W/auth.h264" "$W/basic.h264" 45
+check "password: a wrong one from localhost gets 401, the same answer as none ($auth_answer)" [ "$auth_answer" = "401 401 same" ]
+
+# --- 3. bounds ---------------------------------------------------------------------------------------
+next_port; P=$PORT
+"$CAMREC" --test-pattern --fps 30 --size 1280x720 --bitrate 12M --preset ultrafast --duration 30 --max-receivers 2 "$W/bounds.h264" \
+    --rtsp "127.0.0.1:$P" &>"$W/bounds.log" & CAM=$!; PIDS+=($CAM)
+started=$(date +%s%N)
+wait_listen "$P"
+python3 -c 'import sys; sys.stdout.write("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\nX-Pad: " + "a" * 8200 + "\r\n\r\n")' >"$W/big-head"
+python3 -c 'import sys; sys.stdout.write("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n" + "".join("X-%d: y\r\n" % i for i in range(64)) + "\r\n")' >"$W/65-lines"
+python3 -c 'import sys; sys.stdout.write("OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n" + "".join("X-%d: y\r\n" % i for i in range(63)) + "\r\n")' >"$W/64-lines"
+printf 'SET_PARAMETER * RTSP/1.0\r\nCSeq: 1\r\nContent-Length: 100000\r\n\r\n' >"$W/big-body"
+printf '\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03 not rtsp\r\n\r\n' >"$W/garbage"
+check "bounds: a request head over 8 KiB gets 400 and the connection closed" [ "$($CLIENT raw 127.0.0.1 "$P" "$W/big-head")" = "400 closed" ]
+check "bounds: 65 header lines get 400 and the connection closed" [ "$($CLIENT raw 127.0.0.1 "$P" "$W/65-lines")" = "400 closed" ]
+check "bounds: 64 header lines are a request (200, kept open)" [ "$($CLIENT raw 127.0.0.1 "$P" "$W/64-lines")" = "200 open" ]
+check "bounds: a body over its cap gets 400 and the connection closed" [ "$($CLIENT raw 127.0.0.1 "$P" "$W/big-body")" = "400 closed" ]
+check "bounds: garbage gets 400 and the connection closed" [ "$($CLIENT raw 127.0.0.1 "$P" "$W/garbage")" = "400 closed" ]
+check "bounds: four malformed requests from one client are logged once" [ "$(grep -c 'malformed request' "$W/bounds.log")" = 1 ]
+check "bounds: --max-receivers 2: a third session gets 453" [ "$($CLIENT sessions "rtsp://127.0.0.1:$P/" 3)" = "200 200 453" ]
+# A TCP client that PLAYs and never reads: the recording goes on, camrec's memory stays put, and the
+# client is cut (10 s for one access unit).
+sleep 1
+$CLIENT stall "rtsp://127.0.0.1:$P/" 13 >"$W/stall.out" & STALL=$!
+sleep 3
+rss_start=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
+sleep 8
+rss_end=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
+wait $STALL
+wait_for $CAM 30; rc=$?
+took=$((($(date +%s%N) - started) / 1000000))
+dropped=$(summary_dropped "$W/bounds.log" "$W/bounds.h264")
+frames=$(frames_of "$W/bounds.h264")
+echo "  RSS ${rss_start:-?} kB 3 s into the stall, ${rss_end:-?} kB 11 s in; the file has ${frames:-?} frames (ffprobe), dropped ${dropped:-?}, in $took ms"
+# A recording held up by its client loses what the camera gives meanwhile (10 s of a stall is 300
+# frames); a loaded machine drops some too (up to 45 seen): at least 780 of the 900 frames of 30 s.
+check "stalled client: the recording exits 0 with at least 780 of 900 frames in the file (${frames:-none}, ffprobe)" \
+    [ $rc -eq 0 -a "${frames:-0}" -ge 780 ]
+check "stalled client: the file holds every frame camrec did not report dropped (burned-in counters)" \
+    counters_account "$W/bounds.h264" "${dropped:-none}"
+# What a stalled client may hold: its queue (60 frames, ~3 MB at 12 Mbit/s), the chunks the encoder
+# allocates while those are held (as many), one access unit in flight: 8.4 MiB measured; 12 MiB.
+rss_grew_under() { [[ -n $rss_start && -n $rss_end ]] && ((rss_end - rss_start < $1)); }
+check "stalled client: camrec's RSS grew under 12 MiB while it read nothing ($(((${rss_end:-0} - ${rss_start:-0}) / 1024)) MiB)" \
+    rss_grew_under 12288
+check "stalled client: camrec cut it (it fell behind)" [ "$(cat "$W/stall.out")" = closed ]
+finish

@@ -1,0 +1,359 @@
+#!/usr/bin/env python3
+"""A small RTSP 1.0 client for the rtsp suite, written from RFC 2326, RFC 6184 (H.264), RFC 7798 (H.265)
+and RFC 3550 (RTP/RTCP); it shares no code with camrec and ignores the SDP's parameter sets, so what it
+decodes comes from the stream alone.
+
+  play URL SECONDS OUT JSON [--user U --password P] [--basic]
+      OPTIONS, DESCRIBE, SETUP (RTP over TCP, interleaved 0-1), PLAY; reads for SECONDS, sending
+      GET_PARAMETER and SET_PARAMETER keep-alives; writes the NAL units as Annex B to OUT and a report
+      to JSON: Public, the Session header, RTP-Info against the first packet, sequence gaps, the NAL
+      types before the first IDR, seconds from PLAY to the first whole IDR picture, sender reports.
+  stall URL SECONDS
+      SETUP and PLAY over TCP, then reads nothing for SECONDS; prints "closed" when camrec has cut the
+      connection by then (EOF or reset), else "open".
+  raw HOST PORT FILE
+      Sends FILE's bytes; prints the response's status code (or "none") and "closed" or "open" (3 s later).
+  auth URL USER PASSWORD
+      DESCRIBE without credentials, then with USER/PASSWORD (Digest) on the same connection; prints the
+      two status codes and whether the two 401s (if both) carry the same headers but the nonce and CSeq.
+  sessions URL N
+      N connections, each SETUP over TCP; prints each SETUP's status code.
+"""
+import base64
+import hashlib
+import json
+import socket
+import struct
+import sys
+import time
+from urllib.parse import urlparse
+
+
+class Connection:
+    def __init__(self, url, user=None, password=None, basic=False):
+        self.url = url
+        parsed = urlparse(url)
+        self.sock = socket.create_connection((parsed.hostname, parsed.port or 554), timeout=10)
+        self.cseq = 0
+        self.buffer = b""
+        self.user, self.password, self.basic = user, password, basic
+        self.challenge = None
+        self.session = None
+        self.interleaved = []
+
+    def authorization(self, method, uri):
+        if self.user is None or self.challenge is None:
+            return None
+        if self.basic:
+            return "Basic " + base64.b64encode(f"{self.user}:{self.password}".encode()).decode()
+        fields = dict(part.strip().split("=", 1) for part in self.challenge[len("Digest "):].split(","))
+        realm, nonce = fields["realm"].strip('"'), fields["nonce"].strip('"')
+        ha1 = hashlib.md5(f"{self.user}:{realm}:{self.password}".encode()).hexdigest()
+        ha2 = hashlib.md5(f"{method}:{uri}".encode()).hexdigest()
+        response = hashlib.md5(f"{ha1}:{nonce}:{ha2}".encode()).hexdigest()
+        return f'Digest username="{self.user}", realm="{realm}", nonce="{nonce}", uri="{uri}", response="{response}"'
+
+    def send(self, method, uri, headers=(), body=b""):
+        self.cseq += 1
+        lines = [f"{method} {uri} RTSP/1.0", f"CSeq: {self.cseq}", "User-Agent: rtsp-suite"]
+        auth = self.authorization(method, uri)
+        if auth:
+            lines.append(f"Authorization: {auth}")
+        if self.session:
+            lines.append(f"Session: {self.session}")
+        lines += list(headers)
+        if body:
+            lines.append(f"Content-Length: {len(body)}")
+        self.sock.sendall(("\r\n".join(lines) + "\r\n\r\n").encode() + body)
+        return self.cseq
+
+    def fill(self):
+        data = self.sock.recv(65536)
+        if not data:
+            raise EOFError("closed")
+        self.buffer += data
+
+    def next_message(self):
+        """('response', status, headers, body) or ('interleaved', channel, payload)."""
+        while True:
+            if self.buffer[:1] == b"$":
+                if len(self.buffer) >= 4:
+                    channel, length = self.buffer[1], struct.unpack(">H", self.buffer[2:4])[0]
+                    if len(self.buffer) >= 4 + length:
+                        payload = self.buffer[4:4 + length]
+                        self.buffer = self.buffer[4 + length:]
+                        return ("interleaved", channel, payload)
+            elif b"\r\n\r\n" in self.buffer:
+                head, rest = self.buffer.split(b"\r\n\r\n", 1)
+                lines = head.decode(errors="replace").split("\r\n")
+                status = int(lines[0].split()[1])
+                headers = {}
+                for line in lines[1:]:
+                    name, _, value = line.partition(":")
+                    headers.setdefault(name.strip().lower(), []).append(value.strip())
+                length = int(headers.get("content-length", ["0"])[0])
+                if len(rest) >= length:
+                    self.buffer = rest[length:]
+                    return ("response", status, headers, rest[:length])
+            self.fill()
+
+    def request(self, method, uri, headers=(), body=b""):
+        cseq = self.send(method, uri, headers, body)
+        while True:
+            message = self.next_message()
+            if message[0] == "interleaved":
+                self.interleaved.append(message)
+                continue
+            _, status, got, content = message
+            if got.get("cseq", [""])[0] != str(cseq):
+                raise ValueError(f"CSeq {got.get('cseq')} for request {cseq}")
+            if status == 401 and self.user is not None and self.challenge is None:
+                offers = got.get("www-authenticate", [])
+                self.challenge = next((o for o in offers if o.startswith("Digest")), offers[0] if offers else None)
+                return self.request(method, uri, headers, body)
+            return status, got, content
+
+
+def setup_and_play(connection):
+    status, headers, sdp = connection.request("DESCRIBE", connection.url, ["Accept: application/sdp"])
+    if status != 200:
+        raise SystemExit(f"DESCRIBE: {status}")
+    base = headers.get("content-base", [connection.url])[0]
+    control = next((line[len("a=control:"):] for line in sdp.decode().splitlines()
+                    if line.startswith("a=control:") and line != "a=control:*"), "")
+    track = control if control.startswith("rtsp://") else base.rstrip("/") + "/" + control
+    status, headers, _ = connection.request("SETUP", track, ["Transport: RTP/AVP/TCP;unicast;interleaved=0-1"])
+    if status != 200:
+        raise SystemExit(f"SETUP: {status}")
+    session_header = headers["session"][0]
+    connection.session = session_header.split(";")[0]
+    status, play_headers, _ = connection.request("PLAY", base, ["Range: npt=0.000-"])
+    if status != 200:
+        raise SystemExit(f"PLAY: {status}")
+    return sdp.decode(), session_header, play_headers
+
+
+def play(url, seconds, out_path, json_path, user=None, password=None, basic=False):
+    c = Connection(url, user, password, basic)
+    status, headers, _ = c.request("OPTIONS", url)
+    public = headers.get("public", [""])[0]
+    sdp, session_header, play_headers = setup_and_play(c)
+    played = time.time()
+    codec = "h265" if "H265/90000" in sdp else "h264"
+    rtp_info = play_headers.get("rtp-info", [""])[0]
+    info = dict(p.split("=", 1) for p in rtp_info.split(";")[1:] if "=" in p)
+    report = {"public": public, "session": session_header, "rtp_info": rtp_info, "codec": codec,
+              "first_seq_matches": None, "first_rtptime_delta": None, "sequence_gaps": 0, "packets": 0,
+              "types_before_first_idr": None, "seconds_to_first_idr": None, "sender_reports": 0,
+              "sr_clock_error_ms": None, "keepalive_statuses": [], "nal_units": 0}
+    out = open(out_path, "wb")
+    c.sock.settimeout(0.5)
+    last_seq = None
+    pending = None
+    types_seen = []
+    idr_done = False
+    current_au_has_idr = False
+    next_keepalive = played + 2
+    deadline = played + seconds
+    sr_errors = []
+
+    def nal_type(header):
+        return header[0] & 0x1F if codec == "h264" else (header[0] >> 1) & 0x3F
+
+    def is_idr(t):
+        return t == 5 if codec == "h264" else t in (19, 20, 21)
+
+    def emit(unit):
+        nonlocal current_au_has_idr
+        out.write(b"\0\0\0\1" + unit)
+        report["nal_units"] += 1
+        t = nal_type(unit)
+        if not idr_done:
+            if is_idr(t):
+                current_au_has_idr = True
+            elif report["types_before_first_idr"] is None:
+                types_seen.append(t)
+
+    def handle(channel, payload):
+        nonlocal last_seq, pending, idr_done, current_au_has_idr
+        if channel == 1:
+            if len(payload) >= 28 and payload[1] == 200:
+                report["sender_reports"] += 1
+                ntp_s, ntp_f = struct.unpack(">II", payload[8:16])
+                sr_errors.append(abs((ntp_s - 2208988800 + ntp_f / 2**32) - time.time()) * 1000)
+            return
+        if channel != 0 or len(payload) < 12:
+            return
+        seq = struct.unpack(">H", payload[2:4])[0]
+        ts = struct.unpack(">I", payload[4:8])[0]
+        marker = payload[1] & 0x80
+        report["packets"] += 1
+        if last_seq is None:
+            report["first_seq_matches"] = str(seq) == info.get("seq")
+            if "rtptime" in info:
+                report["first_rtptime_delta"] = ((ts - int(info["rtptime"])) & 0xFFFFFFFF) / 90000.0
+        elif seq != (last_seq + 1) & 0xFFFF:
+            report["sequence_gaps"] += 1
+        last_seq = seq
+        data = payload[12:]
+        t = nal_type(data)
+        if (codec == "h264" and t == 28) or (codec == "h265" and t == 49):
+            fu = data[1] if codec == "h264" else data[2]
+            body = data[2:] if codec == "h264" else data[3:]
+            if fu & 0x80:
+                pending = bytes([(data[0] & 0xE0) | (fu & 0x1F)]) if codec == "h264" else \
+                    bytes([(data[0] & 0x81) | ((fu & 0x3F) << 1), data[1]])
+            if pending is not None:
+                pending += body
+                if fu & 0x40:
+                    emit(pending)
+                    pending = None
+        else:
+            emit(data)
+        if marker and not idr_done:
+            if current_au_has_idr:
+                idr_done = True
+                report["seconds_to_first_idr"] = round(time.time() - played, 3)
+                report["types_before_first_idr"] = types_seen
+            else:
+                types_seen.clear()
+
+    for message in c.interleaved:
+        handle(message[1], message[2])
+    c.interleaved = []
+    while time.time() < deadline:
+        if time.time() >= next_keepalive:
+            next_keepalive += 2
+            for method in ("GET_PARAMETER", "SET_PARAMETER"):
+                c.send(method, url)
+                while True:
+                    try:
+                        m = c.next_message()
+                    except socket.timeout:
+                        continue
+                    if m[0] == "interleaved":
+                        handle(m[1], m[2])
+                    else:
+                        report["keepalive_statuses"].append(m[1])
+                        break
+        try:
+            m = c.next_message()
+        except socket.timeout:
+            continue
+        except EOFError:
+            report["closed_early"] = True
+            break
+        if m[0] == "interleaved":
+            handle(m[1], m[2])
+    c.sock.settimeout(5)
+    try:
+        c.session = session_header.split(";")[0]
+        cseq = c.send("TEARDOWN", url)
+        while True:
+            m = c.next_message()
+            if m[0] == "response":
+                report["teardown_status"] = m[1]
+                break
+    except Exception as e:  # noqa: BLE001
+        report["teardown_status"] = str(e)
+    out.close()
+    report["sr_clock_error_ms"] = round(max(sr_errors), 1) if sr_errors else None
+    json.dump(report, open(json_path, "w"), indent=1)
+
+
+def stall(url, seconds):
+    parsed = urlparse(url)
+    c = Connection(url)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
+    setup_and_play(c)
+    time.sleep(seconds)
+    c.sock.settimeout(0.2)
+    state = "open"
+    try:
+        while True:
+            if not c.sock.recv(1 << 20):
+                state = "closed"
+                break
+    except socket.timeout:
+        state = "open"
+    except (ConnectionResetError, BrokenPipeError):
+        state = "closed"
+    print(state)
+
+
+def raw(host, port, path):
+    sock = socket.create_connection((host, int(port)), timeout=5)
+    try:
+        sock.sendall(open(path, "rb").read())
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+    data = b""
+    state = "open"
+    sock.settimeout(3)
+    try:
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                state = "closed"
+                break
+            data += chunk
+    except socket.timeout:
+        state = "open"
+    except ConnectionResetError:
+        state = "closed"
+    first = data.split(b"\r\n", 1)[0].split()
+    print(first[1].decode() if len(first) > 1 else "none", state)
+
+
+def auth(url, user, password):
+    c = Connection(url)
+    c.send("DESCRIBE", url)
+    none = c.next_message()
+    c.user, c.password = user, password
+    c.challenge = next(o for o in none[2].get("www-authenticate", []) if o.startswith("Digest"))
+    c.send("DESCRIBE", url)
+    given = c.next_message()
+    same = none[1] == given[1] == 401 and {k: v for k, v in none[2].items() if k != "cseq"} == \
+        {k: v for k, v in given[2].items() if k != "cseq"} and none[3] == given[3]
+    print(none[1], given[1], "same" if same else "different")
+
+
+def sessions(url, n):
+    held = []
+    statuses = []
+    for _ in range(n):
+        c = Connection(url)
+        status, headers, sdp = c.request("DESCRIBE", url)
+        status, _, _ = c.request("SETUP", url.rstrip("/") + "/trackID=0", ["Transport: RTP/AVP/TCP;unicast;interleaved=0-1"])
+        statuses.append(str(status))
+        held.append(c)
+    print(" ".join(statuses))
+
+
+def main():
+    args = sys.argv[1:]
+    options = {}
+    for name in ("--user", "--password"):
+        if name in args:
+            i = args.index(name)
+            options[name[2:]] = args[i + 1]
+            del args[i:i + 2]
+    basic = "--basic" in args
+    if basic:
+        args.remove("--basic")
+    if args[:1] == ["play"] and len(args) == 5:
+        play(args[1], float(args[2]), args[3], args[4], options.get("user"), options.get("password"), basic)
+    elif args[:1] == ["stall"] and len(args) == 3:
+        stall(args[1], float(args[2]))
+    elif args[:1] == ["raw"] and len(args) == 4:
+        raw(args[1], args[2], args[3])
+    elif args[:1] == ["auth"] and len(args) == 4:
+        auth(args[1], args[2], args[3])
+    elif args[:1] == ["sessions"] and len(args) == 3:
+        sessions(args[1], int(args[2]))
+    else:
+        sys.exit(__doc__)
+
+
+if __name__ == "__main__":
+    main()
