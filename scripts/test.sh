@@ -75,7 +75,7 @@ EXPECTED_SUITES=(
   "vm-mjpeg             35  1200   150"   # quiet 64 s, beside one busy loop 71 s (2026-11-26); 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
   "vm-microphone        40  1200   300"   # 143 s beside the hour-long VM run, 123-125 s alone before the camera-return case (2026-11-27, new: --audio from snd-aloop and snd-dummy, about two minutes of it recording in real time)
   "vm-unattended        49  1200   210"   # quiet 60 s, beside one busy loop 105 s (2026-11-26); 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
-  "fuzz                  3   900   230"   # 40 s a target: quiet ~144 s; at 60 s a target it was quiet 204 s, loaded 215 s
+  "fuzz                  4   900   230"   # 40 s a target: quiet ~144 s; at 60 s a target it was quiet 204 s, loaded 215 s
   "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
   "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
   "seed-receivers       83  1200   140"   # quiet 93 s, loaded 98 s

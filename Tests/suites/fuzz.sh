@@ -4,17 +4,19 @@
 #                    AccessUnitAssembler and its open-access-unit count (the receiver's bound), the
 #                    timing SEI; each input reassembled whole and in pieces, results must agree;
 #   FuzzParsers      SPS, PPS and slice-header parsers, and the access-unit bound from any SPS;
-#   FuzzWriter       AnnexBStreamWriter on any access unit: no trap, 4-byte start codes out.
+#   FuzzWriter       AnnexBStreamWriter on any access unit: no trap, 4-byte start codes out;
+#   FuzzRTSP         the RTSP request and interleaved-frame parser (whole, a byte at a time and in pieces:
+#                    the same messages and error, within its bounds), RTCP receiver reports, Transport.
 # Any difference, trap or crash fails. Seeds: real access units from camrec and from ffmpeg's
 # libx264 (3-byte start codes), plus the corpus kept from earlier runs (one corpus per target).
 #
-# Environment: FUZZ_SECONDS=N   how long to fuzz each target (default 40: three targets, 2 minutes;
+# Environment: FUZZ_SECONDS=N   how long to fuzz each target (default 30: four targets, 2 minutes;
 #                              the full run must fit 30 minutes; a corpus kept on the machine carries over)
 # Ends with "N passed, N failed".
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 export PATH="/opt/swift/usr/bin:$PATH"
-seconds=${FUZZ_SECONDS:-40}
+seconds=${FUZZ_SECONDS:-30}
 
 summary() { echo "$1 passed, $2 failed"; [[ $2 -eq 0 ]]; exit $?; }
 
@@ -33,10 +35,11 @@ fi
 if [[ -n ${CAMREC:-} && -x $CAMREC ]]; then
     "$CAMREC" --test-pattern --size 64x48 --frames 4 "$work/camrec.h264" 2>/dev/null && head -c 4000 "$work/camrec.h264" >"$seeds/seed-camrec"
 fi
+printf 'OPTIONS rtsp://127.0.0.1:8554/ RTSP/1.0\r\nCSeq: 1\r\n\r\n$\x01\x00\x08\x81\xc9\x00\x01\x00\x00\x00\x01SET_PARAMETER * RTSP/1.0\r\nCSeq: 2\r\nContent-Length: 3\r\n\r\nabc' >"$seeds/seed-rtsp"
 printf '\x00\x00\x00\x01\x67\x42\x00\x1e\x00\x00\x01\x68\xce\x3c\x80\x00\x00\x00\x01\x65\x88\x84\x00\x00\x03\x01\x00\x00\x00\x00\x01\x41\x9a' >"$seeds/seed-tiny"
 
 passed=0 failed=0
-for target in FuzzReassembler FuzzParsers FuzzWriter; do
+for target in FuzzReassembler FuzzParsers FuzzWriter FuzzRTSP; do
     fuzzer=Fuzz/.build/release/$target
     [[ -x $fuzzer ]] || { echo "fuzz: no $fuzzer"; failed=$((failed + 1)); continue; }
     corpus=$seeds/$target
