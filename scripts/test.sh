@@ -65,29 +65,29 @@ TEST_JOBS=${TEST_JOBS:-2}
 # silently shrank, an XCTest target left out of Package.swift). Change a count in the commit that
 # changes the checks. Add a line here with each new Tests/suites/NAME.sh: an unlisted suite fails.
 EXPECTED_SUITES=(
-  # name           checks limit budget
-  "swift-tests         322  2400   290"   # quiet 121 s, beside one busy loop 145 s, once libx264 was called directly and libav* loaded on first use (2026-11-26); XCTest cases (two processes of the release bundle since 2026-11-26: 143 s alone, 284 s in one), the expected skips not counted; 497 s beside two builds and the event tests (the event and motion end-to-end tests add ~75 s, 2026-11-26); 233-251 s in quiet full runs beside the VM lane, 395 s beside one busy loop (a slow 2-core machine, 2026-11-25); debug before: quiet 155 s alone, loaded 246 s
-  "network              103  1200   150"   # quiet 82 s, loaded 94 s
-  "vaapi-host           84   900   160"   # quiet 105 s, loaded 117 s
-  "vaapi-vm             37  1200   300"   # quiet 123 s (78 CPU s), beside one busy loop 150 s, with camrec loading 21 libraries in the VM instead of 147 (2026-11-26); 209 s in a full run on a slow 2-core machine and 173-187 s beside the host suites, with the analysis on the host (on_host; 447 s in the VM before), 2026-11-25; earlier loaded runs took 1.8x a quiet one
-  "vm-capture          192  2400   380"   # quiet 166 s (83 CPU s), beside one busy loop 186 s, with camrec loading 21 libraries in the VM instead of 147 (2026-11-26); 344 s (299 CPU s) in a full run once the cases stopped starting a process to sleep, read the clock or read a log field (655 s in CI's run before), 2026-11-26; 157-163 checks (a frames-in-order check for each case with excused drops); 556 s in a full run (170 checks) on a slow 2-core machine with the analysis on the host (on_host; 698 s for 139 checks before), 2026-11-25; loaded runs took up to 1.6x; 391 s for 157 (four 1280x720 format cells fewer) beside another VM suite
-  "vm-camera-return     33  1200   440"   # 3 checks of sound across a return added (2026-11-26, late); quiet 131 s, beside one busy loop 219 s (2026-11-26); 216 s in a full run with the analysis on the host and the segmented case (on_host; 339 s for 26 checks before), 2026-11-25; 368 s beside one busy loop before on_host; the segmented recording with a browser: 233-250 s alone or beside another VM suite at two minutes, 272 s at 75 s beside vm-capture and a static build (2026-11-26)
-  "vm-mjpeg             35  1200   150"   # quiet 64 s, beside one busy loop 71 s (2026-11-26); 127 s in a full run with the analysis on the host (mostly real-time MJPEG writers; 189 s before), 2026-11-25; loaded 158 s (quiet 82 s) before
-  "vm-microphone        40  1200   300"   # 143 s beside the hour-long VM run, 123-125 s alone before the camera-return case (2026-11-27, new: --audio from snd-aloop and snd-dummy, about two minutes of it recording in real time)
-  "vm-unattended        49  1200   210"   # quiet 60 s, beside one busy loop 105 s (2026-11-26); 133 s in a full run, 95-109 s beside the host suites, with the analysis on the host (on_host; 209 s before), 2026-11-25; loaded 177-188 s before
-  "fuzz                  4   900   230"   # 40 s a target: quiet ~144 s; at 60 s a target it was quiet 204 s, loaded 215 s
-  "hostile-input        26   900    60"   # quiet 11 s, loaded 21 s
-  "readme-promises      31   900    70"   # quiet 46 s, loaded 45 s
-  "seed-receivers       83  1200   140"   # quiet 93 s, loaded 98 s
-  "network-load         21  1200    60"   # quiet 22 s, loaded 36 s
-  "rtsp                 41   600   260"   # new 2026-11-27: 132 s at load average 3-7 (1m55s beside a test build); two encodings served to 10 clients, a password, the bounds
-  "containers          134   900   280"   # quiet 137-160 s, loaded 147 s; 217 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25); 239 s beside two builds (2026-11-26)
-  "publish             116   600   300"   # quiet 169-209 s, loaded 183 s; 259 s beside one busy loop in a full run on a slow 2-core machine (2026-11-25)
-  "sound               105   600   230"   # quiet 80 s alone (2026-11-26, new: --audio test in four containers, segments, SIGKILL, SIGINT, an event clip, the live page in Chromium, nginx-rtmp, RTSP, SRT, usage); 103 s beside the hour-long VM run with 7 microphone checks (ALSA null device, errors), 2026-11-27
-  "browser              24   600    90"   # quiet 58 s, loaded 60 s
-  "http                101   600   160"   # quiet 104 s, loaded 109 s
-  "packaging            24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
-  "quick-recordings      9   300    60"   # --quick only; quiet 11 s (Tests/quick/recordings.sh)
+  # name           checks limit budget   what it covers (budgets: see above)
+  "swift-tests        403  2400   290"   # XCTests, in two processes of the release bundle (Tests/tools/run-xctests.sh); the 3 expected skips not counted
+  "network            103  1200   150"   # TCP push and listen, receivers that join late, fall behind or never read
+  "vaapi-host          84   900   160"   # the VA-API path against the test VA driver under Xvfb
+  "vaapi-vm            37  1200   300"   # VA-API through vgem's render node in the VM; drops bounded by the kernel's DQBUF log
+  "vm-capture         192  2400   380"   # V4L2 against vivid: formats, sizes, fidelity, faults; drops bounded by the kernel's DQBUF log
+  "vm-camera-return    33  1200   440"   # a camera unplugged and back, with receivers, a media server and a browser watching
+  "vm-mjpeg            35  1200   150"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
+  "vm-microphone       40  1200   300"   # --audio from snd-aloop and snd-dummy; sync against a camera's logged writes
+  "vm-unattended       49  1200   210"   # cron, systemd, udev, --wait and a full disk with vivid
+  "fuzz                 4   900   230"   # the parsers under libFuzzer, 30 s a target
+  "hostile-input       26   900    60"   # files and peers built to break the readers
+  "readme-promises     31   900    70"   # the README's command lines, run as written
+  "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
+  "network-load        21  1200    60"   # many receivers and floods at once
+  "rtsp                41   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
+  "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
+  "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
+  "sound              105   600   230"   # --audio in every container and output, in sync
+  "browser             24   600    90"   # the live page in headless Chromium
+  "http               101   600   160"   # the HTTP server: status, metrics, snapshots, events, limits
+  "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
+  "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
 )
 QUICK_ONLY=" quick-recordings "
 # XCTests `swift test` skips on purpose: the VA-API backend's unit tests need the test VA driver
