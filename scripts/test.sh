@@ -83,7 +83,7 @@ EXPECTED_SUITES=(
   "rtsp                41   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
-  "sound              105   600   230"   # --audio in every container and output, in sync
+  "sound              106   600   230"   # --audio in every container and output, in sync
   "browser             24   600    90"   # the live page in headless Chromium
   "http               101   600   160"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)

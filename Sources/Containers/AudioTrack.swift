@@ -81,6 +81,16 @@ struct AudioTrack {
         return writePending(origin: origin, videoEnd: videoEnd, final: false, into: context, using: packet)
     }
 
+    /// Removes and returns (each with its reference) the waiting packets that begin at or after
+    /// `videoEnd`: at a cut they are the next file's sound, which came before its picture.
+    mutating func takePending(beginningAtOrAfter videoEnd: UInt64, origin: UInt64) -> [StreamChunk] {
+        let end = Int64(clamping: videoEnd) - Int64(clamping: origin)
+        guard let first = pending.firstIndex(where: { span(of: $0, origin: origin).start >= end }) else { return [] }
+        let taken = Array(pending[first...])
+        pending.removeSubrange(first...)
+        return taken
+    }
+
     /// Writes the waiting packets that end by `videoEnd` (a presentation time); `final` (the file ends
     /// there), also the one that straddles it, shortened, and lets go of the rest.
     mutating func writePending(origin: UInt64, videoEnd: UInt64, final: Bool, into context: UnsafeMutablePointer<AVFormatContext>,

@@ -167,6 +167,7 @@ public final class LibavContainerWriter: ContainerWriter {
     public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool { tracks?.beginsBeforeVideoEnd(chunk) ?? false }
 
     public var soundReachesVideoEnd: Bool { tracks?.soundReachesVideoEnd ?? true }
+    public func takeSoundPastVideoEnd() -> [StreamChunk] { tracks?.takeSoundPastVideoEnd() ?? [] }
 
     /// Describes the stream from the file's first access unit (an IDR with its parameter sets) and writes
     /// the container's header.

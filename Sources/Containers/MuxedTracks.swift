@@ -64,6 +64,13 @@ struct MuxedTracks {
         return audio.span(of: chunk, origin: origin).start < Int64(clamping: videoEnd) - Int64(clamping: origin)
     }
 
+    /// Removes and returns the audio packets waiting here that begin at or after the video's end.
+    mutating func takeSoundPastVideoEnd() -> [StreamChunk] {
+        guard var audio, let origin = video.firstPresentation, let videoEnd else { return [] }
+        defer { self.audio = audio }
+        return audio.takePending(beginningAtOrAfter: videoEnd, origin: origin)
+    }
+
     /// The sound taken so far reaches the video's end (always, without sound).
     var soundReachesVideoEnd: Bool {
         guard let audio, let origin = video.firstPresentation, let videoEnd else { return true }

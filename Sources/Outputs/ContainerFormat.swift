@@ -33,11 +33,15 @@ public protocol ContainerWriter: AnyObject {
     func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool
     /// The sound taken reaches the end of the picture (always, for a file without sound).
     var soundReachesVideoEnd: Bool { get }
+    /// At a cut: the audio packets taken that begin at or after the end of the picture, removed, each
+    /// with its reference. When the picture lags the sound (a slow encoder), they are the next file's.
+    func takeSoundPastVideoEnd() -> [StreamChunk]
 }
 
 extension ContainerWriter {
     public func beginsBeforeVideoEnd(_ chunk: StreamChunk) -> Bool { false }
     public var soundReachesVideoEnd: Bool { true }
+    public func takeSoundPastVideoEnd() -> [StreamChunk] { [] }
 }
 
 /// Makes the container writer of each new file, writing through that file's sink.

@@ -19,6 +19,11 @@ extension RecordingFileOutput {
     func cutCurrentFile(nextAt pts: UInt64) throws {
         try finishEndingFile()
         guard var detached = detachCurrentFile() else { return }
+        // The sound past this file's picture came before the next file's picture: it is the next file's.
+        if configuration.takesAudio, let container = detached.container {
+            for chunk in soundForNextFile { chunk.release() }
+            soundForNextFile = container.takeSoundPastVideoEnd()
+        }
         if configuration.takesAudio, detached.file.frames > 0, let container = detached.container, !container.soundReachesVideoEnd {
             detached.deadline = pts &+ 1_000_000_000
             ending = detached

@@ -235,7 +235,15 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
                     if clipPictureEnded { try endClip() }
                 }
             }
-            if let container, let file = current, file.frames > 0 { try container.write(chunk) }
+            if let container, let file = current, file.frames > 0 {
+                try container.write(chunk)
+            } else if current == nil, configuration.takesAudio {
+                // No file open (the camera is away): the sound may be the next file's first moments,
+                // when its picture comes late; what comes before that picture is dropped there.
+                if soundForNextFile.count >= Self.mostSoundForNextFile { soundForNextFile.removeFirst().release() }
+                chunk.retain()
+                soundForNextFile.append(chunk)
+            }
             return
         }
         // The sound of a cut file's last moments did not come within a second: it ends without it.
@@ -289,6 +297,13 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         var written = chunk.bytes.count
         if let container {
             try container.write(chunk)
+            if current!.frames == 0, !soundForNextFile.isEmpty {
+                defer {
+                    for carried in soundForNextFile { carried.release() }
+                    soundForNextFile.removeAll(keepingCapacity: true)
+                }
+                for carried in soundForNextFile { try container.write(carried) }
+            }
         } else {
             written = try sink.write(chunk, timingNote: &timingNote)
             sink.commitBoundary()
@@ -367,6 +382,11 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         var deadline: UInt64 = .max
     }
     var ending: EndingFile?
+    /// Sound the last cut file held past its picture's end (taken at the cut, one reference each): the
+    /// next file's, given to it after its first picture.
+    var soundForNextFile: [StreamChunk] = []
+    /// About 10 s of AAC or Opus packets: more than the picture ever lags the sound.
+    static let mostSoundForNextFile = 512
 
     public var counters: OutputCounters {
         var counters = OutputCounters()
@@ -380,6 +400,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         worker = nil
         var finalError: OutputError?
         do { try finishCurrentFile() } catch { finalError = error as? OutputError ?? OutputError(.unwritable, "\(error)") }
+        for carried in soundForNextFile { carried.release() }
+        soundForNextFile = []
         let files = shared.withLock { $0.finished }
         var report = OutputReport(label: label, path: files.last?.path)
         report.frames = files.reduce(0) { $0 + $1.frames }
