@@ -128,27 +128,16 @@ public final class MotionDetector {
         }
         // The picture's mean change, and how many cells changed before it is taken off.
         let limit = settings.threshold * 16
-        var shift: Int = 0
-        var changedAtOnce = 0
-        for i in 0..<current.count where !masked[i] {
-            let difference = Int(current[i] - background[i])
-            shift += difference
-            if difference > limit || difference < -limit { changedAtOnce += 1 }
-        }
         // Most of the picture changed at once (the lights): no motion, even where something did not
         // follow the change (an overlay stays as bright, so taking the mean off would make it differ).
-        let changedAtOnceScore = Double(changedAtOnce) / Double(countedCells)
+        let atOnce = differing(by: 0, limit: limit)
+        let changedAtOnceScore = Double(atOnce.cells) / Double(countedCells)
         if changedAtOnceScore > settings.globalFraction {
             background = current
             inARow = 0
             return .globalChange(score: changedAtOnceScore)
         }
-        shift /= countedCells
-        var changed = 0
-        for i in 0..<current.count where !masked[i] {
-            let difference = Int(current[i] - background[i]) - shift
-            if difference > limit || difference < -limit { changed += 1 }
-        }
+        let changed = differing(by: atOnce.sum / countedCells, limit: limit).cells
         let score = Double(changed) / Double(countedCells)
         if score > settings.globalFraction {
             background = current
@@ -164,6 +153,19 @@ public final class MotionDetector {
             inARow = 0
         }
         return .still(score: score)
+    }
+
+    /// The unmasked cells differing from the background by more than `limit` once `shift` is taken
+    /// off, and the sum of every unmasked cell's difference (with no shift taken off).
+    private func differing(by shift: Int, limit: Int) -> (cells: Int, sum: Int) {
+        var cells = 0
+        var sum = 0
+        for i in 0..<current.count where !masked[i] {
+            let difference = Int(current[i] - background[i])
+            sum += difference
+            if difference - shift > limit || difference - shift < -limit { cells += 1 }
+        }
+        return (cells, sum)
     }
 
     /// Looks at a pool buffer's luma plane (NV12 and I420 both begin with it).

@@ -63,21 +63,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     public func open(hub: StreamHub) throws {
         self.hub = hub
-        do {
-            servers = try ServerSockets.bind(endpoint) { bootstrap in
-                bootstrap
-                    // The kernel's send buffer bounds what a receiver holds there (doubled by the kernel).
-                    .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
-                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { [self] channel in admit(channel) }
-            }
-        } catch let error as SocketError {
-            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
-                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
-            throw OutputError(.unwritable, "cannot listen on \(label): \(error)\(hint)")
-        } catch {
-            throw OutputError(.unwritable, "cannot listen on \(label): \(error)")
-        }
+        servers = try ServerSockets.bindServing(endpoint, action: "listen on \(label)") { [self] channel in admit(channel) }
         let port = UInt16(clamping: servers.first?.localAddress?.port ?? Int(endpoint.port))
         boundPort = port
         let bound = servers.compactMap { $0.localAddress.map(Self.text) }

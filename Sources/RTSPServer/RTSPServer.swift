@@ -83,20 +83,8 @@ public final class RTSPServer: @unchecked Sendable {
             return s.opened == 1
         }
         guard first else { return }
-        let servers: [Channel]
-        do {
-            servers = try ServerSockets.bind(configuration.endpoint) { bootstrap in
-                bootstrap
-                    .childChannelOption(.socketOption(.so_sndbuf), value: 256 * 1024)
-                    .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
-                    .childChannelInitializer { [self] channel in admit(channel) }
-            }
-        } catch let error as SocketError {
-            let hint = error.errno == .addressInUse ? "; another program (or camrec) listens there: choose another port"
-                : error.errno == .permissionDenied ? "; ports below 1024 need root: choose a higher one" : ""
-            throw OutputError(.unwritable, "cannot serve RTSP on \(label): \(error)\(hint)")
-        } catch {
-            throw OutputError(.unwritable, "cannot serve RTSP on \(label): \(error)")
+        let servers = try ServerSockets.bindServing(configuration.endpoint, action: "serve RTSP on \(label)") { [self] channel in
+            admit(channel)
         }
         state.withLock { $0.servers = servers }
         let paths = state.withLock { $0.mounts.flatMap(\.paths) }
