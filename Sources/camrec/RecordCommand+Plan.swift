@@ -237,7 +237,7 @@ extension RecordCommand {
         guard let rtsp, var endpoint = try? TCPEndpoint(listenSpec: rtsp) else { return nil }
         if endpoint.host == nil { endpoint.host = "127.0.0.1" }
         var configuration = RTSPServer.Configuration(endpoint: endpoint)
-        configuration.maximumPacketBytes = rtspMtu
+        configuration.maximumPacketBytes = rtspMtu ?? 1400
         configuration.maximumSessions = maxReceivers ?? TCPListenOutput.defaultMaximumReceivers()
         configuration.framesPerSecond = framesPerSecond
         if let httpAuthFile {

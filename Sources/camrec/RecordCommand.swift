@@ -126,7 +126,7 @@ struct RecordCommand: AsyncParsableCommand {
     var rtsp: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("With --rtsp: the largest RTP packet, header included (default 1400); larger NAL units are fragmented (FU-A, FU).", valueName: "BYTES"))
-    var rtspMtu: Int = 1400
+    var rtspMtu: Int?
 
     @Option(help: ArgumentHelp("With --http or --rtsp: only a client that gives the user name and password in FILE's first line (user:password) may watch (HTTP Basic; RTSP Digest or Basic); needed to serve beyond loopback.", valueName: "FILE"))
     var httpAuthFile: String?
@@ -195,6 +195,9 @@ struct RecordCommand: AsyncParsableCommand {
             if !HTTPAccess.isLoopback(host: host) && httpAuthFile == nil && !httpInsecure {
                 throw ValidationError("--rtsp \(rtsp) can be reached from other machines: give --http-auth-file FILE (a line user:password), or --http-insecure to serve it to anyone")
             }
+        }
+        if let rtspMtu {
+            guard rtsp != nil else { throw ValidationError("--rtsp-mtu goes with --rtsp [HOST:]PORT") }
             try OptionRange.check(rtspMtu, "--rtsp-mtu", in: 256...65_000)
         }
         if http == nil && rtsp == nil && (httpAuthFile != nil || httpInsecure) {

@@ -208,4 +208,13 @@ rss_grew_under() { [[ -n $rss_start && -n $rss_end ]] && ((rss_end - rss_start <
 check "stalled client: camrec's RSS grew under 12 MiB while it read nothing ($(((${rss_end:-0} - ${rss_start:-0}) / 1024)) MiB)" \
     rss_grew_under 12288
 check "stalled client: camrec cut it (it fell behind)" [ "$(cat "$W/stall.out")" = closed ]
+
+# --rtsp-mtu is a usage error (64) out of its range and without --rtsp: never accepted and ignored.
+mtu_refused() {
+    local out rc
+    out=$("$CAMREC" --test-pattern --frames 5 --overwrite "$@" "$W/mtu.h264" 2>&1); rc=$?
+    [[ $rc == 64 && $out == *"--rtsp-mtu"* && ! -e $W/mtu.h264 ]]
+}
+check "--rtsp-mtu 0, -5, 99999999999 and 65001 with --rtsp, and 1400 without it: usage errors (64), nothing recorded" \
+    bash -c "$(declare -f mtu_refused); CAMREC=$CAMREC W=$W; for a in 0 -5 99999999999 65001; do mtu_refused --rtsp 127.0.0.1:0 --rtsp-mtu=\$a || exit 1; done; mtu_refused --rtsp-mtu 1400"
 finish
