@@ -1,0 +1,225 @@
+#!/usr/bin/env bash
+# camrec --rtsp beside GStreamer's gst-rtsp-server (issue 48): 200 clients (100 RTP over TCP interleaved,
+# 100 RTP over UDP) of 1280x720 H.264 at 4 Mbit/s, 30 fps, in one run, four phases one after the other:
+#   camrec, 0 clients   the test pattern encoded (libx264 ultrafast) and recorded to a file, --rtsp open;
+#                       its recording is also what GStreamer serves (remuxed to Matroska for the frames'
+#                       timestamps with ffmpeg -c copy: the same NAL units, so both servers send the same bytes)
+#   camrec, 200 clients the same, with the clients playing
+#   GStreamer, 0        benchmarks/rtsp-gst-server.py: a shared media factory (filesrc ! matroskademux !
+#                       h264parse ! rtph264pay, the same 1400-byte MTU), no client yet
+#   GStreamer, 200      the same, with the clients playing
+# The clients are benchmarks/rtsp-load.c (two processes of 50 TCP + 50 UDP each, epoll, no decoding), so
+# their CPU is theirs, not the server's. Over a window of SECONDS with every client playing, each server's
+# CPU (utime+stime from /proc/PID/stat) and RSS (VmRSS) are read, its 0-client figure subtracted and the
+# rest divided by the clients: CPU and RSS per client, and the ratios camrec/GStreamer. camrec's thread
+# count (/proc/PID/task) is sampled every second and must stay flat over the window.
+# Checks, from outside camrec: every camrec client's RTP sequence numbers have no gap, it has every access
+# unit from its first IDR to the recording's last (how many: the recording's burned-in counters from the
+# client's first frame, found by its RTP timestamp, to the end), and it ends on the recording's last frame;
+# every 25th client's stream, written from its first IDR as Annex B, is byte for byte the recording's tail
+# and ffprobe decodes as many frames from it; the recording loses none (its counters 0..N-1 without a gap,
+# ffprobe counts N). The GStreamer clients' streams are checked for gaps and against the same bytes.
+#   benchmarks/rtsp-clients.sh [SECONDS (30)] [TCP (100)] [UDP (100)]
+# Needs gcc, ffmpeg, python3-gi and gir1.2-gst-rtsp-server-1.0 (apt-get install python3-gi
+# gir1.2-gst-rtsp-server-1.0 gstreamer1.0-plugins-good gstreamer1.0-plugins-bad). Not part of scripts/test.sh.
+set -u
+cd "$(dirname "$0")/.."
+CAMREC=${CAMREC:-.build/release/camrec}
+S=${1:-30} TCP=${2:-100} UDP=${3:-100}
+N=$((TCP + UDP))
+W=${CAMREC_BENCH_DIR:-$(mktemp -d)}
+mkdir -p "$W"
+[[ -n ${CAMREC_BENCH_DIR:-} ]] || trap 'rm -rf "$W"' EXIT
+port=$((26000 + RANDOM % 2000))
+T=$((S + 25))   # each camrec phase: up to 15 s for the clients to join, the window, a tail
+gcc -O2 -o "$W/rtsp-load" benchmarks/rtsp-load.c || exit 1
+/usr/bin/python3 -c 'import gi; gi.require_version("GstRtspServer", "1.0")' 2>/dev/null \
+  || { echo "needs python3-gi and gir1.2-gst-rtsp-server-1.0" >&2; exit 1; }
+
+# Samples PID every second into FILE: seconds since start, threads, VmRSS KiB, utime+stime ticks.
+sample() {
+  local pid=$1 file=$2 t0 s
+  t0=$(date +%s.%N)
+  while [[ -d /proc/$pid ]]; do
+    s=$(awk '{sub(/^.*\) /, ""); print $12 + $13}' "/proc/$pid/stat" 2>/dev/null) || break
+    echo "$(date +%s.%N) $t0 $(ls "/proc/$pid/task" 2>/dev/null | wc -l) $(awk '/^VmRSS/ {print $2}' "/proc/$pid/status" 2>/dev/null) $s" >>"$file"
+    sleep 1
+  done
+}
+# Marks the window in FILE (the start, then after S seconds the end) as wall-clock times.
+window() { date +%s.%N >"$1"; sleep "$S"; date +%s.%N >>"$1"; }
+
+# The clients: two processes; waits until both print "playing".
+clients() {
+  local url=$1 name=$2 half_tcp=$((TCP / 2)) half_udp=$((UDP / 2)) seconds=$3
+  "$W/rtsp-load" "$url" "$half_tcp" "$half_udp" "$seconds" "$W/$name-a-" 25 >"$W/$name-a.out" 2>"$W/$name-a.err" &
+  "$W/rtsp-load" "$url" "$((TCP - half_tcp))" "$((UDP - half_udp))" "$seconds" "$W/$name-b-" 25 >"$W/$name-b.out" 2>"$W/$name-b.err" &
+  for _ in $(seq 300); do
+    [[ $(cat "$W/$name-a.out" "$W/$name-b.out" 2>/dev/null | grep -c '^playing') == 2 ]] && return 0
+    sleep 0.1
+  done
+  echo "$name: the clients did not all play within 30 s" >&2
+  cat "$W/$name-a.err" "$W/$name-b.err" >&2
+  return 1
+}
+
+camrec_phase() {  # name, clients (0 or N)
+  local name=$1 n=$2 p=$((port++))
+  "$CAMREC" --test-pattern --size 1280x720 --fps 30 --bitrate 4M --preset ultrafast --duration "$T" \
+    --rtsp "127.0.0.1:$p" --max-receivers "$N" --overwrite "$W/$name.h264" 2>"$W/$name.log" &
+  local cam=$!
+  sample "$cam" "$W/$name.samples" &
+  for _ in $(seq 100); do grep -q "serving RTSP" "$W/$name.log" && break; sleep 0.1; done
+  if ((n)); then
+    clients "rtsp://127.0.0.1:$p/" "$name" $((T + 10)) || { kill "$cam"; return 1; }
+  else
+    sleep 5
+  fi
+  sleep 2
+  window "$W/$name.window"
+  wait "$cam"
+  wait
+}
+
+gst_phase() {  # name, clients
+  local name=$1 n=$2 p=$((port++))
+  /usr/bin/python3 benchmarks/rtsp-gst-server.py "$W/camrec-0.mkv" "$p" 1400 >"$W/$name.log" 2>&1 &
+  local gst=$!
+  sample "$gst" "$W/$name.samples" &
+  for _ in $(seq 100); do grep -q serving "$W/$name.log" && break; sleep 0.1; done
+  if ((n)); then
+    clients "rtsp://127.0.0.1:$p/cam" "$name" $((S + 6)) || { kill "$gst"; return 1; }
+  else
+    sleep 3
+  fi
+  sleep 2
+  window "$W/$name.window"
+  kill "$gst"   # the clients see their connections close and print what they got
+  wait
+}
+
+udp_errors() { awk '/^Udp:/ {if (h) print $6; h = 1}' /proc/net/snmp; }
+echo "camrec: $CAMREC; $N clients ($TCP TCP, $UDP UDP), 1280x720 4 Mbit/s 30 fps; window $S s; load: $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores"
+udp_before=$(udp_errors)
+camrec_phase camrec-0 0
+ffmpeg -v error -y -framerate 30 -i "$W/camrec-0.h264" -c copy "$W/camrec-0.mkv" || exit 1
+camrec_phase camrec-n "$N" || exit 1
+gst_phase gst-0 0
+gst_phase gst-n "$N" || exit 1
+udp_after=$(udp_errors)
+echo "load after: $(cut -d' ' -f1-3 /proc/loadavg); UDP receive buffer errors during the run: $((udp_after - udp_before))"
+
+python3 - "$W" "$N" <<'PY'
+import os, subprocess, sys
+W, N = sys.argv[1], int(sys.argv[2])
+HZ = os.sysconf("SC_CLK_TCK")
+failures = []
+
+def samples(name):
+    rows = [list(map(float, l.split())) for l in open(f"{W}/{name}.samples") if len(l.split()) == 5]
+    return rows
+
+def window(name):
+    a, b = [float(l) for l in open(f"{W}/{name}.window")]
+    rows = [r for r in samples(name) if a - 0.6 <= r[0] <= b + 0.6]
+    first, last = rows[0], rows[-1]
+    cpu = (last[4] - first[4]) / HZ / (last[0] - first[0])       # cores
+    rss = sum(r[3] for r in rows) / len(rows) / 1024              # MiB, mean over the window
+    return cpu, rss, [int(r[2]) for r in rows]
+
+def clients(name):
+    out = []
+    for part in "ab":
+        for line in open(f"{W}/{name}-{part}.out"):
+            f = line.split()
+            if f[0] == "client":
+                d = dict(zip(f[3::2], map(int, f[4::2])))
+                d.update(id=f"{part}{f[1]}", transport=f[2], part=part, index=int(f[1]))
+                out.append(d)
+    return out
+
+def counters(path):
+    r = subprocess.run(["python3", "Tests/tools/pattern-counters.py", path], capture_output=True, text=True)
+    return [int(x) for x in r.stdout.split() if x != "?"]
+
+def probe_frames(path):
+    r = subprocess.run(["ffprobe", "-v", "error", "-count_frames", "-select_streams", "v:0", "-show_entries",
+                        "stream=nb_read_frames", "-of", "csv=p=0", path], capture_output=True, text=True)
+    return int(r.stdout.split()[0]) if r.stdout.strip() else -1
+
+# The recording beside the clients.
+rec = f"{W}/camrec-n.h264"
+rec_counters = counters(rec)
+rec_frames = probe_frames(rec)
+missing = sum(b - a - 1 for a, b in zip(rec_counters, rec_counters[1:]) if b != a + 1)
+print(f"recording beside the clients: ffprobe {rec_frames} frames, burned-in counters {rec_counters[0]}..{rec_counters[-1]}, "
+      f"{missing} missing; camrec: {open(f'{W}/camrec-n.log').read().split('finished')[-1].split(chr(10))[0].strip()}")
+if missing or rec_counters[0] != 0 or rec_frames != len(rec_counters):
+    failures.append("the recording lost frames")
+rec_bytes = open(rec, "rb").read()
+base = open(f"{W}/camrec-0.h264", "rb").read()
+
+cs = clients("camrec-n")
+last_ts = {c["last_ts"] for c in cs}
+bad = []
+c_last = rec_counters[-1]
+for c in cs:
+    span = round(((c["last_ts"] - c["first_ts"]) & 0xFFFFFFFF) / 3000)
+    first = c_last - span
+    expected = sum(1 for x in rec_counters if x >= first)
+    if c["lost"] or not c["closed"] or c["aus"] != expected or c["before_idr"] or len(last_ts) != 1:
+        bad.append(f"{c['id']} {c['transport']}: lost {c['lost']} aus {c['aus']} expected {expected} before_idr {c['before_idr']} closed {c['closed']}")
+    c["expected"] = expected
+print(f"camrec clients: {len(cs)} ({sum(c['transport'] == 'tcp' for c in cs)} TCP), RTP packets lost {sum(c['lost'] for c in cs)}, "
+      f"access units {min(c['aus'] for c in cs)}..{max(c['aus'] for c in cs)} per client, all of the recording's from their first IDR: "
+      f"{len(cs) - len(bad)}/{len(cs)}; all end on the same last frame: {len(last_ts) == 1}")
+for b in bad[:10]:
+    print("  not every frame:", b)
+if bad or len(cs) != N:
+    failures.append("a camrec client missed frames")
+samples_ok = 0
+sample_files = sorted(f for f in os.listdir(W) if f.startswith("camrec-n-") and f.endswith(".h264"))
+for f in sample_files:
+    data = open(f"{W}/{f}", "rb").read()
+    c = next(c for c in cs if f"camrec-n-{c['part']}-{c['index']}.h264" == f)
+    frames = probe_frames(f"{W}/{f}")
+    same = len(data) > 0 and rec_bytes.endswith(data)
+    samples_ok += same and frames == c["aus"]
+    if not (same and frames == c["aus"]):
+        print(f"  sample {f}: the recording's tail byte for byte: {same}; ffprobe {frames} frames, the client counted {c['aus']}")
+print(f"sample clients' streams: {samples_ok}/{len(sample_files)} are the recording's tail byte for byte and decode to as many frames as the client counted")
+if samples_ok != len(sample_files) or not sample_files:
+    failures.append("a sample stream differs")
+
+gs = clients("gst-n")
+g_samples = sorted(f for f in os.listdir(W) if f.startswith("gst-n-") and f.endswith(".h264"))
+g_same = sum(1 for f in g_samples if (d := open(f"{W}/{f}", "rb").read()) and d in base)
+print(f"GStreamer clients: {len(gs)}, RTP packets lost {sum(c['lost'] for c in gs)}, access units {min(c['aus'] for c in gs)}..{max(c['aus'] for c in gs)} "
+      f"per client; sample streams that are camrec's recording's bytes: {g_same}/{len(g_samples)}")
+
+rows = {}
+for name in ("camrec-0", "camrec-n", "gst-0", "gst-n"):
+    rows[name] = window(name)
+# Threads over the window (every client playing); Swift's concurrency pool may start a thread a core on
+# demand, so flat means: constant, and at most one a core above the 0-client run.
+threads_0, threads_n = rows["camrec-0"][2], rows["camrec-n"][2]
+print(f"camrec threads, sampled every second over the window: 0 clients {min(threads_0)}..{max(threads_0)}, "
+      f"{N} clients {min(threads_n)}..{max(threads_n)}")
+if min(threads_n) != max(threads_n) or max(threads_n) > max(threads_0) + os.cpu_count():
+    failures.append("camrec's thread count grew with the clients")
+print()
+print("| server | CPU, 0 clients | CPU, %d clients | per client | RSS, 0 clients | RSS, %d clients | per client |" % (N, N))
+print("| --- | ---: | ---: | ---: | ---: | ---: | ---: |")
+per = {}
+for label, a, b in (("camrec", "camrec-0", "camrec-n"), ("gst-rtsp-server", "gst-0", "gst-n")):
+    (c0, r0, _), (cn, rn, _) = rows[a], rows[b]
+    per[label] = ((cn - c0) / N, (rn - r0) / N)
+    print(f"| {label} | {c0 * 100:.1f}% | {cn * 100:.1f}% | {(cn - c0) / N * 100:.3f}% of a core | "
+          f"{r0:.1f} MiB | {rn:.1f} MiB | {(rn - r0) / N * 1024:.0f} KiB |")
+cr = per["camrec"][0] / per["gst-rtsp-server"][0]
+rr = per["camrec"][1] / per["gst-rtsp-server"][1] if per["gst-rtsp-server"][1] else float("nan")
+print(f"\nper client, camrec/GStreamer: CPU {cr:.2f}, RSS {rr:.2f} (target CPU <= 0.5)")
+if failures:
+    print("FAILED: " + "; ".join(failures))
+    sys.exit(1)
+PY
