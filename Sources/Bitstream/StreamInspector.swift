@@ -26,6 +26,7 @@
 /// - random-access pictures are IDRs (an H.265 CRA or BLA is flagged: a player starting there
 ///   drops its leading pictures);
 /// - **a picture has at most `maxSlicesPerPicture` slice NAL units** (one by default);
+/// - H.264 pictures have no B slices (a camera's own stream may; H.265 slice types are not read);
 /// - **the stream is bare**: an IDR access unit holds its parameter sets and then its slice (with the
 ///   rules above: exactly `SPS PPS IDR`, `VPS SPS PPS IDR`), every other access unit only its slice;
 ///   the first access unit that holds anything else (an SEI, an AUD) is named with its layout
@@ -239,6 +240,9 @@ public struct StreamInspector: Sendable {
         }
         slicesInPicture += 1
         sawPictureInAccessUnit = true
+        if codec == .h264, let header = try? SliceHeader(nalUnit: unit), header.sliceType == .b {
+            tally(.bPictures, offset: unit.offset, detail: "frame \(frameCount - 1)")
+        }
         if let sps = ppsToSPS[start.picParameterSetID] {
             if let vps = spsToVPS[sps] {
                 if codec == .hevc && !knownVPS.contains(vps) {
@@ -405,6 +409,9 @@ public struct StreamInspector: Sendable {
             return "\(tally.count) of \(accessUnitCount) access units are not bare (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
                 + "an IDR access unit must be exactly \(sets) IDR and any other exactly its slice, or a receiver that reads "
                 + "the first unit as the \(codec.parameterSetOrder[0].rawValue) or the slice (seed 001) loses the picture"
+        case .bPictures:
+            return "\(tally.count) slices are B slices (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)): pictures come in "
+                + "decoding order, not display order; camrec passes a camera's B-frames on but cannot remove them"
         case .unparsableUnit:
             return "\(tally.count) units cannot be parsed (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
         }

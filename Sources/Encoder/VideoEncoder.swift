@@ -44,10 +44,14 @@ public protocol VideoEncoder: AnyObject {
     /// sets: for a source that went away and may come back (the frames before the gap belong to the
     /// file that ends there).
     func finishPending() throws
+    /// The camera encodes and this only passes its access units on (`CameraStreamEncoder`): the recorder
+    /// calls it inline, with no encoder thread, and leaves the IDR period to the camera.
+    var isPassthrough: Bool { get }
 }
 
 extension VideoEncoder {
     public var parameterSets: [UInt8]? { nil }
+    public var isPassthrough: Bool { false }
 
     public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
         PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)

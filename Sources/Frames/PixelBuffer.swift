@@ -42,6 +42,9 @@ public final class PixelBuffer: @unchecked Sendable {
     public var captureTimeNanoseconds: UInt64 = 0
     /// Presentation time since the start of the recording, in nanoseconds.
     public var presentationTimeNanoseconds: UInt64 = 0
+    /// A camera's own H.264/H.265 (`--encoder camera`): the bytes of its access unit, at the start of
+    /// the first plane. 0 for a buffer of pixels.
+    public var payloadByteCount = 0
 
     static let alignment = 64
 

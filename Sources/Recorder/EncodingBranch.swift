@@ -48,7 +48,9 @@ public final class EncodingBranch: @unchecked Sendable {
         self.encoder = encoder
         self.hub = hub
         self.codec = codec
-        writer = AnnexBStreamWriter(codec: codec, layout: layout, maxSlicesPerPicture: max(1, slicesPerPicture))
+        // A camera's slices are passed on however many there are (the encoder reports it; inspect says so).
+        writer = AnnexBStreamWriter(codec: codec, layout: layout,
+                                    maxSlicesPerPicture: encoder.isPassthrough ? nil : max(1, slicesPerPicture))
     }
 }
 

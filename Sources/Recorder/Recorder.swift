@@ -179,6 +179,7 @@ public final class Recorder: @unchecked Sendable {
         capture.start()
 
         var sinceKeyframe = 0
+        let passthrough = branches.contains { $0.encoder.isPassthrough }
         while let item = frames.pop() {
             let buffer: PixelBuffer
             switch item {
@@ -187,18 +188,22 @@ public final class Recorder: @unchecked Sendable {
             case .sourceGap(let done):
                 // Everything before the gap is encoded and put out; the first frame after it is an IDR.
                 sinceKeyframe = 0
-                for branch in branches { _ = branch.queue?.push(.sourceGap(done)) }
+                for branch in branches {
+                    if let queue = branch.queue { _ = queue.push(.sourceGap(done)) } else { finishPending(branch, then: done) }
+                }
                 continue
             }
             let requested = shared.withLock { s -> Bool in
                 defer { s.keyframeRequested = false }
                 return s.keyframeRequested
             }
-            let force = sinceKeyframe == 0 || sinceKeyframe >= keyframeInterval || requested
+            // A camera that encodes keeps its own IDR period; it is only asked for one at the start and on request.
+            let force = sinceKeyframe == 0 || (!passthrough && sinceKeyframe >= keyframeInterval) || requested
             if force {
                 sinceKeyframe = 0
-                // Before the encoders see it: a subscriber joining from now on knows this IDR is coming.
-                for branch in branches { branch.hub.keyframes.noteForced(sequence: buffer.sequence) }
+                // Before the encoders see it: a subscriber joining from now on knows this IDR is coming. Not
+                // for a camera: whether and when its IDR comes is the camera's.
+                if !passthrough { for branch in branches { branch.hub.keyframes.noteForced(sequence: buffer.sequence) } }
             }
             sinceKeyframe += 1
             if onFrameTimed != nil {
@@ -211,6 +216,9 @@ public final class Recorder: @unchecked Sendable {
         capture.join()
         for branch in branches { branch.queue?.close() }
         for branch in branches { branch.worker?.join() }
+        for branch in branches where branch.queue == nil && !branch.encoderFailed {
+            do { try branch.encoder.flush() } catch { fail(Self.classify(error)) }
+        }
         pool.close()
 
         let progress = shared.withLock { $0.progress }
@@ -336,6 +344,8 @@ public final class Recorder: @unchecked Sendable {
     /// Each branch encodes on a thread of its own from its queue, and flushes at the end.
     private func startBranchThreads(release: SharedFrameRelease) {
         for branch in branches {
+            // A camera's stream is only passed on: on the recording thread, no encoder thread (`hand`).
+            if branch.encoder.isPassthrough && branches.count == 1 { continue }
             // One encoding waits for its branch (the pool bounds what is ahead); several keep branchQueueDepth each.
             let depth = branches.count == 1 ? Self.minimumSpareBuffers : branchQueueDepth
             let queue = BlockingQueue<BranchWork>(capacity: depth)
@@ -374,9 +384,18 @@ public final class Recorder: @unchecked Sendable {
         release.hold(buffer)
         let mayskip = source.isLive && branches.count > 1
         for branch in branches {
+            guard let queue = branch.queue else {
+                // Passed on inline (a camera's own stream).
+                guard !branch.encoderFailed else { release.release(buffer); continue }
+                do { try branch.encoder.encode(buffer, forceKeyframe: force) } catch {
+                    branch.encoderFailed = true
+                    fail(Self.classify(error))
+                }
+                continue
+            }
             let forceHere = force || branch.owesIDR
             let work = BranchWork.frame(buffer, forceKeyframe: forceHere)
-            let taken = mayskip ? branch.queue?.tryPush(work) : branch.queue?.push(work)
+            let taken = mayskip ? queue.tryPush(work) : queue.push(work)
             if taken == true {
                 branch.owesIDR = false
             } else {

@@ -21,7 +21,7 @@ enum CodecChoice: String, ExpressibleByArgument, CaseIterable {
 }
 
 enum EncoderChoice: String, ExpressibleByArgument, CaseIterable {
-    case auto, software, vaapi
+    case auto, software, vaapi, camera
 }
 
 /// A bit rate such as `4000000`, `4000k`, `4M` or `2.5M`.

@@ -19,7 +19,7 @@ extension RecordCommand {
     }
 
     /// `--codec`, or H.264.
-    var defaultCodec: VideoCodec { codec.codec ?? .h264 }
+    var defaultCodec: VideoCodec { codec.codec ?? cameraCodec ?? .h264 }
 
     /// The codecs this recording encodes, in the order their first output was given (the first is
     /// the one the status line and the summary count).

@@ -67,7 +67,14 @@ extension RecordCommand {
         let interval = keyframeInterval ?? max(1, Int(source.framesPerSecond.rounded()))
         let codecs = codecsInUse
         var encoders: [VideoCodec: VideoEncoder] = [:]
-        for codec in codecs {
+        for codec in codecs where cameraCodec != nil {
+            do {
+                encoders[codec] = try makeCameraEncoder(source: source, codec: codec, interval: interval, logger: logger)
+            } catch {
+                throw Recorder.classify(error)
+            }
+        }
+        for codec in codecs where cameraCodec == nil {
             var settings = EncoderSettings(codec: codec, size: source.frameSize, framesPerSecond: source.framesPerSecond,
                                            keyframeInterval: interval, bitrate: bitrate?.bitsPerSecond, constantQP: qp,
                                            profile: profile, preset: preset, slicesPerPicture: slices, softwareThreads: threads)
@@ -188,7 +195,7 @@ extension RecordCommand {
         }
         // The camera is the default source. `self.fps` (not the 30 fps default) so the
         // camera's own rate is chosen when none is asked for.
-        let request = V4L2FormatRequest(size: size, framesPerSecond: self.fps, pixelFormat: pixelFormat)
+        let request = V4L2FormatRequest(size: size, framesPerSecond: self.fps, pixelFormat: requestedPixelFormat)
         // CAMREC_V4L2_PRIORITY=interactive leaves camera controls adjustable by other programs
         // while recording (record priority, the default, locks them: EBUSY).
         let shared = getenv("CAMREC_V4L2_PRIORITY").map { String(cString: $0) == "interactive" } ?? false
@@ -200,6 +207,7 @@ extension RecordCommand {
         case .auto: .auto
         case .software: .software
         case .vaapi: .vaapi
+        case .camera: .auto   // never: the camera's stream has an encoder of its own (`makeCameraEncoder`)
         }
         // Two encodings from one capture share a plain pool: both in software.
         let preference = softwareOnly ? .software : chosen

@@ -37,7 +37,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "Pixel format of --input: yuyv, uyvy, nv12 or i420.")
     var inputFormat: PixelFormat = .yuyv
 
-    @Option(help: "Camera pixel format for --device: a fourcc (YUYV, NV12, YU12, RGB3, …) or i420, rgb24, grey. Default: the cheapest to convert that the camera offers (see `camrec devices`).")
+    @Option(help: "Camera pixel format for --device: a fourcc (YUYV, NV12, YU12, RGB3, …) or i420, rgb24, grey. Default: the cheapest to convert that the camera offers (see `camrec devices`). H264 or HEVC records the camera's own stream as it is (--encoder camera).")
     var pixelFormat: V4L2PixelFormat?
 
     @Option(help: "Frame size WxH (default 1280x720 for the test pattern and scene; required with --input).")
@@ -55,7 +55,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: "An IDR (with SPS+PPS before it) every N frames (default: one per second of --fps).")
     var keyframeInterval: Int?
 
-    @Option(help: "Encoder: auto, software (libx264) or vaapi.")
+    @Option(help: "Encoder: auto, software (libx264), vaapi, or camera: a camera that sends H.264 or H.265 itself (--pixel-format H264 or HEVC, which chooses it), recorded as it is with no decoding or encoding; its IDR period, forced IDRs and bit rate through its V4L2 controls where it has them.")
     var encoder: EncoderChoice = .auto
 
     @Option(help: ArgumentHelp("VA-API device for --encoder vaapi/auto: a DRM render node (default: the first /dev/dri/renderD*). A value starting with ':' is an X11 display, for testing without a GPU.", valueName: "path"))
@@ -209,6 +209,7 @@ struct RecordCommand: AsyncParsableCommand {
             throw ValidationError("--event-output \(clips) is also an output: give clips a name pattern of their own, e.g. 'events/%F/%H%M%S-{n}.mp4'")
         }
         try checkCodecs()
+        try checkCameraEncoding()
         try checkSound()
     }
 

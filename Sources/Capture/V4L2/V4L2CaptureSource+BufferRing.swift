@@ -13,7 +13,8 @@ extension V4L2CaptureSource {
             memoryMode = .zeroCopy
         } else {
             try startMapped()
-            memoryMode = jpegDecoder != nil ? .decoded : libraryConverter != nil ? .libraryConverted : .converted
+            memoryMode = deliversCompressedVideo ? .compressed : jpegDecoder != nil ? .decoded
+                : libraryConverter != nil ? .libraryConverted : .converted
         }
         var type = Int32(bitPattern: bufferType.rawValue)
         do {

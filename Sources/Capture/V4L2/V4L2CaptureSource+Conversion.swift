@@ -60,6 +60,19 @@ extension V4L2CaptureSource {
             slots[Int(index)] = replacement
             return deliver(filled, buffer, flags: flags, now: now, copied: false)
         }
+        if deliversCompressedVideo {
+            // The camera's access unit as it is; one larger than a raw 4:2:0 picture has no room (never seen).
+            let payload = jpegPayload(buffer, index: Int(index))
+            guard !payload.isEmpty else { return corrupt() }
+            guard let out = pool?.tryTake() else { return poolEmpty() }
+            guard payload.count <= out.byteCount else {
+                out.recycle()
+                return corrupt()
+            }
+            UnsafeMutableRawPointer(out.planes[0].base).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
+            out.payloadByteCount = payload.count
+            return deliver(out, buffer, flags: flags, now: now)
+        }
         if let jpegDecoder {
             guard let out = pool?.tryTake() else { return poolEmpty() }
             do {
@@ -99,7 +112,8 @@ extension V4L2CaptureSource {
         out.sequence = sequences.extended
         out.captureTimeNanoseconds = captured
         out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
-        let written = copied ? UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height }) : 0
+        let written = !copied ? 0 : out.payloadByteCount > 0 ? UInt64(out.payloadByteCount)
+            : UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height })
         state.withLock {
             $0.statistics.delivered += 1
             $0.statistics.bytesWrittenByCPU += written

@@ -50,6 +50,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         case libraryConverted
         /// MJPEG: decoded by libavcodec, then one pass into the pool.
         case decoded
+        /// H.264/H.265 from the camera: its access unit copied as it is into a pool buffer, no decoding.
+        case compressed
 
         public var description: String {
             switch self {
@@ -57,6 +59,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             case .zeroCopy: return "zero-copy (the camera writes into pool buffers, USERPTR)"
             case .libraryConverted: return "mmap, libv4lconvert to YUV 4:2:0, then one pass into the pool"
             case .decoded: return "mmap, MJPEG decoded by libavcodec, then one pass into the pool"
+            case .compressed: return "mmap, the camera's stream copied as it is (no decoding, no encoding)"
             }
         }
     }
@@ -77,6 +80,10 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     /// The camera's own layout; nil for MJPEG (decoded) and formats libv4lconvert converts.
     let layout: CameraPixelLayout?
     let jpegDecoder: MJPEGDecoder?
+    /// H.264/H.265 from the camera (`--encoder camera`): each buffer is one access unit, passed on as it is.
+    public var deliversCompressedVideo: Bool { pixelFormat.isCompressedVideo }
+    /// The camera's encoder controls (IDR period, forced IDR, bit rate), looked up on first use.
+    public private(set) lazy var codecControls = CameraCodecControls(device: device)
     /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
     /// are no sign of life, so a camera sending only those ends as stalled.
     var jpegFailure: MJPEGFrameError?
@@ -202,6 +209,11 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         bytesPerLine = negotiated.bytesPerLine
         memoryPlaneCount = negotiated.bytesPerLine.count
         switch layout {
+        case nil where choice.pixelFormat.isCompressedVideo:
+            // One plane of H.264/H.265, `bytesused` long, copied on as it is.
+            geometry = nil
+            libraryConverter = nil
+            jpegDecoder = nil
         case nil where choice.pixelFormat.isJPEG:
             // MJPEG: one plane of JPEG bytes, `bytesused` long, for the decoder.
             geometry = nil

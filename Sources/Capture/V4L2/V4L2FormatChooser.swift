@@ -33,8 +33,9 @@ public struct V4L2FormatChoice: Sendable, Equatable {
 ///  6. GREY (luma only): a colour MJPEG beats it;
 ///  7. formats only libv4lconvert converts (`libraryConverted`: Bayer, old webcams' vendor
 ///     formats), taken only when nothing above is offered, or when asked for.
-/// Other compressed formats (H264) are listed but never chosen, and asking for one with
-/// `--pixel-format` explains that.
+/// H.264 and H.265 (`H264`, `HEVC`) are never chosen by themselves; asked for with `--pixel-format`,
+/// they are recorded as the camera sends them (`--encoder camera`). Other compressed formats are
+/// listed but never chosen, and asking for one with `--pixel-format` explains that.
 ///
 /// Size: `--size` if given; else 1280x720 if any usable format offers it, else the
 /// largest size within 1920x1080, else the smallest (with `--fps`, among sizes offering
@@ -65,7 +66,8 @@ public enum V4L2FormatChooser {
         func rank(_ format: V4L2PixelFormat) -> Int { preference.firstIndex(of: format) ?? preference.count }
         let usable = offers
             .filter { ($0.pixelFormat.isRecordable && preference.contains($0.pixelFormat))
-                || libraryConverted.contains($0.pixelFormat) }
+                || libraryConverted.contains($0.pixelFormat)
+                || ($0.pixelFormat.isCompressedVideo && $0.pixelFormat == request.pixelFormat) }
             .sorted { rank($0.pixelFormat) < rank($1.pixelFormat) }
         var candidates = usable
         if let wanted = request.pixelFormat {

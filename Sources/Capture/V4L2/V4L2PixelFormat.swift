@@ -60,6 +60,10 @@ public struct V4L2PixelFormat: RawRepresentable, Hashable, Sendable, CustomStrin
     public static let mjpeg = V4L2PixelFormat(fourcc: "MJPG")!
     public static let jpeg = V4L2PixelFormat(fourcc: "JPEG")!
     public static let h264 = V4L2PixelFormat(fourcc: "H264")!
+    public static let hevc = V4L2PixelFormat(fourcc: "HEVC")!
+
+    /// H.264 or H.265 with start codes: a camera that encodes itself, recorded as it is (`--encoder camera`).
+    public var isCompressedVideo: Bool { self == .h264 || self == .hevc }
 
     /// How camrec reads this format's memory, or nil when it cannot convert it itself
     /// (compressed formats such as MJPEG, Bayer, 10-bit and exotic layouts).
@@ -105,7 +109,7 @@ public struct V4L2PixelFormat: RawRepresentable, Hashable, Sendable, CustomStrin
         "yuv422p": .yuv422p, "422p": .yuv422p, "gray": .grey, "grey": .grey,
         "rgb24": .rgb24, "bgr24": .bgr24, "rgb3": .rgb24, "bgr3": .bgr24,
         "bgr32": .bgr32, "rgb32": .rgb32, "xbgr32": .xbgr32, "xrgb32": .xrgb32, "bgra": .bgr32, "bgr0": .bgr32,
-        "mjpeg": .mjpeg, "mjpg": .mjpeg,
+        "mjpeg": .mjpeg, "mjpg": .mjpeg, "h264": .h264, "hevc": .hevc, "h265": .hevc,
     ]
 
     /// A human name for listings ("YUYV 4:2:2"); drivers give their own in ENUM_FMT too.
@@ -126,6 +130,8 @@ public struct V4L2PixelFormat: RawRepresentable, Hashable, Sendable, CustomStrin
         case .rgb24: return "24-bit RGB"
         case .bgr24: return "24-bit BGR"
         case .mjpeg: return "Motion-JPEG"
+        case .h264: return "H.264"
+        case .hevc: return "H.265 (HEVC)"
         default: return nil
         }
     }

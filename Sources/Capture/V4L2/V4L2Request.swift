@@ -25,4 +25,6 @@ struct V4L2Request: Sendable, CustomStringConvertible {
     static let dequeueBuffer = V4L2Request(name: "VIDIOC_DQBUF", code: UInt(CAMREC_VIDIOC_DQBUF))
     static let streamOn = V4L2Request(name: "VIDIOC_STREAMON", code: UInt(CAMREC_VIDIOC_STREAMON))
     static let streamOff = V4L2Request(name: "VIDIOC_STREAMOFF", code: UInt(CAMREC_VIDIOC_STREAMOFF))
+    static let queryControl = V4L2Request(name: "VIDIOC_QUERYCTRL", code: UInt(CAMREC_VIDIOC_QUERYCTRL))
+    static let setControl = V4L2Request(name: "VIDIOC_S_CTRL", code: UInt(CAMREC_VIDIOC_S_CTRL))
 }
