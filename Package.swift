@@ -125,6 +125,7 @@ let package = Package(
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub"]),
         .testTarget(name: "HubTests", dependencies: ["Hub"]),
+        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Frames"]),
         // What --motion costs, measured: swift run -c release motion-benchmark
         .executableTarget(name: "motion-benchmark", dependencies: ["Motion", "Capture", "Frames"], path: "benchmarks/motion-benchmark"),
         .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "Frames"]),

@@ -17,7 +17,6 @@ import Outputs
 public final class MediaServerTransport: PeerTransport {
     public let server: MediaServerURL
     public var peerAddress: String { server.redacted }
-    public var connectsOnFirstSend: Bool { true }
 
     private var context: UnsafeMutablePointer<AVFormatContext>?
     /// The video, and the recording's sound beside it when `audio` is given.

@@ -28,6 +28,8 @@ final class PeerSender: @unchecked Sendable {
     private let closing = Atomic<Bool>(false)
     /// Set as the thread's last act: `reap` then joins without waiting.
     private let threadEnded = Atomic<Bool>(false)
+    /// Called when `hasSent`, `isAlive` or `hasEnded` changes, so an owner can wait instead of polling.
+    private let onChange: @Sendable () -> Void
 
     struct State {
         var alive = true
@@ -55,8 +57,9 @@ final class PeerSender: @unchecked Sendable {
     }
 
     init(transport: PeerTransport, name: String, subscription: Subscription, stallTimeoutSeconds: Double,
-         log: @escaping NetworkEventLog) {
+         log: @escaping NetworkEventLog, onChange: @escaping @Sendable () -> Void = {}) {
         self.transport = transport
+        self.onChange = onChange
         self.name = name
         self.log = log
         self.subscription = subscription
@@ -109,6 +112,7 @@ final class PeerSender: @unchecked Sendable {
             return d != 0 && MonotonicClock.now() >= d
         })
         threadEnded.store(true, ordering: .releasing)
+        onChange()
     }
 
     /// The peer closed its side: it is gone (a receiver has nothing to say, so a half-close
@@ -139,14 +143,16 @@ final class PeerSender: @unchecked Sendable {
         if done >= lagDeadline { throw SocketError("send", .timedOut, address: transport.peerAddress) }
         // The counts and latency are the picture's; sound beside it is not a frame.
         guard chunk.kind == .video else { return }
-        state.withLock { s in
+        let first = state.withLock { s -> Bool in
             s.frames += 1
             s.bytes += chunk.bytes.count
             if chunk.isIDR { s.idrFrames += 1 }
             if chunk.captureTimeNanoseconds > 0 && done >= chunk.captureTimeNanoseconds {
                 s.latency.add(done - chunk.captureTimeNanoseconds)
             }
+            return s.frames == 1
         }
+        if first { onChange() }
     }
 
     private func fail(_ error: Error, message knownMessage: String? = nil) {
@@ -173,6 +179,7 @@ final class PeerSender: @unchecked Sendable {
         }
         if first { log("\(name) \(message)") }
         closing.store(true, ordering: .releasing)
+        if first { onChange() }
         // Later access units are only counted, and what waits is let go now.
         subscription.stopTaking()
     }

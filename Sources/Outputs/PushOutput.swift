@@ -1,4 +1,5 @@
 import Bitstream
+import Frames
 import Glibc
 import Hub
 import NetStream
@@ -13,8 +14,8 @@ import Synchronization
 /// IDR (one is requested, rate-limited), so it always begins with SPS+PPS+IDR. Never
 /// reports a failure to the recorder: a peer's trouble only affects this output.
 public final class PushOutput: StreamOutput, @unchecked Sendable {
-    /// A transport to the peer, connected (TCP) or connecting at its first send (a media server,
-    /// which needs the first IDR's SPS and PPS to describe the stream).
+    /// A transport to the media server, connecting at its first send (the server needs the first
+    /// IDR's SPS and PPS to describe the stream).
     public typealias MakeTransport = @Sendable () throws -> PeerTransport
 
     public let label: String
@@ -36,6 +37,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     /// The current attempt's failure line is left out (the server is known to be down).
     private let quietAttempt = Atomic<Bool>(false)
     private let abandoned = Atomic<Bool>(false)
+    /// Woken by a stop and by the current peer's first send and end: what the connect loop waits on.
+    private let wakeups = WakeSignal()
 
 
     /// - Parameter takesAudio: the transport sends the recording's sound too (a media server's session).
@@ -76,19 +79,15 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 return "the recording has ended"
             }
             let peer = PeerSender(transport: transport, name: name, subscription: subscription,
-                                  stallTimeoutSeconds: stallTimeoutSeconds, log: { [self] message in peerLog(message) })
+                                  stallTimeoutSeconds: stallTimeoutSeconds, log: { [self] message in peerLog(message) },
+                                  onChange: { [wakeups] in wakeups.wake() })
             // While the server is down, each attempt's failure is not news: the first was logged.
-            quietAttempt.store(failing && transport.connectsOnFirstSend, ordering: .relaxed)
+            quietAttempt.store(failing, ordering: .relaxed)
             peer.start()
             current.withLock { $0 = peer }
-            if transport.connectsOnFirstSend {
-                // The session starts at an IDR; ask for one now unless the server is known to be
-                // down (then wait for the next regular one rather than add IDRs to every output).
-                if !failing { hub.requestIDR() }
-            } else {
-                announce(afterFailures: failing)
-                hub.requestIDR()
-            }
+            // The session starts at an IDR; ask for one now unless the server is known to be
+            // down (then wait for the next regular one rather than add IDRs to every output).
+            if !failing { hub.requestIDR() }
             return nil
         } catch {
             return "\(error)"
@@ -117,7 +116,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     private func connectLoop(initialFailure: Bool) {
         var backoff: UInt64 = 250_000_000
         var failing = initialFailure
-        var reached = current.withLock { $0.map { !$0.transport.connectsOnFirstSend } } ?? false
+        // A session is reached with its first access unit sent.
+        var reached = false
         while !stopping.load(ordering: .relaxed) {
             if let peer = current.withLock({ $0 }) {
                 if !reached && peer.hasSent {
@@ -127,7 +127,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                     backoff = 250_000_000
                 }
                 if peer.isAlive {
-                    sleep(nanoseconds: 100_000_000) { stopping.load(ordering: .relaxed) }
+                    wakeups.wait()
                     continue
                 }
                 current.withLock { $0 = nil }
@@ -141,7 +141,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 }
             }
             if failing {
-                sleep(nanoseconds: backoff) { stopping.load(ordering: .relaxed) }
+                waitOut(backoff)
                 if stopping.load(ordering: .relaxed) { break }
                 backoff = min(backoff * 2, 5_000_000_000)
             }
@@ -150,9 +150,18 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 failing = true
                 reached = false
             } else {
-                reached = current.withLock { $0.map { !$0.transport.connectsOnFirstSend } } ?? false
-                if reached { failing = false }
+                reached = false
             }
+        }
+    }
+
+    /// Waits `nanoseconds`, or less when stopped; wakes left by an earlier peer do not shorten it.
+    private func waitOut(_ nanoseconds: UInt64) {
+        let deadline = MonotonicClock.now() + nanoseconds
+        while !stopping.load(ordering: .relaxed) {
+            let now = MonotonicClock.now()
+            guard now < deadline else { return }
+            wakeups.wait(nanoseconds: deadline - now)
         }
     }
 
@@ -164,6 +173,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     public func abandon() {
         abandoned.store(true, ordering: .relaxed)
         stopping.store(true, ordering: .relaxed)
+        wakeups.wake()
         current.withLock { $0 }?.abortNow()
     }
 
@@ -174,6 +184,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
+        wakeups.wake()
         connector?.join()
         connector = nil
         // The peer stays in `current` while it flushes, so `abandon` can reach it.

@@ -25,6 +25,8 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
         var abandoned = false
         var writerDone = false
     }
+    /// Opened when the writer thread ends or the output is abandoned: what `finish` waits for.
+    private let writerDoneOrAbandoned = Latch()
     /// Outputs whose writer thread was left blocked: kept alive until the process exits.
     private static let leftBehind = Mutex<[QueuedOutput]>([])
 
@@ -53,7 +55,10 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func run() {
-        defer { state.withLock { $0.writerDone = true } }
+        defer {
+            state.withLock { $0.writerDone = true }
+            writerDoneOrAbandoned.open()
+        }
         while let chunk = subscription?.next() {
             defer { chunk.release() }
             if state.withLock({ $0.failure != nil }) { continue }
@@ -77,6 +82,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     /// write(2) on a pipe whose reader stopped reading; the process exits soon after.
     public func abandon() {
         state.withLock { $0.abandoned = true }
+        writerDoneOrAbandoned.open()
         subscription?.cancel()
     }
 
@@ -90,7 +96,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
 
     public func finish() -> OutputReport {
         // Wait for the writer, but not past a second interrupt: it may be stuck in write(2).
-        while !state.withLock({ $0.writerDone || $0.abandoned }) { usleep(10_000) }
+        writerDoneOrAbandoned.wait()
         if state.withLock({ $0.abandoned && !$0.writerDone }) {
             Self.leftBehind.withLock { $0.append(self) }
             var report = state.withLock { $0.report }

@@ -10,8 +10,14 @@ public final class QueueLock: @unchecked Sendable {
 
     public init() {
         pthread_mutex_init(mutex, nil)
-        pthread_cond_init(notEmpty, nil)
-        pthread_cond_init(notFull, nil)
+        // Deadlines are on the monotonic clock, so a wall clock stepped by NTP or by hand neither
+        // cuts a wait short nor stretches it.
+        var monotonic = pthread_condattr_t()
+        pthread_condattr_init(&monotonic)
+        pthread_condattr_setclock(&monotonic, CLOCK_MONOTONIC)
+        pthread_cond_init(notEmpty, &monotonic)
+        pthread_cond_init(notFull, &monotonic)
+        pthread_condattr_destroy(&monotonic)
     }
 
     deinit {
@@ -43,10 +49,10 @@ public final class QueueLock: @unchecked Sendable {
         pthread_cond_broadcast(notFull)
     }
 
-    /// The CLOCK_REALTIME time `nanoseconds` from now (pthread_cond_timedwait's clock), at most a day ahead.
+    /// The CLOCK_MONOTONIC time `nanoseconds` from now (the clock the conditions wait on), at most a day ahead.
     public static func deadline(afterNanoseconds nanoseconds: UInt64) -> timespec {
         var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
+        clock_gettime(CLOCK_MONOTONIC, &now)
         let total = UInt64(now.tv_nsec) + min(nanoseconds, 86_400_000_000_000)
         return timespec(tv_sec: now.tv_sec + Int(total / 1_000_000_000), tv_nsec: Int(total % 1_000_000_000))
     }

@@ -3,6 +3,7 @@ import Frames
 import Glibc
 import NetStream
 import Outputs
+import Pipeline
 import Synchronization
 
 /// `camrec receive`: takes a raw H.264 stream from TCP, checks it and stores it.
@@ -91,7 +92,7 @@ public final class StreamReceiver: @unchecked Sendable {
     private let sink: ByteSink?
     private let log: NetworkEventLog
     private let shared = Mutex(Progress())
-    private let stopRequested = Atomic<Bool>(false)
+    private let stopRequested = Latch()
 
     public init(options: Options, sink: ByteSink?, log: @escaping NetworkEventLog) {
         self.options = options
@@ -102,8 +103,8 @@ public final class StreamReceiver: @unchecked Sendable {
     public var progress: Progress { shared.withLock { $0 } }
 
     /// Ends `run()` soon (within about 200 ms); safe from any thread.
-    public func stop() { stopRequested.store(true, ordering: .relaxed) }
-    private var stopping: Bool { stopRequested.load(ordering: .relaxed) }
+    public func stop() { stopRequested.open() }
+    private var stopping: Bool { stopRequested.isSet }
 
     // Touched only by the thread in run().
     private var decoder: VideoDecoder?
@@ -184,9 +185,9 @@ public final class StreamReceiver: @unchecked Sendable {
                       durationSeconds: Double(MonotonicClock.now() - started) / 1e9)
     }
 
+    /// Waits out a reconnect backoff, or less when stopped.
     private func pause(nanoseconds: UInt64) {
-        let deadline = MonotonicClock.now() + nanoseconds
-        while !stopping && MonotonicClock.now() < deadline { usleep(50_000) }
+        stopRequested.wait(nanoseconds: nanoseconds)
     }
 
     /// One connection's worth of stream. Returns the frames written from it.
