@@ -114,7 +114,7 @@ extension TCPEndpoint {
     /// a host, `::` dual-stack (IPv4 too), which `fallbackAddress` replaces where the kernel has no IPv6.
     public func listenAddresses() throws(ResolveError) -> [ListenAddress] {
         guard let host else { return [ListenAddress(host: "::", dualStack: true)] }
-        return try SocketAddress.resolve(host: host, port: port, passive: true).compactMap { a in
+        return try ResolvedAddress.resolve(host: host, port: port, passive: true).compactMap { a in
             a.numeric.map { ListenAddress(host: $0.host, dualStack: false) }
         }
     }

@@ -23,8 +23,6 @@ public final class EncodingBranch: @unchecked Sendable {
     var firstPresentation: UInt64?
     var encoderFailed = false
 
-    /// Access units and bytes it has written, and the last presentation time.
-    let counters = Mutex((frames: 0, bytes: 0, lastPresentation: UInt64(0)))
     /// Frames it skipped because its queue was full (several branches only).
     let skippedFrames = Atomic<Int>(0)
 
