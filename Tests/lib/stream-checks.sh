@@ -27,6 +27,18 @@ key_frames() {
         grep -o '^[01]' | awk '$1 == 1 { printf "%s%d", s, NR - 1; s = " " }'
 }
 
+# key_frame_counters FILE: the burned-in counters of FILE's key frames, in order (a file that dropped
+# a frame has counters that run ahead of its frame numbers).
+key_frame_counters() {
+    local keys counters
+    keys=$(key_frames "$1"); counters=$(counters_of "$1")
+    awk -v keys="$keys" -v counters="$counters" 'BEGIN {
+        n = split(counters, c, " ")
+        m = split(keys, k, " ")
+        for (j = 1; j <= m; j++) if (k[j] + 1 <= n) printf "%s%s", (j > 1 ? " " : ""), c[k[j] + 1]
+    }'
+}
+
 # pictures_in FILE: pictures the independent checker counts (complete or not).
 pictures_in() {
     python3 "$STREAM_TOOLS/annexb-check.py" --json "$1" 2>/dev/null |

@@ -226,8 +226,9 @@ for proto in rtmp rtsp srt; do
     # The one IDR asked for is the immediate reconnect's when the session broke; none while the server
     # was known to be down (the session resumed at the next IDR of camrec's cadence).
     idrs=$(key_frames "$W/beside-restart-$proto.h264")
-    check "$what: the second server's first frame (${first:-none}) is an IDR of the file beside it ($idrs)" \
-        grep -qw "${first:-none}" <<<"$idrs"
+    idr_counters=$(key_frame_counters "$W/beside-restart-$proto.h264")
+    check "$what: the second server's first frame (${first:-none}) is an IDR of the file beside it ($idr_counters)" \
+        grep -qw "${first:-none}" <<<"$idr_counters"
     check "$what: at most one IDR forced for it: the file beside has at most $((n / 30 + 1)) IDRs in $n frames ($(wc -w <<<"$idrs"))" \
         [ "$(wc -w <<<"$idrs")" -le $((n / 30 + 1)) ]
 done
