@@ -5,10 +5,7 @@
 # wait_for, frames_of, summary_says, check_two_interrupts, no_decode_errors, vm_hwm_kb, and Tests/lib/stream-checks.sh (contract_ok, wait_log, …).
 export PATH="/opt/swift/usr/bin:$PATH"
 PASS=0 FAIL=0
-pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
-fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+source Tests/lib/checks.sh
 
 for tool in ffmpeg ffprobe python3; do
     command -v "$tool" >/dev/null || { echo "$SUITE: $tool not found"; FAIL=1; finish; }

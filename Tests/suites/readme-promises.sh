@@ -15,10 +15,7 @@ export PATH="/opt/swift/usr/bin:$PATH"
 REPO=$(pwd)
 
 PASS=0 FAIL=0
-pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
-fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed"; [[ $FAIL -eq 0 ]]; exit $?; }
+source Tests/lib/checks.sh
 
 for tool in ffmpeg ffprobe python3 tmux systemd-analyze setpriv timeout; do
     command -v "$tool" >/dev/null || { echo "readme-promises: $tool not found (scripts/setup.sh --test)"; FAIL=1; finish; }

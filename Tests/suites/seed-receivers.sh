@@ -32,11 +32,7 @@ DISP=${CAMREC_VA_TEST_DISPLAY:-:97}
 FRAMES=200
 
 PASS=0 FAIL=0 SKIP=0
-pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
-skip() { SKIP=$((SKIP + 1)); echo "SKIP  $*"; }
-fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed, $SKIP skipped"; [[ $FAIL -eq 0 ]]; exit $?; }
+source Tests/lib/checks.sh
 
 for tool in ffmpeg gcc pkg-config python3 taskset Xvfb; do
     command -v "$tool" >/dev/null || { echo "seed-receivers: $tool not found"; FAIL=1; finish; }

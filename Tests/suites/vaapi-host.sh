@@ -32,13 +32,8 @@ export PATH="/opt/swift/usr/bin:$PATH"
 REPO=$(pwd)
 DISP=${CAMREC_VA_TEST_DISPLAY:-:99}
 
-PASS=0 FAIL=0 SKIPPED=0
-pass() { PASS=$((PASS + 1)); echo "PASS  $*"; }
-fail() { FAIL=$((FAIL + 1)); echo "FAIL  $*"; }
-# A case this machine cannot run: counted, and scripts/test.sh fails the run unless it expects it here.
-skip() { SKIPPED=$((SKIPPED + 1)); echo "SKIP  $*"; }
-check() { local what=$1; shift; if "$@"; then pass "$what"; else fail "$what"; fi; }
-finish() { echo "$PASS passed, $FAIL failed, $SKIPPED skipped"; [[ $FAIL -eq 0 ]]; exit $?; }
+PASS=0 FAIL=0 SKIP=0
+source Tests/lib/checks.sh
 
 for tool in ffmpeg ffprobe Xvfb cmp gcc pkg-config; do
     command -v "$tool" >/dev/null || { echo "vaapi-host: $tool not found"; FAIL=1; finish; }
