@@ -51,7 +51,7 @@ extension RecordCommand {
         }
         if events.motion {
             throw ValidationError("--motion needs the camera's pixels, and with --encoder camera nothing is decoded; "
-                + "record raw frames or MJPEG (--pixel-format) for motion, or trigger events by SIGUSR1 or POST /api/event")
+                + "record raw frames or MJPEG (--pixel-format) for motion, or trigger events by SIGUSR1 or POST /api/events")
         }
     }
 

@@ -135,9 +135,10 @@ final class V4L2FormatChooserTests: XCTestCase {
         }
         let withH264 = webcam + [V4L2FormatOffer(pixelFormat: .h264, isCompressed: true,
                                                  sizes: .discrete([size(1920, 1080, fps(30))]))]
-        XCTAssertThrowsError(try V4L2FormatChooser.choose(from: withH264, request: .init(pixelFormat: .h264))) { error in
-            XCTAssertTrue((error as! CaptureError).message.hasPrefix("camrec cannot convert H264"))
-        }
+        // H264 asked for is the camera's own stream, recorded as it is (--encoder camera); never chosen unasked.
+        XCTAssertEqual(try V4L2FormatChooser.choose(from: withH264, request: .init(pixelFormat: .h264)),
+                       V4L2FormatChoice(pixelFormat: .h264, size: FrameSize(width: 1920, height: 1080), interval: V4L2Fraction(numerator: 1, denominator: 30)))
+        XCTAssertEqual(try V4L2FormatChooser.choose(from: withH264, request: .init()).pixelFormat, .mjpeg)
         XCTAssertThrowsError(try V4L2FormatChooser.choose(from: webcam, request: .init(pixelFormat: .nv12))) { error in
             XCTAssertTrue((error as! CaptureError).message.hasSuffix("does not offer pixel format NV12; it offers: MJPG, YUYV"))
         }

@@ -62,7 +62,12 @@ extension V4L2CaptureSource {
         }
         if deliversCompressedVideo {
             // The camera's access unit as it is; one larger than a raw 4:2:0 picture has no room (never seen).
-            let payload = jpegPayload(buffer, index: Int(index))
+            // Zero bytes after the last unit are Annex B padding (trailing_zero_8bits) and are left behind:
+            // v4l2loopback reports a buffer written before the reader's REQBUFS as full (bytesused = sizeimage).
+            var payload = jpegPayload(buffer, index: Int(index))
+            var used = payload.count
+            while used > 0 && payload[used - 1] == 0 { used -= 1 }
+            payload = UnsafeRawBufferPointer(rebasing: payload[..<used])
             guard !payload.isEmpty else { return corrupt() }
             guard let out = pool?.tryTake() else { return poolEmpty() }
             guard payload.count <= out.byteCount else {
