@@ -34,6 +34,13 @@ public final class AudioTrackFormat: @unchecked Sendable {
         avcodec_parameters_free(&freed)
     }
 
+    /// The encoder's out-of-band header: the AAC AudioSpecificConfig (what an RTSP server's SDP names as
+    /// `config=`), or the OpusHead.
+    public var codecConfiguration: [UInt8] {
+        guard let data = parameters.pointee.extradata, parameters.pointee.extradata_size > 0 else { return [] }
+        return Array(UnsafeBufferPointer(start: data, count: Int(parameters.pointee.extradata_size)))
+    }
+
     /// Describes `stream` as this track. Returns libavcodec's status.
     public func describe(_ stream: UnsafeMutablePointer<AVStream>) -> Int32 {
         avcodec_parameters_copy(stream.pointee.codecpar, parameters)

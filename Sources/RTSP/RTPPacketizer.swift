@@ -1,14 +1,15 @@
 import Bitstream
 
-/// One RTP packet's payload, as a piece of an access unit: a prefix of 0 to 3 bytes (the FU-A indicator
-/// and header of RFC 6184 §5.8, or the FU payload header and FU header of RFC 7798 §4.4.3) and a range of
-/// the access unit's bytes. The packet's bytes are never copied here: the sender writes the RTP header,
-/// the prefix and the range straight into its buffer.
+/// One RTP packet's payload, as a piece of an access unit: a prefix of 0 to 4 bytes (the FU-A indicator
+/// and header of RFC 6184 §5.8, the FU payload header and FU header of RFC 7798 §4.4.3, or RFC 3640's AU
+/// header section for AAC) and a range of the access unit's bytes. The packet's bytes are never copied
+/// here: the sender writes the RTP header, the prefix and the range straight into its buffer.
 public struct RTPFragment: Sendable, Equatable {
-    public var prefix: [UInt8] { Array([prefix0, prefix1, prefix2].prefix(prefixCount)) }
+    public var prefix: [UInt8] { Array([prefix0, prefix1, prefix2, prefix3].prefix(prefixCount)) }
     public var prefix0: UInt8 = 0
     public var prefix1: UInt8 = 0
     public var prefix2: UInt8 = 0
+    public var prefix3: UInt8 = 0
     public var prefixCount = 0
     public var payload: Range<Int>
     /// The last packet of the access unit (RTP's marker bit, RFC 6184 §5.1).

@@ -2,15 +2,16 @@ import Bitstream
 import ExtrasBase64
 
 /// The SDP (RFC 4566) a DESCRIBE answers: one live video track, RTP payload type 96 at 90 kHz, with its
-/// parameter sets (RFC 6184 for H.264, RFC 7798 for H.265). The parameter sets also travel in-band before
-/// every IDR: a client that ignores the SDP's still decodes.
+/// parameter sets (RFC 6184 for H.264, RFC 7798 for H.265), and the sound as a second track when there is
+/// one (`RTPAudioTrack`). The parameter sets also travel in-band before every IDR: a client that ignores
+/// the SDP's still decodes.
 public enum SessionDescription {
     public static let payloadType: UInt8 = 96
 
     /// - Parameter parameterSets: the NAL units (no start codes) in `codec.parameterSetOrder`
     ///   (SPS, PPS; or VPS, SPS, PPS); empty before the first IDR (then the SDP names none).
     public static func make(codec: VideoCodec, parameterSets: [[UInt8]], sessionID: UInt64,
-                            serverAddress: String, framesPerSecond: Double?) -> String {
+                            serverAddress: String, framesPerSecond: Double?, audio: RTPAudioTrack? = nil) -> String {
         let family = serverAddress.contains(":") ? "IP6" : "IP4"
         var lines = [
             "v=0",
@@ -45,6 +46,7 @@ public enum SessionDescription {
             lines.append("a=framerate:\(shown)")
         }
         lines.append("a=control:trackID=0")
+        if let audio { lines += audio.sessionDescriptionLines }
         return lines.joined(separator: "\r\n") + "\r\n"
     }
 

@@ -84,7 +84,7 @@ final class RTSPConnection: @unchecked Sendable {
         switch message {
         case .interleaved(let channelNumber, let payload):
             // RTCP from the client (its receiver reports); RTP from a client is ignored.
-            if let session, case .interleaved(_, let rtcp) = session.transport, channelNumber == rtcp {
+            if let session, session.isRTCP(channel: channelNumber) {
                 session.noteRTCP(payload)
             }
         case .request(let request):
@@ -158,19 +158,41 @@ final class RTSPConnection: @unchecked Sendable {
         }
         let local = channel.localAddress?.ipAddress ?? "0.0.0.0"
         let sdp = SessionDescription.make(codec: mount.codec, parameterSets: sets, sessionID: UInt64(MonotonicClock.now() / 1000),
-                                          serverAddress: local, framesPerSecond: server.configuration.framesPerSecond)
+                                          serverAddress: local, framesPerSecond: server.configuration.framesPerSecond,
+                                          audio: mount.sound?.track)
         let base = request.uri.hasSuffix("/") ? request.uri : request.uri + "/"
         return RTSPResponse(status: 200, cseq: cseq, headers: [("Content-Base", base), ("Content-Type", "application/sdp")],
                             body: Array(sdp.utf8))
     }
 
     private func setup(_ request: RTSPRequest, cseq: String) async -> RTSPResponse {
-        guard let (path, track) = rtspPath(of: request.uri), track ?? 0 == 0, let mount = server.mount(forPath: path) else {
+        // The picture is trackID=0 (or the stream's URL itself), the sound trackID=1 when there is one.
+        guard let (path, named) = rtspPath(of: request.uri), let mount = server.mount(forPath: path),
+              named ?? 0 == 0 || (named == RTPAudioTrack.trackID && mount.sound != nil) else {
             return RTSPResponse(status: 404, cseq: cseq)
         }
-        if session != nil {
-            // One track per session: a second SETUP (or one naming another session) is not served.
-            return RTSPResponse(status: request.header("Session") == nil || matchingSession(request) == nil ? 459 : 455, cseq: cseq)
+        let track = named ?? 0
+        if let session {
+            // A further track joins the session named; another session, or one already playing, is not served.
+            guard matchingSession(request) != nil, session.mount === mount else { return RTSPResponse(status: 459, cseq: cseq) }
+            guard !session.isPlaying, !session.legs.contains(where: { $0.track == track }) else { return RTSPResponse(status: 455, cseq: cseq) }
+            guard let offer = request.header("Transport"),
+                  let transport = RTSPTransport.choose(from: offer, nextInterleavedChannel: session.nextInterleavedChannel),
+                  !session.collides(transport) else {
+                return RTSPResponse(status: 461, cseq: cseq)
+            }
+            let leg: RTPLeg?
+            do {
+                leg = try await session.add(track: track, transport: transport)
+            } catch {
+                server.log("rtsp: \(peer): cannot open UDP ports for the session: \(error)")
+                return RTSPResponse(status: 461, cseq: cseq)
+            }
+            guard let leg else { return RTSPResponse(status: 455, cseq: cseq) }
+            return RTSPResponse(status: 200, cseq: cseq, headers: [
+                ("Transport", leg.description),
+                ("Session", "\(session.id);timeout=\(server.configuration.sessionTimeoutSeconds)"),
+            ])
         }
         guard let offer = request.header("Transport"), let transport = RTSPTransport.choose(from: offer) else {
             return RTSPResponse(status: 461, cseq: cseq)
@@ -181,7 +203,7 @@ final class RTSPConnection: @unchecked Sendable {
         }
         let session: RTSPSession
         do {
-            session = try await RTSPSession.make(connection: self, mount: mount, transport: transport)
+            session = try await RTSPSession.make(connection: self, mount: mount, track: track, transport: transport)
         } catch {
             server.releaseSession()
             server.log("rtsp: \(peer): cannot open UDP ports for the session: \(error)")
@@ -197,14 +219,18 @@ final class RTSPConnection: @unchecked Sendable {
             return RTSPResponse(status: 454, cseq: cseq)
         }
         return RTSPResponse(status: 200, cseq: cseq, headers: [
-            ("Transport", session.transportDescription),
+            ("Transport", session.legs.first?.description ?? ""),
             ("Session", "\(session.id);timeout=\(server.configuration.sessionTimeoutSeconds)"),
         ])
     }
 
     private func play(_ request: RTSPRequest, cseq: String) -> RTSPResponse {
         guard let session = matchingSession(request) else { return RTSPResponse(status: 454, cseq: cseq) }
-        guard let rtpInfo = session.play(url: request.uri) else { return RTSPResponse(status: 454, cseq: cseq) }
+        // RTP-Info names each track by its URL: the aggregate URL (a track's own, less its trackID) and trackID=N.
+        var base = request.uri
+        if rtspPath(of: base)?.track != nil, let slash = base.lastIndex(of: "/") { base = String(base[...slash]) }
+        if !base.hasSuffix("/") { base += "/" }
+        guard let rtpInfo = session.play(base: base) else { return RTSPResponse(status: 454, cseq: cseq) }
         return RTSPResponse(status: 200, cseq: cseq, headers: [
             ("Range", "npt=now-"), ("RTP-Info", rtpInfo),
             ("Session", "\(session.id);timeout=\(server.configuration.sessionTimeoutSeconds)"),

@@ -38,6 +38,9 @@ public final class RTSPServer: @unchecked Sendable {
     /// The difference between CLOCK_REALTIME and CLOCK_MONOTONIC when the server started: sender reports
     /// give the wall-clock time of each frame's capture.
     let realtimeOffsetNanoseconds: Int64
+    /// The recording's map from presentation to capture time, the one the sound is stamped through: sender
+    /// reports of both tracks read their NTP time from it, so a client lines them up as the files are.
+    private let timeline = Mutex<PresentationTimeline?>(nil)
 
     private struct State {
         var servers: [Channel] = []
@@ -63,11 +66,23 @@ public final class RTSPServer: @unchecked Sendable {
         realtimeOffsetNanoseconds = realNanoseconds - Int64(MonotonicClock.now())
     }
 
-    /// The output of one encoding: `paths` (`/`, `/h264`) serve it.
-    public func mount(codec: VideoCodec, paths: [String]) -> RTSPMount {
-        let mount = RTSPMount(server: self, codec: codec, paths: paths)
+    /// The output of one encoding: `paths` (`/`, `/h264`) serve it, with `sound` as its second track.
+    public func mount(codec: VideoCodec, paths: [String], sound: RTSPMount.Sound? = nil) -> RTSPMount {
+        let mount = RTSPMount(server: self, codec: codec, paths: paths, sound: sound)
         state.withLock { $0.mounts.append(mount) }
         return mount
+    }
+
+    /// The recording's timeline (set once the recorder exists, before capture starts).
+    public func use(timeline: PresentationTimeline) {
+        self.timeline.withLock { $0 = timeline }
+    }
+
+    /// The NTP time of the instant presented at `presentation`: its capture time through the timeline,
+    /// else `capture` (a frame's own), else now.
+    func ntp(ofPresentation presentation: UInt64, capturedAt capture: UInt64) -> UInt64 {
+        let captured = timeline.withLock { $0 }?.capture(ofPresentation: presentation) ?? (capture > 0 ? capture : MonotonicClock.now())
+        return RTCP.ntp(unixNanoseconds: UInt64(max(0, Int64(bitPattern: captured) + realtimeOffsetNanoseconds)))
     }
 
     public var boundPort: UInt16 {
@@ -184,6 +199,8 @@ public final class RTSPServer: @unchecked Sendable {
 public final class RTSPMount: StreamOutput, @unchecked Sendable {
     public let codec: VideoCodec
     public let paths: [String]
+    /// The recording's sound, served as `trackID=1`; nil without `--audio`.
+    public let sound: Sound?
     /// Held here: the output set holds the mounts, and nothing else holds the server.
     let server: RTSPServer
     public var label: String { server.label + (paths.last ?? "/") }
@@ -201,10 +218,37 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         var playing = 0
     }
 
-    init(server: RTSPServer, codec: VideoCodec, paths: [String]) {
+    init(server: RTSPServer, codec: VideoCodec, paths: [String], sound: Sound?) {
         self.server = server
         self.codec = codec
         self.paths = paths
+        self.sound = sound
+    }
+
+    /// The sound track and its RTP clock: the same presentation times as the picture's, at the track's
+    /// rate from a random origin of its own.
+    public struct Sound: Sendable {
+        public let track: RTPAudioTrack
+        /// The encoder's priming in ticks: a packet's first decoded sample comes that much before its
+        /// presentation time (its first input sample's), and the RTP timestamp is that sample's (RFC 3640, 7587).
+        let primingTicks: UInt64
+        let timestampBase = UInt32.random(in: 0...UInt32.max)
+
+        /// - Parameter primingSamples: the encoder's priming, at its own sample rate.
+        public init(track: RTPAudioTrack, primingSamples: Int) {
+            self.track = track
+            primingTicks = track.ticks(ofSamples: primingSamples)
+        }
+
+        /// The RTP time of the instant presented at `presentation` (sender reports, RTP-Info).
+        func rtpTimestamp(ofInstant presentation: UInt64) -> UInt32 {
+            timestampBase &+ UInt32(truncatingIfNeeded: track.ticks(nanoseconds: presentation))
+        }
+
+        /// The RTP timestamp of a packet presented at `presentation`: its first decoded sample's.
+        func rtpTimestamp(ofPacketAt presentation: UInt64) -> UInt32 {
+            rtpTimestamp(ofInstant: presentation) &- UInt32(truncatingIfNeeded: primingTicks)
+        }
     }
 
     var hub: StreamHub? { held.withLock { $0.hub } }

@@ -9,66 +9,48 @@ import Outputs
 import RTSP
 import Synchronization
 
-/// One client's session: one video track, sent from its hub subscription (`.skipToIDR`) as RTP, over the
-/// RTSP connection (interleaved) or UDP to the connection's own peer address (never to an address a
-/// client names: camrec sends nothing to a third party). A sender report goes with the first frame and
-/// then every second, pairing the frame's capture time (NTP) with its RTP timestamp.
-final class RTSPSession: @unchecked Sendable {
-    let id: String
-    let mount: RTSPMount
+/// One track's RTP path in a session (the picture's, `trackID=0`, or the sound's, `trackID=1`): its
+/// interleaved channels on the RTSP connection, or two UDP sockets on an even and the next odd port
+/// (RFC 3550 §11) sending to the connection's own peer; its own SSRC and sequence numbers.
+final class RTPLeg: Sendable {
+    let track: Int
     let transport: RTSPTransport
-    let connection: RTSPConnection
     let ssrc = UInt32.random(in: 1...UInt32.max)
-    private let firstSequence = UInt16.random(in: 0...UInt16.max)
-    private let packetizer: RTPPacketizer
-    /// UDP: the RTP and RTCP sockets, and where they send.
-    private let rtpChannel: Channel?
-    private let rtcpChannel: Channel?
-    private let clientRTP: SocketAddress?
-    private let clientRTCP: SocketAddress?
-    private let state = Mutex(State())
-    /// How long one access unit may take a TCP client before it is cut (it reads nothing, or far too slowly).
-    static let stallTimeoutMilliseconds: Int64 = 10_000
+    let firstSequence = UInt16.random(in: 0...UInt16.max)
+    let rtpChannel: Channel?
+    let rtcpChannel: Channel?
+    let clientRTP: SocketAddress?
+    let clientRTCP: SocketAddress?
+    /// The RTP socket's UDP segment size (`UDP_SEGMENT`: a write is cut into datagrams of this size), if set.
+    let segmentBytes: Int?
 
-    private struct State {
-        var subscription: Subscription?
-        var sender: Task<Void, Never>?
-        var ended = false
-        var frames = 0
-        var receiverReports = 0
-        var lastReport: RTCP.ReceptionReport?
-    }
-
-    private init(connection: RTSPConnection, mount: RTSPMount, transport: RTSPTransport, rtp: Channel?, rtcp: Channel?,
-                 clientRTP: SocketAddress?, clientRTCP: SocketAddress?) {
-        var bytes = [UInt8](repeating: 0, count: 8)
-        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
-        id = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
-        self.connection = connection
-        self.mount = mount
+    private init(track: Int, transport: RTSPTransport, rtp: Channel?, rtcp: Channel?, clientRTP: SocketAddress?, clientRTCP: SocketAddress?,
+                 segmentBytes: Int? = nil) {
+        self.segmentBytes = segmentBytes
+        self.track = track
         self.transport = transport
         rtpChannel = rtp
         rtcpChannel = rtcp
         self.clientRTP = clientRTP
         self.clientRTCP = clientRTCP
-        packetizer = RTPPacketizer(codec: mount.codec, maximumPacketBytes: connection.server.configuration.maximumPacketBytes)
     }
 
-    /// A session for SETUP: for UDP, two sockets on an even and the next odd port (RFC 3550 §11).
-    static func make(connection: RTSPConnection, mount: RTSPMount, transport: RTSPTransport) async throws -> RTSPSession {
+    /// A leg for SETUP: for UDP, two sockets on an even and the next odd port, whose RTCP is read for `holder`'s session.
+    static func open(track: Int, transport: RTSPTransport, connection: RTSPConnection, holder: SessionHolder) async throws -> RTPLeg {
         guard case .udp(let rtpPort, let rtcpPort) = transport else {
-            return RTSPSession(connection: connection, mount: mount, transport: transport, rtp: nil, rtcp: nil, clientRTP: nil, clientRTCP: nil)
+            return RTPLeg(track: track, transport: transport, rtp: nil, rtcp: nil, clientRTP: nil, clientRTCP: nil)
         }
         guard let peer = connection.channel.remoteAddress?.ipAddress, let local = connection.channel.localAddress?.ipAddress else {
             throw SocketError("getpeername", .socketNotConnected, address: connection.peer)
         }
         let clientRTP = try SocketAddress(ipAddress: peer, port: Int(rtpPort))
         let clientRTCP = try SocketAddress(ipAddress: peer, port: Int(rtcpPort))
-        let holder = SessionHolder()
+        // A picture's full-size packets go in one send, cut by the kernel (Linux 4.18 and later).
+        let segmentBytes = System.supportsUDPSegmentationOffload ? connection.server.configuration.maximumPacketBytes : 0
         for _ in 0..<16 {
-            let rtp = try await DatagramBootstrap(group: connection.channel.eventLoop)
-                .channelOption(.socketOption(.so_sndbuf), value: 1 << 20)
-                .bind(host: local, port: 0).get()
+            var bootstrap = DatagramBootstrap(group: connection.channel.eventLoop).channelOption(.socketOption(.so_sndbuf), value: 1 << 20)
+            if segmentBytes > 0 { bootstrap = bootstrap.channelOption(.datagramSegmentSize, value: CInt(segmentBytes)) }
+            let rtp = try await bootstrap.bind(host: local, port: 0).get()
             guard let port = rtp.localAddress?.port, port % 2 == 0, port < 65535 else {
                 try? await rtp.close()
                 continue
@@ -82,15 +64,13 @@ final class RTSPSession: @unchecked Sendable {
                 try? await rtp.close()
                 continue
             }
-            let session = RTSPSession(connection: connection, mount: mount, transport: transport, rtp: rtp, rtcp: rtcp,
-                                      clientRTP: clientRTP, clientRTCP: clientRTCP)
-            holder.session.withLock { $0 = session }
-            return session
+            return RTPLeg(track: track, transport: transport, rtp: rtp, rtcp: rtcp, clientRTP: clientRTP, clientRTCP: clientRTCP,
+                          segmentBytes: segmentBytes > 0 ? segmentBytes : nil)
         }
         throw SocketError("bind", .addressInUse, address: "\(local): no free even/odd UDP port pair")
     }
 
-    var transportDescription: String {
+    var description: String {
         switch transport {
         case .interleaved(let rtp, let rtcp):
             return "RTP/AVP/TCP;unicast;interleaved=\(rtp)-\(rtcp);ssrc=\(hex(ssrc))"
@@ -105,22 +85,122 @@ final class RTSPSession: @unchecked Sendable {
         return String(repeating: "0", count: 8 - text.count) + text
     }
 
-    /// PLAY: subscribes at the next IDR and asks the gate for one; the RTP-Info value (nil once ended).
-    func play(url: String) -> String? {
+    func close() async {
+        try? await rtpChannel?.close()
+        try? await rtcpChannel?.close()
+    }
+}
+
+/// One client's session: the picture's track and, when the recording has sound, the sound's (each SETUP
+/// adds one `RTPLeg`), sent from one hub subscription (`.skipToIDR`, with the sound when its track is set
+/// up, so the sound starts with the picture's first IDR) as RTP, over the RTSP connection (interleaved) or
+/// UDP to the connection's own peer address (never to an address a client names: camrec sends nothing to a
+/// third party). Each track has its sender reports: one before its first packet, then one a second,
+/// pairing the NTP time of an instant on the capture clock with that instant's RTP time on the track's
+/// clock, so a client lines up sound and picture.
+final class RTSPSession: @unchecked Sendable {
+    let id: String
+    let mount: RTSPMount
+    let connection: RTSPConnection
+    private let packetizer: RTPPacketizer
+    private let holder = SessionHolder()
+    private let state = Mutex(State())
+    /// How long one access unit may take a TCP client before it is cut (it reads nothing, or far too slowly).
+    static let stallTimeoutMilliseconds: Int64 = 10_000
+
+    private struct State {
+        var legs: [RTPLeg] = []
+        var subscription: Subscription?
+        var sender: Task<Void, Never>?
+        var ended = false
+        var frames = 0
+        var soundPackets = 0
+        var receiverReports = 0
+        var lastReport: RTCP.ReceptionReport?
+    }
+
+    private init(connection: RTSPConnection, mount: RTSPMount) {
+        var bytes = [UInt8](repeating: 0, count: 8)
+        for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
+        id = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
+        self.connection = connection
+        self.mount = mount
+        packetizer = RTPPacketizer(codec: mount.codec, maximumPacketBytes: connection.server.configuration.maximumPacketBytes)
+    }
+
+    /// A session for the first SETUP, with that track's leg.
+    static func make(connection: RTSPConnection, mount: RTSPMount, track: Int, transport: RTSPTransport) async throws -> RTSPSession {
+        let session = RTSPSession(connection: connection, mount: mount)
+        session.holder.session.withLock { $0 = session }
+        do {
+            _ = try await session.add(track: track, transport: transport)
+        } catch {
+            session.holder.session.withLock { $0 = nil }
+            throw error
+        }
+        return session
+    }
+
+    /// A further SETUP: the leg of `track`; nil once the session plays or has ended.
+    func add(track: Int, transport: RTSPTransport) async throws -> RTPLeg? {
+        let leg = try await RTPLeg.open(track: track, transport: transport, connection: connection, holder: holder)
+        let added = state.withLock { s -> Bool in
+            guard !s.ended, s.subscription == nil, !s.legs.contains(where: { $0.track == track }) else { return false }
+            s.legs.append(leg)
+            return true
+        }
+        guard added else {
+            await leg.close()
+            return nil
+        }
+        return leg
+    }
+
+    var legs: [RTPLeg] { state.withLock { $0.legs } }
+    var isPlaying: Bool { state.withLock { $0.subscription != nil } }
+    var isTCP: Bool { legs.contains { $0.transport.isTCP } }
+
+    /// The interleaved channel after the highest one in use (a SETUP that names none gets it and the next).
+    var nextInterleavedChannel: UInt8 {
+        legs.reduce(0) { next, leg in
+            if case .interleaved(let rtp, let rtcp) = leg.transport { return max(next, UInt8(min(254, Int(max(rtp, rtcp)) + 1))) }
+            return next
+        }
+    }
+
+    /// Whether interleaved `channel` is the RTCP channel of one of the tracks.
+    func isRTCP(channel: UInt8) -> Bool {
+        legs.contains { leg in
+            if case .interleaved(_, let rtcp) = leg.transport { return rtcp == channel }
+            return false
+        }
+    }
+
+    /// Whether `transport` would send on an interleaved channel a track already uses.
+    func collides(_ transport: RTSPTransport) -> Bool {
+        guard case .interleaved(let rtp, let rtcp) = transport else { return false }
+        return legs.contains { leg in
+            if case .interleaved(let a, let b) = leg.transport { return [a, b].contains(rtp) || [a, b].contains(rtcp) }
+            return false
+        }
+    }
+
+    /// PLAY: subscribes at the next IDR (with the sound when its track is set up) and asks the gate for an
+    /// IDR; the RTP-Info value, one entry a track (nil once ended). `base` is the aggregate URL.
+    func play(base: String) -> String? {
         guard let hub = mount.hub else { return nil }
-        let how = transport.isTCP ? "TCP" : "UDP"
         let started = state.withLock { s -> Bool? in
             guard !s.ended else { return nil }
             return s.subscription != nil
         }
         guard let started else { return nil }
+        let legs = self.legs
+        let sound = mount.sound != nil && legs.contains { $0.track == RTPAudioTrack.trackID }
         if !started {
-            guard let subscription = hub.subscribe("rtsp \(connection.peer)", from: .nextIDR, policy: .skipToIDR(depth: 60)) else { return nil }
-            let log = connection.server.log
-            let name = "rtsp: \(connection.peer)"
-            subscription.onCatchUp = { dropped, resumed, catchUps in
-                log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
-            }
+            guard let subscription = hub.subscribe("rtsp \(connection.peer)", from: .nextIDR, policy: .skipToIDR(depth: 60),
+                                                   withAudio: sound,
+                                                   onCatchUp: Subscription.catchUpLog(of: "rtsp: \(connection.peer)", to: connection.server.log))
+            else { return nil }
             let start: String
             switch hub.requestIDR() {
             case .requested: start = "IDR requested"
@@ -128,121 +208,224 @@ final class RTSPSession: @unchecked Sendable {
             case .atTheNextOne: start = "starts at the next IDR"
             }
             mount.totals.withLock { $0.playing += 1 }
-            connection.server.log("rtsp: \(connection.peer) plays \(mount.paths.last ?? "/") over \(how) (session \(id), "
+            let how = legs.map { $0.transport.isTCP ? "TCP" : "UDP" }.first ?? "TCP"
+            connection.server.log("rtsp: \(connection.peer) plays \(mount.paths.last ?? "/") over \(how)\(sound ? " with its sound" : "") (session \(id), "
                 + "\(connection.server.sessionCount) in all); \(start)")
             let task = Task(executorPreference: EventLoopExecutor(connection.channel.eventLoop)) { [self] in
-                await send(subscription)
+                await send(subscription, legs: legs)
             }
             state.withLock { s in
                 s.subscription = subscription
                 s.sender = task
             }
         }
-        let rtptime = mount.rtpTimestamp(presentationNanoseconds: hub.newest?.presentationTimeNanoseconds ?? 0)
-        return "url=\(url);seq=\(firstSequence);rtptime=\(rtptime)"
+        // Each track's RTP time of one instant: the newest frame's.
+        let newest = hub.newest?.presentationTimeNanoseconds ?? 0
+        return legs.map { leg in
+            let rtptime = leg.track == RTPAudioTrack.trackID ? mount.sound?.rtpTimestamp(ofInstant: newest) ?? 0
+                : mount.rtpTimestamp(presentationNanoseconds: newest)
+            return "url=\(base)trackID=\(leg.track);seq=\(leg.firstSequence);rtptime=\(rtptime)"
+        }.joined(separator: ",")
     }
 
-    private func send(_ subscription: Subscription) async {
-        var fragments: [RTPFragment] = []
-        var sequence = firstSequence
+    /// What one leg has sent, for its sender reports.
+    private struct Sent {
+        var sequence: UInt16
         var packets: UInt32 = 0
         var octets: UInt32 = 0
         var lastReport: UInt64 = 0
+    }
+
+    private func send(_ subscription: Subscription, legs: [RTPLeg]) async {
+        var fragments: [RTPFragment] = []
+        let video = legs.first { $0.track == 0 }
+        let audio = legs.first { $0.track == RTPAudioTrack.trackID }
+        var sent = [Sent(sequence: video?.firstSequence ?? 0), Sent(sequence: audio?.firstSequence ?? 0)]
+        var refusedSound = 0
         let server = connection.server
-        let channel = connection.channel
+        let mtu = server.configuration.maximumPacketBytes
         while let chunk = await subscription.nextAsync() {
             defer { chunk.release() }
-            guard chunk.kind == .video else { continue }
+            let leg: RTPLeg
+            let timestamp: UInt32
+            let instant: UInt32
+            let payloadType: UInt8
+            var packets: RTPVideoPackets?
             fragments.removeAll(keepingCapacity: true)
-            chunk.bytes.withUnsafeBytes { packetizer.fragments(of: $0, into: &fragments) }
-            let timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
+            if chunk.kind == .video {
+                guard let video else { continue }
+                leg = video
+                timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
+                instant = timestamp
+                payloadType = SessionDescription.payloadType
+                // Packetized once for every session of the stream; this one stamps its copy.
+                packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
+                                             interleaved: leg.transport.isTCP)
+            } else {
+                guard let audio, let sound = mount.sound else { continue }
+                leg = audio
+                guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &fragments) else {
+                    refusedSound += 1
+                    if refusedSound == 1 {
+                        server.log("rtsp: \(connection.peer): a sound packet of \(chunk.bytes.count) bytes does not fit "
+                            + "\(mtu)-byte RTP packets (--rtsp-mtu) and is not sent; so are the others like it")
+                    }
+                    continue
+                }
+                timestamp = sound.rtpTimestamp(ofPacketAt: chunk.presentationTimeNanoseconds)
+                instant = sound.rtpTimestamp(ofInstant: chunk.presentationTimeNanoseconds)
+                payloadType = RTPAudioTrack.payloadType
+            }
+            let index = leg.track == 0 ? 0 : 1
             let now = MonotonicClock.now()
             var report: [UInt8]?
-            if lastReport == 0 || now &- lastReport >= 1_000_000_000 {
-                lastReport = now
-                let capture = chunk.captureTimeNanoseconds > 0 ? chunk.captureTimeNanoseconds : now
-                let unix = UInt64(max(0, Int64(capture) + server.realtimeOffsetNanoseconds))
-                report = RTCP.senderReport(ssrc: ssrc, ntp: RTCP.ntp(unixNanoseconds: unix), rtpTimestamp: timestamp,
-                                           packets: packets, octets: octets)
+            if sent[index].lastReport == 0 || now &- sent[index].lastReport >= 1_000_000_000 {
+                sent[index].lastReport = now
+                // The instant's NTP time on the capture clock, through the recording's timeline (as the sound is stamped).
+                let ntp = server.ntp(ofPresentation: chunk.presentationTimeNanoseconds, capturedAt: chunk.captureTimeNanoseconds)
+                report = RTCP.senderReport(ssrc: leg.ssrc, ntp: ntp, rtpTimestamp: instant,
+                                           packets: sent[index].packets, octets: sent[index].octets)
             }
-            let payloadBytes = fragments.reduce(0) { $0 + $1.payloadBytes }
-            var bytes = chunk.bytes.count
+            let payloadBytes = packets?.payloadBytes ?? fragments.reduce(0) { $0 + $1.payloadBytes }
+            let packetCount = packets?.count ?? fragments.count
+            var sequence = sent[index].sequence
             do {
-                switch transport {
-                case .interleaved(let rtpChannel, let rtcpChannel):
-                    var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * 16 + 32)
-                    if let report {
-                        buffer.writeInteger(UInt8(ascii: "$"))
-                        buffer.writeInteger(rtcpChannel)
-                        buffer.writeInteger(UInt16(report.count))
-                        buffer.writeBytes(report)
-                    }
-                    chunk.bytes.withUnsafeBytes { au in
-                        for fragment in fragments {
-                            buffer.writeInteger(UInt8(ascii: "$"))
-                            buffer.writeInteger(rtpChannel)
-                            buffer.writeInteger(UInt16(RTPPacketizer.headerBytes + fragment.payloadBytes))
-                            writeRTP(fragment, sequence: sequence, timestamp: timestamp, accessUnit: au, into: &buffer)
-                            sequence &+= 1
-                        }
-                    }
-                    try await sendWithStallTimeout(buffer, on: channel)
-                case .udp:
-                    guard let rtp = rtpChannel, let rtcp = rtcpChannel, let clientRTP, let clientRTCP else { return }
-                    if let report {
-                        var buffer = rtcp.allocator.buffer(capacity: report.count)
-                        buffer.writeBytes(report)
-                        rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: clientRTCP, data: buffer), promise: nil)
-                    }
-                    var buffer = rtp.allocator.buffer(capacity: payloadBytes + fragments.count * RTPPacketizer.headerBytes)
-                    var last: EventLoopFuture<Void>?
-                    chunk.bytes.withUnsafeBytes { au in
-                        for fragment in fragments {
-                            let start = buffer.writerIndex
-                            writeRTP(fragment, sequence: sequence, timestamp: timestamp, accessUnit: au, into: &buffer)
-                            sequence &+= 1
-                            let packet = buffer.getSlice(at: start, length: buffer.writerIndex - start)!
-                            last = rtp.write(AddressedEnvelope(remoteAddress: clientRTP, data: packet))
-                        }
-                    }
-                    rtp.flush()
-                    // The kernel takes a datagram or drops it: this waits for nothing but the loop.
-                    try await last?.get()
+                if let packets {
+                    try await transmit(packets, on: leg, sequence: &sequence, report: report)
+                } else {
+                    try await transmit(fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
+                                       sequence: &sequence, report: report, payloadBytes: payloadBytes)
                 }
             } catch {
-                bytes = 0
                 if !state.withLock({ $0.ended }) {
                     // A UDP send that the kernel refused (ECONNREFUSED from the client's ICMP) costs one frame.
-                    if transport.isTCP { break }
+                    if leg.transport.isTCP { break }
+                    sent[index].sequence = sequence
                     continue
                 }
                 break
             }
-            packets &+= UInt32(truncatingIfNeeded: fragments.count)
-            octets &+= UInt32(truncatingIfNeeded: payloadBytes)
-            state.withLock { $0.frames += 1 }
+            sent[index].sequence = sequence
+            sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
+            sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
+            let video = chunk.kind == .video
+            state.withLock { if video { $0.frames += 1 } else { $0.soundPackets += 1 } }
             mount.totals.withLock { t in
-                t.frames += 1
-                t.bytes += bytes
+                if video { t.frames += 1 }
+                t.bytes += chunk.bytes.count
             }
         }
         subscription.stopTaking()
         if !state.withLock({ $0.ended }) {
             // The stream ended (or a TCP client could not take it): the connection ends with it.
-            channel.close(promise: nil)
+            connection.channel.close(promise: nil)
         }
     }
 
-    private func writeRTP(_ fragment: RTPFragment, sequence: UInt16, timestamp: UInt32, accessUnit: UnsafeRawBufferPointer,
-                          into buffer: inout ByteBuffer) {
+    /// One chunk's packets on `leg`, its sender report (if due) ahead of them.
+    private func transmit(_ fragments: [RTPFragment], of chunk: StreamChunk, on leg: RTPLeg, payloadType: UInt8, timestamp: UInt32,
+                          sequence: inout UInt16, report: [UInt8]?, payloadBytes: Int) async throws {
+        let channel = connection.channel
+        switch leg.transport {
+        case .interleaved(let rtpChannel, let rtcpChannel):
+            var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * 20 + 32)
+            if let report {
+                buffer.writeInteger(UInt8(ascii: "$"))
+                buffer.writeInteger(rtcpChannel)
+                buffer.writeInteger(UInt16(report.count))
+                buffer.writeBytes(report)
+            }
+            var next = sequence
+            chunk.bytes.withUnsafeBytes { au in
+                for fragment in fragments {
+                    buffer.writeInteger(UInt8(ascii: "$"))
+                    buffer.writeInteger(rtpChannel)
+                    buffer.writeInteger(UInt16(RTPPacketizer.headerBytes + fragment.payloadBytes))
+                    writeRTP(fragment, payloadType: payloadType, sequence: next, timestamp: timestamp, ssrc: leg.ssrc, accessUnit: au, into: &buffer)
+                    next &+= 1
+                }
+            }
+            sequence = next
+            try await sendWithStallTimeout(buffer, on: channel)
+        case .udp:
+            guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
+            if let report {
+                var buffer = rtcp.allocator.buffer(capacity: report.count)
+                buffer.writeBytes(report)
+                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: clientRTCP, data: buffer), promise: nil)
+            }
+            var buffer = rtp.allocator.buffer(capacity: payloadBytes + fragments.count * (RTPPacketizer.headerBytes + 4))
+            var last: EventLoopFuture<Void>?
+            var next = sequence
+            chunk.bytes.withUnsafeBytes { au in
+                for fragment in fragments {
+                    let start = buffer.writerIndex
+                    writeRTP(fragment, payloadType: payloadType, sequence: next, timestamp: timestamp, ssrc: leg.ssrc, accessUnit: au, into: &buffer)
+                    next &+= 1
+                    let packet = buffer.getSlice(at: start, length: buffer.writerIndex - start)!
+                    last = rtp.write(AddressedEnvelope(remoteAddress: clientRTP, data: packet))
+                }
+            }
+            sequence = next
+            rtp.flush()
+            // The kernel takes a datagram or drops it: this waits for nothing but the loop.
+            try await last?.get()
+        }
+    }
+
+    /// A picture's packets on `leg` (made once for all sessions), its sender report (if due) ahead of them:
+    /// over TCP one write of the stamped image, over UDP one write a run of packets (cut into datagrams by
+    /// the kernel when the leg's socket has a segment size, else one a packet), each a slice of it.
+    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?) async throws {
+        let channel = connection.channel
+        switch leg.transport {
+        case .interleaved(let rtpChannel, let rtcpChannel):
+            let stamped = packets.stamped(channel: rtpChannel, firstSequence: sequence, ssrc: leg.ssrc)
+            sequence &+= UInt16(truncatingIfNeeded: packets.count)
+            if let report {
+                var buffer = channel.allocator.buffer(capacity: report.count + 4)
+                buffer.writeInteger(UInt8(ascii: "$"))
+                buffer.writeInteger(rtcpChannel)
+                buffer.writeInteger(UInt16(report.count))
+                buffer.writeBytes(report)
+                channel.write(buffer, promise: nil)
+            }
+            try await sendWithStallTimeout(stamped, on: channel)
+        case .udp:
+            guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
+            if let report {
+                var buffer = rtcp.allocator.buffer(capacity: report.count)
+                buffer.writeBytes(report)
+                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: clientRTCP, data: buffer), promise: nil)
+            }
+            let stamped = packets.stamped(channel: 0, firstSequence: sequence, ssrc: leg.ssrc)
+            sequence &+= UInt16(truncatingIfNeeded: packets.count)
+            guard packets.count > 0 else { return }
+            let promise = rtp.eventLoop.makePromise(of: Void.self)
+            let writes = leg.segmentBytes == connection.server.configuration.maximumPacketBytes ? packets.runs
+                : (0..<packets.count).map { $0..<($0 + 1) }
+            for (i, run) in writes.enumerated() {
+                let (offset, length) = packets.bytes(of: run)
+                rtp.write(AddressedEnvelope(remoteAddress: clientRTP, data: stamped.getSlice(at: offset, length: length)!),
+                          promise: i == writes.count - 1 ? promise : nil)
+            }
+            rtp.flush()
+            // The kernel takes a datagram or drops it: this waits for nothing but the loop.
+            try await promise.futureResult.get()
+        }
+    }
+
+    private func writeRTP(_ fragment: RTPFragment, payloadType: UInt8, sequence: UInt16, timestamp: UInt32, ssrc: UInt32,
+                          accessUnit: UnsafeRawBufferPointer, into buffer: inout ByteBuffer) {
         buffer.writeInteger(UInt8(0x80))
-        buffer.writeInteger((fragment.marker ? 0x80 : 0) | SessionDescription.payloadType)
+        buffer.writeInteger((fragment.marker ? 0x80 : 0) | payloadType)
         buffer.writeInteger(sequence)
         buffer.writeInteger(timestamp)
         buffer.writeInteger(ssrc)
         if fragment.prefixCount > 0 { buffer.writeInteger(fragment.prefix0) }
         if fragment.prefixCount > 1 { buffer.writeInteger(fragment.prefix1) }
         if fragment.prefixCount > 2 { buffer.writeInteger(fragment.prefix2) }
+        if fragment.prefixCount > 3 { buffer.writeInteger(fragment.prefix3) }
         buffer.writeBytes(UnsafeRawBufferPointer(rebasing: accessUnit[fragment.payload]))
     }
 
@@ -267,31 +450,33 @@ final class RTSPSession: @unchecked Sendable {
     func noteRTCP(_ bytes: some Collection<UInt8>) {
         guard bytes.count <= 65_536, let reports = RTCP.receptionReports(in: bytes) else { return }
         connection.touch()
+        let ssrcs = legs.map(\.ssrc)
         state.withLock { s in
             s.receiverReports += 1
-            if let report = reports.first(where: { $0.ssrc == ssrc }) { s.lastReport = report }
+            if let report = reports.first(where: { ssrcs.contains($0.ssrc) }) { s.lastReport = report }
         }
     }
 
     /// Ends the session: leaves the hub, closes its UDP sockets, frees its slot.
     func end(reason: String) async {
-        let (first, subscription, sender, frames, reports) = state.withLock { s in
+        let (first, subscription, sender, frames, soundPackets, reports, legs) = state.withLock { s in
             defer { s.ended = true }
-            return (!s.ended, s.subscription, s.sender, s.frames, s.receiverReports)
+            return (!s.ended, s.subscription, s.sender, s.frames, s.soundPackets, s.receiverReports, s.legs)
         }
         guard first else { return }
         subscription?.cancel()
         sender?.cancel()
         await sender?.value
-        try? await rtpChannel?.close()
-        try? await rtcpChannel?.close()
+        for leg in legs { await leg.close() }
+        holder.session.withLock { $0 = nil }
         connection.server.releaseSession()
         if let subscription {
             mount.totals.withLock { t in
                 t.playing -= 1
                 t.skipped += subscription.snapshot.skipped
             }
-            connection.server.log("rtsp: \(connection.peer) \(reason) after \(frames) frames (session \(id)"
+            connection.server.log("rtsp: \(connection.peer) \(reason) after \(frames) frames"
+                + (soundPackets > 0 ? " and \(soundPackets) sound packets" : "") + " (session \(id)"
                 + (reports > 0 ? ", \(reports) receiver reports" : "") + ")")
         }
     }

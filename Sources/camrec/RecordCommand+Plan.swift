@@ -100,6 +100,7 @@ extension RecordCommand {
         let keyframes = KeyframeGate(minimumIntervalSeconds: 1)
         var streamOutputs: [StreamOutput] = []
         var outputsByCodec: [VideoCodec: [StreamOutput]] = [:]
+        var rtspServer: RTSPServer?
         func add(_ output: StreamOutput, _ codec: VideoCodec) {
             streamOutputs.append(output)
             outputsByCodec[codec, default: []].append(output)
@@ -125,11 +126,18 @@ extension RecordCommand {
             for spec in listen {
                 add(makeNetworkOutput(try TCPEndpoint(listenSpec: spec), codec: defaultCodec), defaultCodec)
             }
-            if let server = try makeRTSPServer(framesPerSecond: source.framesPerSecond) {
-                // The default encoding at `/` and its name; another encoding at its name only.
+            rtspServer = try makeRTSPServer(framesPerSecond: source.framesPerSecond)
+            if let server = rtspServer {
+                // The default encoding at `/` and its name; another encoding at its name only. The sound is
+                // each one's second track.
+                let sound = soundEncoder.map { encoder in
+                    RTSPMount.Sound(track: RTPAudioTrack(codec: encoder.codec == .aac ? .aac(audioSpecificConfig: encoder.track.codecConfiguration) : .opus,
+                                                         sampleRate: encoder.format.sampleRate, channels: encoder.format.channels),
+                                    primingSamples: encoder.track.primingSamples)
+                }
                 for codec in codecs {
                     let name = codec == .h264 ? "/h264" : "/h265"
-                    add(server.mount(codec: codec, paths: codec == defaultCodec ? ["/", name] : [name]), codec)
+                    add(server.mount(codec: codec, paths: codec == defaultCodec ? ["/", name] : [name], sound: sound), codec)
                 }
             }
         } catch {
@@ -167,16 +175,18 @@ extension RecordCommand {
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: frames, durationSeconds: duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
+        rtspServer?.use(timeline: recorder.timeline)
         let sound = soundParts.map { parts in
             AudioCapture(source: parts.source, encoder: parts.encoder, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
         }
         if let sound {
             logger.info("sound: \(sound.source.summary), \(sound.encoder.codec.displayName) at \(sound.encoder.bitrate) bit/s")
             // Where the sound goes and where it does not, in one line: raw outputs keep their contract.
-            let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" } + (rtsp.map { ["--rtsp \($0)"] } ?? [])
+            let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" }
             let clips = eventRecorder?.configuration.files.takesAudio == true ? ["event clips \(events.eventOutput ?? "")"] : []
             let page = http != nil ? ["the live view"] : []
-            printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips + page).joined(separator: ", "))"
+            let served = rtsp.map { ["--rtsp \($0)"] } ?? []
+            printLine("camrec: sound goes into \((outputs.filter(carriesSound) + clips + page + served).joined(separator: ", "))"
                 + (silent.isEmpty ? "" : "; \(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only"))
         }
         return RecordingPlan(source: source, codecs: codecs, encoders: encoders, keyframeInterval: interval, keyframes: keyframes,

@@ -32,10 +32,14 @@ extension RecordCommand {
             if let first = refusing.first {
                 throw ValidationError("--audio-codec opus: \(first) cannot carry Opus (RTMP's FLV and QuickTime take AAC); use --audio-codec aac, or MP4, Matroska, MPEG-TS, rtsp:// or srt://")
             }
+            // RFC 7587 carries mono and stereo Opus only.
+            if rtsp != nil, let channels = sound.audioChannels, channels > 2 {
+                throw ValidationError("--audio-codec opus: --rtsp carries Opus in mono or stereo (RFC 7587), not \(channels) channels; use --audio-channels 1 or 2, or --audio-codec aac")
+            }
         }
         let clipsCarrySound = events.eventOutput.map { ContainerFormat(fileName: $0) != .raw } ?? false
-        if !outputs.contains(where: carriesSound) && !clipsCarrySound && http == nil {
-            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://), --event-output clips in one of those containers or the live view (--http): raw .h264/.h265 files, stdout and tcp:// carry video only")
+        if !outputs.contains(where: carriesSound) && !clipsCarrySound && http == nil && rtsp == nil {
+            throw ValidationError("--audio: no output can carry sound; give an MP4, QuickTime, Matroska or MPEG-TS file (.mp4, .mov, .mkv, .ts), a media server (rtmp://, rtsp://, srt://), --event-output clips in one of those containers, the live view (--http) or --rtsp: raw .h264/.h265 files, stdout and tcp:// carry video only")
         }
     }
 

@@ -122,7 +122,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given.", valueName: "[HOST:]PORT"))
     var http: String?
 
-    @Option(help: ArgumentHelp("Serve the stream over RTSP (camrec as a network camera) on [HOST:]PORT; HOST is 127.0.0.1 unless given. rtsp://HOST:PORT/ is the default encoding, /h264 and /h265 name one; RTP over TCP (interleaved) or UDP.", valueName: "[HOST:]PORT"))
+    @Option(help: ArgumentHelp("Serve the stream over RTSP (camrec as a network camera) on [HOST:]PORT; HOST is 127.0.0.1 unless given. rtsp://HOST:PORT/ is the default encoding, /h264 and /h265 name one; RTP over TCP (interleaved) or UDP; with --audio the sound is the second track.", valueName: "[HOST:]PORT"))
     var rtsp: String?
 
     @Option(parsing: .unconditional, help: ArgumentHelp("With --rtsp: the largest RTP packet, header included (default 1400); larger NAL units are fragmented (FU-A, FU).", valueName: "BYTES"))

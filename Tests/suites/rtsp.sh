@@ -217,4 +217,96 @@ mtu_refused() {
 }
 check "--rtsp-mtu 0, -5, 99999999999 and 65001 with --rtsp, and 1400 without it: usage errors (64), nothing recorded" \
     bash -c "$(declare -f mtu_refused); CAMREC=$CAMREC W=$W; for a in 0 -5 99999999999 65001; do mtu_refused --rtsp 127.0.0.1:0 --rtsp-mtu=\$a || exit 1; done; mtu_refused --rtsp-mtu 1400"
+
+# --- the sound: the second track, AAC (mpeg4-generic) and Opus (opus/48000/2) -------------------------
+# One recording a codec, both at once: --audio test beside the test pattern puts a white frame and a tone
+# burst on each second, and a Matroska file is recorded beside. ffmpeg over TCP and over UDP copies both
+# tracks, and Tests/tools/av-sync.py measures each burst against its white frame in ffmpeg's file (ffprobe's
+# times: the RTCP path, a sender report on each track pairing capture-clock NTP time with its RTP time);
+# av-edges.py checks that the sound starts with the picture (the client's first IDR, no older sound).
+# GStreamer's rtspsrc (its default, UDP, and protocols=tcp) decodes the sound (faad or opusdec): its length
+# against the picture's, from ffprobe. The SDP's config= is the AudioSpecificConfig ffprobe reads in the
+# file. (GStreamer's own lip-sync is not the measure: against gst-rtsp-server serving a file in sync it
+# put the sound 11-26 ms late, drifting; ffmpeg read that server within 0.4 ms.)
+sound_ff() {   # PORT NAME TRANSPORT
+    timeout 30 ffmpeg -v error -rtsp_transport "$3" -i "rtsp://127.0.0.1:$1/" -c copy -t 5 -f matroska -y "$W/$2.mkv" 2>"$W/$2.err"
+}
+sound_gst() {  # PORT NAME PROTOCOLS
+    local protocols=(); [[ $3 == tcp ]] && protocols=(protocols=tcp)
+    timeout -s INT 6 gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$1/" latency=200 "${protocols[@]}" name=src \
+        src. ! application/x-rtp,media=video ! rtph264depay ! h264parse ! matroskamux name=mux ! filesink location="$W/$2.mkv" \
+        src. ! application/x-rtp,media=audio ! decodebin ! audioconvert ! audio/x-raw,format=S16LE ! queue ! mux. >"$W/$2.err" 2>&1
+    return 0
+}
+sound_ports=()
+for codec in aac opus; do
+    next_port; sound_ports+=("$PORT")
+    "$CAMREC" --test-pattern --fps 30 --size 640x360 --preset ultrafast --duration 40 --audio test --audio-codec $codec \
+        "$W/snd-$codec.mkv" --rtsp "127.0.0.1:$PORT" 2>"$W/snd-$codec.log" & sound_cams+=($!); PIDS+=($!)
+done
+sound_clients=()
+for i in 0 1; do
+    codec=$([[ $i == 0 ]] && echo aac || echo opus) port=${sound_ports[$i]}
+    wait_listen "$port"
+    describe "rtsp://127.0.0.1:$port/" >"$W/snd-$codec.sdp"
+    sound_ff "$port" "snd-ff-tcp-$codec" tcp & sound_clients+=($!)
+    sound_ff "$port" "snd-ff-udp-$codec" udp & sound_clients+=($!)
+    sound_gst "$port" "snd-gst-udp-$codec" default & sound_clients+=($!)
+    sound_gst "$port" "snd-gst-tcp-$codec" tcp & sound_clients+=($!)
+done
+wait "${sound_clients[@]}"
+# The recordings end when their clients have what they need (SIGINT: a clean end).
+rcs=""; for pid in "${sound_cams[@]}"; do kill -INT "$pid"; wait_for "$pid" 30; rcs+="$? "; done
+check "sound: both recordings with --audio and --rtsp (AAC, Opus) exit 0 on SIGINT (status $rcs)" [ "$rcs" = "0 0 " ]
+# The SDP's sound section against the file recorded beside it (ffprobe: rate, channels, extradata).
+sdp_sound_matches() {
+    python3 - "$1" "$2" "$3" <<'PY'
+import json, re, subprocess, sys
+sdp, path, codec = open(sys.argv[1], newline="").read(), sys.argv[2], sys.argv[3]
+s = json.loads(subprocess.run(["ffprobe", "-v", "error", "-select_streams", "a:0", "-show_data", "-show_entries",
+                               "stream=sample_rate,channels,extradata", "-of", "json", path], capture_output=True, text=True).stdout)["streams"][0]
+asc = "".join(line[10:49].replace(" ", "") for line in s.get("extradata", "").splitlines() if line.strip())
+audio = sdp[sdp.find("m=audio"):]
+print("  SDP:", re.findall(r"m=audio.*|a=rtpmap:97.*|a=fmtp:97.*|a=control:trackID=1", sdp), "file:", s["sample_rate"], s["channels"], asc)
+if codec == "aac":
+    ok = (audio.startswith("m=audio 0 RTP/AVP 97") and f"a=rtpmap:97 mpeg4-generic/{s['sample_rate']}/{s['channels']}\r\n" in audio
+          and re.search(r"a=fmtp:97 streamtype=5;profile-level-id=1;mode=AAC-hbr;sizelength=13;indexlength=3;indexdeltalength=3;config=" + asc + r"\r\n", audio))
+else:
+    ok = audio.startswith("m=audio 0 RTP/AVP 97") and "a=rtpmap:97 opus/48000/2\r\n" in audio and f"sprop-stereo={int(s['channels'] == 2)}" in audio
+sys.exit(0 if ok and "a=control:trackID=1" in audio and sdp.find("m=video") < sdp.find("m=audio") else 1)
+PY
+}
+sound_sync() { local out; out=$(python3 "$PWD/Tests/tools/av-sync.py" "$1" 3 20) || { echo "$out"; return 1; }; echo "  $1: $(tail -1 <<<"$out")"; }
+sound_starts() { local out; out=$(python3 "$PWD/Tests/tools/av-edges.py" "$1" "$2" starts) || { echo "  $1: $out"; return 1; }; }
+# The decoded sound's length against the picture's (ffprobe: each track's first packet to its last packet's end).
+# rtspsrc lays the sound 42 ms (AAC) or 26 ms (Opus) after the picture, and each track ends on a frame (33 ms,
+# 21 ms): 100 ms apart at most; 17-60 ms measured under load. 150 ms.
+sound_length() {
+    python3 - "$1" "$2" <<'PY'
+import subprocess, sys
+out = subprocess.run(["ffprobe", "-v", "error", "-show_entries", "stream=codec_type:packet=stream_index,pts_time,duration_time", "-of", "csv=p=0", sys.argv[1]],
+                     capture_output=True, text=True).stdout.splitlines()
+spans = {}
+for line in out:
+    f = line.split(",")
+    if len(f) == 3 and f[1] not in ("", "N/A"):
+        start, end = float(f[1]), float(f[1]) + (float(f[2]) if f[2] not in ("", "N/A") else 0)
+        a, b = spans.get(f[0], (start, end)); spans[f[0]] = (min(a, start), max(b, end))
+lengths = [b - a for a, b in spans.values()]
+print(f"  {sys.argv[1]}: tracks {len(spans)}, picture {lengths[0] if lengths else 0:.3f} s, sound {lengths[1] if len(lengths) > 1 else 0:.3f} s")
+sys.exit(0 if len(lengths) == 2 and lengths[0] >= 3 and abs(lengths[1] - lengths[0]) <= float(sys.argv[2]) else 1)
+PY
+}
+for codec in aac opus; do
+    name=$([[ $codec == aac ]] && echo "AAC" || echo "Opus") frame=$([[ $codec == aac ]] && echo 0.0214 || echo 0.0201)
+    check "sound $name: DESCRIBE's SDP names it as the second track, its rate, channels and config= the file's (ffprobe)" \
+        sdp_sound_matches "$W/snd-$codec.sdp" "$W/snd-$codec.mkv" $codec
+    for t in tcp udp; do
+        check "sound $name: ffmpeg over ${t^^} records both tracks, each burst within ±20 ms of its white frame" sound_sync "$W/snd-ff-$t-$codec.mkv"
+        check "sound $name: ffmpeg over ${t^^}: the sound starts with the picture (within one frame: none from before its first IDR)" \
+            sound_starts "$W/snd-ff-$t-$codec.mkv" $frame
+        check "sound $name: GStreamer rtspsrc ($([[ $t == udp ]] && echo default, UDP || echo protocols=tcp)) decodes the sound, as long as the picture within 150 ms" \
+            sound_length "$W/snd-gst-$t-$codec.mkv" 0.15
+    done
+done
 finish
