@@ -37,7 +37,7 @@ public final class TCPConnection: @unchecked Sendable {
 
     /// Connects to the first address of `host` that answers within `timeoutMilliseconds` each.
     public static func connect(host: String, port: UInt16, timeoutMilliseconds: Int32) throws -> TCPConnection {
-        let addresses = try SocketAddress.resolve(host: host, port: port, passive: false)
+        let addresses = try ResolvedAddress.resolve(host: host, port: port, passive: false)
         var lastError: SocketError?
         for address in addresses {
             let text = address.text
@@ -170,11 +170,11 @@ public final class TCPListener: @unchecked Sendable {
     public private(set) var port: UInt16 = 0
 
     public init(host: String?, port requestedPort: UInt16) throws {
-        var candidates: [(SocketAddress, dualStack: Bool)] = []
+        var candidates: [(ResolvedAddress, dualStack: Bool)] = []
         if let host {
-            candidates = try SocketAddress.resolve(host: host, port: requestedPort, passive: true).map { ($0, false) }
+            candidates = try ResolvedAddress.resolve(host: host, port: requestedPort, passive: true).map { ($0, false) }
         } else {
-            let any6 = try SocketAddress.resolve(host: "::", port: requestedPort, passive: true)
+            let any6 = try ResolvedAddress.resolve(host: "::", port: requestedPort, passive: true)
             candidates = any6.map { ($0, true) }
         }
         var firstError: Error?
@@ -185,16 +185,16 @@ public final class TCPListener: @unchecked Sendable {
             do {
                 let fd = try Self.open(a, dualStack: dualStack)
                 descriptors.append(fd)
-                let local = SocketAddress.of(fd, peer: false)
+                let local = ResolvedAddress.of(fd, peer: false)
                 addresses.append(local.text)
                 boundPort = Self.port(of: local)
             } catch let error where host == nil && error.call == "socket" {
                 // No IPv6 in this kernel: IPv4 only.
-                var v4 = try SocketAddress.resolve(host: "0.0.0.0", port: requestedPort, passive: true)[0]
+                var v4 = try ResolvedAddress.resolve(host: "0.0.0.0", port: requestedPort, passive: true)[0]
                 if boundPort != 0 { Self.setPort(&v4, boundPort) }
                 let fd = try Self.open(v4, dualStack: false)
                 descriptors.append(fd)
-                let local = SocketAddress.of(fd, peer: false)
+                let local = ResolvedAddress.of(fd, peer: false)
                 addresses.append(local.text)
                 boundPort = Self.port(of: local)
             } catch {
@@ -209,7 +209,7 @@ public final class TCPListener: @unchecked Sendable {
 
     deinit { close() }
 
-    private static func open(_ address: SocketAddress, dualStack: Bool) throws(SocketError) -> Int32 {
+    private static func open(_ address: ResolvedAddress, dualStack: Bool) throws(SocketError) -> Int32 {
         let text = address.text
         let fd = socket(address.family, Int32(SOCK_STREAM.rawValue) | Int32(SOCK_CLOEXEC.rawValue) | Int32(SOCK_NONBLOCK.rawValue), 0)
         guard fd >= 0 else { throw SocketError("socket", lastErrno(), address: text) }
@@ -234,7 +234,7 @@ public final class TCPListener: @unchecked Sendable {
         return fd
     }
 
-    private static func port(of address: SocketAddress) -> UInt16 {
+    private static func port(of address: ResolvedAddress) -> UInt16 {
         withUnsafePointer(to: address.storage) { p in
             if address.family == AF_INET6 {
                 return p.withMemoryRebound(to: sockaddr_in6.self, capacity: 1) { UInt16(bigEndian: $0.pointee.sin6_port) }
@@ -243,7 +243,7 @@ public final class TCPListener: @unchecked Sendable {
         }
     }
 
-    private static func setPort(_ address: inout SocketAddress, _ port: UInt16) {
+    private static func setPort(_ address: inout ResolvedAddress, _ port: UInt16) {
         let family = address.family
         withUnsafeMutablePointer(to: &address.storage) { p in
             if family == AF_INET6 {
@@ -271,7 +271,7 @@ public final class TCPListener: @unchecked Sendable {
                 throw SocketError("accept", error, address: addresses.joined(separator: ","))
             }
             _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
-            return TCPConnection(descriptor: fd, peerAddress: SocketAddress.of(fd, peer: true).text)
+            return TCPConnection(descriptor: fd, peerAddress: ResolvedAddress.of(fd, peer: true).text)
         }
         return nil
     }
@@ -279,5 +279,28 @@ public final class TCPListener: @unchecked Sendable {
     public func close() {
         for fd in descriptors { Glibc.close(fd) }
         descriptors.removeAll()
+    }
+}
+
+/// What the blocking test sockets need beyond camrec's own use of getaddrinfo's addresses.
+extension ResolvedAddress {
+    var family: Int32 { Int32(storage.ss_family) }
+
+    /// `1.2.3.4:80` or `[::1]:80`.
+    var text: String {
+        guard let (h, s) = numeric else { return "?" }
+        return h.contains(":") ? "[\(h)]:\(s)" : "\(h):\(s)"
+    }
+
+    /// The local or remote address of a connected socket.
+    static func of(_ fd: Int32, peer: Bool) -> ResolvedAddress {
+        var a = ResolvedAddress()
+        a.length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        _ = withUnsafeMutablePointer(to: &a.storage) { p in
+            p.withMemoryRebound(to: sockaddr.self, capacity: 1) { sa in
+                peer ? getpeername(fd, sa, &a.length) : getsockname(fd, sa, &a.length)
+            }
+        }
+        return a
     }
 }
