@@ -80,7 +80,8 @@ public final class StreamHub: Sendable {
     ///   about a frame rather than a picture group (rate-limited).
     /// - Parameter withAudio: also offer the recording's audio packets (containers that carry sound).
     public func subscribe(_ name: String, from start: Subscription.Start, policy: Subscription.Policy,
-                          askForIDR: Bool = false, withAudio: Bool = false) -> Subscription? {
+                          askForIDR: Bool = false, withAudio: Bool = false,
+                          onCatchUp: Subscription.CatchUpHandler? = nil) -> Subscription? {
         var joinedAfter: UInt64?
         let subscription: Subscription? = state.withLock { s in
             guard !s.closed else { return nil }
@@ -96,7 +97,8 @@ public final class StreamHub: Sendable {
                 backlog = withAudio ? s.ring.chunks[begin...] : ArraySlice(s.ring.chunks[begin...].filter { $0.kind == .video })
                 for chunk in backlog { chunk.retain() }
             }
-            let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio)
+            let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio,
+                                            onCatchUp: onCatchUp)
             subscription.hub = self
             s.subscribers.append(subscription)
             joinedAfter = s.newest?.sequence

@@ -60,8 +60,10 @@ public final class Subscription: @unchecked Sendable {
     public let policy: Policy
     /// Offered the recording's audio packets too (`StreamChunk.Kind.audio`), in the order they come.
     public let takesAudio: Bool
+    public typealias CatchUpHandler = @Sendable (_ dropped: Int, _ resumedAtThisIDR: Bool, _ catchUps: Int) -> Void
     /// Called on the encoder thread after a catch-up: frames dropped, whether this IDR resumed it at once.
-    public var onCatchUp: (@Sendable (_ dropped: Int, _ resumedAtThisIDR: Bool, _ catchUps: Int) -> Void)?
+    /// Given at `subscribe`, before the hub can call it.
+    public let onCatchUp: CatchUpHandler?
 
     private var ring: [StreamChunk?]
     private var head = 0
@@ -84,8 +86,10 @@ public final class Subscription: @unchecked Sendable {
     weak var hub: StreamHub?
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
-    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false) {
+    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false,
+         onCatchUp: CatchUpHandler? = nil) {
         self.name = name
+        self.onCatchUp = onCatchUp
         self.policy = policy
         self.takesAudio = takesAudio
         // Audio packets come between the frames (about 47 a second at 48 kHz, 94 at 96 kHz against

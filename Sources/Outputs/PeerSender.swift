@@ -64,7 +64,6 @@ final class PeerSender: @unchecked Sendable {
         self.log = log
         self.subscription = subscription
         stallTimeoutMilliseconds = stallMilliseconds(stallTimeoutSeconds)
-        subscription.reportCatchUps(of: name, to: log)
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }

@@ -74,7 +74,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
             let transport = try makeTransport()
             let name = "\(peerKind) \(transport.peerAddress)"
             guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
-                                                    withAudio: takesAudio) else {
+                                                    withAudio: takesAudio,
+                                                    onCatchUp: Subscription.catchUpLog(of: name, to: { [weak self] in self?.peerLog($0) })) else {
                 transport.close(abort: { true })
                 return "the recording has ended"
             }

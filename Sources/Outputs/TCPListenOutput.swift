@@ -112,7 +112,8 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
             return channel.close()
         }
         let name = "receiver \(address)"
-        guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity))) else {
+        guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
+                                               onCatchUp: Subscription.catchUpLog(of: name, to: log)) else {
             return channel.close()
         }
         let connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>

@@ -63,7 +63,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         }
         // Joined before capture starts, the first connection gets frame 0 (an IDR) whatever the
         // event loop's pace: joining from its task could come a frame late and cost an extra IDR.
-        let connected = first.map { ($0, hub.subscribe(receiverName(of: $0), from: .nextIDR, policy: subscriptionPolicy)) }
+        let connected = first.map { ($0, subscribe(hub, for: $0)) }
         task = Task(executorPreference: EventLoopExecutor(loop)) { [self] in
             await reconnectLoop(first: connected)
             ended.lock()
@@ -84,7 +84,11 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     private var stopping: Bool { state.withLock { $0.stopping } }
 
-    private var subscriptionPolicy: Subscription.Policy { .skipToIDR(depth: max(2, queueCapacity)) }
+    private func subscribe(_ hub: StreamHub, for channel: Channel) -> Subscription? {
+        let name = receiverName(of: channel)
+        return hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
+                             onCatchUp: Subscription.catchUpLog(of: name, to: log))
+    }
 
     private func receiverName(of channel: Channel) -> String {
         "receiver \(channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description)"
@@ -112,7 +116,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
             }
             guard let connected = channel else { continue }
             channel = nil
-            let subscription = joined ?? hub?.subscribe(receiverName(of: connected), from: .nextIDR, policy: subscriptionPolicy)
+            let subscription = joined ?? hub.flatMap { subscribe($0, for: connected) }
             joined = nil
             guard await serve(connected, subscription: subscription, afterFailures: failing) else { break }
             failing = false

@@ -55,7 +55,6 @@ final class TCPReceiverSession: Sendable {
         self.codec = codec
         self.log = log
         stallTimeoutMilliseconds = Int64(stallMilliseconds(stallTimeoutSeconds))
-        subscription.reportCatchUps(of: name, to: log)
     }
 
     var isAlive: Bool { state.withLock { $0.alive } }

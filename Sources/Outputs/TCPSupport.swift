@@ -62,9 +62,9 @@ func stallMilliseconds(_ seconds: Double) -> Int {
 }
 
 extension Subscription {
-    /// Says each catch-up of the network peer `name` in the log.
-    func reportCatchUps(of name: String, to log: @escaping NetworkEventLog) {
-        onCatchUp = { dropped, resumed, catchUps in
+    /// Says each catch-up of the network peer `name` in the log (give it to `subscribe`).
+    public static func catchUpLog(of name: String, to log: @escaping NetworkEventLog) -> CatchUpHandler {
+        { dropped, resumed, catchUps in
             log("\(name): too slow, skipped \(dropped) frames, resuming at \(resumed ? "this" : "the next") IDR (skip #\(catchUps))")
         }
     }

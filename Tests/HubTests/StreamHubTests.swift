@@ -101,9 +101,9 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
 
     func testASlowSkipToIDRSubscriberDropsWhatWaitsAndResumesAtTheNextIDR() throws {
         let hub = hub()
-        let sub = try XCTUnwrap(hub.subscribe("slow", from: .nextIDR, policy: .skipToIDR(depth: 4)))
         let catchUps = LockedLog()
-        sub.onCatchUp = { dropped, resumed, n in catchUps.add("\(dropped) \(resumed) \(n)") }
+        let sub = try XCTUnwrap(hub.subscribe("slow", from: .nextIDR, policy: .skipToIDR(depth: 4),
+                                              onCatchUp: { dropped, resumed, n in catchUps.add("\(dropped) \(resumed) \(n)") }))
         for i in 0..<6 { hub.publish(chunk(i)) }   // 0...3 queued; 4 overflows: 0...4 dropped, 5 waits for an IDR
         for i in 6..<12 { hub.publish(chunk(i)) }  // 6...9 skipped, 10 and 11 queued
         XCTAssertEqual(drained(sub), [10, 11])
