@@ -1,0 +1,126 @@
+import Hub
+import NIOCore
+import RTSP
+import Synchronization
+
+/// The RTP packets of one access unit, made once for every session that sends it, back to back in one
+/// image: over TCP each behind the 4 bytes of an interleaved frame (`$`, channel, length; RFC 2326
+/// §10.12), over UDP nothing between them; each with its 12-byte header holding the mount's RTP
+/// timestamp, the marker bit and the payload type. A session takes its own copy of the image (`stamped`)
+/// with its channel, sequence numbers and SSRC written in: one copy and three small stores a packet, where
+/// each session scanned the access unit for NAL units and wrote every packet field by field (200 clients
+/// scanned every picture 200 times).
+///
+/// Over UDP the packets go in `runs`: packets that follow each other and are all `maximumPacketBytes`
+/// long but the last (a NAL unit's FU-A or FU fragments are), written at once for the kernel to cut into
+/// datagrams of that size (UDP segmentation offload, `UDP_SEGMENT`): one send and one trip through the
+/// network stack for a run, not one a packet. The datagrams are the same.
+struct RTPVideoPackets: Sendable {
+    /// 4 ahead of each packet over TCP (its interleaved frame), 0 over UDP.
+    let frameHeaderBytes: Int
+    let image: ByteBuffer
+    /// Where each packet (its interleaved frame, over TCP) starts in `image`.
+    let offsets: [Int]
+    /// Each packet's length, its RTP header included.
+    let lengths: [Int]
+    /// Over UDP: the packets to write at once (indices into `offsets`); at most `maximumRun` each.
+    let runs: [Range<Int>]
+    let payloadBytes: Int
+    var count: Int { offsets.count }
+    /// The kernel takes at most 64 segments and 64 KiB a send.
+    static let maximumRun = 40
+
+    init(accessUnit: UnsafeRawBufferPointer, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32, interleaved: Bool) {
+        var fragments: [RTPFragment] = []
+        packetizer.fragments(of: accessUnit, into: &fragments)
+        let payload = fragments.reduce(0) { $0 + $1.payloadBytes }
+        frameHeaderBytes = interleaved ? 4 : 0
+        var image = ByteBufferAllocator().buffer(capacity: payload + fragments.count * (frameHeaderBytes + RTPPacketizer.headerBytes))
+        var offsets: [Int] = []
+        var lengths: [Int] = []
+        var runs: [Range<Int>] = []
+        offsets.reserveCapacity(fragments.count)
+        lengths.reserveCapacity(fragments.count)
+        for (index, fragment) in fragments.enumerated() {
+            offsets.append(image.writerIndex)
+            let length = RTPPacketizer.headerBytes + fragment.payloadBytes
+            lengths.append(length)
+            // A run goes on while its packets so far are all full size.
+            if let run = runs.last, run.count < Self.maximumRun, lengths[run.upperBound - 1] == packetizer.maximumPacketBytes,
+               length <= packetizer.maximumPacketBytes {
+                runs[runs.count - 1] = run.lowerBound..<(index + 1)
+            } else {
+                runs.append(index..<(index + 1))
+            }
+            if interleaved {
+                image.writeInteger(UInt8(ascii: "$"))
+                image.writeInteger(UInt8(0))        // the session's channel
+                image.writeInteger(UInt16(length))
+            }
+            image.writeInteger(UInt8(0x80))
+            image.writeInteger((fragment.marker ? 0x80 : 0) | payloadType)
+            image.writeInteger(UInt16(0))           // the session's sequence number
+            image.writeInteger(timestamp)
+            image.writeInteger(UInt32(0))           // the session's SSRC
+            for byte in fragment.prefix { image.writeInteger(byte) }
+            image.writeBytes(UnsafeRawBufferPointer(rebasing: accessUnit[fragment.payload]))
+        }
+        self.image = image
+        self.offsets = offsets
+        self.lengths = lengths
+        self.runs = runs
+        payloadBytes = payload
+    }
+
+    /// The bytes of a run of packets in `image` (or a stamped copy).
+    func bytes(of run: Range<Int>) -> (offset: Int, length: Int) {
+        let start = offsets[run.lowerBound] + frameHeaderBytes
+        return (start, offsets[run.upperBound - 1] + frameHeaderBytes + lengths[run.upperBound - 1] - start)
+    }
+
+    /// A session's copy: its interleaved channel (ignored over UDP), its sequence numbers from `firstSequence`, its SSRC.
+    func stamped(channel: UInt8, firstSequence: UInt16, ssrc: UInt32) -> ByteBuffer {
+        var copy = image
+        copy.withUnsafeMutableReadableBytes { bytes in
+            var sequence = firstSequence
+            for offset in offsets {
+                if frameHeaderBytes > 0 { bytes[offset + 1] = channel }
+                bytes.storeBytes(of: sequence.bigEndian, toByteOffset: offset + frameHeaderBytes + 2, as: UInt16.self)
+                bytes.storeBytes(of: ssrc.bigEndian, toByteOffset: offset + frameHeaderBytes + 8, as: UInt32.self)
+                sequence &+= 1
+            }
+        }
+        return copy
+    }
+
+    /// The packets of `chunk`, from the few made last (every session of a stream asks for the same access
+    /// units within moments of each other), or made now.
+    static func of(_ chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32, interleaved: Bool) -> RTPVideoPackets {
+        let key = Key(chunk: ObjectIdentifier(chunk), sequence: chunk.sequence, bytes: chunk.bytes.count, timestamp: timestamp,
+                      maximumPacketBytes: packetizer.maximumPacketBytes, payloadType: payloadType, interleaved: interleaved)
+        if let made = recent.withLock({ $0.first { $0.key == key }?.packets }) { return made }
+        let packets = chunk.bytes.withUnsafeBytes {
+            RTPVideoPackets(accessUnit: $0, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp, interleaved: interleaved)
+        }
+        recent.withLock { entries in
+            if entries.count >= recentCapacity { entries.removeFirst() }
+            entries.append((key, packets))
+        }
+        return packets
+    }
+
+    /// A chunk is pooled and reused, so it is known by its hub sequence, size and time as well as its identity.
+    private struct Key: Equatable {
+        var chunk: ObjectIdentifier
+        var sequence: UInt64
+        var bytes: Int
+        var timestamp: UInt32
+        var maximumPacketBytes: Int
+        var payloadType: UInt8
+        var interleaved: Bool
+    }
+
+    /// Enough for sessions a few frames apart, over TCP and UDP, and two streams (H.264 and H.265) at once.
+    private static let recentCapacity = 32
+    private static let recent = Mutex<[(key: Key, packets: RTPVideoPackets)]>([])
+}
