@@ -4,7 +4,7 @@
 #   scripts/setup.sh --test   also what the tests need (ffmpeg tools, qemu for the vivid VM, alsa-utils (amixer,
 #                             arecord) for its loopback sound card, Xvfb, libva,
 #                             nginx-rtmp and srt-live-transmit as media servers to publish to, GStreamer's
-#                             rtspsrc as a client of --rtsp, headless
+#                             rtspsrc and live555 (built from PyPI's liblivemedia source) as clients of --rtsp, headless
 #                             Chromium with Selenium from PyPI to play recordings in a browser, and
 #                             prometheus-client from PyPI, whose parser reads /metrics)
 #   scripts/setup.sh --package  also what scripts/package.sh and scripts/check-package.sh need (dpkg-dev,
@@ -15,7 +15,7 @@ packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils alsa-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver
-            gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad)
+            gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad g++)
 fi
 if [[ "${1:-}" == "--package" ]]; then
   packages+=(dpkg-dev binutils debootstrap lintian systemd-container python3)
@@ -54,6 +54,26 @@ if [[ "${1:-}" == "--test" ]]; then
     python3 -m pip install -q --disable-pip-version-check "$requirement" 2>&1 | grep -v "Running pip as the 'root' user" >&2 || true
     python3 -c "import $name" || { echo "setup: $requirement did not install for $(command -v python3)" >&2; exit 1; }
   done
+fi
+
+# live555, the RTSP client library of VLC's live555 module and of openRTSP, for Tests/tools/live555-client.cpp:
+# Debian 12 packages neither (its VLC is built without live555), so it is built once from the live555 2024.06.26
+# sources that PyPI's liblivemedia sdist carries, into a static library and its headers.
+LIVE555=/usr/local/lib/camrec-tests/live555
+if [[ "${1:-}" == "--test" && ! -e $LIVE555/liblive555.a ]]; then
+  echo "setup: building live555 (PyPI liblivemedia 1.0.5 source) into $LIVE555" >&2
+  src=$(mktemp -d)
+  python3 -m pip download -q --disable-pip-version-check --no-deps --no-binary :all: -d "$src" "liblivemedia==1.0.5" 2>&1 \
+    | grep -v "Running pip as the 'root' user" >&2 || true
+  tar xzf "$src/liblivemedia-1.0.5.tar.gz" -C "$src"
+  live="$src/liblivemedia-1.0.5"
+  mkdir -p "$LIVE555/include" "$src/obj"
+  find "$live"/{UsageEnvironment,BasicUsageEnvironment,groupsock,liveMedia}/include -name '*.h*' -exec cp {} "$LIVE555/include/" \;
+  find "$live"/{UsageEnvironment,BasicUsageEnvironment,groupsock,liveMedia} -maxdepth 1 -name '*.c' -o -maxdepth 1 -name '*.cpp' \
+    | xargs -P "$(nproc)" -I{} sh -c 'case {} in *.c) cc=gcc std=;; *) cc=g++ std=-std=c++20;; esac
+        $cc $std -O1 -w -DSOCKLEN_T=socklen_t -DNO_OPENSSL=1 -I"$1" -c {} -o "$2/$(echo {} | tr / _).o" || exit 255' _ "$LIVE555/include" "$src/obj"
+  ar rcs "$LIVE555/liblive555.a.tmp" "$src"/obj/*.o && mv "$LIVE555/liblive555.a.tmp" "$LIVE555/liblive555.a"
+  rm -rf "$src"
 fi
 
 if ! command -v swift >/dev/null 2>&1; then

@@ -3,13 +3,16 @@
 #
 # One recording of two encodings (rec.h264 and rec.h265, the test pattern) serves rtsp://…/h264 and /h265
 # while ffmpeg (-rtsp_transport tcp and udp), GStreamer's rtspsrc (its default, UDP first, and
-# protocols=tcp) and Tests/tools/rtsp-client.py (RFCs 2326/6184/7798/3550, no SDP parameter sets) pull
-# from it. Each client's copy must decode, from its first picture on, to the recording's own pictures:
-# every burned-in counter in a row and each picture's MD5 equal (Tests/tools/rtsp-compare.py). Late
-# joiners (1 s and 8 s in) get the parameter sets in-band and their first picture within one keyframe
-# interval; the SDP carries the recording's parameter sets; RTP-Info, sender reports and keep-alives
-# are read by the client. A second recording needs a password (Digest for ffmpeg, Basic for the
-# client; a wrong one gets the same 401 as none). A third one checks the bounds: a request head over
+# protocols=tcp), live555 (Tests/tools/live555-client.cpp: the library of VLC's live555 module and
+# openRTSP, over UDP and TCP) and Tests/tools/rtsp-client.py (RFCs 2326/6184/7798/3550, no SDP parameter
+# sets) pull from it. Each client's copy must decode, from its first picture on, to the recording's own
+# pictures: every burned-in counter in a row and each picture's MD5 equal (Tests/tools/rtsp-compare.py);
+# the SDP carries the recording's parameter sets. Beside all of it runs a 3-minute recording: ffmpeg (TCP
+# and UDP), rtspsrc and live555 (UDP and TCP) play it for 180 s with their own keep-alives, past the 60 s
+# session timeout, and late joiners 1, 17 and 59 s in get the parameter sets in-band and their first
+# picture within one keyframe interval; RTP-Info, sender reports and keep-alives are read by the client.
+# A second recording needs a password (Digest for ffmpeg, Basic for the client; a wrong one gets the same
+# 401 as none). A third one checks the bounds: a request head over
 # 8 KiB or with more than 64 header lines, a body over its cap and garbage are answered 400 and closed
 # (logged once per client), the session cap (--max-receivers) answers 453, and a TCP client that PLAYs
 # and never reads neither holds up the file nor grows camrec's memory, and is cut.
@@ -24,9 +27,11 @@ export PATH="/opt/swift/usr/bin:$PATH"
 SUITE=rtsp NET_PORT_BASE=17000
 # pass/fail/check/finish, CAMREC, W, PIDS, next_port, wait_listen, wait_for, frames_of, stream-checks.sh.
 source Tests/lib/net-suite.sh
-for tool in timeout gst-launch-1.0; do
+for tool in timeout gst-launch-1.0 g++; do
     command -v "$tool" >/dev/null || { echo "rtsp: $tool not found (scripts/setup.sh --test)"; FAIL=1; finish; }
 done
+LIVE555=/usr/local/lib/camrec-tests/live555
+[[ -e $LIVE555/liblive555.a ]] || { echo "rtsp: no live555 library in $LIVE555 (scripts/setup.sh --test)"; FAIL=1; finish; }
 CLIENT="python3 $PWD/Tests/tools/rtsp-client.py"
 COMPARE="python3 $PWD/Tests/tools/rtsp-compare.py"
 jfield() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
@@ -45,6 +50,58 @@ gst_client() {
         ! $depay ! $parse ! "$caps,stream-format=byte-stream,alignment=au" ! filesink location="$W/$1.$2" >"$W/$1-$2.err" 2>&1
     return 0
 }
+# live555: NAME CODEC TRANSPORT SECONDS, its copy in $W/NAME.CODEC, its report line in $W/NAME-CODEC.err.
+live555_client() {
+    local tcp=(); [[ $3 == tcp ]] && tcp=(--tcp)
+    timeout 30 "$W/live555-client" "rtsp://127.0.0.1:$P/$2" "$4" "$W/$1.$2" "${tcp[@]}" >"$W/$1-$2.err" 2>&1
+    return 0
+}
+# Comparisons that run in the background, two cores' worth: compare_later RECORDING COPY MIN_FRAMES, then
+# same_frames_later COPY for its result.
+compare_later() { $COMPARE "$1" "$2" "$3" >"$2.compared" 2>&1 & }
+same_frames_later() { local r; r=$(cat "$1.compared" 2>/dev/null); echo "  $1: $r"; [[ $r == *"each picture equal"* ]]; }
+
+# --- 0. three minutes past the 60 s session timeout, beside everything else (checked in section 4) -------
+# A recording of 3 minutes, small to cost little beside the rest: 5 fps, 640x64 (its counters need 576
+# pixels of width), an IDR every 2 s (10 frames). ffmpeg (TCP and UDP), rtspsrc (its default, UDP) and
+# live555 (UDP, TCP) play it for 180 s with nothing but their own keep-alives; late joiners come 1, 17
+# and 59 s after it started serving.
+LONG_SECONDS=180
+next_port; PL=$PORT
+g++ -std=c++20 -O1 -DSOCKLEN_T=socklen_t -DNO_OPENSSL=1 -I"$LIVE555/include" Tests/tools/live555-client.cpp "$LIVE555/liblive555.a" \
+    -o "$W/live555-client" & BUILD=$!
+# It is interrupted once its clients are done (--duration is only a cap).
+"$CAMREC" --test-pattern --fps 5 --size 640x64 --keyframe-interval 10 --preset ultrafast --duration $((LONG_SECONDS + 60)) \
+    "$W/long.h264" "$W/long.h265" --rtsp "127.0.0.1:$PL" 2>"$W/long.log" & LONG_CAM=$!; PIDS+=($LONG_CAM)
+wait_listen "$PL"
+long_started=$(date +%s%N)
+# long_client NAME COMMAND…: runs it in the background; its exit status goes to $W/NAME.rc.
+LONG_CLIENTS=()
+long_client() { local name=$1; shift; ( "$@"; echo $? >"$W/$name.rc" ) & LONG_CLIENTS+=($!); PIDS+=($!); }
+for t in tcp udp; do
+    long_client long-ff-$t timeout $((LONG_SECONDS + 30)) ffmpeg -v warning -rtsp_transport $t -i "rtsp://127.0.0.1:$PL/h264" \
+        -c copy -t $LONG_SECONDS -f h264 -y "$W/long-ff-$t.h264" 2>"$W/long-ff-$t.log"
+done
+long_client long-gst timeout -s INT --preserve-status $LONG_SECONDS gst-launch-1.0 -e rtspsrc location="rtsp://127.0.0.1:$PL/h264" \
+    latency=200 ! rtph264depay ! h264parse ! "video/x-h264,stream-format=byte-stream,alignment=au" ! filesink location="$W/long-gst.h264" \
+    >"$W/long-gst.log" 2>&1
+wait $BUILD || { echo "rtsp: Tests/tools/live555-client.cpp does not build"; FAIL=1; finish; }
+long_client long-live-udp timeout $((LONG_SECONDS + 30)) "$W/live555-client" "rtsp://127.0.0.1:$PL/h264" $LONG_SECONDS "$W/long-live-udp.h264" \
+    >"$W/long-live-udp.log" 2>&1
+long_client long-live-tcp timeout $((LONG_SECONDS + 30)) "$W/live555-client" "rtsp://127.0.0.1:$PL/h265" $LONG_SECONDS "$W/long-live-tcp.h265" --tcp \
+    >"$W/long-live-tcp.log" 2>&1
+# The late joiners (Tests/tools/rtsp-client.py, 5 s each), one per encoding at each time; their copies are
+# decoded as soon as they are done.
+sleep_until() { local left=$((long_started + $1 * 1000000000 - $(date +%s%N))); ((left > 0)) && sleep "$((left / 1000000000)).$(printf '%09d' $((left % 1000000000)))"; }
+(
+    for at in 1 17 59; do
+        sleep_until $at
+        for codec in h264 h265; do $CLIENT play "rtsp://127.0.0.1:$PL/$codec" 5 "$W/j$at.$codec" "$W/j$at-$codec.json" & done
+    done
+    wait
+    $COMPARE --frames "$W"/j{1,17,59}.h26{4,5}
+) & JOINERS=$!; PIDS+=($JOINERS)
+
 # The parameter sets in an SDP's fmtp equal the first ones in FILE (Annex B).
 sdp_sets_match() {
     python3 - "$1" "$2" "$3" <<'PY'
@@ -90,30 +147,23 @@ first_picture_within() {
     [[ $s != None ]] && python3 -c "import sys; sys.exit(0 if 0 <= float('$s') <= $2 else 1)"
 }
 
-# --- 1. two encodings served while they are recorded; eight clients and four late joiners -------------
-# IDR every 60 frames (2 s): one keyframe interval is the late joiners' bound.
+# --- 1. two encodings served while they are recorded; twelve clients --------------------------------------
 next_port; P=$PORT
-"$CAMREC" --test-pattern --fps 30 --size 640x360 --keyframe-interval 60 --preset ultrafast --duration 16 \
+"$CAMREC" --test-pattern --fps 30 --size 640x360 --keyframe-interval 60 --preset ultrafast --duration 12 \
     "$W/rec.h264" "$W/rec.h265" --rtsp "127.0.0.1:$P" 2>"$W/cam.log" & CAM=$!; PIDS+=($CAM)
 wait_listen "$P"
-sleep 1
-$CLIENT play "rtsp://127.0.0.1:$P/h264" 4 "$W/j1.h264" "$W/j1-h264.json" & J1=$!
-$CLIENT play "rtsp://127.0.0.1:$P/h265" 4 "$W/j1.h265" "$W/j1-h265.json" & J2=$!
 describe "rtsp://127.0.0.1:$P/h264" >"$W/h264.sdp"
 describe "rtsp://127.0.0.1:$P/h265" >"$W/h265.sdp"
-sleep 1
 clients=()
 for codec in h264 h265; do
     ffmpeg_client ff-tcp $codec tcp 5 & clients+=($!)
     ffmpeg_client ff-udp $codec udp 5 & clients+=($!)
     gst_client gst-default $codec default 7 & clients+=($!)
     gst_client gst-tcp $codec tcp 7 & clients+=($!)
+    live555_client live-udp $codec udp 5 & clients+=($!)
+    live555_client live-tcp $codec tcp 5 & clients+=($!)
 done
-wait $J1 $J2
-sleep 2
-$CLIENT play "rtsp://127.0.0.1:$P/h264" 4 "$W/j8.h264" "$W/j8-h264.json" & J3=$!
-$CLIENT play "rtsp://127.0.0.1:$P/h265" 4 "$W/j8.h265" "$W/j8-h265.json" & J4=$!
-wait "${clients[@]}" $J3 $J4
+wait "${clients[@]}"
 wait_for $CAM 30; rc=$?
 check "serving: the recording with --rtsp exits 0 (status $rc)" [ $rc -eq 0 ]
 for codec in h264 h265; do
@@ -123,30 +173,26 @@ for codec in h264 h265; do
     check "$codec: ffmpeg over UDP decodes every frame from its first IDR as the recording" same_frames "$W/rec.$codec" "$W/ff-udp.$codec" 90
     check "$codec: GStreamer rtspsrc (default: UDP) decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-default.$codec" 90
     check "$codec: GStreamer rtspsrc protocols=tcp decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-tcp.$codec" 90
-    for j in j1 j8; do
-        check "$codec: joiner at ${j#j} s gets $sets in-band right before its first IDR" inband_sets "$W/$j-$codec.json" "$sets"
-        check "$codec: joiner at ${j#j} s has its first picture within one keyframe interval (60 frames)" first_picture_within "$W/$j-$codec.json" 2.001
-        check "$codec: joiner at ${j#j} s decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/$j.$codec" 60
-    done
+    check "$codec: live555 over UDP decodes every frame from its first IDR as the recording (in-band sets only)" \
+        same_frames "$W/rec.$codec" "$W/live-udp.$codec" 90
+    check "$codec: live555 over TCP decodes every frame from its first IDR as the recording (in-band sets only)" \
+        same_frames "$W/rec.$codec" "$W/live-tcp.$codec" 90
 done
 check "GStreamer's default client played over UDP (camrec's log)" grep -q "plays /h264 over UDP" "$W/cam.log"
 rtp_info_ok() {
     [[ $(jfield "$1" first_seq_matches) == True ]] && python3 -c "import sys; sys.exit(0 if 0 <= float('$(jfield "$1" first_rtptime_delta)') <= 2 else 1)" \
         || { echo "  $(jfield "$1" rtp_info); first seq matches: $(jfield "$1" first_seq_matches), rtptime to first packet $(jfield "$1" first_rtptime_delta) s"; return 1; }
 }
-check "PLAY's RTP-Info: seq is the first packet's, rtptime at most 2 s of stream before it" rtp_info_ok "$W/j1-h264.json"
 sender_reports_ok() {
     local n e; n=$(jfield "$1" sender_reports) e=$(jfield "$1" sr_clock_error_ms)
-    echo "  $1: $n sender reports in 4 s, NTP time at most $e ms from this clock"
+    echo "  $1: $n sender reports in 5 s, NTP time at most $e ms from this clock"
     [[ $n -ge 3 && $e != None ]] && python3 -c "import sys; sys.exit(0 if $e < 500 else 1)"
 }
-check "RTCP: a sender report each second, its NTP time the capture's (within 500 ms of the clock)" sender_reports_ok "$W/j8-h264.json"
 keepalive_ok() {
-    [[ $(jfield "$1" keepalive_statuses) == "[200, 200]" && $(jfield "$1" session) == *";timeout=60" \
+    [[ $(jfield "$1" keepalive_statuses) =~ ^\[200(,\ 200)+\]$ && $(jfield "$1" session) == *";timeout=60" \
         && $(jfield "$1" public) == "OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN, GET_PARAMETER, SET_PARAMETER" \
         && $(jfield "$1" teardown_status) == 200 ]] || { cat "$1"; return 1; }
 }
-check "every method in Public answers 200 (GET_PARAMETER, SET_PARAMETER, TEARDOWN); Session: …;timeout=60" keepalive_ok "$W/j8-h265.json"
 
 # --- 2. a password: Digest (ffmpeg), Basic (the client), a wrong one gets the same 401 as none ---------
 next_port; P=$PORT
@@ -308,5 +354,61 @@ for codec in aac opus; do
         check "sound $name: GStreamer rtspsrc ($([[ $t == udp ]] && echo default, UDP || echo protocols=tcp)) decodes the sound, as long as the picture within 150 ms" \
             sound_length "$W/snd-gst-$t-$codec.mkv" 0.15
     done
+done
+
+# --- 4. the 3-minute recording of section 0: sessions past the 60 s timeout, late joiners ---------------
+# The joiners' own reports first, while the long sessions go on.
+wait $JOINERS
+for codec in h264 h265; do
+    sets="[7, 8]"; [[ $codec == h265 ]] && sets="[32, 33, 34]"
+    for at in 1 17 59; do
+        check "$codec: joiner at $at s gets $sets in-band right before its first IDR" inband_sets "$W/j$at-$codec.json" "$sets"
+        check "$codec: joiner at $at s has its first picture within one keyframe interval (10 frames, 2 s)" first_picture_within "$W/j$at-$codec.json" 2.001
+    done
+done
+check "PLAY's RTP-Info: seq is the first packet's, rtptime at most 2 s of stream before it" rtp_info_ok "$W/j1-h264.json"
+check "RTCP: a sender report each second, its NTP time the capture's (within 500 ms of the clock)" sender_reports_ok "$W/j17-h264.json"
+check "every method in Public answers 200 (GET_PARAMETER, SET_PARAMETER, TEARDOWN); Session: …;timeout=60" keepalive_ok "$W/j17-h265.json"
+wait "${LONG_CLIENTS[@]}"
+kill -INT $LONG_CAM
+wait_for $LONG_CAM 30; rc=$?
+check "3 minutes: the recording, interrupted once its clients are done, exits 0 with both files finished (status $rc)" \
+    [ $rc -eq 0 -a -s "$W/long.h264" -a -s "$W/long.h265" ]
+# Every file decoded once (rtsp-compare.py keeps its frames beside it; the joiners' are done), one process a core.
+$COMPARE --frames "$W"/long{,-ff-tcp,-ff-udp,-gst}.h264 & $COMPARE --frames "$W"/long{,-live-tcp}.h265 "$W/long-live-udp.h264" & wait
+for copy in long-ff-tcp long-ff-udp long-gst long-live-udp; do compare_later "$W/long.h264" "$W/$copy.h264" $((LONG_SECONDS * 5 - 15)); done
+compare_later "$W/long.h265" "$W/long-live-tcp.h265" $((LONG_SECONDS * 5 - 15))
+for at in 1 17 59; do for codec in h264 h265; do compare_later "$W/long.$codec" "$W/j$at.$codec" 10; done; done
+wait
+# What each client itself says: its exit status, and nothing in its log of a retry, a reconnect or an error.
+client_says_kept() {
+    local rc; rc=$(cat "$W/$1.rc" 2>/dev/null)
+    [[ $rc == 0 ]] && ! grep -qiE 'retry|reconnect|error|warning|timeout|end of file|lost' "$W/$1.log" || { echo "  $1: status ${rc:-none}"; head -5 "$W/$1.log"; return 1; }
+}
+# rtspsrc's own progress messages: one PLAY sent (a reconnect sends another), EOS after the interrupt.
+gst_kept() {
+    grep -q "Got EOS from element" "$W/$1.log" && [[ $(grep -c "Sent PLAY request" "$W/$1.log") == 1 ]] \
+        && ! grep -qiE 'warning|error|retry|reconnect' "$W/$1.log" || { echo "  $1:"; grep -vE 'Redistribute|Progress' "$W/$1.log" | head -8; return 1; }
+}
+# live555 as VLC's module: GET_PARAMETER every 58 s (3 in 180 s), each answered 200; no BYE; one connection.
+live555_kept() { client_says_kept "$1" && grep -q "keep-alives: 200 200 200;.* BYE: no; connection: kept" "$W/$1.log" || { cat "$W/$1.log"; return 1; }; }
+min_seconds=$((LONG_SECONDS - 3))
+check "3 minutes: ffmpeg over TCP (its own keep-alives) decodes every frame of $min_seconds s or more in a row as the recording" \
+    same_frames_later "$W/long-ff-tcp.h264"
+check "3 minutes: ffmpeg over TCP exits 0 and logs no retry, reconnect or error" client_says_kept long-ff-tcp
+check "3 minutes: ffmpeg over UDP (its own keep-alives) decodes every frame of $min_seconds s or more in a row as the recording" \
+    same_frames_later "$W/long-ff-udp.h264"
+check "3 minutes: ffmpeg over UDP exits 0 and logs no retry (to TCP), reconnect or error" client_says_kept long-ff-udp
+check "3 minutes: GStreamer rtspsrc (its own keep-alives) decodes every frame of $min_seconds s or more in a row as the recording" \
+    same_frames_later "$W/long-gst.h264"
+check "3 minutes: GStreamer rtspsrc, stopped at 180 s, ends at its EOS after one PLAY and logs no warning, retry or error" gst_kept long-gst
+check "3 minutes: live555 over UDP (RTCP reports, GET_PARAMETER) decodes every frame of $min_seconds s or more in a row as the recording" \
+    same_frames_later "$W/long-live-udp.h264"
+check "3 minutes: live555 over UDP: 3 keep-alives answered 200, no BYE, one connection (its own report)" live555_kept long-live-udp
+check "3 minutes: live555 over TCP, H.265 (RTCP reports, GET_PARAMETER) decodes every frame of $min_seconds s or more in a row as the recording" \
+    same_frames_later "$W/long-live-tcp.h265"
+check "3 minutes: live555 over TCP: 3 keep-alives answered 200, no BYE, one connection (its own report)" live555_kept long-live-tcp
+for codec in h264 h265; do
+    for at in 1 17 59; do check "$codec: joiner at $at s decodes every frame as the recording" same_frames_later "$W/j$at.$codec"; done
 done
 finish
