@@ -11,7 +11,8 @@ import Synchronization
 public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
     public let label: String
     public var failure: OutputError? { nil }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
 
     private struct State {
         var hub: StreamHub?
@@ -46,7 +47,8 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         _ = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio)
     }
 
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         state.withLock { $0.hub = hub }
     }
 

@@ -79,7 +79,8 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
 
     public let configuration: Configuration
     public var label: String { "events " + configuration.files.pattern.template }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     /// Never set: a clip that fails ends with its error in its event, and the recording goes on.
     public var failure: OutputError? { nil }
     /// Called on the clip's thread when its last file is finished (the event as it ended).
@@ -143,7 +144,8 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
 
     /// Checks that the clips' folder can be made and written now, so a bad `--event-output` fails
     /// before anything is recorded; clips open only when an event comes.
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         let path = configuration.files.pattern.render(time: time(nil), segment: 1, device: configuration.files.device)
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
@@ -189,13 +191,13 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             let pre = UInt64(configuration.preRollSeconds * 1e9)
             let from = newest.presentationTimeNanoseconds >= pre ? newest.presentationTimeNanoseconds - pre : 0
             clip.onFileFinished = { [weak self] file in self?.clipFileFinished(id: id, file) }
-            clip.onFailure = { [weak self] error in self?.clipFailed(id: id, error) }
             clip.onFileDeleted = onFileDeleted
             clip.onClipEnded = { [weak self, unowned clip] in self?.clipEnded(id: id, clip) }
             if s.events.count >= Self.eventsKept { s.events.removeFirst(s.events.count - Self.eventsKept + 1) }
             s.events.append(event)
             do {
-                try clip.openClip(hub: hub, from: .atOrBefore(presentationNanoseconds: from), endingAfter: end)
+                try clip.openClip(hub: hub, from: .atOrBefore(presentationNanoseconds: from), endingAfter: end,
+                                  onFailure: { [weak self] error in self?.clipFailed(id: id, error) })
             } catch {
                 let message = (error as? OutputError)?.message ?? "\(error)"
                 s.events[s.events.count - 1].error = message

@@ -24,9 +24,8 @@ public final class OutputSet: Sendable {
     public func open(onFailure: @escaping @Sendable (OutputError) -> Void) throws(OutputError) {
         for (output, hub) in members {
             do {
-                try output.open(hub: hub)
+                try output.open(hub: hub, onFailure: onFailure)
                 opened.withLock { $0.outputs.append(output) }
-                output.onFailure = onFailure
             } catch {
                 _ = finish()
                 throw error as? OutputError ?? OutputError(.unwritable, "\(output.label): \(error)")

@@ -19,7 +19,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     public typealias MakeTransport = @Sendable () throws -> PeerTransport
 
     public let label: String
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
 
     /// "receiver" or "server", for log lines.
@@ -55,7 +56,8 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets
     /// the stream from its very first frame; then keeps trying in the background.
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         self.hub = hub
         let firstError = tryConnect(failing: false)
         if let firstError {

@@ -10,7 +10,8 @@ import Synchronization
 /// counts instead).
 public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     public var label: String { sink.label }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
 
     private let sink: ByteSink
     /// Touched only by the writer thread.
@@ -42,7 +43,8 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
         state = Mutex(State(report: OutputReport(label: sink.label)))
     }
 
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         try sink.open()
         guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity)) else {
             _ = try? sink.close(keep: false)

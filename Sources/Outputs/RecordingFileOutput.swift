@@ -49,7 +49,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     public var label: String { configuration.pattern.template }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     /// Called on the output's thread each time a file is finished.
     public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
     /// Called with each path retention deleted.
@@ -106,7 +107,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public var finishedFiles: [FinishedFile] { shared.withLock { $0.finished } }
 
     /// Opens the first file now, so a bad path fails before anything is recorded.
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         try openNextFile()
         guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity),
                                                        withAudio: configuration.takesAudio) else {
@@ -124,7 +126,9 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     /// pre-roll) and ends after the access unit presented at `endingAfter`, unless `extendClip` moves
     /// that on first. Segments (`segmentSeconds`) cut a long clip into files that continue seamlessly.
     /// `onClipEnded` hears when the last file is finished (or the recording ended first).
-    public func openClip(hub: StreamHub, from start: Subscription.Start, endingAfter: UInt64) throws {
+    public func openClip(hub: StreamHub, from start: Subscription.Start, endingAfter: UInt64,
+                         onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         try openNextFile()
         guard let subscription = hub.subscribe(label, from: start, policy: .lossless(depth: queueCapacity),
                                                        withAudio: configuration.takesAudio) else {

@@ -41,15 +41,15 @@ public struct OutputCounters: Sendable, Equatable {
 /// settles the output.
 public protocol StreamOutput: AnyObject, Sendable {
     var label: String { get }
-    func open(hub: StreamHub) throws
+    /// Starts the output on `hub`. `onFailure` is called once, from the output's own thread, when it
+    /// fails later, while recording.
+    func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws
     /// Writes out everything its subscriptions hold and closes; nothing published before is lost.
     func finish() -> OutputReport
     /// What it has written or sent so far.
     var counters: OutputCounters { get }
     /// Set once the output has failed for good; the recorder stops on a failed file.
     var failure: OutputError? { get }
-    /// Called once, from the output's own thread, when it fails.
-    var onFailure: (@Sendable (OutputError) -> Void)? { get set }
     /// "Stop waiting" (a second SIGINT/SIGTERM): an output whose destination can block for
     /// ever (a pipe nobody reads) gives up what is still queued so `finish()` returns at once.
     /// Files are never abandoned: what they hold is finished and kept.
@@ -58,4 +58,9 @@ public protocol StreamOutput: AnyObject, Sendable {
 
 extension StreamOutput {
     public func abandon() {}
+
+    /// Opens an output whose later failure only its `failure` and report tell (tests, a clip's parts).
+    public func open(hub: StreamHub) throws {
+        try open(hub: hub, onFailure: { _ in })
+    }
 }

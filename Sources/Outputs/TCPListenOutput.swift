@@ -22,7 +22,8 @@ import SystemPackage
 public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     public let endpoint: TCPEndpoint
     public var label: String { endpoint.description }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
     /// The port bound (after `open()`; useful with port 0).
     public private(set) var boundPort: UInt16 = 0
@@ -61,7 +62,8 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         self.log = log
     }
 
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         self.hub = hub
         servers = try ServerSockets.bindServing(endpoint, action: "listen on \(label)") { [self] channel in admit(channel) }
         let port = UInt16(clamping: servers.first?.localAddress?.port ?? Int(endpoint.port))

@@ -17,7 +17,8 @@ import SystemPackage
 public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     public let endpoint: TCPEndpoint
     public var label: String { endpoint.description }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
 
     private var hub: StreamHub?
@@ -53,7 +54,8 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets the stream
     /// from its very first frame; then keeps trying in the background.
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         self.hub = hub
         var first: Channel?
         do {

@@ -204,7 +204,8 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     /// Held here: the output set holds the mounts, and nothing else holds the server.
     let server: RTSPServer
     public var label: String { server.label + (paths.last ?? "/") }
-    public var onFailure: (@Sendable (OutputError) -> Void)?
+    /// Given at `open`, before any thread of this output runs.
+    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
     private let held = Mutex<(hub: StreamHub?, parameterSets: [[UInt8]])>((nil, []))
     /// A random RTP timestamp origin for this stream (RFC 3550 §5.1).
@@ -254,7 +255,8 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     var hub: StreamHub? { held.withLock { $0.hub } }
     var parameterSets: [[UInt8]] { held.withLock { $0.parameterSets } }
 
-    public func open(hub: StreamHub) throws {
+    public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
+        self.onFailure = onFailure
         held.withLock { $0.hub = hub }
         try server.opened(self)
         // DESCRIBE names the parameter sets of the newest IDR.
