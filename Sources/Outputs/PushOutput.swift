@@ -59,11 +59,9 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
         self.onFailure = onFailure
         self.hub = hub
-        let firstError = tryConnect(failing: false)
-        if let firstError {
-            log("\(label): \(peerKind) not reachable yet (\(firstError)); recording goes on, retrying in the background")
-        }
-        let connector = WorkerThread(name: "push-connect") { [self] in self.connectLoop(initialFailure: firstError != nil) }
+        var schedule = ReconnectSchedule(label: label, peerKind: peerKind, log: log)
+        if let firstError = tryConnect(failing: false) { schedule.firstAttemptFailed(firstError) }
+        let connector = WorkerThread(name: "push-connect") { [self, schedule] in self.connectLoop(schedule) }
         self.connector = connector
         connector.start()
     }
@@ -101,33 +99,20 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         if !quietAttempt.load(ordering: .relaxed) { log(message) }
     }
 
-    /// Counts a connection that reached its peer, and says so when it is news.
-    /// `streaming` when the first access unit has already gone (a media server's session).
-    private func announce(afterFailures: Bool, streaming: Bool = false) {
-        let n = totals.withLock { t -> Int in
-            t.connections += 1
-            return t.connections
-        }
-        quietAttempt.store(false, ordering: .relaxed)
-        if n > 1 {
-            log("\(label): reconnected (connection #\(n)); \(streaming ? "resumed at an IDR" : "resuming at the next IDR")")
-        } else if afterFailures {
-            log("\(label): connected to the \(peerKind); \(streaming ? "streaming from an IDR" : "streaming from the next IDR")")
-        }
-    }
-
-    private func connectLoop(initialFailure: Bool) {
-        var backoff: UInt64 = 250_000_000
-        var failing = initialFailure
+    private func connectLoop(_ schedule: ReconnectSchedule) {
+        var schedule = schedule
         // A session is reached with its first access unit sent.
         var reached = false
         while !stopping.load(ordering: .relaxed) {
             if let peer = current.withLock({ $0 }) {
                 if !reached && peer.hasSent {
                     reached = true
-                    announce(afterFailures: failing, streaming: true)
-                    failing = false
-                    backoff = 250_000_000
+                    let n = totals.withLock { t -> Int in
+                        t.connections += 1
+                        return t.connections
+                    }
+                    quietAttempt.store(false, ordering: .relaxed)
+                    schedule.reached(connection: n, streaming: true)
                 }
                 if peer.isAlive {
                     wakeups.wait()
@@ -135,26 +120,14 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 }
                 current.withLock { $0 = nil }
                 account(peer.reap())
-                if reached {
-                    backoff = 250_000_000
-                } else if !failing {
-                    // A media server refused or never answered its first access unit.
-                    log("\(label): retrying with backoff up to 5 s; recording goes on")
-                    failing = true
-                }
+                if !reached { schedule.sessionRefused() }
             }
-            if failing {
-                waitOut(backoff)
+            if let wait = schedule.nextWait() {
+                waitOut(wait)
                 if stopping.load(ordering: .relaxed) { break }
-                backoff = min(backoff * 2, 5_000_000_000)
             }
-            if let error = tryConnect(failing: failing) {
-                if !failing { log("\(label): cannot reach the \(peerKind) (\(error)); retrying with backoff up to 5 s") }
-                failing = true
-                reached = false
-            } else {
-                reached = false
-            }
+            if let error = tryConnect(failing: schedule.failing) { schedule.connectFailed(error) }
+            reached = false
         }
     }
 

@@ -57,17 +57,18 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
         self.onFailure = onFailure
         self.hub = hub
+        var schedule = ReconnectSchedule(label: label, peerKind: "receiver", log: log)
         var first: Channel?
         do {
             first = try connect().wait()
         } catch {
-            log("\(label): receiver not reachable yet (\(describe(error))); recording goes on, retrying in the background")
+            schedule.firstAttemptFailed(describe(error))
         }
         // Joined before capture starts, the first connection gets frame 0 (an IDR) whatever the
         // event loop's pace: joining from its task could come a frame late and cost an extra IDR.
         let connected = first.map { ($0, subscribe(hub, for: $0)) }
-        task = Task(executorPreference: EventLoopExecutor(loop)) { [self] in
-            await reconnectLoop(first: connected)
+        task = Task(executorPreference: EventLoopExecutor(loop)) { [self, schedule] in
+            await reconnectLoop(first: connected, schedule: schedule)
             ended.lock()
             state.withLock { $0.loopEnded = true }
             ended.broadcast()
@@ -96,23 +97,21 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         "receiver \(channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description)"
     }
 
-    private func reconnectLoop(first: (Channel, Subscription?)?) async {
+    private func reconnectLoop(first: (Channel, Subscription?)?, schedule: ReconnectSchedule) async {
         var channel = first?.0
         var joined = first?.1
-        var failing = first == nil
-        var backoff: UInt64 = 250_000_000
+        var schedule = schedule
         while !stopping {
             if channel == nil {
-                if failing {
-                    try? await Task.sleep(nanoseconds: backoff)
+                if let wait = schedule.nextWait() {
+                    // Cut short by `finish` and `abandon`, which cancel this task.
+                    try? await Task.sleep(nanoseconds: wait)
                     if stopping { break }
-                    backoff = min(backoff * 2, 5_000_000_000)
                 }
                 do {
                     channel = try await connect().get()
                 } catch {
-                    if !failing { log("\(label): cannot reach the receiver (\(describe(error))); retrying with backoff up to 5 s") }
-                    failing = true
+                    schedule.connectFailed(describe(error))
                     continue
                 }
             }
@@ -120,9 +119,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
             channel = nil
             let subscription = joined ?? hub.flatMap { subscribe($0, for: connected) }
             joined = nil
-            guard await serve(connected, subscription: subscription, afterFailures: failing) else { break }
-            failing = false
-            backoff = 250_000_000
+            guard await serve(connected, subscription: subscription, schedule: &schedule) else { break }
         }
         joined?.cancel()
         if let channel { try? await channel.close() }
@@ -130,7 +127,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// One connection, from its first IDR until the receiver leaves or the stream ends. False when
     /// there is nothing more to send (the recording has ended).
-    private func serve(_ channel: Channel, subscription: Subscription?, afterFailures: Bool) async -> Bool {
+    private func serve(_ channel: Channel, subscription: Subscription?, schedule: inout ReconnectSchedule) async -> Bool {
         let address = channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description
         let name = receiverName(of: channel)
         guard let hub, let subscription,
@@ -150,11 +147,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
             return (s.totals.connections, s.abandoned)
         }
         if abandoned { session.abortNow() }
-        if n > 1 {
-            log("\(label): reconnected (connection #\(n)); resuming at the next IDR")
-        } else if afterFailures {
-            log("\(label): connected to the receiver; streaming from the next IDR")
-        }
+        schedule.reached(connection: n, streaming: false)
         hub.requestIDR()
         await session.run(connection)
         session.leaveHub()
