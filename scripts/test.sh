@@ -76,7 +76,7 @@ EXPECTED_SUITES=(
   "vm-mjpeg            35  1200   150"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
   "vm-microphone       40  1200   300"   # --audio from snd-aloop and snd-dummy; sync against a camera's logged writes
   "vm-unattended       49  1200   210"   # cron, systemd, udev, --wait and a full disk with vivid
-  "fuzz                 4   900   230"   # the parsers under libFuzzer, 30 s a target
+  "fuzz                 4   900   230"   # the parsers under libFuzzer, 20 s a target (FUZZ_SECONDS=N for a longer campaign)
   "hostile-input       26   900    60"   # files and peers built to break the readers
   "readme-promises     31   900    70"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame

@@ -30,8 +30,20 @@ echo "$SUITE: camrec $CAMREC, work directory $W"
 # Ports below the kernel's ephemeral range (32768-60999 here: a port there may be taken by any outgoing
 # connection on the machine), different on every run (a suite may set NET_PORT_BASE, at most 24767).
 NEXT_PORT=$((${NET_PORT_BASE:-10000} + RANDOM % 8000))
-# A fresh port in PORT (not $(…): a subshell would not advance the counter).
-next_port() { NEXT_PORT=$((NEXT_PORT + 1)); PORT=$NEXT_PORT; }
+# A fresh port in PORT (not $(…): a subshell would not advance the counter). A port something already
+# holds (TCP or UDP, from /proc: the rtsp suite runs in a lane beside the others, scripts/test.sh) is
+# passed over, and so are the next two (a suite may use PORT+1 and PORT+2 for RTP/RTCP pairs).
+next_port() {
+    NEXT_PORT=$((NEXT_PORT + 1))
+    while port_taken "$NEXT_PORT" || port_taken $((NEXT_PORT + 1)) || port_taken $((NEXT_PORT + 2)); do
+        NEXT_PORT=$((NEXT_PORT + 3))
+    done
+    PORT=$NEXT_PORT
+}
+port_taken() {
+    awk -v p=":$(printf '%04X' "$1")" 'substr($2, length($2) - 4) == p { f = 1 } END { exit !f }' \
+        /proc/net/tcp /proc/net/tcp6 /proc/net/udp /proc/net/udp6 2>/dev/null
+}
 
 # Waits until something listens on PORT (read from /proc, so nothing connects to it).
 wait_listen() {
