@@ -8,8 +8,9 @@ import Frames
 /// the recorder calls it inline (`isPassthrough`).
 ///
 /// A forced IDR is asked of the camera (`forceKeyFrame`, its FORCE_KEY_FRAME control); without one the
-/// stream's next IDR is the camera's own. Until the first IDR (and again after a gap in the source)
-/// pictures are left out, as no receiver could decode them; their parameter sets still go to the
+/// stream's next IDR is the camera's own. Until the first IDR, and again after frames the camera sent but
+/// camrec never got (a gap in the sequence numbers: the pictures after it refer to them), pictures are left
+/// out, as no receiver could decode them, and an IDR is asked for; their parameter sets still go to the
 /// writer, which remembers them for the IDRs that come without.
 ///
 /// What the writer cannot repair it reports once each through `onFinding`: several slices per picture,
@@ -27,6 +28,7 @@ public final class CameraStreamEncoder: VideoEncoder {
 
     private let forceKeyFrame: (() -> Bool)?
     private var seenIDR = false
+    private var lastSequence: UInt64?
     private var reportedSlices = false
     private var reportedBSlices = false
     private var parameterSetScratch: [UInt8] = []
@@ -35,6 +37,8 @@ public final class CameraStreamEncoder: VideoEncoder {
     public private(set) var picturesBeforeIDR = 0
     /// Buffers with no NAL unit in them (a driver's empty or stale buffer).
     public private(set) var buffersWithoutUnits = 0
+    /// Gaps in the camera's frames after which pictures were left out until its next IDR.
+    public private(set) var gapsWaitedOut = 0
     /// The most slice NAL units seen in one access unit.
     public private(set) var mostSlicesPerPicture = 0
 
@@ -68,8 +72,19 @@ public final class CameraStreamEncoder: VideoEncoder {
             }
         }
         defer { onBufferDone?(buffer) }
-        // Asked for an IDR (at the start, for a joiner): unless this is one, the camera makes its next frame one.
-        if forceKeyframe && !isIDR { _ = forceKeyFrame?() }
+        // A frame missing before this one: what follows refers to it, up to the camera's next IDR.
+        let afterGap = lastSequence.map { buffer.sequence != $0 &+ 1 } ?? false
+        lastSequence = buffer.sequence
+        if afterGap && seenIDR && !isIDR {
+            seenIDR = false
+            gapsWaitedOut += 1
+            if gapsWaitedOut == 1 {
+                onFinding?("frames of the camera were lost before camrec got them (counted in dropped=); the pictures after "
+                    + "such a gap are left out until the camera's next IDR, so every output stays decodable")
+            }
+        }
+        // Asked for an IDR (at the start, for a joiner, after a gap): unless this is one, the camera makes its next one.
+        if (forceKeyframe || afterGap) && !isIDR { _ = forceKeyFrame?() }
         if slices == 0 && !hasParameterSets {
             buffersWithoutUnits += 1
             return
@@ -92,6 +107,7 @@ public final class CameraStreamEncoder: VideoEncoder {
     /// After a gap in the source the camera's next pictures may refer to ones camrec never got.
     public func finishPending() throws {
         seenIDR = false
+        lastSequence = nil
     }
 
     private func report(slices: Int, bSlice: Bool) {

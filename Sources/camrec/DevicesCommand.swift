@@ -98,12 +98,14 @@ struct DevicesCommand: ParsableCommand {
     }
 
     private func formatLines(_ format: V4L2FormatOffer, detailed: Bool) -> String {
-        let usable = format.pixelFormat.isRecordable
+        // H.264/H.265 are recorded as the camera sends them (--pixel-format H264/HEVC: --encoder camera).
+        let usable = format.pixelFormat.isRecordable || format.pixelFormat.isCompressedVideo
         let mark = usable ? " " : "-"
         let name = format.name.isEmpty ? (format.pixelFormat.commonName ?? "") : format.name
         let code = format.pixelFormat.description.padding(5)
         var text = "  \(mark) \(code) \(name)"
         if format.isCompressed { text += " (compressed)" }
+        if format.pixelFormat.isCompressedVideo { text += " (recorded as it is: --pixel-format \(format.pixelFormat))" }
         if format.isEmulated { text += " (emulated)" }
         if !detailed {
             text += ": \(format.sizes.description)"

@@ -345,6 +345,36 @@ final class CameraEncoderTests: XCTestCase {
         XCTAssertEqual(late.units.first?.sequence, 20, "the joiner starts at the camera's next IDR")
     }
 
+    /// Frames the camera sent that camrec never got (a gap in the sequence numbers): the pictures after
+    /// the gap refer to them, so they are left out up to the camera's next IDR, which is asked for once.
+    func testPicturesAfterAGapAreLeftOutUntilTheNextIDRWhichIsAskedFor() throws {
+        let p = Self.units
+        let forced = Mutex(0)
+        let encoder = CameraStreamEncoder(codec: .h264, forceKeyFrame: { forced.withLock { $0 += 1 }; return true })
+        var published: [UInt64] = []
+        var findings: [String] = []
+        encoder.onPacket = { published.append($0.sequence) }
+        encoder.onBufferDone = { _ in }
+        encoder.onFinding = { findings.append($0) }
+        let pool = PixelBufferPool(format: .i420, width: 320, height: 180, capacity: 1)
+        // Frame 3 never reached camrec; 6 is the camera's next IDR.
+        let frames: [(sequence: Int, units: [[UInt8]])] = [(0, [p.sps, p.pps, p.idr]), (1, [p.p]), (2, [p.p]), (4, [p.p]), (5, [p.p]),
+                                                          (6, [p.idr]), (7, [p.p])]
+        for (sequence, units) in frames {
+            let buffer = try XCTUnwrap(pool.tryTake())
+            let bytes: [UInt8] = units.flatMap { unit -> [UInt8] in [0, 0, 0, 1] + unit }
+            bytes.withUnsafeBytes { UnsafeMutableRawPointer(buffer.planes[0].base).copyMemory(from: $0.baseAddress!, byteCount: bytes.count) }
+            buffer.payloadByteCount = bytes.count
+            buffer.sequence = UInt64(sequence)
+            try encoder.encode(buffer, forceKeyframe: false)
+            buffer.recycle()
+        }
+        XCTAssertEqual(published, [0, 1, 2, 6, 7])
+        XCTAssertEqual(forced.withLock { $0 }, 1, "the camera is asked for an IDR at the first picture after the gap")
+        XCTAssertEqual(encoder.gapsWaitedOut, 1)
+        XCTAssertEqual(findings.count, 1, findings.joined(separator: "; "))
+    }
+
     /// The NAL units of an Annex B buffer.
     static func split(_ bytes: [UInt8]) -> [[UInt8]] {
         var units: [[UInt8]] = []

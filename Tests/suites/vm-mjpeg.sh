@@ -1,7 +1,7 @@
 #!/bin/bash
 # Tests/suites/vm-mjpeg.sh — camrec recording a real V4L2 MJPEG node in the test VM: v4l2loopback
 # (built for the VM's kernel by Tests/vm/v4l2loopback.sh) fed by ffmpeg and by a small writer
-# that sends damaged frames. One VM boot runs every case (Tests/vm-cases/mjpeg-cases.sh).
+# that sends damaged frames; and cameras that encode H.264 and H.265 themselves (--encoder camera). One VM boot runs every case (Tests/vm-cases/mjpeg-cases.sh).
 # Ends with the cases' "N passed, N failed" line; a setup or VM failure counts as one failure.
 # Environment: see Tests/lib/vm-suite.sh (CAMREC, CAMREC_VM_RESULTS).
 set -uo pipefail
@@ -20,6 +20,14 @@ if "$CAMREC" --test-pattern --size 640x480 --frames 300 --qp 10 --preset ultrafa
     ffmpeg -nostdin -v error -y -i "$RESULTS/numbered.h264" -c:v mjpeg -q:v 3 -pix_fmt yuvj422p -f mjpeg "$pattern" &&
     python3 Tests/tools/pattern-counters.py "$RESULTS/numbered.h264" >"${pattern%.mjpeg}.counters"; then :
 else rm -f "$pattern"; fi
+# A camera's own streams for the cameras that encode (cases 8-9): 330 frames of 320x240 at 20 fps, one slice
+# per picture, no B-frames, an IDR every 30, an AUD in every access unit (the feeder splits there) and SEI.
+streams=$RESULTS/camera-stream
+ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 330 -c:v libx264 -preset ultrafast -threads 1 \
+    -g 30 -keyint_min 30 -sc_threshold 0 -bf 0 -x264-params aud=1 -f h264 -y "$streams.h264" &&
+    ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 330 -c:v libx265 -preset ultrafast \
+        -x265-params aud=1:keyint=30:min-keyint=30:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:frame-threads=1:log-level=error \
+        -f hevc -y "$streams.h265" || rm -f "$streams".*
 vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer" \
-    --env "PATTERN_MJPEG=$pattern"
+    --env "PATTERN_MJPEG=$pattern" --env "CAMERA_STREAMS=$streams"
 vm_suite_finish

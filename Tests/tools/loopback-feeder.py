@@ -3,6 +3,8 @@
 node numbered pictures (Tests/tools/picture_numbers.py draws and reads them) and logs when each went in.
 
   loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE]
+  loopback-feeder.py DEVICE LOG --size WxH --fps N --stream FILE --codec h264|hevc [--params-once]
+                     [--sent FILE] [--hold FILE]
   loopback-feeder.py --make FILE --size WxH --frames N
 
 The first form sets the node's output format (YUYV, or MJPG with --mjpeg) and writes one picture per
@@ -16,6 +18,16 @@ LOG gets one line per picture, flushed at once:
 BEFORE and AFTER: CLOCK_MONOTONIC (ns) read just before and just after the write(). v4l2loopback stamps
 the buffer with CLOCK_MONOTONIC inside that call, so a recorder that keeps the driver's timestamps
 records each picture at a time between the two.
+
+With --stream the node is a camera that encodes: the format is H264 or HEVC ("with start codes") and
+each write() is one access unit of FILE, an Annex B stream whose every access unit begins with an AUD
+(libx264's and libx265's aud=1), split there; the stream is sent once, then the feeder waits for S to end.
+--params-once leaves the parameter sets (SPS, PPS; VPS) out of every access unit but the first, as cameras
+that send them only at the start of streaming do. --sent appends every access unit exactly as written
+(the camera's stream, for comparing a recording with). --hold: after the first access unit, wait until
+FILE exists before the next (so a reader that opened the node gets the first, the only one with the
+parameter sets: v4l2loopback hands a reader the oldest of the last three written). LOG gets
+"frame N BEFORE AFTER" per access unit as above.
 
 The second form writes N numbered YUYV pictures to FILE (for ffmpeg to make the JPEGs of).
 """
@@ -57,6 +69,33 @@ def jpegs(path):
     return [data[a:b] for a, b in zip(starts, starts[1:] + [len(data)])]
 
 
+def nal_type(unit, codec):
+    return unit[0] & 0x1F if codec == "h264" else (unit[0] >> 1) & 0x3F
+
+
+def access_units(path, codec):
+    """The access units of an Annex B file, each a list of NAL units (without start codes), split at AUDs."""
+    data = open(path, "rb").read()
+    starts = []
+    at = data.find(b"\x00\x00\x01")
+    while at >= 0:
+        starts.append(at + 3)
+        at = data.find(b"\x00\x00\x01", at + 3)
+    units = []
+    for a, b in zip(starts, starts[1:] + [len(data) + 3]):
+        unit = data[a:b - 3]
+        while unit.endswith(b"\x00"):   # the zero of the next 4-byte start code
+            unit = unit[:-1]
+        units.append(unit)
+    aud = 9 if codec == "h264" else 35
+    groups = []
+    for unit in units:
+        if nal_type(unit, codec) == aud or not groups:
+            groups.append([])
+        groups[-1].append(unit)
+    return groups
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("device", nargs="?")
@@ -67,6 +106,11 @@ def main():
     parser.add_argument("--mjpeg", metavar="FILE")
     parser.add_argument("--make", metavar="FILE")
     parser.add_argument("--frames", type=int, default=300)
+    parser.add_argument("--stream", metavar="FILE")
+    parser.add_argument("--codec", choices=("h264", "hevc"), default="h264")
+    parser.add_argument("--params-once", action="store_true")
+    parser.add_argument("--sent", metavar="FILE")
+    parser.add_argument("--hold", metavar="FILE")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     if args.make:
@@ -80,6 +124,8 @@ def main():
     if pictures == []:
         sys.exit(f"loopback-feeder: no JPEG in {args.mjpeg}")
     fd = os.open(args.device, os.O_RDWR)
+    if args.stream:
+        return feed_stream(fd, args, width, height)
     if pictures:
         set_output_format(fd, width, height, fourcc("MJPG"), 0, width * height * 2)
     else:
@@ -98,6 +144,37 @@ def main():
         os.write(fd, picture)
         after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         log.write(f"frame {number} {before} {after}\n")
+    return 0
+
+
+def feed_stream(fd, args, width, height):
+    groups = access_units(args.stream, args.codec)
+    parameter_sets = (7, 8) if args.codec == "h264" else (32, 33, 34)
+    set_output_format(fd, width, height, fourcc("H264" if args.codec == "h264" else "HEVC"), 0, width * height * 2)
+    log = open(args.log, "w", buffering=1)
+    sent = open(args.sent, "wb") if args.sent else None
+    period = round(1e9 / args.fps)
+    start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+    for n, group in enumerate(groups):
+        if n > 0 and args.params_once:
+            group = [u for u in group if nal_type(u, args.codec) not in parameter_sets]
+        # Three-byte start codes but before the first unit, as many encoders write them.
+        unit = b"".join((b"\x00\x00\x00\x01" if i == 0 else b"\x00\x00\x01") + u for i, u in enumerate(group))
+        if n == 1 and args.hold:
+            while not os.path.exists(args.hold):
+                time.sleep(0.05)
+            start = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - period
+        wait = start + n * period - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if wait > 0:
+            time.sleep(wait / 1e9)
+        before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        os.write(fd, unit)
+        after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+        if sent:
+            sent.write(unit)
+            sent.flush()
+        log.write(f"frame {n} {before} {after}\n")
+    time.sleep(args.seconds if args.seconds < 3600 else 0)
     return 0
 
 
