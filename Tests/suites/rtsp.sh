@@ -404,6 +404,12 @@ for codec in aac opus; do
             sound_length "$W/snd-gst-$t-$codec.mkv" 0.15
     done
 done
+# RFC 7587 carries mono and stereo Opus only: more channels with --rtsp is a usage error, before anything is recorded.
+opus_channels_refused() {
+    local out rc; out=$("$CAMREC" --test-pattern --frames 5 --audio test --audio-codec opus --audio-channels 4 --rtsp 127.0.0.1:0 "$W/opus4.mkv" 2>&1); rc=$?
+    [[ $rc == 64 && $out == *"--rtsp carries Opus in mono or stereo"* && ! -e $W/opus4.mkv ]] || { echo "  status $rc: $out"; return 1; }
+}
+check "sound: --audio-codec opus --audio-channels 4 with --rtsp: a usage error (64), nothing recorded" opus_channels_refused
 
 # --- 4. the 3-minute recording of section 0: sessions past the 60 s timeout, late joiners ---------------
 # The joiners' own reports first, while the long sessions go on.
