@@ -149,13 +149,7 @@ final class RTSPConnection: @unchecked Sendable {
             return RTSPResponse(status: 404, cseq: cseq)
         }
         // Before the first IDR there are no parameter sets yet: wait a little for them (they also come in-band).
-        var sets = mount.parameterSets
-        var waited = 0
-        while sets.isEmpty && waited < 60 {
-            try? await Task.sleep(nanoseconds: 50_000_000)
-            waited += 1
-            sets = mount.parameterSets
-        }
+        let sets = await mount.parameterSets(waitingAtMost: .seconds(3), on: channel.eventLoop)
         let local = channel.localAddress?.ipAddress ?? "0.0.0.0"
         let sdp = SessionDescription.make(codec: mount.codec, parameterSets: sets, sessionID: UInt64(MonotonicClock.now() / 1000),
                                           serverAddress: local, framesPerSecond: server.configuration.framesPerSecond,

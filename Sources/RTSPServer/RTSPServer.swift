@@ -48,6 +48,8 @@ public final class RTSPServer: @unchecked Sendable {
         var opened = 0
         var finished = 0
         var connections: [ObjectIdentifier: RTSPConnection] = [:]
+        /// Succeeded when the last connection has ended, once `finished` waits for that.
+        var connectionsEnded: EventLoopPromise<Void>?
         var sessions = 0
         var stopping = false
         var clients = 0
@@ -55,7 +57,6 @@ public final class RTSPServer: @unchecked Sendable {
         var loggedMalformed: Set<String> = []
     }
     private let state = Mutex(State())
-    private let connectionEnded = Mutex<[CheckedContinuation<Void, Never>]>([])
 
     public init(configuration: Configuration, log: @escaping NetworkEventLog) {
         self.configuration = configuration
@@ -135,9 +136,11 @@ public final class RTSPServer: @unchecked Sendable {
         }
         Task(executorPreference: EventLoopExecutor(channel.eventLoop)) { [self] in
             await connection.run(asyncChannel)
-            state.withLock { _ = $0.connections.removeValue(forKey: ObjectIdentifier(connection)) }
-            let waiters = connectionEnded.withLock { w in defer { w = [] }; return w }
-            for waiter in waiters { waiter.resume() }
+            let ended = state.withLock { s -> EventLoopPromise<Void>? in
+                s.connections.removeValue(forKey: ObjectIdentifier(connection))
+                return s.connections.isEmpty ? s.connectionsEnded : nil
+            }
+            ended?.succeed()
         }
         return channel.eventLoop.makeSucceededVoidFuture()
     }
@@ -183,8 +186,20 @@ public final class RTSPServer: @unchecked Sendable {
         for server in servers { try? server.close().wait() }
         for connection in state.withLock({ Array($0.connections.values) }) { connection.streamEnded(for: nil, within: 5) }
         // Each connection ends within the 5 s given to it; the closes run on the event loops.
-        let deadline = MonotonicClock.now() + 7_000_000_000
-        while !state.withLock({ $0.connections.isEmpty }) && MonotonicClock.now() < deadline { usleep(10_000) }
+        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let ended = loop.makePromise(of: Void.self)
+        let waits = state.withLock { s -> Bool in
+            guard !s.connections.isEmpty else { return false }
+            s.connectionsEnded = ended
+            return true
+        }
+        if waits {
+            let bound = loop.scheduleTask(in: .seconds(7)) { ended.succeed() }
+            try? ended.futureResult.wait()
+            bound.cancel()
+        } else {
+            ended.succeed()
+        }
         let clients = state.withLock { $0.clients }
         log("\(label): served \(clients) client connection\(clients == 1 ? "" : "s")")
     }
@@ -207,7 +222,8 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
-    private let held = Mutex<(hub: StreamHub?, parameterSets: [[UInt8]])>((nil, []))
+    /// `waiters`: DESCRIBEs that came before the first IDR, woken by its parameter sets.
+    private let held = Mutex<(hub: StreamHub?, parameterSets: [[UInt8]], waiters: [EventLoopPromise<Void>])>((nil, [], []))
     /// A random RTP timestamp origin for this stream (RFC 3550 §5.1).
     let timestampBase = UInt32.random(in: 0...UInt32.max)
     let totals = Mutex(Totals())
@@ -255,6 +271,24 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     var hub: StreamHub? { held.withLock { $0.hub } }
     var parameterSets: [[UInt8]] { held.withLock { $0.parameterSets } }
 
+    /// The newest parameter sets; before the first IDR there are none yet, so this waits for its sets,
+    /// at most `timeout` (they also come in-band).
+    func parameterSets(waitingAtMost timeout: TimeAmount, on loop: EventLoop) async -> [[UInt8]] {
+        let arrived = loop.makePromise(of: Void.self)
+        let sets = held.withLock { h -> [[UInt8]] in
+            if h.parameterSets.isEmpty { h.waiters.append(arrived) }
+            return h.parameterSets
+        }
+        guard sets.isEmpty else {
+            arrived.succeed()
+            return sets
+        }
+        let bound = loop.scheduleTask(in: timeout) { arrived.succeed() }
+        try? await arrived.futureResult.get()
+        bound.cancel()
+        return parameterSets
+    }
+
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
         self.onFailure = onFailure
         held.withLock { $0.hub = hub }
@@ -267,7 +301,12 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
                 defer { chunk.release() }
                 guard chunk.isIDR, let sets = SessionDescription.parameterSets(inIDR: chunk.bytes.prefix(4096), codec: codec) else { continue }
                 guard let self else { break }
-                self.held.withLock { if $0.parameterSets != sets { $0.parameterSets = sets } }
+                let waiters = self.held.withLock { h -> [EventLoopPromise<Void>] in
+                    if h.parameterSets != sets { h.parameterSets = sets }
+                    defer { h.waiters = [] }
+                    return h.waiters
+                }
+                for waiter in waiters { waiter.succeed() }
             }
             watcher.cancel()
         }

@@ -15,7 +15,8 @@ final class StatusLine: @unchecked Sendable {
 
     private let sample: @Sendable () -> (frames: Int, bytes: Int)
     private let describe: @Sendable (Rates) -> String
-    private let done = Atomic<Bool>(false)
+    /// Opened by `stop`: the redraw's wait ends at once, not up to half a second later.
+    private let stopped = Latch()
     private var worker: WorkerThread?
 
     init(sample: @escaping @Sendable () -> (frames: Int, bytes: Int), describe: @escaping @Sendable (Rates) -> String) {
@@ -30,8 +31,7 @@ final class StatusLine: @unchecked Sendable {
             let start = Double(MonotonicClock.now()) / 1e9
             var last = (frames: 0, bytes: 0)
             var lastTime = start
-            while !self.done.load(ordering: .relaxed) {
-                usleep(500_000)
+            while !self.stopped.wait(nanoseconds: 500_000_000) {
                 let now = Double(MonotonicClock.now()) / 1e9
                 let current = self.sample()
                 let dt = max(0.001, now - lastTime)
@@ -49,7 +49,7 @@ final class StatusLine: @unchecked Sendable {
     }
 
     func stop() {
-        done.store(true, ordering: .relaxed)
+        stopped.open()
         worker?.join()
     }
 }

@@ -105,7 +105,11 @@ public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
             var fds = [pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: events, events: Int16(POLLIN), revents: 0)]
             let ready = poll(&fds, events >= 0 ? 2 : 1, timeout)
-            if ready < 0 && errno != EINTR { usleep(100_000) }
+            if ready < 0 && errno != EINTR {
+                // poll itself failed (out of memory): wait 100 ms for a cancel only, not a busy loop.
+                var cancel = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
+                _ = Glibc.poll(&cancel, 1, 100)
+            }
             if events >= 0, fds[1].revents & Int16(POLLIN) != 0, Self.readEvents(events) {
                 lookAt = min(lookAt ?? .max, MonotonicClock.now())
             }

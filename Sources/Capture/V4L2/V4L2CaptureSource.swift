@@ -328,9 +328,13 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
                     return finish(.deviceLost("\(path) reported an error (poll: \(describePoll(events))); "
                                               + "the camera stopped streaming"))
                 }
-                // Ready but nothing to dequeue should not happen; never let it become a busy loop.
+                // Ready but nothing to dequeue should not happen; never let it become a busy loop:
+                // after a few, wait 5 ms for a stop only.
                 spuriousWakeups += 1
-                if spuriousWakeups > 3 { usleep(5_000) }
+                if spuriousWakeups > 3 {
+                    var stop = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
+                    _ = Glibc.poll(&stop, 1, 5)
+                }
             case .failed(let error):
                 return finish(.deviceLost(lostMessage(error)))
             }
