@@ -30,9 +30,6 @@ public struct ContractViolation: Sendable, Hashable {
         /// (k) The stream is not bare: an IDR access unit holds something besides its parameter sets
         /// and slices (an SEI, an AUD), or another access unit something besides its slices.
         case notBare
-        /// (l) H.264 pictures with B slices: shown in another order than decoded, which camrec's
-        /// receivers and its one-access-unit-per-frame timing assume they are not (a camera's own stream).
-        case bPictures
     }
 
     public var kind: Kind

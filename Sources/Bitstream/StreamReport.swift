@@ -45,6 +45,10 @@ public struct StreamReport: Sendable, Equatable {
     public var slicesPerPicture: ClosedRange<Int>?
     /// The most the contract allowed (`inspect --slices`).
     public var allowedSlicesPerPicture: Int
+    /// H.264 B slices (pictures shown in another order than decoded; no rule of the contract), and the
+    /// frame of the first.
+    public var bSliceCount = 0
+    public var firstBSliceFrame: Int?
     public var violations: [ContractViolation]
     /// Sizes of an SPS and a PPS, in bytes without start codes.
     public struct ParameterSetSizes: Sendable, Equatable {
@@ -87,6 +91,10 @@ public struct StreamReport: Sendable, Equatable {
         if let slices = slicesPerPicture {
             let count = slices.lowerBound == slices.upperBound ? "\(slices.lowerBound)" : "\(slices.lowerBound)–\(slices.upperBound)"
             lines.append("slices per picture: \(count)")
+        }
+        if bSliceCount > 0 {
+            lines.append("B slices: \(bSliceCount) (first in frame \(firstBSliceFrame ?? 0)): pictures come in decoding order, not "
+                         + "display order; camrec passes a camera's B-frames on as they are (not a rule of the contract)")
         }
 
         lines.append("bare: " + (isBare ? "yes (parameter sets and slices only)" : "no"))

@@ -126,6 +126,9 @@ check "from ffmpeg: no decode errors" [ "$(field "$W/recv4.log" decode_errors)" 
 check "from ffmpeg: copy decodes to 90 frames without errors" [ "$(frames_of "$W/from-ff.h264")" = 90 ]
 check "from ffmpeg: copy decodes cleanly" no_decode_errors "$W/from-ff.h264"
 check "from ffmpeg: copy keeps camrec's contract (4-byte start codes)" inspect_ok "$W/from-ff.h264"
+# ffmpeg was asked for 2 B-frames: they pass through as they are, and inspect says so.
+check "from ffmpeg: inspect names the B slices it passes on (-bf 2)" \
+    grep -qE "^B slices: [1-9][0-9]* \(first in frame [0-9]+\)" <<<"$("$CAMREC" inspect "$W/from-ff.h264")"
 
 # --- 5. two receivers joining at different times, and a slow reader -------------------------------
 next_port; P=$PORT
