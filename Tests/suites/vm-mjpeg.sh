@@ -20,12 +20,13 @@ if "$CAMREC" --test-pattern --size 640x480 --frames 300 --qp 10 --preset ultrafa
     ffmpeg -nostdin -v error -y -i "$RESULTS/numbered.h264" -c:v mjpeg -q:v 3 -pix_fmt yuvj422p -f mjpeg "$pattern" &&
     python3 Tests/tools/pattern-counters.py "$RESULTS/numbered.h264" >"${pattern%.mjpeg}.counters"; then :
 else rm -f "$pattern"; fi
-# A camera's own streams for the cameras that encode (cases 8-9): 330 frames of 320x240 at 20 fps, one slice
+# A camera's own streams for the cameras that encode (cases 8-9): 600 frames of 320x240 at 20 fps (camrec
+# takes 300; the rest for frames v4l2loopback skips under load, so the camera never runs dry), one slice
 # per picture, no B-frames, an IDR every 30, an AUD in every access unit (the feeder splits there) and SEI.
 streams=$RESULTS/camera-stream
-ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 330 -c:v libx264 -preset ultrafast -threads 1 \
+ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600 -c:v libx264 -preset ultrafast -threads 1 \
     -g 30 -keyint_min 30 -sc_threshold 0 -bf 0 -x264-params aud=1 -f h264 -y "$streams.h264" &&
-    ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 330 -c:v libx265 -preset ultrafast \
+    ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600 -c:v libx265 -preset ultrafast \
         -x265-params aud=1:keyint=30:min-keyint=30:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:frame-threads=1:log-level=error \
         -f hevc -y "$streams.h265" || rm -f "$streams".*
 vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer" \

@@ -358,7 +358,7 @@ times_total() {
 # recording NAME ARGS...: camrec in the background, its pid in R/NAME.pid, then `rc=N` and `times` in R/NAME.times.
 recording() {
     local name=$1; shift
-    ( "$CAMREC_BIN" "$@" >"$R/$name.out" 2>"$R/$name.err" & echo $! >"$R/$name.pid"; wait $!; echo "rc=$?"; times ) >"$R/$name.times" &
+    ( nice -n "${RECORD_NICE:-0}" "$CAMREC_BIN" "$@" >"$R/$name.out" 2>"$R/$name.err" & echo $! >"$R/$name.pid"; wait $!; echo "rc=$?"; times ) >"$R/$name.times" &
 }
 # camera_stream CODEC EXT DEV PORT
 camera_stream() {
@@ -384,8 +384,10 @@ camera_stream() {
     : >"$R/$name.hold"
     if [[ $codec == h264 ]]; then
         # Beside it, under the same load, camrec encoding its test pattern at the same size and rate (libx264
-        # ultrafast), 300 frames measured the same way: from its first frame written.
-        recording encoded --test-pattern --size 320x240 --fps 20 --frames 300 --preset ultrafast "$R/encoded.h264"
+        # ultrafast), 300 frames measured the same way: from its first frame written. Niced: on one emulated
+        # CPU it would otherwise take the camera's turn, and v4l2loopback skip frames camrec had no time for
+        # (measured at load 15 without: 166 of the camera's frames never reached it).
+        RECORD_NICE=10 recording encoded --test-pattern --size 320x240 --fps 20 --frames 300 --preset ultrafast "$R/encoded.h264"
         enc=$!
     fi
     # A receiver joining 3 s in (60 frames; the camera's IDRs come every 30): with no FORCE_KEY_FRAME it waits for the next.
