@@ -123,7 +123,7 @@ let package = Package(
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
-        .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub"]),
+        .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub", "Libav"]),
         .testTarget(name: "HubTests", dependencies: ["Hub"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Frames"]),
         // What --motion costs, measured: swift run -c release motion-benchmark
