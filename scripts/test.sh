@@ -81,7 +81,7 @@ EXPECTED_SUITES=(
   "readme-promises     31   900    70"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
   "network-load        21  1200    60"   # many receivers and floods at once
-  "rtsp                81   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
+  "rtsp                79   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   230"   # --audio in every container and output, in sync

@@ -242,6 +242,9 @@ final class RTSPSession: @unchecked Sendable {
         let audio = legs.first { $0.track == RTPAudioTrack.trackID }
         var sent = [Sent(sequence: video?.firstSequence ?? 0), Sent(sequence: audio?.firstSequence ?? 0)]
         var refusedSound = 0
+        // The first picture's time: sound from before it is not this client's (the hub holds back only the
+        // sound that came before that IDR, and the picture may be encoded sooner than its sound).
+        var firstPicture: UInt64?
         let server = connection.server
         let mtu = server.configuration.maximumPacketBytes
         while let chunk = await subscription.nextAsync() {
@@ -253,6 +256,7 @@ final class RTSPSession: @unchecked Sendable {
             var packets: RTPVideoPackets?
             fragments.removeAll(keepingCapacity: true)
             if chunk.kind == .video {
+                if firstPicture == nil { firstPicture = chunk.presentationTimeNanoseconds }
                 guard let video else { continue }
                 leg = video
                 timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
@@ -262,7 +266,7 @@ final class RTSPSession: @unchecked Sendable {
                 packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
                                              interleaved: leg.transport.isTCP)
             } else {
-                guard let audio, let sound = mount.sound else { continue }
+                guard let audio, let sound = mount.sound, let firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { continue }
                 leg = audio
                 guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &fragments) else {
                     refusedSound += 1
