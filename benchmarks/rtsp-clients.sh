@@ -10,9 +10,10 @@
 #   GStreamer, 200      the same, with the clients playing
 # The clients are benchmarks/rtsp-load.c (four processes of 25 TCP + 25 UDP each, epoll, no decoding), so
 # their CPU is theirs, not the server's. The machine may be shared: both servers run at nice -5 and the
-# clients at -10, so other work delays neither the servers' sending nor the clients' reading. Over a window of SECONDS with every client playing, each server's
-# CPU (utime+stime from /proc/PID/stat) and RSS (VmRSS) are read, its 0-client figure subtracted and the
-# rest divided by the clients: CPU and RSS per client, and the ratios camrec/GStreamer. camrec's thread
+# clients at -10, so other work delays neither the servers' sending nor the clients' reading. Over a window
+# of SECONDS with every client playing, each server's CPU (utime+stime from /proc/PID/stat, and the kernel's
+# share) and memory (RssAnon, and VmRSS) are read, its 0-client figure subtracted and the rest divided by the
+# clients: CPU and memory per client, and the ratios camrec/GStreamer. camrec's thread
 # count (/proc/PID/task) is sampled every second and must stay flat over the window.
 # Checks, from outside camrec: every camrec client's RTP sequence numbers have no gap, it has every access
 # unit from its first IDR to the recording's last (how many: the recording's burned-in counters from the
