@@ -80,7 +80,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream",
+            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

@@ -4,11 +4,13 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
+import Pipeline
 import ServiceLifecycle
 import Synchronization
 
 /// `--http`: camrec's web server. `/` is the live page, `/live` the WebSocket that feeds it.
-/// Hummingbird runs on its own event loop threads; the recording never waits for it.
+/// A service of camrec's one service group (Hummingbird's application runs inside `run`); the
+/// recording waits for it to listen (`waitUntilListening`) and never after that.
 public final class LiveHTTPServer: Sendable {
     public struct StartError: Error, CustomStringConvertible {
         public let description: String
@@ -24,8 +26,9 @@ public final class LiveHTTPServer: Sendable {
     private let recordings: RecordingShelf
     private let metrics: LiveMetrics
     private let logger: Logger
-    /// The server's own group (Hummingbird's application) and the task running it, once started.
-    private let running = Mutex<(group: ServiceGroup, task: Task<Void, Never>)?>(nil)
+    /// How the start went: the port listened on, or why not; set once, then `settled` opens.
+    private let started = Mutex<Result<Int, StartError>?>(nil)
+    private let settled = Latch()
 
     /// The longest label `POST /api/events?label=` takes.
     static let maximumLabelBytes = 200
@@ -44,9 +47,8 @@ public final class LiveHTTPServer: Sendable {
         self.logger = logger
     }
 
-    /// Binds and starts serving; returns the port it listens on (the one asked, or the one the
-    /// kernel chose for 0). Throws when it cannot bind.
-    public func start() async throws -> Int {
+    /// Hummingbird's application with camrec's routes; it reports its start to `settle`.
+    private func makeApplication() -> any Service {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: HTTPAccessMiddleware(access: access))
         router.get("/api/status") { [status, live] _, _ -> LiveStatus in
@@ -172,14 +174,6 @@ public final class LiveHTTPServer: Sendable {
                 group.cancelAll()
             }
         }
-        // Resumed once: by the server running, by its failure to start, or after 10 s.
-        let started = Mutex<CheckedContinuation<Int, Error>?>(nil)
-        let settle: @Sendable (Result<Int, StartError>) -> Void = { outcome in
-            started.withLock { waiting in
-                waiting?.resume(with: outcome)
-                waiting = nil
-            }
-        }
         var quiet = logger
         quiet.logLevel = .warning
         let app = Application(
@@ -188,29 +182,29 @@ public final class LiveHTTPServer: Sendable {
             // Connections of every kind, idle ones included: each costs a little memory and a descriptor.
             configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
                                  availableConnectionsDelegate: MaximumAvailableConnections(256)),
-            onServerRunning: { channel in settle(.success(channel.localAddress?.port ?? 0)) },
+            onServerRunning: { [self] channel in settle(.success(channel.localAddress?.port ?? 0)) },
             logger: quiet
         )
-        // No signals: camrec's service group stops the server (`run`), after the recording. Connections
-        // still open 2 s into the shutdown (a live page that keeps its WebSocket) are cancelled.
-        var configuration = ServiceGroupConfiguration(services: [app], gracefulShutdownSignals: [], logger: quiet)
-        configuration.maximumGracefulShutdownDuration = .seconds(2)
-        let group = ServiceGroup(configuration: configuration)
-        return try await withCheckedThrowingContinuation { continuation in
-            started.withLock { $0 = continuation }
-            let task = Task.detached {
-                do {
-                    try await group.run()
-                } catch {
-                    settle(.failure(StartError(description: "\(error)", underlying: error)))
-                }
-            }
-            running.withLock { $0 = (group, task) }
-            Task.detached {
-                try? await Task.sleep(for: .seconds(10))
-                settle(.failure(StartError(description: "the HTTP server did not start within 10 s")))
-            }
+        return app
+    }
+
+    private func settle(_ outcome: Result<Int, StartError>) {
+        let first = started.withLock { s -> Bool in
+            guard s == nil else { return false }
+            s = outcome
+            return true
         }
+        if first { settled.open() }
+    }
+
+    /// Blocks until the server listens, and returns its port (the one asked, or the one the kernel chose
+    /// for 0); throws when it cannot bind, or has not started within 10 s. For the recording's thread,
+    /// before capture starts.
+    public func waitUntilListening() throws(StartError) -> Int {
+        if !settled.wait(nanoseconds: 10_000_000_000) {
+            settle(.failure(StartError(description: "the HTTP server did not start within 10 s")))
+        }
+        return try started.withLock { $0 ?? .failure(StartError(description: "not started")) }.get()
     }
 
     /// HTTP/1.1 with the WebSocket upgrade, where no connection holds a slot for long without asking for
@@ -236,20 +230,30 @@ public final class LiveHTTPServer: Sendable {
         return "\(error)"
     }
 
-    /// Closes the listener and, once they are done, every connection (the live view's end when the
-    /// recording has finished); waits at most 2 s for them.
-    public func stop() async {
-        guard let (group, task) = running.withLock({ r in defer { r = nil }; return r }) else { return }
-        await group.triggerGracefulShutdown()
-        await task.value
-    }
 }
 
 extension LiveHTTPServer: Service {
-    /// In camrec's service group: serves until the group shuts down, which it reaches after the
-    /// recording has finished (so the page sees the end), then stops.
+    /// In camrec's service group: Hummingbird's application serves until the group shuts down, which
+    /// reaches it after the recording has finished (so the page sees the end). The shutdown closes the
+    /// listener and, once they are done, every connection; those still open 2 s into it (a live page
+    /// that keeps its WebSocket) are cancelled.
     public func run() async {
-        try? await gracefulShutdown()
-        await stop()
+        let app = makeApplication()
+        await withTaskGroup(of: Void.self) { tasks in
+            // A child task: it sees the group's graceful shutdown as this service does.
+            tasks.addTask { [self] in
+                do {
+                    try await app.run()
+                } catch {
+                    settle(.failure(StartError(description: "\(error)", underlying: error)))
+                }
+                settle(.failure(StartError(description: "the HTTP server ended before it listened")))
+            }
+            try? await gracefulShutdown()
+            // The bound on the shutdown, not a poll: whichever ends first, the application or the 2 s.
+            tasks.addTask { try? await Task.sleep(for: .seconds(2)) }
+            await tasks.next()
+            tasks.cancelAll()
+        }
     }
 }

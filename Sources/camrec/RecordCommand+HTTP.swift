@@ -7,10 +7,10 @@ import Outputs
 import Recorder
 
 extension RecordCommand {
-    /// Starts `--http` before capture, so a port in use fails before anything is recorded.
-    func startHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
-                         encoder: VideoEncoder, actions: LiveActions,
-                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) async throws -> LiveHTTPServer {
+    /// `--http`'s server, a service of camrec's group; the recording waits for it (`waitForHTTPServer`).
+    func makeHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
+                        encoder: VideoEncoder, actions: LiveActions,
+                        fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) throws -> LiveHTTPServer {
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -39,15 +39,23 @@ extension RecordCommand {
         }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
         }), logger: Logger(label: "camrec"))
+        return server
+    }
+
+    /// On the recording's thread, before capture starts: waits for the server to listen and says where.
+    /// Nil when it does, else the line saying why it cannot serve (a port in use fails before anything
+    /// is recorded).
+    func waitForHTTPServer(_ server: LiveHTTPServer) -> String? {
+        guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
+        let host = endpoint.host ?? "127.0.0.1"
         do {
-            let port = try await server.start()
+            let port = try server.waitUntilListening()
             let shown = host.contains(":") ? "[\(host)]" : host
             writeStandardError("camrec: live view on http://\(shown):\(port)/\n")
+            return nil
         } catch {
-            printError("cannot serve HTTP on \(host):\(endpoint.port): \(LiveHTTPServer.describe(error)); choose another port with --http")
-            throw ReportedFailure(status: .outputError)
+            return "cannot serve HTTP on \(host):\(endpoint.port): \(LiveHTTPServer.describe(error)); choose another port with --http"
         }
-        return server
     }
 
     /// `/metrics`: the recorder's and every output's counters, and each access unit's timing.

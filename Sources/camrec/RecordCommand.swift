@@ -270,8 +270,8 @@ struct RecordCommand: AsyncParsableCommand {
                                   event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
         var httpServer: LiveHTTPServer?
         if let live = plan.liveView {
-            httpServer = try await startHTTPServer(live: live, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
-                                                   actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
+            httpServer = try makeHTTPServer(live: live, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
+                                            actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
         }
         for output in fileOutputs {
             output.onFileFinished = { [weak recorder] file in
@@ -300,7 +300,13 @@ struct RecordCommand: AsyncParsableCommand {
             }
             : nil
         status?.start()
-        let recording = BlockingWorkService(name: "recording", work: { () -> RecordingResult in
+        let httpRefused = Mutex<String?>(nil)
+        let recording = BlockingWorkService(name: "recording", work: { [httpServer] () -> RecordingResult in
+            // The HTTP server listens before capture starts: a port in use fails before anything is recorded.
+            if let httpServer, let refused = waitForHTTPServer(httpServer) {
+                httpRefused.withLock { $0 = refused }
+                return RecordingResult()
+            }
             // Outputs before the camera: a bad path fails before anything is recorded.
             do throws(OutputError) {
                 try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
@@ -325,6 +331,10 @@ struct RecordCommand: AsyncParsableCommand {
         await runServiceGroup(signals: signals, services: (httpServer.map { [$0] } ?? []) + [recording])
         let result = recording.finishedOutcome
         status?.stop()
+        if let refused = httpRefused.withLock({ $0 }) {
+            printError(refused)
+            throw ReportedFailure(status: .outputError)
+        }
         if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         if let report = sound?.source.report { printLine("camrec: \(report)") }
