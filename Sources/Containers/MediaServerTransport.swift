@@ -135,8 +135,8 @@ public final class MediaServerTransport: PeerTransport {
     /// An SRT receiver hands data on only after its latency window (120 ms by default) and
     /// drops what it still holds when the sender closes: the last frames of every recording.
     /// Closing a second later lets them out (linger only waits for them to be acknowledged).
-    private func waitForSRTDelivery(abort: () -> Bool) {
-        sleep(nanoseconds: 1_000_000_000, unless: abort)
+    private func waitForSRTDelivery(pause: (UInt64) -> Void) {
+        pause(1_000_000_000)
     }
 
     /// What went wrong, with libavformat's own error lines ("method ANNOUNCE failed: 404 Not
@@ -152,7 +152,7 @@ public final class MediaServerTransport: PeerTransport {
         return OutputError(.unwritable, "\(doing) failed: \(libavErrorDescription(status))\(detail)")
     }
 
-    public func close(abort: () -> Bool) {
+    public func close(abort: () -> Bool, pause: (UInt64) -> Void) {
         withoutActuallyEscaping(abort) { abort in
             self.abort = abort
             LibavLogging.keepThreadErrors(true)  // a server already gone: said when sending failed
@@ -167,7 +167,7 @@ public final class MediaServerTransport: PeerTransport {
                 }
                 _ = av_write_trailer(context)  // RTSP: TEARDOWN; FLV and MPEG-TS: nothing that matters live
                 if let pb = context.pointee.pb { avio_flush(pb) }
-                if server.kind == .srt { waitForSRTDelivery(abort: abort) }
+                if server.kind == .srt { waitForSRTDelivery(pause: pause) }
             }
             release()
         }

@@ -25,6 +25,8 @@ final class PeerSender: @unchecked Sendable {
     private var worker: WorkerThread?
     private let state = Mutex(State())
     private let abortDeadline = Atomic<UInt64>(0)
+    /// Woken when `abortDeadline` is set, so a pause in `close` ends then, not at its end.
+    private let abortChanged = WakeSignal()
     private let closing = Atomic<Bool>(false)
     /// Set as the thread's last act: `reap` then joins without waiting.
     private let threadEnded = Atomic<Bool>(false)
@@ -109,9 +111,21 @@ final class PeerSender: @unchecked Sendable {
         transport.close(abort: { [self] in
             let d = abortDeadline.load(ordering: .relaxed)
             return d != 0 && MonotonicClock.now() >= d
-        })
+        }, pause: { [self] nanoseconds in pause(nanoseconds) })
         threadEnded.store(true, ordering: .releasing)
         onChange()
+    }
+
+    /// Waits `nanoseconds`, or until the abort deadline (set now or later, by `beginFinish` or `abortNow`).
+    private func pause(_ nanoseconds: UInt64) {
+        let end = MonotonicClock.now() + nanoseconds
+        while true {
+            let now = MonotonicClock.now()
+            let d = abortDeadline.load(ordering: .relaxed)
+            let until = d != 0 ? min(end, d) : end
+            guard now < until else { return }
+            abortChanged.wait(nanoseconds: until - now)
+        }
     }
 
     /// The peer closed its side: it is gone (a receiver has nothing to say, so a half-close
@@ -195,6 +209,7 @@ final class PeerSender: @unchecked Sendable {
         // An earlier abortNow stands.
         _ = abortDeadline.compareExchange(expected: 0, desired: deadline, ordering: .relaxed)
         closing.store(true, ordering: .releasing)
+        abortChanged.wake()
     }
 
     /// Gives up at once whatever the peer is waiting on (a send, a flush, a close): a second
@@ -202,6 +217,7 @@ final class PeerSender: @unchecked Sendable {
     func abortNow() {
         abortDeadline.store(max(1, MonotonicClock.now()), ordering: .relaxed)
         closing.store(true, ordering: .releasing)
+        abortChanged.wake()
     }
 
     /// Stops a peer that is already dead (its thread ends by itself).

@@ -15,6 +15,7 @@ public protocol PeerTransport: AnyObject {
     func send(_ chunk: StreamChunk, stallTimeoutMilliseconds: Int, abort: () -> Bool) throws
     /// False once the peer has closed its side; reads and discards what it sends.
     func isOpen() throws -> Bool
-    /// Ends the session (a trailer, a shutdown), then frees it; `abort` bounds any wait.
-    func close(abort: () -> Bool)
+    /// Ends the session (a trailer, a shutdown), then frees it; `abort` bounds any wait. `pause` waits
+    /// up to the nanoseconds given, and returns at once when `abort` comes to say so.
+    func close(abort: () -> Bool, pause: (UInt64) -> Void)
 }

@@ -76,7 +76,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
             guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
                                                     withAudio: takesAudio,
                                                     onCatchUp: Subscription.catchUpLog(of: name, to: { [weak self] in self?.peerLog($0) })) else {
-                transport.close(abort: { true })
+                transport.close(abort: { true }, pause: { _ in })
                 return "the recording has ended"
             }
             let peer = PeerSender(transport: transport, name: name, subscription: subscription,

@@ -44,16 +44,6 @@ public struct LatencySamples: Sendable {
     }
 }
 
-/// Sleeps in short slices until `nanoseconds` pass or `stop()` says so.
-public func sleep(nanoseconds: UInt64, unless stop: () -> Bool) {
-    let deadline = MonotonicClock.now() + nanoseconds
-    while !stop() {
-        let now = MonotonicClock.now()
-        if now >= deadline { return }
-        usleep(useconds_t(min(deadline - now, 50_000_000) / 1000))
-    }
-}
-
 /// A network peer's stall bound in milliseconds: at least 1 ms, at most a day; a non-finite value
 /// (which no option gives today) is taken as the usual 10 s rather than trapping.
 func stallMilliseconds(_ seconds: Double) -> Int {
