@@ -39,7 +39,11 @@ public final class BlockingWorkService<Outcome: Sendable>: Service, Sendable {
         let outcome = await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (done: CheckedContinuation<Outcome, Never>) in
-                    WorkerThread(name: name) { done.resume(returning: work()) }.start()
+                    // Detached: the continuation is what waits for it, and a joinable thread nobody
+                    // joins keeps its stack until the process ends (one per run).
+                    let worker = WorkerThread(name: name) { done.resume(returning: work()) }
+                    worker.start()
+                    worker.detach()
                 }
             } onGracefulShutdown: {
                 stop()
