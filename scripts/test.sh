@@ -81,13 +81,14 @@ EXPECTED_SUITES=(
   "readme-promises     31   900    70"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
   "network-load        21  1200    60"   # many receivers and floods at once
-  "rtsp                79   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
+  "rtsp                78   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   230"   # --audio in every container and output, in sync
   "browser             24   600    90"   # the live page in headless Chromium
   "http               101   600   160"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
+  "tsan               68     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
 )
 QUICK_ONLY=" quick-recordings "
@@ -470,12 +471,26 @@ if ((!QUICK)) && [[ -n ${CAMREC_PACKAGING_LOG:-} ]]; then
 elif ((!QUICK)) && [[ -n ${CI:-} && -z ${ONLY:-} ]]; then
   problem "CI runs the packaging check before this script (.ci/run) and names its log in CAMREC_PACKAGING_LOG"
 fi
+# The XCTests under ThreadSanitizer (scripts/tsan.sh: a debug build of its own, longer than the time left
+# here) run before this script in CI (.ci/run) and are counted as the suite "tsan" from their log.
+if ((!QUICK)) && [[ -n ${CAMREC_TSAN_LOG:-} ]]; then
+  if [[ -r $CAMREC_TSAN_LOG && -r $CAMREC_TSAN_LOG.done ]]; then
+    cp "$CAMREC_TSAN_LOG" "$logdir/tsan.log"
+    read -r rc secs <"$CAMREC_TSAN_LOG.done"; echo "$rc $secs -" >"$logdir/tsan.done"
+    collect tsan 0
+  else
+    problem "CAMREC_TSAN_LOG=$CAMREC_TSAN_LOG: no log and .done file there"
+  fi
+elif ((!QUICK)) && [[ -n ${CI:-} && -z ${ONLY:-} ]]; then
+  problem "CI runs the XCTests under ThreadSanitizer before this script (.ci/run) and names their log in CAMREC_TSAN_LOG"
+fi
 
 if ((!QUICK)); then
   for entry in "${EXPECTED_SUITES[@]}"; do
     read -r name _ <<<"$entry"
     [[ -n ${ONLY:-} && " ${ONLY//,/ } " != *" $name "* ]] && continue
     [[ $name == packaging && -z ${CAMREC_PACKAGING_LOG:-} ]] && continue   # checked above
+    [[ $name == tsan && -z ${CAMREC_TSAN_LOG:-} ]] && continue   # checked above
     [[ $QUICK_ONLY == *" $name "* || " ${SEEN[*]} " == *" $name "* ]] || problem "the suite $name (Tests/suites/$name.sh) is listed but missing"
   done
 fi
