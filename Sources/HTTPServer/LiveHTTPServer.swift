@@ -1,4 +1,5 @@
 import Glibc
+import Hub
 import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
@@ -25,6 +26,7 @@ public final class LiveHTTPServer: Sendable {
     private let actions: LiveActions
     private let recordings: RecordingShelf
     private let metrics: LiveMetrics
+    private let pictures: JPEGFeed?
     private let logger: Logger
     /// How the start went: the port listened on, or why not; set once, then `settled` opens.
     private let started = Mutex<Result<Int, StartError>?>(nil)
@@ -35,7 +37,8 @@ public final class LiveHTTPServer: Sendable {
 
     public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
                 status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, metrics: LiveMetrics, recordings: RecordingShelf,
-                logger: Logger) {
+                pictures: JPEGFeed? = nil, logger: Logger) {
+        self.pictures = pictures
         self.recordings = recordings
         self.metrics = metrics
         self.host = host
@@ -118,7 +121,25 @@ public final class LiveHTTPServer: Sendable {
         router.get("/api/recordings") { [recordings] _, _ in RecordingShelf.Listing(recordings: recordings.list()) }
         router.get("/recordings/**") { [recordings] request, _ in try recordings.response(to: request) }
         let snapshot = LiveSnapshot(live: live)
-        router.get("/snapshot.jpg") { _, _ -> Response in
+        router.get("/stream.mjpg") { [pictures] request, _ -> Response in
+            guard let pictures else { throw HTTPError(.notFound, message: "this recording has no /stream.mjpg") }
+            let rate = try MJPEGStream.rate(query: request.uri.queryParameters["fps"]).get()
+            guard pictures.readerCount < pictures.maximumReaders else {
+                throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"],
+                                message: "\(pictures.maximumReaders) viewers are watching /stream.mjpg already")
+            }
+            return MJPEGStream.response(feed: pictures, framesPerSecond: rate)
+        }
+        router.get("/snapshot.jpg") { [pictures] _, _ -> Response in
+            // An MJPEG camera's newest JPEG, as it came: nothing decoded or encoded.
+            if let pictures, pictures.everyFrame {
+                guard let (jpeg, sequence) = pictures.newestJPEG() else {
+                    throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"], message: "no picture yet: the camera has sent none")
+                }
+                return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store",
+                                                       HTTPFields.Element.Name("X-Camrec-Frame")!: "\(sequence)"],
+                                body: ResponseBody(byteBuffer: ByteBuffer(bytes: jpeg)))
+            }
             do throws(LiveSnapshot.Failure) {
                 let (sequence, jpeg) = try await snapshot.jpeg()
                 return Response(status: .ok, headers: [.contentType: "image/jpeg", .cacheControl: "no-store",

@@ -52,28 +52,31 @@ public final class EncodingBranch: @unchecked Sendable {
     }
 }
 
-/// Hands each pool buffer back once every branch's encoder is done with it. With one branch there is
-/// nothing to count: a buffer goes straight back to the pool, with no lock and no table on the hot path.
+/// Hands each pool buffer back once every branch's encoder (and the JPEG tap, for a frame it takes) is
+/// done with it. With one branch and no tap there is nothing to count: a buffer goes straight back to
+/// the pool, with no lock and no table on the hot path.
 final class SharedFrameRelease: @unchecked Sendable {
     private let holders = Mutex<[ObjectIdentifier: Int]>([:])
     private let pool: PixelBufferPool
     private let branchCount: Int
+    private let counting: Bool
 
-    init(pool: PixelBufferPool, branchCount: Int) {
+    init(pool: PixelBufferPool, branchCount: Int, tapped: Bool = false) {
         self.pool = pool
         self.branchCount = branchCount
-        if branchCount > 1 { holders.withLock { $0.reserveCapacity(pool.capacity) } }
+        counting = branchCount > 1 || tapped
+        if counting { holders.withLock { $0.reserveCapacity(pool.capacity) } }
     }
 
-    /// The buffer goes to every branch.
-    func hold(_ buffer: PixelBuffer) {
-        guard branchCount > 1 else { return }
-        holders.withLock { $0[ObjectIdentifier(buffer)] = branchCount }
+    /// The buffer goes to every branch, and to `extra` holders more (the JPEG tap).
+    func hold(_ buffer: PixelBuffer, extra: Int = 0) {
+        guard counting else { return }
+        holders.withLock { $0[ObjectIdentifier(buffer)] = branchCount + extra }
     }
 
-    /// One encoder (or a branch that skipped it) is done with the buffer.
+    /// One encoder (or a branch that skipped it, or the tap) is done with the buffer.
     func release(_ buffer: PixelBuffer) {
-        guard branchCount > 1 else { return pool.recycle(buffer) }
+        guard counting else { return pool.recycle(buffer) }
         let last = holders.withLock { h -> Bool in
             let id = ObjectIdentifier(buffer)
             let left = (h[id] ?? 1) - 1

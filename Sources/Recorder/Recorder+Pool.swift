@@ -18,7 +18,7 @@ extension Recorder {
                                      frameBytes: encoder.inputFormat.packedFrameSize(width: width, height: height))
                 : 0
             return encoder.makePool(width: width, height: height,
-                                    capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld)
+                                    capacity: encoder.maximumBuffersInFlight + headroom + source.poolBuffersHeld + pictureTapBuffers)
         }
         let format = branches[0].encoder.inputFormat
         if let other = branches.first(where: { $0.encoder.inputFormat != format }) {
@@ -26,8 +26,11 @@ extension Recorder {
                 + "two encodings from one capture need one pixel format")
         }
         return PixelBufferPool(format: format, width: width, height: height,
-                               capacity: sharedPoolEncodingCapacity + source.poolBuffersHeld)
+                               capacity: sharedPoolEncodingCapacity + source.poolBuffersHeld + pictureTapBuffers)
     }
+
+    /// The frame the JPEG tap may be encoding for `/stream.mjpg` (none for an MJPEG camera, whose own JPEGs go).
+    var pictureTapBuffers: Int { pictures == nil ? 0 : 1 }
 
     /// Buffers several encodings of one source need between them. A live source's branches may each fall
     /// behind on their own, so each gets its frames in flight and its queue, plus spares for the capture side.

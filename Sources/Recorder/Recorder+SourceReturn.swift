@@ -93,6 +93,10 @@ extension Recorder {
                     next.stop()
                     continue
                 }
+                // The camera's own JPEGs go on to the same viewers.
+                if let camera = next as? V4L2CaptureSource, let before = lost as? V4L2CaptureSource {
+                    camera.jpegSink = before.jpegSink
+                }
                 do {
                     try next.start(pool: pool)
                 } catch {

@@ -49,6 +49,9 @@ public final class Recorder: @unchecked Sendable {
     /// Called on the recording thread with each frame before it is encoded (motion detection reads
     /// its luma here, with no copy); it must be quick and must not keep the buffer. Set before `run`.
     public var onFrameBeforeEncoding: ((PixelBuffer) -> Void)?
+    /// `/stream.mjpg`'s pictures: an MJPEG camera's own JPEGs, or one JPEG encode (`PictureTap`) of each
+    /// frame a viewer is due for. Closed when the recording ends. Set before `run`.
+    public var pictures: JPEGFeed?
     /// When recent frames went into the encoder, by sequence number modulo its size.
     private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
 
@@ -164,8 +167,26 @@ public final class Recorder: @unchecked Sendable {
             result.failure = Self.classify(error)
             return result
         }
+        defer { pictures?.close() }
+        // An MJPEG camera hands on its own JPEGs; any other source's frames are encoded here for viewers.
+        var tap: PictureTap?
+        if let pictures {
+            if let camera = source as? V4L2CaptureSource, camera.pixelFormat.isJPEG {
+                camera.jpegSink = pictures
+            } else if let camera = source as? V4L2CaptureSource, camera.deliversCompressedVideo {
+                // A camera's own H.264/H.265: no pixels to make JPEGs of (/stream.mjpg stays empty).
+                logger.notice("/stream.mjpg has no pictures: the camera sends \(camera.pixelFormat), not pixels")
+            } else {
+                do {
+                    tap = try PictureTap(feed: pictures, frameSize: source.frameSize, logger: logger)
+                } catch {
+                    logger.warning("/stream.mjpg has no pictures: \(error)")
+                }
+            }
+        }
         // Each branch encodes on a thread of its own from a short queue; one encoder is the one-branch case.
-        let release = SharedFrameRelease(pool: pool, branchCount: branches.count)
+        let release = SharedFrameRelease(pool: pool, branchCount: branches.count, tapped: tap != nil)
+        tap?.start(release: release)
         for branch in branches {
             branch.encoder.onBufferDone = { buffer in release.release(buffer) }
             branch.encoder.onPacket = { [unowned self, unowned branch] packet in self.publish(packet, from: branch) }
@@ -211,7 +232,7 @@ public final class Recorder: @unchecked Sendable {
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
             onFrameBeforeEncoding?(buffer)
-            hand(buffer, forceKeyframe: force, release: release)
+            hand(buffer, forceKeyframe: force, release: release, tap: tap)
         }
         capture.join()
         for branch in branches { branch.queue?.close() }
@@ -219,6 +240,7 @@ public final class Recorder: @unchecked Sendable {
         for branch in branches where branch.queue == nil && !branch.encoderFailed {
             do { try branch.encoder.flush() } catch { fail(Self.classify(error)) }
         }
+        tap?.finish()
         pool.close()
 
         let progress = shared.withLock { $0.progress }
@@ -380,8 +402,11 @@ public final class Recorder: @unchecked Sendable {
     /// skips it (and owes an IDR if this was one) so the other never waits. Otherwise the branch is
     /// waited for: a file loses nothing, and one live encoding that falls behind backs up into the
     /// pool's headroom, where the source drops and counts what does not fit.
-    private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease) {
-        release.hold(buffer)
+    /// The JPEG tap gets the frame too when a viewer is due for it and it is not busy with another.
+    private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease, tap: PictureTap?) {
+        let tapped = tap?.wants(buffer) == true
+        release.hold(buffer, extra: tapped ? 1 : 0)
+        if tapped, tap?.offer(buffer) != true { release.release(buffer) }
         let mayskip = source.isLive && branches.count > 1
         for branch in branches {
             guard let queue = branch.queue else {

@@ -1,6 +1,7 @@
 import Capture
 import Encoder
 import HTTPServer
+import Hub
 import Logging
 import NetStream
 import Outputs
@@ -11,6 +12,10 @@ extension RecordCommand {
     func makeHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
                         encoder: VideoEncoder, actions: LiveActions,
                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) throws -> LiveHTTPServer {
+        // `/stream.mjpg`: an MJPEG camera's own JPEGs, or any other source's frames encoded while someone watches.
+        let isMJPEGCamera = (source as? V4L2CaptureSource)?.pixelFormat.isJPEG == true
+        let pictures = JPEGFeed(maximumReaders: 32, everyFrame: isMJPEGCamera)
+        recorder.pictures = pictures
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -38,7 +43,7 @@ extension RecordCommand {
             return status
         }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
-        }), logger: Logger(label: "camrec"))
+        }), pictures: pictures, logger: Logger(label: "camrec"))
         return server
     }
 

@@ -119,7 +119,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the stream to the receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
     var listen: [String] = []
 
-    @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given.", valueName: "[HOST:]PORT"))
+    @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given. Also /snapshot.jpg (the newest frame) and /stream.mjpg (MJPEG over HTTP, multipart/x-mixed-replace, at most ?fps=N pictures a second: an MJPEG camera's own JPEGs, else one JPEG a frame while someone watches), /api/status and /metrics.", valueName: "[HOST:]PORT"))
     var http: String?
 
     @Option(help: ArgumentHelp("Serve the stream over RTSP (camrec as a network camera) on [HOST:]PORT; HOST is 127.0.0.1 unless given. rtsp://HOST:PORT/ is the default encoding, /h264 and /h265 name one; RTP over TCP (interleaved) or UDP; with --audio the sound is the second track.", valueName: "[HOST:]PORT"))

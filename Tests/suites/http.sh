@@ -26,7 +26,11 @@
 # neither stop the status or a snapshot nor keep camrec from ending with every frame recorded; a 64 MiB
 # request body and a 4 MB header cost camrec under 16 MiB of peak memory. A connection that sends
 # nothing, half a request head, or nothing after a request is closed by the server after 15 s while
-# camrec serves on (section 1).
+# camrec serves on (section 1). /stream.mjpg from the test pattern (section 8): 20 viewers at once get
+# well-framed parts, byte-identical across viewers for each frame, one JPEG a frame, and camrec's CPU
+# grows by well under what 19 more encodes a frame would cost; ?fps= rates the parts and refuses 0,
+# negative, non-finite, huge and non-numeric values with 400; a viewer that never reads is dropped
+# (the kernel's table of the connection says when) while every frame is recorded.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -400,5 +404,53 @@ check "metrics: nothing errored (${m_errored:-?}), dropped so far (${m_dropped:-
 check "shelf: the segments hold the ${shelf_frames:-?} frames their summaries count (at least 300) from 0 in order, the missing numbers exactly the ${shelf_dropped:-?} reported dropped" \
     awk -v d="${shelf_dropped:--1}" -v n="${shelf_frames:-0}" '{ for (i = 1; i <= NF; i++) if ($i == "?" || (i > 1 && $i <= $(i - 1))) bad = 1 }
         END { exit bad || NF != n || n < 300 || $1 != 0 || $NF + 1 - NF != d }' <<<"$all"
+
+
+# --- 8. /stream.mjpg from the test pattern: one JPEG encode per frame, shared by every viewer -----------
+# 1280x720 at 15 fps. A viewer that never reads (Tests/tools/mjpeg-parts.py --never-read) joins first: it
+# fills the kernel's buffers (about 3 MB) in some 7 s and camrec drops it 5 s later (measured 11.3-12.3 s).
+# Meanwhile camrec's CPU time (/proc/PID/stat) in two windows: the never-reading viewer alone (one JPEG a
+# frame made, none taken off the socket), then 20 viewers reading 20 parts each; and a third once it is
+# dropped and nobody watches. Then SIGINT. The parts are split and compared by mjpeg-parts.py.
+next_port; P=$PORT; U="http://127.0.0.1:$P"
+"$CAMREC" --test-pattern --size 1280x720 --fps 15 --frames 9000 --http "127.0.0.1:$P" "$W/mjpeg.mkv" 2>"$W/mjpeg.log" & CAM=$!; PIDS+=($CAM)
+wait_listen "$P"
+cpu_ticks() { awk '{ print $14 + $15 }' "/proc/$CAM/stat" 2>/dev/null; }
+now() { date +%s.%N; }
+python3 "$TOOLS/mjpeg-parts.py" "$U/stream.mjpg" --never-read 30 >"$W/mjpeg-never.json" & NEVER=$!; PIDS+=($NEVER)
+sleep 0.5
+c2=$(cpu_ticks) t2=$(now); sleep 2; c3=$(cpu_ticks) t3=$(now)
+twenty=$(python3 "$TOOLS/mjpeg-parts.py" "$U/stream.mjpg" --parts 20 --viewers 20)
+c4=$(cpu_ticks) t4=$(now)
+slow=$(python3 "$TOOLS/mjpeg-parts.py" "$U/stream.mjpg?fps=2" --parts 4)
+refused=$(for q in 0 -1 nan inf 1e9 abc; do curl -s -o "$W/fps.body" -w '%{http_code}' "$U/stream.mjpg?fps=$q"; echo " $q $(grep -c . "$W/fps.body")"; done)
+wait $NEVER
+sleep 0.3
+c0=$(cpu_ticks) t0=$(now); sleep 2; c1=$(cpu_ticks) t1=$(now)
+kill -INT $CAM
+wait_for $CAM 60; rc=$?
+echo "   20 viewers: $twenty"; echo "   ?fps=2: $slow"; echo "   never reading: $(cat "$W/mjpeg-never.json")"
+check "?fps= of 0, -1, nan, inf, 1e9 and abc: each refused with 400 and a one-line reason ($(echo $refused))" \
+    bash -c "[ \"\$(grep -c '^400 .* 1\$' <<<'$refused')\" = 6 ]"
+check "/stream.mjpg, 20 viewers at once: each got 20 parts framed as multipart/x-mixed-replace (framing: $(field "$twenty" framing))" \
+    [ "$(field "$twenty" framing)/$(field "$twenty" parts)" = "ok/[20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20, 20]" ]
+check "20 viewers: each frame's parts byte-identical for all of them, one JPEG a frame ($(field "$twenty" distinct_jpegs) distinct JPEGs for $(field "$twenty" frames) frames, $(field "$twenty" frames_with_several_jpegs) frames with several)" \
+    bash -c "[ '$(field "$twenty" frames_with_several_jpegs)' = 0 ] && [ '$(field "$twenty" distinct_jpegs)' = '$(field "$twenty" frames)' ] && [ '$(field "$twenty" frames)' -ge 20 ]"
+# CPU per second of wall time: what one JPEG a frame costs (the never-reading viewer's window less the
+# unwatched one), and what 20 viewers add to that. 20 encodes a frame would add 19 times the first.
+rates=$(awk -v a="$c0" -v b="$c1" -v c="$c2" -v d="$c3" -v e="$c4" -v ta="$t0" -v tb="$t1" -v tc="$t2" -v td="$t3" -v te="$t4" \
+    'BEGIN { idle = (b - a) / (tb - ta); one = (d - c) / (td - tc); twenty = (e - d) / (te - td)
+             printf "%.1f %.1f %.1f", idle, one, twenty }')
+read -r r_idle r_one r_twenty <<<"$rates"
+check "20 viewers cost one JPEG encode a frame, by camrec's CPU (ticks/s: nobody watching $r_idle, one JPEG a frame $r_one, 20 viewers $r_twenty; 20 viewers must add under 5 times what the first JPEG a frame added, 19 times if each encoded its own)" \
+    awk -v i="$r_idle" -v o="$r_one" -v t="$r_twenty" 'BEGIN { e = o - i; if (e < 0.5) e = 0.5; exit !(i != "" && t - o < 5 * e) }'
+step=$(awk -v f="$(field "$slow" first_frame)" -v l="$(field "$slow" last_frame)" 'BEGIN { if (f == "" || l == "") exit; printf "%.1f", (l - f) / 3 }')
+check "?fps=2 from a 15 fps source: 4 parts about 7.5 frames apart (frames $(field "$slow" first_frame)..$(field "$slow" last_frame), ${step:-?} apart)" \
+    awk -v s="${step:-0}" -v p="$(field "$slow" parts)" 'BEGIN { exit !(p == "[4]" && s >= 6.5 && s <= 8.5) }'
+closed=$(field "$(cat "$W/mjpeg-never.json")" closed_after)
+recorded=$(grep -o 'finished output=.* frames=[0-9]*' "$W/mjpeg.log" | grep -o '[0-9]*$')
+held=$(accounts "$W/mjpeg.mkv" "${recorded:-0}" "$W/mjpeg.log"); held_rc=$?
+check "a viewer that never reads is dropped (after ${closed:-never} s) and held nothing up: camrec exits 0 (status $rc), its ${recorded:-?} frames in the file by ffprobe, numbers from 0 rising ($held)" \
+    bash -c "[ $rc -eq 0 ] && [ -n '$closed' ] && [ ${recorded:-0} -ge 150 ] && [ $held_rc -eq 0 ]"
 
 finish

@@ -29,6 +29,8 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600
     ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600 -c:v libx265 -preset ultrafast \
         -x265-params aud=1:keyint=30:min-keyint=30:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:frame-threads=1:log-level=error \
         -f hevc -y "$streams.h265" || rm -f "$streams".*
+# The host's viewers of /stream.mjpg (mjpeg-parts.py, Chromium) reach camrec in the VM (port 18481) through a forwarded port.
+mjpeg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer" \
-    --env "PATTERN_MJPEG=$pattern" --env "CAMERA_STREAMS=$streams"
+    --env "PATTERN_MJPEG=$pattern" --env "CAMERA_STREAMS=$streams" --forward "$mjpeg_port:18481" --env "MJPEG_PORT=$mjpeg_port"
 vm_suite_finish

@@ -455,5 +455,71 @@ else
     bad "could not load v4l2loopback again for the H.264 and H.265 cameras"
 fi
 
+# 10. /stream.mjpg and /snapshot.jpg serve the MJPEG camera's own JPEGs, neither decoded nor encoded: the
+# numbered JPEGs of case 7 written again at 10 fps, camrec recording with --http on the port the suite
+# forwards (MJPEG_PORT on the host). On the host: Tests/tools/mjpeg-parts.py splits the multipart stream
+# itself and looks each part up among the JPEGs fed; it asks for /snapshot.jpg between two looks at the
+# feeder's log; headless Chromium opens the stream as a user would and reads the numbers it shows
+# (browser-mjpeg.py); and a viewer that never reads stays connected through the recording, whose frames
+# ffprobe counts.
+echo "== /stream.mjpg and /snapshot.jpg from the MJPEG camera's own JPEGs ($(elapsed))"
+stop_writer
+DEV=/dev/video27
+SERVED=("$R/served.mkv")
+if [[ -z ${MJPEG_PORT:-} ]]; then
+    bad "no MJPEG_PORT: Tests/suites/vm-mjpeg.sh runs this with a port forwarded for the viewers"
+elif [[ -s $R/stamped.mjpeg ]] && wait_for 10 rmmod v4l2loopback 2>/dev/null &&
+    insmod "$LOOPBACK_KO" devices=1 video_nr=27 exclusive_caps=1 max_buffers=8 card_label="camrec MJPEG loopback"; then
+    nice -n -5 /usr/bin/python3 Tests/tools/loopback-feeder.py "$DEV" "$R/served.feed" --size 320x240 --fps 10 \
+        --seconds 40 --mjpeg "$R/stamped.mjpeg" &
+    WRITER=$!
+    if wait_capture; then
+        "${CAMREC[@]}" --device "$DEV" --size 320x240 --frames 150 --preset ultrafast --http 0.0.0.0:18481 --http-insecure \
+            --overwrite "${SERVED[@]}" >"$R/served.out" 2>"$R/served.err" &
+        rec=$!
+        wait_for 60 grep -q 'live view on' "$R/served.err"
+        url=http://127.0.0.1:$MJPEG_PORT
+        on_host /usr/bin/python3 Tests/tools/mjpeg-parts.py "$url/stream.mjpg" --never-read 30 >"$R/never.json" 2>&1 &
+        never=$!
+        on_host python3 Tests/tools/browser-mjpeg.py "$url/stream.mjpg" 5 >"$R/browser.json" 2>"$R/browser.err" &
+        browser=$!
+        on_host /usr/bin/python3 Tests/tools/mjpeg-parts.py "$url/stream.mjpg" --parts 30 --fed "$R/stamped.mjpeg" >"$R/parts.json" 2>&1
+        last_written() { local line last=; while IFS= read -r line; do last=$line; done <"$R/served.feed"; last=${last#frame }; echo "${last%% *}"; }
+        before=$(last_written)
+        on_host /usr/bin/python3 Tests/tools/mjpeg-parts.py "$url/snapshot.jpg" --snapshot --fed "$R/stamped.mjpeg" >"$R/snapshot.json" 2>&1
+        after=$(last_written)
+        wait "$browser"
+        wait "$rec"; rc=$?
+        wait "$never"
+        # A field of a tool's one line of JSON (a string, number, list or null), with bash alone.
+        json() { local v; v=$(<"$1"); [[ $v =~ \"$2\":\ (\"[^\"]*\"|\[[^]]*\]|[^,\}]*) ]] || return 0
+            v=${BASH_REMATCH[1]}; v=${v#\"}; v=${v%\"}; [[ $v == null ]] || echo "$v"; }
+        # rising MIN COUNT LIST: a JSON list of at least COUNT numbers, each at least MIN and above the one before.
+        rising() { local list=${3#[}; list=${list%]}; local -a n; IFS=', ' read -r -a n <<<"$list"
+            (( ${#n[@]} >= $2 )) || return 1; local i; for ((i = 0; i < ${#n[@]}; i++)); do
+                (( n[i] >= $1 )) && { (( i == 0 )) || (( n[i] > n[i - 1] )); } || return 1; done; }
+        sed 's/^/   /' "$R/parts.json" "$R/snapshot.json" "$R/never.json" "$R/browser.json"
+        check "/stream.mjpg: 30 parts framed as multipart/x-mixed-replace with each Content-Length (mjpeg-parts.py: $(json "$R/parts.json" framing), $(json "$R/parts.json" parts) parts)" \
+            test "$(json "$R/parts.json" framing)/$(json "$R/parts.json" parts)" = "ok/[30]"
+        fed=$(json "$R/parts.json" fed_index)
+        check "/stream.mjpg: every part byte-identical to a JPEG fed to the camera, each a later one (fed pictures: $fed)" \
+            rising 0 30 "$fed"
+        snap=$(json "$R/snapshot.json" fed_index)
+        check "/snapshot.jpg: the camera's JPEG of the newest frame, byte for byte (fed picture ${snap:-none}; the feeder's newest write was ${before:-?} before the request, ${after:-?} after)" \
+            test -n "$snap" -a -n "$before" -a -n "$after" -a "${snap:--1}" -ge "$(( ${before:-0} - 1 ))" -a "${snap:--1}" -le "${after:--1}"
+        shown=$(json "$R/browser.json" numbers)
+        check "Chromium shows /stream.mjpg with its number advancing (numbers read: $shown; error: $(json "$R/browser.json" error))" \
+            eval 'test -z "$(json "$R/browser.json" error)" && rising 0 3 "$shown"'
+        decoded=$(decoded_frames "${SERVED[0]}")
+        check "a viewer that never reads held nothing up: the recording exits 0 with 150 frames (rc $rc, ${decoded:-none} decoded by ffprobe; the viewer was dropped after $(json "$R/never.json" closed_after) s)" \
+            test "$rc" = 0 -a "${decoded:-0}" = 150
+    else
+        bad "v4l2loopback never became a capture node (served feeder)"
+    fi
+    stop_writer
+else
+    bad "could not load v4l2loopback again as $DEV with numbered JPEGs"
+fi
+
 echo "== done ($(elapsed))"
 case_finish

@@ -80,8 +80,9 @@ extension V4L2CaptureSource {
         }
         if let jpegDecoder {
             guard let out = pool?.tryTake() else { return poolEmpty() }
+            let jpeg = jpegPayload(buffer, index: Int(index))
             do {
-                try jpegDecoder.decode(jpegPayload(buffer, index: Int(index)), into: out)
+                try jpegDecoder.decode(jpeg, into: out)
                 jpegFailure = nil
             } catch {
                 out.recycle()
@@ -90,7 +91,10 @@ extension V4L2CaptureSource {
                 lastSignOfLife = previousSignOfLife
                 return corrupt()
             }
-            return deliver(out, buffer, flags: flags, now: now)
+            let delivered = deliver(out, buffer, flags: flags, now: now)
+            // The camera's bytes as they came, stamped as the frame the recording holds.
+            jpegSink?.publish(jpeg: jpeg, sequence: out.sequence, presentationTimeNanoseconds: out.presentationTimeNanoseconds)
+            return delivered
         }
         let image: FrameConverter.CameraImage
         if let libraryConverter {

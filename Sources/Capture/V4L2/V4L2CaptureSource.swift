@@ -84,6 +84,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     public var deliversCompressedVideo: Bool { pixelFormat.isCompressedVideo }
     /// The camera's encoder controls (IDR period, forced IDR, bit rate), looked up on first use.
     public private(set) lazy var codecControls = CameraCodecControls(device: device)
+    /// An MJPEG camera's own JPEGs, each one that decodes, as they came (`/stream.mjpg`). Set before `start`.
+    public var jpegSink: JPEGPictureSink?
     /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
     /// are no sign of life, so a camera sending only those ends as stalled.
     var jpegFailure: MJPEGFrameError?

@@ -1,0 +1,118 @@
+import Hub
+import Hummingbird
+import HummingbirdCore
+import NIOCore
+import Synchronization
+import Frames
+
+/// `/stream.mjpg`: the recording's pictures as `multipart/x-mixed-replace`, framed as mjpg-streamer and
+/// µStreamer frame them (OctoPrint, crowsnest for Mainsail and Fluidd, Home Assistant's MJPEG camera and
+/// a browser's `<img>` read that): the boundary `boundarydonotcross` right after the head, then for each
+/// picture its part headers (`Content-Type: image/jpeg`, `Content-Length`, `X-Timestamp`, and
+/// `X-Camrec-Frame`, the source frame number) and the JPEG, each followed by the next boundary, so a
+/// client shows a picture as soon as it has it.
+///
+/// Each viewer is a reader of the `JPEGFeed`, holding the one picture it is sending; one that cannot
+/// take a picture within `stallSeconds` is dropped (its connection closed).
+enum MJPEGStream {
+    static let boundary = "boundarydonotcross"
+    static let contentType = "multipart/x-mixed-replace;boundary=\(boundary)"
+    static let stallSeconds: UInt64 = 5
+    /// The highest `?fps=` taken.
+    static let maximumRate = 1000.0
+
+    /// The rate a viewer asks for with `?fps=` (nil: every picture), or why it is refused (one line).
+    static func rate(query: Substring?) -> Result<Double?, HTTPError> {
+        guard let text = query else { return .success(nil) }
+        guard let rate = Double(text), rate.isFinite, rate > 0, rate <= maximumRate else {
+            return .failure(HTTPError(.badRequest, message: "fps: a number of pictures a second above 0 and at most \(Int(maximumRate)), not \"\(text.prefix(40))\""))
+        }
+        return .success(rate)
+    }
+
+    /// The response: the parts, until the feed ends, the viewer leaves or stops reading.
+    static func response(feed: JPEGFeed, framesPerSecond: Double?) -> Response {
+        Response(status: .ok, headers: [.contentType: contentType, .cacheControl: "no-store, no-cache, must-revalidate, max-age=0",
+                                        HTTPFields.Element.Name("Pragma")!: "no-cache"],
+                 body: ResponseBody { writer in
+            guard let reader = feed.join(framesPerSecond: framesPerSecond) else { return try await writer.finish(nil) }
+            defer { feed.leave(reader) }
+            let box = WriterBox(writer)
+            let writingSince = WriteStart()
+            try await withThrowingTaskGroup(of: Void.self) { group in
+                group.addTask {
+                    var part = ByteBuffer()
+                    part.reserveCapacity(256 * 1024)
+                    part.writeString("--\(boundary)\r\n")
+                    writingSince.value.store(MonotonicClock.now(), ordering: .relaxed)
+                    try await box.writer.write(part)
+                    writingSince.value.store(0, ordering: .relaxed)
+                    while let picture = await reader.next() {
+                        part.clear()
+                        writeHead(of: picture, into: &part)
+                        part.writeBytes(picture.jpeg)
+                        part.writeStaticString("\r\n--")
+                        part.writeStaticString("boundarydonotcross")
+                        part.writeStaticString("\r\n")
+                        writingSince.value.store(MonotonicClock.now(), ordering: .relaxed)
+                        try await box.writer.write(part)
+                        writingSince.value.store(0, ordering: .relaxed)
+                    }
+                }
+                // The watchdog: a write that has not gone within `stallSeconds` ends the response.
+                group.addTask {
+                    while true {
+                        try await Task.sleep(for: .seconds(1))
+                        let since = writingSince.value.load(ordering: .relaxed)
+                        if since != 0, MonotonicClock.now() &- since > stallSeconds * 1_000_000_000 {
+                            throw HTTPError(.requestTimeout, message: "the viewer took no picture for \(stallSeconds) s")
+                        }
+                    }
+                }
+                try await group.next()
+                group.cancelAll()
+            }
+            let finished = box.writer
+            try await finished.finish(nil)
+        })
+    }
+
+    /// A part's headers, written without making a String per picture.
+    static func writeHead(of picture: JPEGFeed.Picture, into part: inout ByteBuffer) {
+        part.writeStaticString("Content-Type: image/jpeg\r\nContent-Length: ")
+        writeDecimal(UInt64(picture.count), into: &part)
+        part.writeStaticString("\r\nX-Timestamp: ")
+        writeDecimal(picture.presentationTimeNanoseconds / 1_000_000_000, into: &part)
+        part.writeStaticString(".")
+        let micro = picture.presentationTimeNanoseconds % 1_000_000_000 / 1_000
+        var scale: UInt64 = 100_000
+        while scale > 1, micro < scale {
+            part.writeInteger(UInt8(ascii: "0"))
+            scale /= 10
+        }
+        writeDecimal(micro, into: &part)
+        part.writeStaticString("\r\nX-Camrec-Frame: ")
+        writeDecimal(picture.sequence, into: &part)
+        part.writeStaticString("\r\n\r\n")
+    }
+
+    static func writeDecimal(_ value: UInt64, into part: inout ByteBuffer) {
+        var divisor: UInt64 = 1
+        while value / divisor >= 10 { divisor *= 10 }
+        while divisor > 0 {
+            part.writeInteger(UInt8(ascii: "0") + UInt8(value / divisor % 10))
+            divisor /= 10
+        }
+    }
+}
+
+/// When the write under way began (monotonic ns), 0 between writes: what the watchdog reads.
+private final class WriteStart: Sendable {
+    let value = Atomic<UInt64>(0)
+}
+
+/// The response's writer, for the one task that writes (the watchdog beside it never touches it).
+private final class WriterBox: @unchecked Sendable {
+    var writer: any ResponseBodyWriter
+    init(_ writer: any ResponseBodyWriter) { self.writer = writer }
+}
