@@ -11,6 +11,13 @@ extension FrameSize: ExpressibleByArgument {
 }
 
 extension PixelFormat: ExpressibleByArgument {}
+
+/// `--input-format`: raw frames in a pixel format, or concatenated JPEGs.
+enum InputFormat: String, ExpressibleByArgument, CaseIterable {
+    case yuyv, uyvy, nv12, i420, mjpeg
+    /// The raw frames' layout; nil for mjpeg.
+    var pixelFormat: PixelFormat? { PixelFormat(rawValue: rawValue) }
+}
 extension H264Profile: ExpressibleByArgument {}
 
 /// Which encoder backend to use.

@@ -196,7 +196,8 @@ extension RecordCommand {
 
     func makeSource(fps: Double) throws -> FrameSource {
         if let input {
-            return try RawFrameSource(path: input, format: inputFormat, size: size!, fps: fps)
+            guard let format = inputFormat.pixelFormat else { return try MJPEGFileSource(path: input, size: size, fps: fps) }
+            return try RawFrameSource(path: input, format: format, size: size!, fps: fps)
         }
         if testPattern || testScene {
             return TestPatternSource(size: size ?? FrameSize(width: 1280, height: 720), fps: fps,

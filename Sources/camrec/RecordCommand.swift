@@ -34,8 +34,8 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: "Read raw frames from FILE, or - for stdin, as fast as the encoder takes them.")
     var input: String?
 
-    @Option(help: "Pixel format of --input: yuyv, uyvy, nv12 or i420.")
-    var inputFormat: PixelFormat = .yuyv
+    @Option(help: "Format of --input: raw frames in yuyv, uyvy, nv12 or i420, or mjpeg (concatenated JPEGs, as ffmpeg -f mjpeg writes them, decoded as an MJPEG camera's; --size is then read from the first JPEG).")
+    var inputFormat: InputFormat = .yuyv
 
     @Option(help: "Camera pixel format for --device: a fourcc (YUYV, NV12, YU12, RGB3, …) or i420, rgb24, grey. Default: the cheapest to convert that the camera offers (see `camrec devices`). H264 or HEVC records the camera's own stream as it is (--encoder camera).")
     var pixelFormat: V4L2PixelFormat?
@@ -146,7 +146,9 @@ struct RecordCommand: AsyncParsableCommand {
     func validate() throws {
         let sources = [device != nil, testPattern, testScene, input != nil].filter { $0 }.count
         if sources > 1 { throw ValidationError("give only one of --device, --test-pattern, --test-scene and --input") }
-        if input != nil && size == nil { throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)") }
+        if input != nil && size == nil && inputFormat != .mjpeg {
+            throw ValidationError("--input needs --size WxH (and --input-format if not yuyv)")
+        }
         if let maxReceivers, !(1...100_000).contains(maxReceivers) {
             throw ValidationError("--max-receivers must be between 1 and 100000, got \(maxReceivers)")
         }

@@ -140,6 +140,14 @@ final class MJPEGDecoderTests: XCTestCase {
 
 /// The one-pass conversion of decoded pictures, against values worked out by hand.
 final class PlanarYCbCrConversionTests: XCTestCase {
+    /// The pass computes full → limited range by arithmetic (so it vectorizes); the tables are the definition.
+    func testRangeArithmeticEqualsTheTables() {
+        for value in 0...255 {
+            XCTAssertEqual(FrameConverter.limitedLuma(UInt8(value)), FrameConverter.fullToLimitedLuma[value], "luma \(value)")
+            XCTAssertEqual(FrameConverter.limitedChroma(UInt8(value)), FrameConverter.fullToLimitedChroma[value], "chroma \(value)")
+        }
+    }
+
     private func convert(width: Int, height: Int, planes: [[UInt8]], strides: [Int], shift: (Int, Int),
                          fullRange: Bool = true, into format: PixelFormat = .i420) -> PixelBuffer {
         let pool = PixelBufferPool(format: format, width: width, height: height, capacity: 1)

@@ -1,0 +1,230 @@
+import Glibc
+import Synchronization
+import SystemPackage
+import Frames
+
+/// `--input FILE --input-format mjpeg`: a file (or stdin) of concatenated JPEGs, as ffmpeg's `-f mjpeg`
+/// writes them and an MJPEG camera delivers them, decoded by the camera's path (`MJPEGDecoder`) as fast
+/// as the encoder takes them: an MJPEG camera's work with no camera, for benchmarks and tests.
+///
+/// Each JPEG is found by walking its markers (the segments' lengths up to the scan, then the scan's
+/// bytes to the marker after it), so a JPEG's bytes may hold FF D9 inside a segment. The size is the
+/// first JPEG's (its SOF), or `--size`'s, which must agree. A JPEG that does not decode is dropped and
+/// counted as errored, as a camera's would be.
+public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
+    public var isLive: Bool { false }
+    public let frameSize: FrameSize
+    public let framesPerSecond: Double
+    public let path: String
+    public var summary: String { "MJPEG \(frameSize) @ \(formatRate(framesPerSecond)) fps from \(path == "-" ? "stdin" : path)" }
+
+    private let descriptor: FileDescriptor
+    private let ownsDescriptor: Bool
+    private let decoder: MJPEGDecoder
+    /// Bytes read and not yet used: `pending` of them from `start`; grown only for a larger JPEG.
+    private var buffer: UnsafeMutableRawBufferPointer
+    private var start = 0
+    private var pending = 0
+    private var atEnd = false
+    private var pool: PixelBufferPool?
+    private var sequence: UInt64 = 0
+    private let state = Mutex(State())
+    private struct State {
+        var statistics = SourceStatistics()
+        var end: SourceEnd?
+        var stopped = false
+    }
+
+    public var statistics: SourceStatistics { state.withLock { $0.statistics } }
+    public var end: SourceEnd? { state.withLock { $0.end } }
+
+    public init(path: String, size: FrameSize?, fps: Double) throws {
+        self.path = path
+        framesPerSecond = fps
+        if path == "-" {
+            descriptor = .standardInput
+            ownsDescriptor = false
+        } else {
+            do {
+                descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
+            } catch let error as Errno {
+                switch error {
+                case .noSuchFileOrDirectory:
+                    throw CaptureError(.sourceMissing, "input file \(path) does not exist; check the path given to --input")
+                case .permissionDenied:
+                    throw CaptureError(.permissionDenied, "cannot read input file \(path): permission denied")
+                default:
+                    throw CaptureError(.sourceMissing, "cannot open input file \(path): \(error)")
+                }
+            }
+            ownsDescriptor = true
+        }
+        buffer = .allocate(byteCount: 1 << 20, alignment: 64)
+        // The first JPEG says the size.
+        let first: Range<Int>?
+        do {
+            first = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd, descriptor: descriptor, path: path)
+        } catch {
+            buffer.deallocate()
+            if ownsDescriptor { try? descriptor.close() }
+            throw error
+        }
+        guard let first, let found = Self.frameSize(UnsafeRawBufferPointer(rebasing: buffer[first])) else {
+            buffer.deallocate()
+            if ownsDescriptor { try? descriptor.close() }
+            throw CaptureError(.invalidInput, "input \(path == "-" ? "stdin" : path) does not start with a JPEG that says its size "
+                               + "(--input-format mjpeg reads concatenated JPEGs, as ffmpeg -f mjpeg writes them)")
+        }
+        if let size, size != found {
+            buffer.deallocate()
+            if ownsDescriptor { try? descriptor.close() }
+            throw CaptureError(.invalidInput, "the JPEGs of \(path) are \(found), not the \(size) given with --size")
+        }
+        frameSize = found
+        // Keep the first JPEG for nextFrame: step back to its start.
+        start = first.lowerBound
+        pending += first.count
+        do {
+            decoder = try MJPEGDecoder(frameSize: found)
+        } catch {
+            buffer.deallocate()
+            if ownsDescriptor { try? descriptor.close() }
+            throw error
+        }
+    }
+
+    deinit {
+        buffer.deallocate()
+        if ownsDescriptor { try? descriptor.close() }
+    }
+
+    public func start(pool: PixelBufferPool) throws {
+        self.pool = pool
+    }
+
+    public func stop() {
+        state.withLock { $0.stopped = true }
+        pool?.close()
+    }
+
+    public func nextFrame() throws -> PixelBuffer? {
+        guard let pool else { preconditionFailure("start(pool:) first") }
+        while true {
+            if state.withLock({ $0.stopped }) { return finish(.finished) }
+            guard let range = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd,
+                                                descriptor: descriptor, path: path) else {
+                return finish(.finished)
+            }
+            // A file source waits for the encoder rather than dropping: nothing is lost.
+            guard let out = pool.take() else { return finish(.finished) }
+            do {
+                try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[range]), into: out)
+            } catch {
+                out.recycle()
+                state.withLock {
+                    $0.statistics.dropped += 1
+                    $0.statistics.errored += 1
+                }
+                continue
+            }
+            out.sequence = sequence
+            out.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
+            out.captureTimeNanoseconds = MonotonicClock.now()
+            sequence += 1
+            let written = UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height })
+            state.withLock {
+                $0.statistics.delivered += 1
+                $0.statistics.bytesWrittenByCPU += written
+            }
+            return out
+        }
+    }
+
+    private func finish(_ reason: SourceEnd) -> PixelBuffer? {
+        state.withLock { if $0.end == nil { $0.end = reason } }
+        return nil
+    }
+
+    /// The next JPEG's bytes within `buffer` (valid until the next call), nil at the end of the input.
+    /// Bytes before a start-of-image marker are skipped; a JPEG cut short by the end of the input is dropped.
+    static func nextJPEG(in buffer: inout UnsafeMutableRawBufferPointer, start: inout Int, pending: inout Int, atEnd: inout Bool,
+                         descriptor: FileDescriptor, path: String) throws -> Range<Int>? {
+        var offset = 0
+        while true {
+            if let length = jpegLength(UnsafeRawBufferPointer(rebasing: buffer[start..<(start + pending)]), skipped: &offset) {
+                let range = (start + offset)..<(start + offset + length)
+                start += offset + length
+                pending -= offset + length
+                return range
+            }
+            if atEnd { return nil }
+            // More bytes: move what is pending to the front, grow if full, read.
+            if start > 0 {
+                if pending > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: pending) }
+                start = 0
+            }
+            if pending == buffer.count {
+                let larger = UnsafeMutableRawBufferPointer.allocate(byteCount: buffer.count * 2, alignment: 64)
+                larger.baseAddress!.copyMemory(from: buffer.baseAddress!, byteCount: pending)
+                buffer.deallocate()
+                buffer = larger
+            }
+            let n: Int
+            do {
+                n = try descriptor.read(into: UnsafeMutableRawBufferPointer(rebasing: buffer[pending...]), retryOnInterrupt: true)
+            } catch let error as Errno {
+                throw CaptureError(.invalidInput, "reading \(path == "-" ? "stdin" : path) failed: \(error)")
+            }
+            if n == 0 { atEnd = true }
+            pending += n
+            offset = 0
+        }
+    }
+
+    /// The length of the whole JPEG at the first SOI in `bytes` (its offset in `skipped`), nil if the
+    /// bytes end before its EOI.
+    static func jpegLength(_ bytes: UnsafeRawBufferPointer, skipped: inout Int) -> Int? {
+        var i = 0
+        while i + 1 < bytes.count, !(bytes[i] == 0xFF && bytes[i + 1] == 0xD8) { i += 1 }
+        skipped = i
+        var p = i + 2
+        // Segments with lengths, up to and including SOS.
+        while true {
+            while p < bytes.count && bytes[p] == 0xFF && p + 1 < bytes.count && bytes[p + 1] == 0xFF { p += 1 }
+            guard p + 3 < bytes.count else { return nil }
+            guard bytes[p] == 0xFF else { return nil }
+            let marker = bytes[p + 1]
+            if marker == 0xD9 { return p + 2 - i }
+            if (0xD0...0xD7).contains(marker) || marker == 0x01 { p += 2; continue }
+            let length = Int(bytes[p + 2]) << 8 | Int(bytes[p + 3])
+            p += 2 + length
+            if marker == 0xDA { break }
+        }
+        // Entropy-coded data: runs to the first marker that is neither a stuffed byte nor a restart.
+        while true {
+            while p + 1 < bytes.count, !(bytes[p] == 0xFF && bytes[p + 1] != 0x00 && !(0xD0...0xD7).contains(bytes[p + 1])) { p += 1 }
+            guard p + 1 < bytes.count else { return nil }
+            if bytes[p + 1] == 0xD9 { return p + 2 - i }
+            // Another scan (progressive JPEG) or a table between scans: walk its segment, then its data.
+            guard p + 3 < bytes.count else { return nil }
+            let length = Int(bytes[p + 2]) << 8 | Int(bytes[p + 3])
+            p += 2 + length
+        }
+    }
+
+    /// Width and height from a JPEG's start-of-frame segment.
+    static func frameSize(_ jpeg: UnsafeRawBufferPointer) -> FrameSize? {
+        var p = 2
+        while p + 8 < jpeg.count, jpeg[p] == 0xFF {
+            let marker = jpeg[p + 1]
+            let length = Int(jpeg[p + 2]) << 8 | Int(jpeg[p + 3])
+            if (0xC0...0xCF).contains(marker) && marker != 0xC4 && marker != 0xC8 && marker != 0xCC {
+                let height = Int(jpeg[p + 5]) << 8 | Int(jpeg[p + 6])
+                let width = Int(jpeg[p + 7]) << 8 | Int(jpeg[p + 8])
+                return width > 0 && height > 0 ? FrameSize(width: width, height: height) : nil
+            }
+            p += 2 + length
+        }
+        return nil
+    }
+}
