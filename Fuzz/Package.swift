@@ -1,7 +1,8 @@
 // swift-tools-version:6.0
 // libFuzzer targets: FuzzReassembler (AnnexBScanner + AccessUnitAssembler + the timing SEI + the
 // access-unit bound), FuzzParsers (SPS, PPS, slice header, AccessUnitLimit), FuzzWriter (AnnexBStreamWriter),
-// FuzzRTSP (the RTSP request and interleaved-frame parser, RTCP receiver reports, Transport, request URIs).
+// FuzzRTSP (the RTSP request and interleaved-frame parser, RTCP receiver reports as a session reads them,
+// Transport, request URIs).
 // A package of its own because `swift build --sanitize=fuzzer` breaks ordinary executables in the same
 // package; its sources are the main package's, through the symlinks in Sources/.
 //   swift build -c release --sanitize=fuzzer && .build/release/FuzzReassembler -max_total_time=60

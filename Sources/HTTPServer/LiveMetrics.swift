@@ -34,6 +34,15 @@ public final class LiveMetrics: Sendable {
     private let captureToOutputs: DurationHistogram
     /// The values already added to each counter, by the counter's name and labels.
     private let added = Mutex<[String: Int]>([:])
+    /// The per-receiver series of the last scrape, by their labels: a receiver's series are removed
+    /// when it leaves, so a long recording's scrape holds the receivers there now, not every one since.
+    private let receiverSeries = Mutex<[String: ReceiverSeries]>([:])
+
+    private struct ReceiverSeries {
+        var counters: [Counter] = []
+        var gauges: [Gauge] = []
+        var keys: [String] = []
+    }
 
     public init(snapshot: @escaping @Sendable () -> Snapshot) {
         self.snapshot = snapshot
@@ -56,14 +65,16 @@ public final class LiveMetrics: Sendable {
     public func render() -> [UInt8] {
         let now = snapshot()
         added.withLock { added in
-            func count(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) {
+            @discardableResult
+            func count(_ name: String, _ help: String, _ value: Int, labels: [(String, String)] = []) -> Counter {
                 let key = name + labels.map { "|\($0.0)=\($0.1)" }.joined()
                 // Made even at zero, so a scraper sees every series from the start.
                 let counter = registry.makeCounter(descriptor: Self.name(name, "total", help), labels: labels)
                 let growth = value - added[key, default: 0]
-                guard growth > 0 else { return }
+                guard growth > 0 else { return counter }
                 added[key] = value
                 counter.increment(by: Int64(growth))
+                return counter
             }
             count("frames_captured", "Frames the source handed to the encoder", now.framesCaptured)
             count("frames_encoded", "Access units the encoder produced and the stream writer passed on", now.framesEncoded)
@@ -80,12 +91,44 @@ public final class LiveMetrics: Sendable {
                           labels: [("trigger", trigger)])
                 }
             }
+            var present: [String: ReceiverSeries] = [:]
             for output in now.outputs {
+                for reception in output.counters.receptions {
+                    let labels = [("output", output.label), ("client", reception.receiver), ("session", reception.session)]
+                    let id = labels.map { "|\($0.0)=\($0.1)" }.joined()
+                    var series = ReceiverSeries()
+                    series.counters.append(count("rtsp_client_receiver_reports", "RTCP compound packets an RTSP client sent (its receiver reports)",
+                                                 reception.reports, labels: labels))
+                    series.counters.append(count("rtsp_client_rtcp_ignored", "Datagrams or interleaved frames on an RTSP client's RTCP channel that were not RTCP (ignored)",
+                                                 reception.ignored, labels: labels))
+                    series.keys = ["rtsp_client_receiver_reports" + id, "rtsp_client_rtcp_ignored" + id]
+                    if let lost = reception.cumulativeLost, let fraction = reception.fractionLost, let jitter = reception.jitterSeconds {
+                        let gauges = [
+                            (Self.name("rtsp_client_lost", "packets", "Packets an RTSP client lost since it started, as its newest receiver report says"), Double(lost)),
+                            (Self.name("rtsp_client_loss", "ratio", "The fraction of packets an RTSP client lost between its last two receiver reports"), fraction),
+                            (Self.name("rtsp_client_jitter", "seconds", "An RTSP client's interarrival jitter, as its newest receiver report says"), jitter),
+                        ]
+                        for (descriptor, value) in gauges {
+                            let gauge = registry.makeGauge(descriptor: descriptor, labels: labels)
+                            gauge.set(to: value)
+                            series.gauges.append(gauge)
+                        }
+                    }
+                    present[id] = series
+                }
                 let labels = [("output", output.label), ("kind", output.kind)]
                 count("output_frames", "Access units an output wrote or sent (summed over its receivers)", output.counters.frames, labels: labels)
                 count("output_bytes", "Stream bytes an output wrote or sent (summed over its receivers)", output.counters.bytes, labels: labels)
                 count("output_skipped_frames", "Access units a slow receiver of an output skipped to catch up at an IDR", output.counters.skippedFrames, labels: labels)
                 count("output_reconnects", "Connections an output made after its first", output.counters.reconnects, labels: labels)
+            }
+            receiverSeries.withLock { previous in
+                for (id, gone) in previous where present[id] == nil {
+                    for counter in gone.counters { registry.unregisterCounter(counter) }
+                    for gauge in gone.gauges { registry.unregisterGauge(gauge) }
+                    for key in gone.keys { added[key] = nil }
+                }
+                previous = present
             }
         }
         if now.eventsEnabled {

@@ -29,7 +29,30 @@ public struct OutputCounters: Sendable, Equatable {
     public var reconnects = 0
     /// Receivers or viewers connected now.
     public var peers = 0
+    /// What each receiver says of its reception (RTSP clients' RTCP receiver reports).
+    public var receptions: [ReceiverReception] = []
     public init() {}
+}
+
+/// One receiver's own account of what it gets: an RTSP client's RTCP (RFC 3550 §6.4.2).
+public struct ReceiverReception: Sendable, Equatable {
+    /// Its address (host:port) and its session.
+    public var receiver: String
+    public var session: String
+    /// RTCP compound packets that parsed, and datagrams or frames on its RTCP channel that were not RTCP.
+    public var reports = 0
+    public var ignored = 0
+    /// From its newest report block about the stream sent to it (nil before the first): packets lost
+    /// since the start (RFC 3550's cumulative number, which duplicates can make negative), the fraction
+    /// lost since its previous report (0 to 1), and the interarrival jitter in seconds.
+    public var cumulativeLost: Int?
+    public var fractionLost: Double?
+    public var jitterSeconds: Double?
+
+    public init(receiver: String, session: String) {
+        self.receiver = receiver
+        self.session = session
+    }
 }
 
 /// A destination of the finished stream: a file, stdout, a TCP peer, the live view.

@@ -46,15 +46,21 @@ public enum RTSPTransport: Sendable, Equatable {
     case interleaved(rtp: UInt8, rtcp: UInt8)
     /// RTP over UDP to the client's two ports (RTP, RTCP).
     case udp(clientRTP: UInt16, clientRTCP: UInt16)
+    /// RTP over UDP to the server's multicast group (`--rtsp-multicast`): the server names the group,
+    /// its ports and TTL; a client's own `destination` or `port` is not taken.
+    case multicast
 
     /// The first offer in `header` (offers are separated by commas) camrec can serve; nil when none
-    /// (multicast, another profile, no ports).
-    public static func choose(from header: String, nextInterleavedChannel: UInt8 = 0) -> RTSPTransport? {
+    /// (multicast when `multicast` is false, another profile, no ports).
+    public static func choose(from header: String, nextInterleavedChannel: UInt8 = 0, multicast: Bool = false) -> RTSPTransport? {
         for offer in header.split(separator: ",") {
             let fields = offer.split(separator: ";").map { $0.trimmingSpaces }
             guard let spec = fields.first?.uppercased() else { continue }
             let parameters = fields.dropFirst()
-            if parameters.contains(where: { $0.lowercased() == "multicast" }) { continue }
+            if parameters.contains(where: { $0.lowercased() == "multicast" }) {
+                if multicast && (spec == "RTP/AVP" || spec == "RTP/AVP/UDP") { return .multicast }
+                continue
+            }
             func value(_ name: String) -> String? {
                 parameters.first { $0.lowercased().hasPrefix(name + "=") }.map { String($0.dropFirst(name.count + 1)) }
             }

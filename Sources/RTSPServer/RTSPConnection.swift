@@ -8,7 +8,7 @@ import RTSP
 import Synchronization
 
 /// One client's RTSP connection, as a task on its event loop: requests are answered in order, RTCP
-/// interleaved on it is read as a sign of life, and its session (at most one) sends on it (TCP) or
+/// (interleaved on it, or on its session's UDP port) is read as a sign of life, and its session (at most one) sends on it (TCP) or
 /// beside it (UDP). The session ends with the connection, at TEARDOWN, or after the timeout with no
 /// sign of life; a malformed request is answered 400 and the connection closed.
 final class RTSPConnection: @unchecked Sendable {
@@ -18,10 +18,10 @@ final class RTSPConnection: @unchecked Sendable {
     let peer: String
     /// The Digest nonce of this connection.
     let nonce: String
-    private let state = Mutex(State())
+    private let state: Mutex<State>
 
     private struct State {
-        var lastLife = MonotonicClock.now()
+        var life: SessionLife
         var session: RTSPSession?
         var closed = false
         var warnedAuthentication = false
@@ -31,6 +31,7 @@ final class RTSPConnection: @unchecked Sendable {
         self.server = server
         self.channel = channel
         self.peer = peer
+        state = Mutex(State(life: SessionLife(timeoutSeconds: server.configuration.sessionTimeoutSeconds, now: MonotonicClock.now())))
         var bytes = [UInt8](repeating: 0, count: 16)
         for i in bytes.indices { bytes[i] = UInt8.random(in: 0...255) }
         nonce = bytes.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
@@ -38,13 +39,25 @@ final class RTSPConnection: @unchecked Sendable {
 
     var session: RTSPSession? { state.withLock { $0.session } }
 
-    func touch() { state.withLock { $0.lastLife = MonotonicClock.now() } }
+    func touch() {
+        let now = MonotonicClock.now()
+        state.withLock { $0.life.alive(at: now) }
+    }
+
+    /// RTCP from this client about the stream `ssrc` (its session's): a compound packet that parses is a
+    /// sign of life, and its newest report block is kept; anything else is counted and ignored.
+    func rtcp(_ bytes: some Collection<UInt8>, ssrc: UInt32) {
+        let now = MonotonicClock.now()
+        state.withLock { _ = $0.life.rtcp(bytes, ssrc: ssrc, at: now) }
+    }
+
+    /// What the client's RTCP said so far.
+    var life: SessionLife { state.withLock { $0.life } }
 
     func run(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let timeout = UInt64(server.configuration.sessionTimeoutSeconds) * 1_000_000_000
         let watchdog = channel.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] _ in
-            let idle = MonotonicClock.now() &- state.withLock { $0.lastLife }
-            if idle > timeout {
+            let now = MonotonicClock.now()
+            if state.withLock({ $0.life.expired(at: now) }) {
                 server.log("rtsp: \(peer): no sign of life for \(server.configuration.sessionTimeoutSeconds) s (no request, no RTCP); closed")
                 channel.close(promise: nil)
             }
@@ -170,7 +183,8 @@ final class RTSPConnection: @unchecked Sendable {
             // A further track joins the session named; another session, or one already playing, is not served.
             guard matchingSession(request) != nil, session.mount === mount else { return RTSPResponse(status: 459, cseq: cseq) }
             guard !session.isPlaying, !session.legs.contains(where: { $0.track == track }) else { return RTSPResponse(status: 455, cseq: cseq) }
-            guard let offer = request.header("Transport"),
+            // Multicast carries the picture alone: its session takes no further track.
+            guard !session.isMulticast, let offer = request.header("Transport"),
                   let transport = RTSPTransport.choose(from: offer, nextInterleavedChannel: session.nextInterleavedChannel),
                   !session.collides(transport) else {
                 return RTSPResponse(status: 461, cseq: cseq)
@@ -188,7 +202,9 @@ final class RTSPConnection: @unchecked Sendable {
                 ("Session", "\(session.id);timeout=\(server.configuration.sessionTimeoutSeconds)"),
             ])
         }
-        guard let offer = request.header("Transport"), let transport = RTSPTransport.choose(from: offer) else {
+        // Multicast carries the picture alone (the sound's SETUP over it gets 461).
+        let multicast = server.configuration.multicast != nil && track == 0
+        guard let offer = request.header("Transport"), let transport = RTSPTransport.choose(from: offer, multicast: multicast) else {
             return RTSPResponse(status: 461, cseq: cseq)
         }
         guard server.reserveSession() else {

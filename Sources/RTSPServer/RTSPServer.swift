@@ -26,6 +26,9 @@ public final class RTSPServer: @unchecked Sendable {
         public var authentication: RTSPAuthentication?
         public var sessionTimeoutSeconds = 60
         public var framesPerSecond: Double?
+        /// `--rtsp-multicast`: the group clients that ask for multicast are sent to; the first encoding
+        /// on `port` (and `port + 1` for RTCP), the next on `port + 2`, and so on.
+        public var multicast: (group: String, port: Int, ttl: Int)?
         public init(endpoint: TCPEndpoint) {
             self.endpoint = endpoint
         }
@@ -69,7 +72,12 @@ public final class RTSPServer: @unchecked Sendable {
 
     /// The output of one encoding: `paths` (`/`, `/h264`) serve it, with `sound` as its second track.
     public func mount(codec: VideoCodec, paths: [String], sound: RTSPMount.Sound? = nil) -> RTSPMount {
-        let mount = RTSPMount(server: self, codec: codec, paths: paths, sound: sound)
+        let index = state.withLock { $0.mounts.count }
+        let multicast = configuration.multicast.map { m in
+            RTSPMulticast(group: m.group, port: m.port + 2 * index, ttl: m.ttl, codec: codec,
+                          maximumPacketBytes: configuration.maximumPacketBytes)
+        }
+        let mount = RTSPMount(server: self, codec: codec, paths: paths, sound: sound, multicast: multicast)
         state.withLock { $0.mounts.append(mount) }
         return mount
     }
@@ -105,8 +113,9 @@ public final class RTSPServer: @unchecked Sendable {
         state.withLock { $0.servers = servers }
         let paths = state.withLock { $0.mounts.flatMap(\.paths) }
         let shown = servers.compactMap { $0.localAddress.map(ServerSockets.text) }
+        let multicast = configuration.multicast.map { m in "; multicast to \(m.group) from port \(m.port), TTL \(m.ttl)" } ?? ""
         log("serving RTSP on " + shown.map { "rtsp://\($0)" }.joined(separator: ", ") + " (paths \(paths.joined(separator: ", ")))"
-            + (configuration.authentication == nil ? "" : "; a password is needed"))
+            + (configuration.authentication == nil ? "" : "; a password is needed") + multicast)
     }
 
     func mount(forPath path: String) -> RTSPMount? {
@@ -157,6 +166,15 @@ public final class RTSPServer: @unchecked Sendable {
     func releaseSession() { state.withLock { $0.sessions -= 1 } }
 
     var sessionCount: Int { state.withLock { $0.sessions } }
+
+    /// What each client of `mount` says in its RTCP (for `/metrics`).
+    func receptions(of mount: RTSPMount) -> [ReceiverReception] {
+        let connections = state.withLock { Array($0.connections.values) }
+        return connections.compactMap { connection in
+            guard let session = connection.session, session.mount === mount else { return nil }
+            return ReceiverReception(session: session, life: connection.life)
+        }
+    }
 
     /// Whether to log this client's malformed request: once per address (of the last 1024 kept).
     func firstMalformed(from peer: String) -> Bool {
@@ -227,6 +245,8 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     /// A random RTP timestamp origin for this stream (RFC 3550 §5.1).
     let timestampBase = UInt32.random(in: 0...UInt32.max)
     let totals = Mutex(Totals())
+    /// With `--rtsp-multicast`: this encoding's group and port.
+    let multicast: RTSPMulticast?
 
     struct Totals {
         var frames = 0
@@ -235,11 +255,12 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         var playing = 0
     }
 
-    init(server: RTSPServer, codec: VideoCodec, paths: [String], sound: Sound?) {
+    init(server: RTSPServer, codec: VideoCodec, paths: [String], sound: Sound?, multicast: RTSPMulticast?) {
         self.server = server
         self.codec = codec
         self.paths = paths
         self.sound = sound
+        self.multicast = multicast
     }
 
     /// The sound track and its RTP clock: the same presentation times as the picture's, at the track's
@@ -293,6 +314,7 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         self.onFailure = onFailure
         held.withLock { $0.hub = hub }
         try server.opened(self)
+        try multicast?.open(hub: hub)
         // DESCRIBE names the parameter sets of the newest IDR.
         guard let watcher = hub.subscribe("rtsp parameter sets \(paths.last ?? "/")", from: .nextIDR, policy: .skipToIDR(depth: 4)) else { return }
         let codec = self.codec
@@ -325,11 +347,13 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         counters.bytes = t.bytes
         counters.skippedFrames = t.skipped
         counters.peers = t.playing
+        counters.receptions = server.receptions(of: self)
         return counters
     }
 
     public func finish() -> OutputReport {
         server.finished(self)
+        multicast?.close()
         let t = totals.withLock { $0 }
         var report = OutputReport(label: label)
         report.frames = t.frames
@@ -339,4 +363,19 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     }
 
     public func abandon() { server.abandon() }
+}
+
+extension ReceiverReception {
+    /// A session's client, from what its RTCP said (RFC 3550 §6.4.1: the fraction is over 256, the
+    /// jitter in units of the stream's clock, 90 kHz for video).
+    init(session: RTSPSession, life: SessionLife) {
+        self.init(receiver: session.connection.peer, session: session.id)
+        reports = life.receiverReports
+        ignored = life.ignored
+        if let block = life.newest {
+            cumulativeLost = Int(block.cumulativeLost)
+            fractionLost = Double(block.fractionLost) / 256
+            jitterSeconds = Double(block.jitter) / 90_000
+        }
+    }
 }

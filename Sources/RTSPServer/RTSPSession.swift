@@ -25,8 +25,9 @@ final class RTPLeg: Sendable {
     let segmentBytes: Int?
 
     private init(track: Int, transport: RTSPTransport, rtp: Channel?, rtcp: Channel?, clientRTP: SocketAddress?, clientRTCP: SocketAddress?,
-                 segmentBytes: Int? = nil) {
+                 segmentBytes: Int? = nil, multicast: RTSPMulticast? = nil) {
         self.segmentBytes = segmentBytes
+        self.multicast = multicast
         self.track = track
         self.transport = transport
         rtpChannel = rtp
@@ -35,10 +36,15 @@ final class RTPLeg: Sendable {
         self.clientRTCP = clientRTCP
     }
 
+    /// With `.multicast`: the mount's group, which sends (the leg has no sockets of its own).
+    let multicast: RTSPMulticast?
+
     /// A leg for SETUP: for UDP, two sockets on an even and the next odd port, whose RTCP is read for `holder`'s session.
-    static func open(track: Int, transport: RTSPTransport, connection: RTSPConnection, holder: SessionHolder) async throws -> RTPLeg {
+    static func open(track: Int, transport: RTSPTransport, connection: RTSPConnection, holder: SessionHolder,
+                     multicast: RTSPMulticast?) async throws -> RTPLeg {
         guard case .udp(let rtpPort, let rtcpPort) = transport else {
-            return RTPLeg(track: track, transport: transport, rtp: nil, rtcp: nil, clientRTP: nil, clientRTCP: nil)
+            let group = transport == .multicast ? multicast : nil
+            return RTPLeg(track: track, transport: transport, rtp: nil, rtcp: nil, clientRTP: nil, clientRTCP: nil, multicast: group)
         }
         guard let peer = connection.channel.remoteAddress?.ipAddress, let local = connection.channel.localAddress?.ipAddress else {
             throw SocketError("getpeername", .socketNotConnected, address: connection.peer)
@@ -77,10 +83,14 @@ final class RTPLeg: Sendable {
         case .udp(let clientRTP, let clientRTCP):
             let serverRTP = rtpChannel?.localAddress?.port ?? 0
             return "RTP/AVP;unicast;client_port=\(clientRTP)-\(clientRTCP);server_port=\(serverRTP)-\(serverRTP + 1);ssrc=\(hex(ssrc))"
+        case .multicast:
+            return multicast?.transportDescription ?? "RTP/AVP;multicast"
         }
     }
 
-    private func hex(_ v: UInt32) -> String {
+    private func hex(_ v: UInt32) -> String { Self.hex(v) }
+
+    static func hex(_ v: UInt32) -> String {
         let text = String(v, radix: 16, uppercase: true)
         return String(repeating: "0", count: 8 - text.count) + text
     }
@@ -95,7 +105,7 @@ final class RTPLeg: Sendable {
 /// adds one `RTPLeg`), sent from one hub subscription (`.skipToIDR`, with the sound when its track is set
 /// up, so the sound starts with the picture's first IDR) as RTP, over the RTSP connection (interleaved) or
 /// UDP to the connection's own peer address (never to an address a client names: camrec sends nothing to a
-/// third party). Each track has its sender reports: one before its first packet, then one a second,
+/// third party), or, for a multicast picture, from the mount's group sender (`RTSPMulticast`). Each track has its sender reports: one before its first packet, then one a second,
 /// pairing the NTP time of an instant on the capture clock with that instant's RTP time on the track's
 /// clock, so a client lines up sound and picture.
 final class RTSPSession: @unchecked Sendable {
@@ -115,8 +125,7 @@ final class RTSPSession: @unchecked Sendable {
         var ended = false
         var frames = 0
         var soundPackets = 0
-        var receiverReports = 0
-        var lastReport: RTCP.ReceptionReport?
+        var multicastJoined = false
     }
 
     private init(connection: RTSPConnection, mount: RTSPMount) {
@@ -143,7 +152,7 @@ final class RTSPSession: @unchecked Sendable {
 
     /// A further SETUP: the leg of `track`; nil once the session plays or has ended.
     func add(track: Int, transport: RTSPTransport) async throws -> RTPLeg? {
-        let leg = try await RTPLeg.open(track: track, transport: transport, connection: connection, holder: holder)
+        let leg = try await RTPLeg.open(track: track, transport: transport, connection: connection, holder: holder, multicast: mount.multicast)
         let added = state.withLock { s -> Bool in
             guard !s.ended, s.subscription == nil, !s.legs.contains(where: { $0.track == track }) else { return false }
             s.legs.append(leg)
@@ -159,6 +168,9 @@ final class RTSPSession: @unchecked Sendable {
     var legs: [RTPLeg] { state.withLock { $0.legs } }
     var isPlaying: Bool { state.withLock { $0.subscription != nil } }
     var isTCP: Bool { legs.contains { $0.transport.isTCP } }
+    var isMulticast: Bool { legs.contains { $0.transport == .multicast } }
+    /// The picture's SSRC: the stream the client's receiver reports are read about (0 without a picture track).
+    var videoSSRC: UInt32 { legs.first { $0.track == 0 }?.ssrc ?? 0 }
 
     /// The interleaved channel after the highest one in use (a SETUP that names none gets it and the next).
     var nextInterleavedChannel: UInt8 {
@@ -195,6 +207,9 @@ final class RTSPSession: @unchecked Sendable {
         }
         guard let started else { return nil }
         let legs = self.legs
+        if let leg = legs.first, let multicast = leg.multicast {
+            return playMulticast(multicast, base: base, hub: hub)
+        }
         let sound = mount.sound != nil && legs.contains { $0.track == RTPAudioTrack.trackID }
         if !started {
             guard let subscription = hub.subscribe("rtsp \(connection.peer)", from: .nextIDR, policy: .skipToIDR(depth: 60),
@@ -226,6 +241,22 @@ final class RTSPSession: @unchecked Sendable {
                 : mount.rtpTimestamp(presentationNanoseconds: newest)
             return "url=\(base)trackID=\(leg.track);seq=\(leg.firstSequence);rtptime=\(rtptime)"
         }.joined(separator: ",")
+    }
+
+    /// PLAY of a multicast session: one more member of the mount's group (its sender starts with the first).
+    private func playMulticast(_ multicast: RTSPMulticast, base: String, hub: StreamHub) -> String? {
+        let joined = state.withLock { s -> Bool in
+            defer { s.multicastJoined = true }
+            return s.multicastJoined
+        }
+        if !joined {
+            guard multicast.join(mount: mount) else { return nil }
+            mount.totals.withLock { $0.playing += 1 }
+            connection.server.log("rtsp: \(connection.peer) plays \(mount.paths.last ?? "/") over UDP multicast to \(multicast.group):\(multicast.port) "
+                + "(session \(id), \(connection.server.sessionCount) in all)")
+        }
+        let rtptime = mount.rtpTimestamp(presentationNanoseconds: hub.newest?.presentationTimeNanoseconds ?? 0)
+        return "url=\(base)trackID=0;seq=\(multicast.nextSequence);rtptime=\(rtptime)"
     }
 
     /// What one leg has sent, for its sender reports.
@@ -351,6 +382,8 @@ final class RTSPSession: @unchecked Sendable {
             }
             sequence = next
             try await sendWithStallTimeout(buffer, on: channel)
+        case .multicast:
+            return
         case .udp:
             guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
             if let report {
@@ -395,6 +428,8 @@ final class RTSPSession: @unchecked Sendable {
                 channel.write(buffer, promise: nil)
             }
             try await sendWithStallTimeout(stamped, on: channel)
+        case .multicast:
+            return
         case .udp:
             guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
             if let report {
@@ -450,39 +485,49 @@ final class RTSPSession: @unchecked Sendable {
         try await channel.writeAndFlush(buffer).get()
     }
 
-    /// RTCP from the client: receiver reports are a sign of life (read within bounds, nothing kept but the newest).
+    /// RTCP from the client (interleaved, or on a track's UDP port): the connection reads it, a sign of
+    /// life, keeping the newest report block about the picture's stream.
     func noteRTCP(_ bytes: some Collection<UInt8>) {
-        guard bytes.count <= 65_536, let reports = RTCP.receptionReports(in: bytes) else { return }
-        connection.touch()
-        let ssrcs = legs.map(\.ssrc)
-        state.withLock { s in
-            s.receiverReports += 1
-            if let report = reports.first(where: { ssrcs.contains($0.ssrc) }) { s.lastReport = report }
-        }
+        connection.rtcp(bytes, ssrc: videoSSRC)
     }
 
     /// Ends the session: leaves the hub, closes its UDP sockets, frees its slot.
     func end(reason: String) async {
-        let (first, subscription, sender, frames, soundPackets, reports, legs) = state.withLock { s in
+        let (first, subscription, sender, frames, soundPackets, multicastJoined, legs) = state.withLock { s in
             defer { s.ended = true }
-            return (!s.ended, s.subscription, s.sender, s.frames, s.soundPackets, s.receiverReports, s.legs)
+            return (!s.ended, s.subscription, s.sender, s.frames, s.soundPackets, s.multicastJoined, s.legs)
         }
         guard first else { return }
         subscription?.cancel()
         sender?.cancel()
         await sender?.value
         for leg in legs { await leg.close() }
+        if multicastJoined { await mount.multicast?.leave() }
         holder.session.withLock { $0 = nil }
         connection.server.releaseSession()
-        if let subscription {
+        if subscription != nil || multicastJoined {
             mount.totals.withLock { t in
                 t.playing -= 1
-                t.skipped += subscription.snapshot.skipped
+                t.skipped += subscription?.snapshot.skipped ?? 0
             }
-            connection.server.log("rtsp: \(connection.peer) \(reason) after \(frames) frames"
-                + (soundPackets > 0 ? " and \(soundPackets) sound packets" : "") + " (session \(id)"
-                + (reports > 0 ? ", \(reports) receiver reports" : "") + ")")
+            let sent = multicastJoined ? "over multicast" : "after \(frames) frames" + (soundPackets > 0 ? " and \(soundPackets) sound packets" : "")
+            connection.server.log("rtsp: \(connection.peer) \(reason) \(sent) (session \(id)\(Self.reception(connection.life)))")
         }
+    }
+
+    /// What the client's RTCP said, for the log (`/metrics` shows it while the session lasts): without
+    /// `--http`, this line is where a user reads a client's loss and jitter.
+    static func reception(_ life: SessionLife) -> String {
+        var text = ""
+        if life.receiverReports > 0 {
+            text += ", \(life.receiverReports) receiver reports"
+            if let block = life.newest {
+                let jitter = (Double(block.jitter) / 90).rounded() / 1000
+                text += ": \(block.cumulativeLost) packets lost, \(Int(block.fractionLost) * 100 / 256) % lately, jitter \(jitter) s"
+            }
+        }
+        if life.ignored > 0 { text += ", \(life.ignored) RTCP datagrams or frames that were not RTCP ignored" }
+        return text
     }
 }
 

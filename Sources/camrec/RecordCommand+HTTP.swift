@@ -6,6 +6,7 @@ import Logging
 import NetStream
 import Outputs
 import Recorder
+import RTSPServer
 
 extension RecordCommand {
     /// `--http`'s server, a service of camrec's group; the recording waits for it (`waitForHTTPServer`).
@@ -88,6 +89,7 @@ extension RecordCommand {
                 case is TCPListenOutput: "listen"
                 case is LiveViewOutput: "browser"
                 case is EventRecorder: "events"
+                case is RTSPMount: "rtsp"
                 default: "other"
                 }
                 return (output.label, kind, output.counters)

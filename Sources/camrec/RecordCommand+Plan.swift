@@ -1,3 +1,4 @@
+import ArgumentParser
 import Audio
 import Hub
 import Bitstream
@@ -259,6 +260,10 @@ extension RecordCommand {
         configuration.maximumPacketBytes = rtspMtu ?? 1400
         configuration.maximumSessions = maxReceivers ?? TCPListenOutput.defaultMaximumReceivers()
         configuration.framesPerSecond = framesPerSecond
+        if let rtspMulticast {
+            let group = try Self.multicastGroup(rtspMulticast)
+            configuration.multicast = (group.host, group.port, 1)
+        }
         if let httpAuthFile {
             do {
                 let credentials = try Credentials.load(path: httpAuthFile)
@@ -268,6 +273,20 @@ extension RecordCommand {
             }
         }
         return RTSPServer(configuration: configuration, log: networkLog())
+    }
+
+    /// `--rtsp-multicast GROUP[:PORT]`: an IPv4 multicast group and the first RTP port (5004, RFC 3551's
+    /// default, when none is given); the ports of two encodings' RTP and RTCP must fit under 65536.
+    static func multicastGroup(_ spec: String) throws -> (host: String, port: Int) {
+        let parts = spec.split(separator: ":", maxSplits: 1, omittingEmptySubsequences: false).map(String.init)
+        var address = in_addr()
+        guard inet_pton(AF_INET, parts[0], &address) == 1, (224...239).contains(UInt32(bigEndian: address.s_addr) >> 24) else {
+            throw ValidationError("--rtsp-multicast \(spec): \(parts[0]) is not an IPv4 multicast group (224.0.0.0 to 239.255.255.255)")
+        }
+        guard parts.count == 1 || (Int(parts[1]).map { (1...65_532).contains($0) } ?? false) else {
+            throw ValidationError("--rtsp-multicast \(spec): the port must be a number from 1 to 65532")
+        }
+        return (parts[0], parts.count == 1 ? 5004 : Int(parts[1])!)
     }
 
     /// Where network outputs' event lines go: stderr, above the status line.

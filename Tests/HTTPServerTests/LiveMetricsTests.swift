@@ -30,6 +30,45 @@ final class LiveMetricsTests: XCTestCase {
         XCTAssertEqual(value(text, #"camrec_output_receivers{output="out \"1\".mp4",kind="file"}"#), "2.0")
     }
 
+    func testEachRTSPClientsReceptionShowsWhileItPlaysAndGoesWhenItLeaves() {
+        let clients = Mutex<[ReceiverReception]>([])
+        let metrics = LiveMetrics {
+            var s = LiveMetrics.Snapshot()
+            var counters = OutputCounters()
+            counters.receptions = clients.withLock { $0 }
+            s.outputs = [(label: "--rtsp 127.0.0.1:8554/h264", kind: "rtsp", counters: counters)]
+            return s
+        }
+        func render() -> String { String(decoding: metrics.render(), as: UTF8.self) }
+        var first = ReceiverReception(receiver: "127.0.0.1:40000", session: "A1")
+        first.reports = 3
+        first.ignored = 1
+        first.cumulativeLost = 1234
+        first.fractionLost = 0.25
+        first.jitterSeconds = 0.05
+        // Before its first report block: its counters, and no loss or jitter made up.
+        let quiet = ReceiverReception(receiver: "127.0.0.1:40002", session: "B2")
+        clients.withLock { $0 = [first, quiet] }
+        let labels = #"{output="--rtsp 127.0.0.1:8554/h264",client="127.0.0.1:40000",session="A1"}"#
+        var text = render()
+        XCTAssertEqual(value(text, "camrec_rtsp_client_lost_packets" + labels), "1234.0")
+        XCTAssertEqual(value(text, "camrec_rtsp_client_loss_ratio" + labels), "0.25")
+        XCTAssertEqual(value(text, "camrec_rtsp_client_jitter_seconds" + labels), "0.05")
+        XCTAssertEqual(value(text, "camrec_rtsp_client_receiver_reports_total" + labels), "3")
+        XCTAssertEqual(value(text, "camrec_rtsp_client_rtcp_ignored_total" + labels), "1")
+        XCTAssertEqual(value(text, #"camrec_rtsp_client_receiver_reports_total{output="--rtsp 127.0.0.1:8554/h264",client="127.0.0.1:40002",session="B2"}"#), "0")
+        XCTAssertFalse(text.contains(#"session="B2"}"# + " 0.0"), "no loss or jitter before a report says it")
+        // The first leaves: its series go; the other's stay.
+        clients.withLock { $0 = [quiet] }
+        text = render()
+        XCTAssertFalse(text.contains(#"session="A1""#), text)
+        XCTAssertTrue(text.contains(#"session="B2""#))
+        // A session of the same name coming back starts from zero, not from the old count.
+        first.reports = 1
+        clients.withLock { $0 = [first] }
+        XCTAssertEqual(value(render(), "camrec_rtsp_client_receiver_reports_total" + labels), "1")
+    }
+
     func testHistogramsCountEachRecordedFrame() {
         let metrics = LiveMetrics { LiveMetrics.Snapshot() }
         metrics.record(encodeNanoseconds: 3_000_000, captureToOutputsNanoseconds: 40_000_000)

@@ -6,7 +6,8 @@
 #   FuzzParsers      SPS, PPS and slice-header parsers, and the access-unit bound from any SPS;
 #   FuzzWriter       AnnexBStreamWriter on any access unit: no trap, 4-byte start codes out;
 #   FuzzRTSP         the RTSP request and interleaved-frame parser (whole, a byte at a time and in pieces:
-#                    the same messages and error, within its bounds), RTCP receiver reports, Transport.
+#                    the same messages and error, within its bounds), RTCP receiver reports as a session
+#                    reads them (every interleaved frame: read or ignored, within bounds), Transport.
 # Any difference, trap or crash fails. Seeds: real access units from camrec and from ffmpeg's
 # libx264 (3-byte start codes), plus the corpus kept from earlier runs (one corpus per target).
 #

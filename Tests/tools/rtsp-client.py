@@ -18,6 +18,21 @@ decodes comes from the stream alone.
       two status codes and whether the two 401s (if both) carry the same headers but the nonce and CSeq.
   sessions URL N
       N connections, each SETUP over TCP; prints each SETUP's status code.
+  rr URL udp|tcp LOST FRACTION JITTER METRICS JSON
+      SETUP over UDP (two ports of its own) or TCP (interleaved 0-1) and PLAY; then sends to the
+      server's RTCP port or channel: an RR about the server's SSRC (Transport's ssrc) with 1 lost,
+      fraction 1/256, jitter 1; three things that are not RTCP (junk, an RR cut short, version 0); and
+      an RR with fraction FRACTION/256, LOST lost in all and jitter JITTER (RFC 3550 §6.4.2). Reads the
+      METRICS URL (camrec's /metrics) while the session lasts and writes to JSON its session id, what it
+      sent, and the metrics lines naming its session.
+  churn HOST PORT N
+      Opens and drops N connections, 8 at a time: in turn one that sends nothing, one that sends half
+      a request head, one that sends a whole OPTIONS and closes without reading, one cut with a reset
+      (SO_LINGER 0); prints the connections made.
+  multicast URL SECONDS
+      SETUP asking for multicast, PLAY, joins the group and port the answer names and reads RTP for
+      SECONDS; prints the answer's destination, port and ttl, the packets, and how many sequence numbers
+      came more than once (a server that sent each packet once per client would repeat them).
 """
 import base64
 import hashlib
@@ -330,6 +345,114 @@ def sessions(url, n):
     print(" ".join(statuses))
 
 
+def receiver_report(ssrc, fraction, lost, jitter):
+    """An RR (PT 201) from SSRC 0x5EED with one report block about SSRC (RFC 3550 §6.4.2)."""
+    block = struct.pack(">IB", ssrc, fraction) + (lost & 0xFFFFFF).to_bytes(3, "big") + struct.pack(">IIII", 1000, jitter, 0, 0)
+    return struct.pack(">BBHI", 0x81, 201, 7, 0x5EED) + block
+
+
+def rr(url, transport, lost, fraction, jitter, metrics_url, json_path):
+    import urllib.request
+    c = Connection(url)
+    status, headers, sdp = c.request("DESCRIBE", url, ["Accept: application/sdp"])
+    base = headers.get("content-base", [url])[0]
+    if transport == "udp":
+        rtp, rtcp = None, None
+        while rtcp is None:
+            rtp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            rtp.bind(("127.0.0.1", 0))
+            if rtp.getsockname()[1] % 2:
+                rtp.close()
+                continue
+            rtcp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+            try:
+                rtcp.bind(("127.0.0.1", rtp.getsockname()[1] + 1))
+            except OSError:
+                rtp.close()
+                rtcp = None
+        offer = f"RTP/AVP;unicast;client_port={rtp.getsockname()[1]}-{rtcp.getsockname()[1]}"
+    else:
+        offer = "RTP/AVP/TCP;unicast;interleaved=0-1"
+    status, headers, _ = c.request("SETUP", base.rstrip("/") + "/trackID=0", [f"Transport: {offer}"])
+    answer = dict(p.split("=", 1) for p in headers["transport"][0].split(";") if "=" in p)
+    ssrc = int(answer["ssrc"], 16)
+    c.session = headers["session"][0].split(";")[0]
+    c.request("PLAY", base)
+    first = receiver_report(ssrc, 1, 1, 1)
+    junk = [b"\x16\x03\x01\x00\x05hello", receiver_report(ssrc, 9, 9, 9)[:20], b"\x00\xc9\x00\x00"]
+    last = receiver_report(ssrc, fraction, lost, jitter)
+    if transport == "udp":
+        server = ("127.0.0.1", int(answer["server_port"].split("-")[1]))
+        send = lambda data: rtcp.sendto(data, server)  # noqa: E731
+    else:
+        send = lambda data: c.sock.sendall(b"$\x01" + struct.pack(">H", len(data)) + data)  # noqa: E731
+    time.sleep(1)
+    for data in [first] + junk + [last]:
+        send(data)
+        time.sleep(0.05)
+    time.sleep(0.5)
+    metrics = urllib.request.urlopen(metrics_url, timeout=10).read().decode()
+    mine = [line for line in metrics.splitlines() if f'session="{c.session}"' in line]
+    json.dump({"session": c.session, "ssrc": ssrc, "lost": lost, "fraction": fraction / 256, "jitter_seconds": jitter / 90000,
+               "reports": 2, "not_rtcp": len(junk), "metrics": mine}, open(json_path, "w"), indent=1)
+    c.sock.settimeout(5)
+    c.buffer = b""
+    c.send("TEARDOWN", url)
+
+
+def churn(host, port, n):
+    made = 0
+    kinds = [b"", b"OPTIONS * RTSP/1.0\r\nCSe", b"OPTIONS * RTSP/1.0\r\nCSeq: 1\r\n\r\n", None]
+    while made < n:
+        wave = []
+        for _ in range(min(8, n - made)):
+            sock = socket.create_connection((host, port), timeout=5)
+            kind = kinds[made % 4]
+            if kind is None:
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+            elif kind:
+                sock.sendall(kind)
+            wave.append(sock)
+            made += 1
+        for sock in wave:
+            sock.close()
+    print(made)
+
+
+def multicast(url, seconds):
+    c = Connection(url)
+    status, headers, sdp = c.request("DESCRIBE", url, ["Accept: application/sdp"])
+    base = headers.get("content-base", [url])[0]
+    status, headers, _ = c.request("SETUP", base.rstrip("/") + "/trackID=0", ["Transport: RTP/AVP;multicast"])
+    if status != 200:
+        print(f"SETUP {status}")
+        return
+    answer = dict(p.split("=", 1) for p in headers["transport"][0].split(";") if "=" in p)
+    group, port = answer.get("destination"), int(answer.get("port", "0-0").split("-")[0])
+    c.session = headers["session"][0].split(";")[0]
+    sock = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((group, port))
+    sock.setsockopt(socket.IPPROTO_IP, socket.IP_ADD_MEMBERSHIP, socket.inet_aton(group) + socket.inet_aton("0.0.0.0"))
+    c.request("PLAY", base)
+    sock.settimeout(0.5)
+    seen, repeated, packets = set(), 0, 0
+    deadline = time.time() + seconds
+    while time.time() < deadline:
+        try:
+            data = sock.recv(65536)
+        except socket.timeout:
+            continue
+        if len(data) < 12:
+            continue
+        packets += 1
+        seq = struct.unpack(">H", data[2:4])[0]
+        if seq in seen:
+            repeated += 1
+        seen.add(seq)
+    print(f"destination={group} port={answer.get('port')} ttl={answer.get('ttl')} packets={packets} repeated={repeated}")
+
+
 def main():
     args = sys.argv[1:]
     options = {}
@@ -351,6 +474,12 @@ def main():
         auth(args[1], args[2], args[3])
     elif args[:1] == ["sessions"] and len(args) == 3:
         sessions(args[1], int(args[2]))
+    elif args[:1] == ["rr"] and len(args) == 8:
+        rr(args[1], args[2], int(args[3]), int(args[4]), int(args[5]), args[6], args[7])
+    elif args[:1] == ["churn"] and len(args) == 4:
+        churn(args[1], int(args[2]), int(args[3]))
+    elif args[:1] == ["multicast"] and len(args) == 3:
+        multicast(args[1], float(args[2]))
     else:
         sys.exit(__doc__)
 
