@@ -41,7 +41,7 @@ final class RTSPMulticast: @unchecked Sendable {
     }
 
     var transportDescription: String {
-        "RTP/AVP;multicast;destination=\(group);port=\(port)-\(port + 1);ttl=\(ttl);ssrc=\(RTSPSession.hex(ssrc))"
+        "RTP/AVP;multicast;destination=\(group);port=\(port)-\(port + 1);ttl=\(ttl);ssrc=\(RTPLeg.hex(ssrc))"
     }
 
     /// The sending socket, with the mount's hub (before capture starts).
