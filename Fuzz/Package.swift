@@ -14,7 +14,7 @@ let package = Package(
         .target(name: "Bitstream", path: "Sources/Bitstream"),
         // The stream parts of NetStream only: its sockets need swift-system and SwiftNIO and are no parser.
         .target(name: "NetStream", dependencies: ["Bitstream"], path: "Sources/NetStream",
-                exclude: ["SocketError.swift", "TCPEndpoint.swift", "ServerSockets.swift"]),
+                exclude: ["SocketError.swift", "TCPEndpoint.swift", "ServerSockets.swift", "ResolvedAddress.swift"]),
         // The RTSP parts that read a client's bytes: SDP and authentication need swift-extras-base64 and read none.
         .target(name: "RTSP", dependencies: ["Bitstream"], path: "Sources/RTSP",
                 exclude: ["SessionDescription.swift", "RTSPAuthentication.swift"]),

@@ -128,7 +128,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(parsing: .unconditional, help: ArgumentHelp("With --rtsp: the largest RTP packet, header included (default 1400); larger NAL units are fragmented (FU-A, FU).", valueName: "BYTES"))
     var rtspMtu: Int?
 
-    @Option(help: ArgumentHelp("With --rtsp: clients that ask for multicast get RTP on this IPv4 group (224.0.0.0 to 239.255.255.255), one send per packet for all of them; PORT (default 5004) and PORT+1 (RTCP) for the first encoding, PORT+2 for the next; TTL 1 (the local network).", valueName: "GROUP[:PORT]"))
+    @Option(help: ArgumentHelp("With --rtsp: clients that ask for multicast get RTP on this IPv4 group (224.0.0.0 to 239.255.255.255), one send per packet for all of them; PORT (default 5004) and PORT+1 (RTCP) for the first encoding, PORT+2 for the next; TTL 1 (the local network); the picture only.", valueName: "GROUP[:PORT]"))
     var rtspMulticast: String?
 
     @Option(help: ArgumentHelp("With --http or --rtsp: only a client that gives the user name and password in FILE's first line (user:password) may watch (HTTP Basic; RTSP Digest or Basic); needed to serve beyond loopback.", valueName: "FILE"))

@@ -241,6 +241,27 @@ multicast_run() {
 }
 multicast_run & MC=$!; PIDS+=($MC)
 
+# --- 10 000 connections, beside 2: opened and dropped (nothing, half a head, a whole request, a reset) --
+# against a recording of its own; after 3 000 to warm up, camrec's file descriptors (/proc/PID/fd) and
+# RSS before and after the 10 000. The recording ends (SIGINT) once they are counted.
+churn_run() {
+    local port=$1
+    "$CAMREC" --test-pattern --fps 10 --size 320x180 --preset ultrafast --duration 60 "$W/churn.h264" \
+        --rtsp "127.0.0.1:$port" 2>"$W/churn.log" & local cam=$!
+    wait_listen "$port" >/dev/null
+    fds() { ls "/proc/$cam/fd" 2>/dev/null | wc -l; }
+    rss() { awk '/^VmRSS:/ { print $2 }' "/proc/$cam/status"; }
+    $CLIENT churn 127.0.0.1 "$port" 3000 >/dev/null
+    sleep 0.5
+    local fds_before rss_before churned
+    fds_before=$(fds) rss_before=$(rss)
+    churned=$($CLIENT churn 127.0.0.1 "$port" 10000)
+    for _ in $(seq 30); do (($(fds) <= fds_before)) && break; sleep 0.1; done
+    echo "$churned $fds_before $(fds) $rss_before $(rss)" >"$W/churn.out"
+    kill -INT $cam; wait_for $cam 20 >/dev/null; sed -i "s/\$/ $?/" "$W/churn.out"
+}
+next_port; churn_run "$PORT" & CHURN=$!; PIDS+=($CHURN)
+
 # --- 2. a password: Digest (ffmpeg), Basic (the client), a wrong one gets the same 401 as none ---------
 next_port; P=$PORT
 printf 'cam:pass word\n' >"$W/auth"
@@ -294,17 +315,6 @@ rss_start=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
 sleep 8
 rss_end=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
 wait $STALL
-# 10 000 connections opened and dropped (nothing, half a head, a whole request, a reset): after 1 000
-# to warm up, camrec's file descriptors (/proc/PID/fd) and RSS before and after the 10 000.
-fds() { ls "/proc/$CAM/fd" 2>/dev/null | wc -l; }
-$CLIENT churn 127.0.0.1 "$P" 1000 >/dev/null
-sleep 0.5
-fds_before=$(fds) rss_before=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
-churned=$($CLIENT churn 127.0.0.1 "$P" 10000)
-for _ in $(seq 30); do (($(fds) <= fds_before)) && break; sleep 0.1; done
-fds_after=$(fds) rss_after=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
-echo "  $churned connections: $fds_before file descriptors before, $fds_after after; RSS $rss_before kB before, $rss_after kB after"
-# RSS grew 208 KiB over the 10 000 (measured, beside other builds); 1 MiB is 100 bytes a connection.
 wait_for $CAM 30; rc=$?
 took=$((($(date +%s%N) - started) / 1000000))
 dropped=$(summary_dropped "$W/bounds.log" "$W/bounds.h264")
@@ -322,10 +332,17 @@ rss_grew_under() { [[ -n $rss_start && -n $rss_end ]] && ((rss_end - rss_start <
 check "stalled client: camrec's RSS grew under 12 MiB while it read nothing ($(((${rss_end:-0} - ${rss_start:-0}) / 1024)) MiB)" \
     rss_grew_under 12288
 check "stalled client: camrec cut it (it fell behind)" [ "$(cat "$W/stall.out")" = closed ]
+wait $CHURN
+read -r churned fds_before fds_after rss_before rss_after churn_rc <"$W/churn.out"
+echo "  $churned connections: $fds_before file descriptors before, $fds_after after; RSS $rss_before kB before, $rss_after kB after"
 check "10 000 connections opened and dropped: camrec's file descriptors flat ($fds_before before, $fds_after after)" \
-    [ "${churned:-0}" = 10000 -a "${fds_after:-999}" -le "${fds_before:-0}" ]
-check "10 000 connections opened and dropped: camrec's RSS grew under 1 MiB ($((${rss_after:-0} - ${rss_before:-0})) KiB)" \
-    [ -n "$rss_before" -a -n "$rss_after" -a $((${rss_after:-0} - ${rss_before:-0})) -lt 1024 ]
+    [ "${churned:-0}" = 10000 -a "${fds_after:-999}" -le "${fds_before:-0}" -a "${churn_rc:-1}" = 0 ]
+# The first 3 000 grow RSS by 1.5-3.5 MiB (the event loops' and allocator's pools, deeper when the
+# machine is loaded and closes lag); the next 10 000 grew it -308 to 2596 KiB in seven runs (load
+# average 13-14, other engineers' builds beside): 6 MiB, 600 bytes a connection (a leaked channel is
+# more; a leak of 110 bytes a connection, 1096 KiB, is within that noise).
+check "10 000 connections opened and dropped: camrec's RSS grew under 6 MiB ($((${rss_after:-0} - ${rss_before:-0})) KiB)" \
+    [ -n "$rss_before" -a -n "$rss_after" -a $((${rss_after:-0} - ${rss_before:-0})) -lt 6144 ]
 
 # --rtsp-mtu is a usage error (64) out of its range and without --rtsp: never accepted and ignored.
 mtu_refused() {
