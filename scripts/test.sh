@@ -73,7 +73,7 @@ EXPECTED_SUITES=(
   "vaapi-vm            37  1200   300"   # VA-API through vgem's render node in the VM; drops bounded by the kernel's DQBUF log
   "vm-capture         192  2400   380"   # V4L2 against vivid: formats, sizes, fidelity, faults; drops bounded by the kernel's DQBUF log
   "vm-camera-return    33  1200   440"   # a camera unplugged and back, with receivers, a media server and a browser watching
-  "vm-mjpeg            57  1200   150"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
+  "vm-mjpeg            57  1200   420"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
   "vm-microphone       40  1200   300"   # --audio from snd-aloop and snd-dummy; sync against a camera's logged writes
   "vm-unattended       49  1200   210"   # cron, systemd, udev, --wait and a full disk with vivid
   "fuzz                 4   900   230"   # the parsers under libFuzzer, 20 s a target (FUZZ_SECONDS=N for a longer campaign)
@@ -81,12 +81,12 @@ EXPECTED_SUITES=(
   "readme-promises     31   900    70"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
   "network-load        21  1200    60"   # many receivers and floods at once
-  "rtsp                86   600   260"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
+  "rtsp                87   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   230"   # --audio in every container and output, in sync
   "browser             24   600    90"   # the live page in headless Chromium
-  "http               107   600   160"   # the HTTP server: status, metrics, snapshots, events, limits
+  "http               107   600   200"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
   "tsan               68     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
