@@ -104,9 +104,9 @@ for f in udev/71-camrec-autostart.rules systemd/camrec-morning.service systemd/c
 done
 {
     echo "# A one-minute clip every morning (crontab -e as a user in the video group; cron needs % as \\%)."
-    sed -n '/^0 7 \* \* \* /p' README.md | sed 's#/usr/local/bin/camrec#/usr/bin/camrec#'
+    sed -n '/^0 7 \* \* \* /p' docs/UNATTENDED.md | sed 's#/usr/local/bin/camrec#/usr/bin/camrec#'
 } >"$root/usr/share/doc/camrec/examples/crontab"
-grep -q camrec "$root/usr/share/doc/camrec/examples/crontab" || { echo "package.sh: no crontab line in README.md" >&2; exit 70; }
+grep -q camrec "$root/usr/share/doc/camrec/examples/crontab" || { echo "package.sh: no crontab line in docs/UNATTENDED.md" >&2; exit 70; }
 
 packages=$(python3 - <<'EOF'
 import json

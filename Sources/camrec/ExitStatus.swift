@@ -5,7 +5,7 @@ import Outputs
 import Recorder
 
 /// camrec's exit statuses: one per thing a script may want to react to.
-/// The table is printed by `--help` and copied into the README.
+/// The table is printed by `--help` and copied into docs/EXIT-STATUS.md.
 public enum ExitStatus: Int32, Sendable, CaseIterable {
     case success = 0
     /// `inspect`: the file is H.264 but breaks camrec's stream contract.
@@ -52,7 +52,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         }
     }
 
-    /// The table for `--help` and the README.
+    /// The table for `--help` and docs/EXIT-STATUS.md.
     public static var table: String {
         allCases.map { "  \(String($0.rawValue).leftPadded(to: 3, with: " "))  \($0.meaning)" }.joined(separator: "\n")
     }

@@ -235,7 +235,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertLessThan(numbers.last ?? .max, 200, "the clip ends before the lights go on")
     }
 
-    /// The README's rule: at 640x360 the counter's five lowest cells (of 880) are over the 0.5% motion
+    /// docs/EVENTS.md's rule: at 640x360 the counter's five lowest cells (of 880) are over the 0.5% motion
     /// area, so unmasked it keeps one event open from frame 17 (the fifth changes from 16) to the end.
     func testWithoutAMaskTheCounterKeepsOneEventOpenToTheEndAt640x360() throws {
         let (r, numbers, _) = try unmaskedScene(size: "640x360", seconds: 5, preRoll: 0, postRoll: 1)

@@ -1,7 +1,7 @@
 import Foundation
 import XCTest
 
-/// Finishing a file when its place changed under camrec during the recording (README: "Files are written
+/// Finishing a file when its place changed under camrec during the recording (docs/RECORDING.md: "Files are written
 /// under a temporary name…", exit statuses 75 and 76), with the real binary: the directory removed, a
 /// regular file or a FIFO put under the final name. Each test records until the `.partial` visibly holds
 /// frames, makes the trouble, then stops camrec with SIGTERM: no sleeps.

@@ -136,7 +136,7 @@ enum Tools {
                           file: file, line: line)
     }
 
-    /// The frame number of one decoded 8-bit luma picture, written from README's description of
+    /// The frame number of one decoded 8-bit luma picture, written from docs/RECORDING.md's description of
     /// --test-pattern ("top left, 32 bits as black/white 16x16 blocks between two white markers",
     /// most significant bit first, from x=16, y=16, as Tests/tools/pattern-counters.py reads it) and
     /// sharing no code with camrec. Each block is judged by the mean of its inner 8x8 samples: above

@@ -150,7 +150,7 @@ final class MotionDetectorTests: XCTestCase {
         XCTAssertTrue(got[3...9].allSatisfy { score($0) == 3.0 / 880 }, "the fan's 3 cells, seen: \(got[3...9])")
     }
 
-    /// The README's rule: an event stays open while `--motion-area` of the watched picture keeps
+    /// docs/EVENTS.md's rule: an event stays open while `--motion-area` of the watched picture keeps
     /// changing. At 640x360 (880 cells) the default 0.5% is 4.4 cells: 5 cells that change every frame
     /// are motion in every frame, 4 never, 5 masked never; the test scene's counter, unmasked, is motion
     /// from frame 17 on (its lowest five cells, the fifth first changing in frame 16).

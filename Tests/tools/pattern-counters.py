@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Prints the frame number burned into each decoded frame of a camrec --test-pattern recording.
 
-The pattern (README, --test-pattern) draws 32 bits, most significant first, as 16x16 blocks
+The pattern (docs/RECORDING.md, --test-pattern) draws 32 bits, most significant first, as 16x16 blocks
 (white 1, black 0) between two white marker blocks, starting at x=16, y=16. This reads them from
 the luma ffmpeg decodes (every decoded frame once: no frames added or dropped to fill gaps in a
 container's timestamps), sharing no code with camrec. One number per line, in decode order;

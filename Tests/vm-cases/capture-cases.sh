@@ -110,7 +110,7 @@ check "devices says how $DEV is known again after an unplug: by vivid's bus info
 check "devices --device $DEV lists sizes with rates" grep -qE '^ +1280x720 +1, 2, 4, 5, 10, 12.5' "$R/devices-one.txt"
 
 if [[ -z ${SKIP_DEFAULT:-} ]]; then
-# The README's command at a rate the VM keeps up with: camrec's default choice on vivid is NV12
+# docs/CAMERAS.md's first command at a rate the VM keeps up with: camrec's default choice on vivid is NV12
 # 1280x720 (checked below) at 12.5 fps, and one emulated CPU encodes only ~8 fps of 1280x720 even
 # with --preset ultrafast (measured: 100 frames dropped for 200 recorded, exactly the 100 the
 # pictures miss). At 5 fps and ultrafast nothing is dropped on a quiet host, but beside stress-ng

@@ -1,8 +1,8 @@
 #!/bin/bash
 # Tests/vm-cases/unattended-cases.sh — camrec as cron, systemd and udev run it, against vivid inside
 # the test VM (run by Tests/suites/vm-unattended.sh with vivid's defaults: /dev/video0 captures,
-# /dev/video1 is an output node). The crontab line is taken from the README and the service's
-# ExecStart from systemd/camrec@.service, so what the README shows is what runs here.
+# /dev/video1 is an output node). The crontab line is taken from docs/UNATTENDED.md and the service's
+# ExecStart from systemd/camrec@.service, so what the docs show is what runs here.
 # Environment: CAMREC (the binary), CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
 source "$(dirname "$0")/case-lib.sh" unattended
@@ -77,7 +77,7 @@ check "udev autostart: video1 (output) wants no camrec service" sh -c "! grep -q
 check "udev autostart: the unit it names exists (systemd/camrec@.service)" test -f systemd/camrec@.service
 rm -f /run/udev/rules.d/70-camrec.rules /run/udev/rules.d/71-camrec-autostart.rules
 
-echo "== the default source is /dev/video0 (README: camrec without --device)"
+echo "== the default source is /dev/video0 (docs/CAMERAS.md: camrec without --device)"
 device_log_start "$DEV"
 "${NICE[@]}" "$CAMREC" --frames 20 --size 640x480 --fps 10 --preset ultrafast --log-level info "$R/default-source.h264" 2>"$R/default-source.log"
 rc=$?
@@ -88,8 +88,8 @@ check "no --device: records from /dev/video0 (exit $rc, the capture line names i
 decodes_as_summary "no --device" "$R/default-source.h264" "$R/default-source.log" 640
 camrec_own_drops "no --device" "$R/default-source.log" "$R/default-source.dmesg" "$DEV" "$OWN_BOUND"
 
-echo "== the README's crontab line, run as cron runs it, twice overlapping"
-line=$(grep -E '^[0-9*][0-9* ]* /.*camrec --device' README.md | head -1)
+echo "== the crontab line of docs/UNATTENDED.md, run as cron runs it, twice overlapping"
+line=$(grep -E '^[0-9*][0-9* ]* /.*camrec --device' docs/UNATTENDED.md | head -1)
 echo "   crontab: $line"
 # Fields 6… are the command; cron turns \% into % and runs it with /bin/sh, a minimal
 # environment, no terminal, in the home directory. Only the binary, the output root and the
