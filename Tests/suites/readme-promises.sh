@@ -1,10 +1,13 @@
 #!/bin/bash
-# Tests/suites/readme-promises.sh — what README.md promises on this machine and no other suite checks:
-# exit 69 on a device camrec may not open, a SIGKILLed recording's playable .partial, a receiver that
-# takes nothing dropped after 10 s, --profile with libx264 (the SPS's profile_idc), --bitrate and the
-# default rate met over 10 s of video, the terminal status line (in tmux), the timer's schedule
-# (systemd-analyze calendar) and --keep-for. Truths from outside camrec: ffmpeg/ffprobe,
-# Tests/tools/annexb-check.py, the burned-in frame numbers (Tests/tools/pattern-counters.py).
+# Tests/suites/readme-promises.sh — what README.md and the docs/ pages it maps promise on this machine
+# and no other suite checks: exit 69 on a device camrec may not open (docs/EXIT-STATUS.md), a SIGKILLed
+# recording's playable .partial (docs/RECORDING.md), a receiver that takes nothing dropped after 10 s
+# (docs/NETWORK.md), --profile with libx264 (the SPS's profile_idc), --bitrate and the default rate met
+# over 10 s of video, the terminal status line in tmux (docs/RECORDING.md), the timer's schedule
+# (systemd-analyze calendar) and --keep-for (docs/UNATTENDED.md). Two checks read the pages themselves:
+# each of those promises is still written on the page named here, and every relative link in README.md
+# and docs/*.md leads to a file and heading that exist. Truths from outside camrec: ffmpeg/ffprobe,
+# Tests/tools/annexb-check.py, the burned-in frame numbers (Tests/tools/pattern-counters.py), the files.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -40,7 +43,7 @@ echo "readme-promises: camrec $CAMREC, work directory $W"
 field() { grep -o "$2=[^ ]*" "$1" | tail -n 1 | cut -d= -f2; }
 json() { python3 -c "import json, sys; print(json.load(sys.stdin)$1)"; }
 
-# --- exit 69: permission denied on the device ------------------------------------------------------
+# --- exit 69: permission denied on the device (docs/EXIT-STATUS.md) --------------------------------
 # Root bypasses permission checks, so camrec runs as nobody (setpriv) against a V4L2 character device
 # node (major 81) only root may open: open() fails with EACCES before any driver is involved.
 if [[ $(id -u) == 0 ]] && mknod "$W/video0" c 81 0 2>/dev/null; then
@@ -55,7 +58,7 @@ else
     fail "exit 69: needs root and mknod here to make a node only root may open"
 fi
 
-# --- SIGKILL leaves a playable .partial ------------------------------------------------------------
+# --- SIGKILL leaves a playable .partial (docs/RECORDING.md) ----------------------------------------
 # 10 fps keeps the load light enough that the real-time pattern drops nothing on a busy machine.
 "$CAMREC" --test-pattern --size 640x360 --fps 10 --keyframe-interval 10 "$W/killed.h264" 2>"$W/killed.log" & S=$!; PIDS+=($S)
 partial=
@@ -73,7 +76,7 @@ check "SIGKILL: ffmpeg decodes ${n:-0} frames of the ${pics:-?} pictures written
     eval '[ "${n:-0}" -ge 10 ] && [ "${n:-0}" -ge $((pics - 1)) ]'
 check "SIGKILL: they are frames 0..$((${n:-1} - 1)) in order" counters_run "$partial" 0 $((${n:-1} - 1))
 
-# --- a receiver that takes nothing for 10 s is dropped -----------------------------------------------
+# --- a receiver that takes nothing for 10 s is dropped (docs/NETWORK.md) -----------------------------
 P=$((21000 + RANDOM % 8000))
 "$CAMREC" --test-pattern --size 640x360 --fps 10 --bitrate 4M --duration 30 "$W/idle.h264" --listen "127.0.0.1:$P" 2>"$W/idle.log" & S=$!; PIDS+=($S)
 # A client with a small receive buffer that never reads: the stream fills it within a second.
@@ -104,7 +107,7 @@ check "idle receiver: the recording ends cleanly (status $rc)" [ $rc -eq 0 ]
 check "idle receiver: every frame in the file or reported dropped ($(grep -o 'dropped=[0-9]*' "$W/idle.log" | tail -n 1))" \
     counters_account "$W/idle.h264" "$(grep -o 'dropped=[0-9]*' "$W/idle.log" | tail -n 1 | cut -d= -f2)"
 
-# --- --profile with libx264: the SPS says so -----------------------------------------------------------
+# --- --profile with libx264: the SPS says so (docs/RECORDING.md) ---------------------------------------
 for pair in baseline:66 main:77 high:100; do
     profile=${pair%:*} idc=${pair#*:}
     "$CAMREC" --test-pattern --size 640x360 --frames 30 --encoder software --profile "$profile" "$W/p-$profile.h264" 2>"$W/p-$profile.log"
@@ -115,7 +118,7 @@ for pair in baseline:66 main:77 high:100; do
         eval '[ $rc -eq 0 ] && [ "$got" = "$idc" ] && [[ ${ff,,} == *"$profile"* ]]'
 done
 
-# --- --bitrate and the default rate over 10 s ------------------------------------------------------
+# --- --bitrate and the default rate over 10 s (docs/RECORDING.md) ----------------------------------
 # 300 frames (10 s at 30 fps) of the moving pattern at 1280x720; the rate is the file's bytes over
 # its duration (ffprobe's frame count / 30). Measured: 2.4 % and 1.5 % off target; ±10 % leaves room
 # for libx264's ABR settling in the first GOPs. The default is about 0.1 bit per pixel: 1280x720x30x0.1.
@@ -132,7 +135,7 @@ for name in rate-2M rate-default; do
 done
 check "rate runs exit 0 ($ra, $rb)" [ $((ra + rb)) -eq 0 ]
 
-# --- the terminal status line -------------------------------------------------------------------------
+# --- the terminal status line (docs/RECORDING.md) -----------------------------------------------------
 # camrec in a tmux pane (a real terminal): while it records, one line "frames N  F fps  R Mbit/s
 # dropped D  T s" is redrawn in place (every 0.5 s); at the end it is cleared and the summary line
 # printed. Every line seen is kept (the pane is read every 0.1 s until camrec has exited) and its
@@ -154,7 +157,7 @@ status_lines_rise() {
     [[ ${seen[0]:-} =~ $status_re ]] || return 1; local f1=${BASH_REMATCH[1]}
     [[ ${seen[1]:-} =~ $status_re ]] || return 1; [ "${BASH_REMATCH[1]}" -gt "$f1" ]
 }
-check "status line: '${seen[0]:-none}' then '${seen[1]:-none}': the format README shows, frames rising" status_lines_rise
+check "status line: '${seen[0]:-none}' then '${seen[1]:-none}': the format docs/RECORDING.md shows, frames rising" status_lines_rise
 check "status line: cleared at the end, the summary line printed, exit 0" \
     eval 'grep -q "^camrec: finished output=status.h264 frames=150 " <<<"$pane" && grep -q "^EXIT=0" <<<"$pane" && ! grep -q "fps  " <<<"$pane"'
 summary=$(grep '^camrec: finished output=status.h264 ' <<<"$pane")
@@ -191,17 +194,19 @@ $T kill-server 2>/dev/null
 check "off a terminal: no status line, only the summary" \
     eval '[ "$(wc -l <"$W/quiet.err")" = 1 ] && grep -q "^camrec: finished" "$W/quiet.err" && [ ! -s "$W/quiet.out" ]'
 
-# --- the timer's schedule --------------------------------------------------------------------------
-# README: "camrec-morning.timer — 07:00 every day".
+# --- the timer's schedule (docs/UNATTENDED.md) -----------------------------------------------------
+# docs/UNATTENDED.md: "systemctl enable --now camrec-morning.timer   # 07:00 every day"; the time is read there.
+at=$(sed -n 's/.*camrec-morning\.timer *# \([0-9][0-9]:[0-9][0-9]\) every day.*/\1/p' docs/UNATTENDED.md | head -n 1)
 spec=$(sed -n 's/^OnCalendar=//p' systemd/camrec-morning.timer)
 cal=$(systemd-analyze calendar --iterations=3 "$spec" 2>&1)
-check "timer: OnCalendar '$spec' is valid and normalises to every day at 07:00:00" grep -q "Normalized form: \*-\*-\* 07:00:00" <<<"$cal"
-days=$(grep -oE '[0-9]{4}-[0-9]{2}-[0-9]{2} 07:00:00' <<<"$cal" | cut -d' ' -f1)
-check "timer: the next three elapses are 07:00 on three consecutive days ($(tr '\n' ' ' <<<"$days"))" \
+check "timer: OnCalendar '$spec' is valid and normalises to every day at ${at:-?}:00, the time docs/UNATTENDED.md gives" \
+    eval '[ -n "$at" ] && grep -q "Normalized form: \*-\*-\* $at:00" <<<"$cal"'
+days=$(grep -oE "[0-9]{4}-[0-9]{2}-[0-9]{2} ${at:-07:00}:00" <<<"$cal" | cut -d' ' -f1)
+check "timer: the next three elapses are ${at:-?} on three consecutive days ($(tr '\n' ' ' <<<"$days"))" \
     eval '[ "$(wc -l <<<"$days")" = 3 ] && [ "$(date -d "$(sed -n 1p <<<"$days") + 2 days" +%F)" = "$(sed -n 3p <<<"$days")" ]'
 check "timer: Persistent=true (a missed morning runs at the next boot, as the unit says)" grep -q '^Persistent=true' systemd/camrec-morning.timer
 
-# --- --keep-for -------------------------------------------------------------------------------------
+# --- --keep-for (docs/UNATTENDED.md) ----------------------------------------------------------------
 # Files of this pattern older than 7 days go; newer ones, and anything the pattern cannot produce, stay.
 mkdir -p "$W/keep"
 for f in cam-1.h264 cam-2.h264 notes-1.h264; do echo old >"$W/keep/$f"; touch -d '8 days ago' "$W/keep/$f"; done
@@ -212,5 +217,69 @@ check "--keep-for 7d: a 6-day-old file and a name the pattern cannot produce kep
 check "--keep-for 7d: the new recording is there" eval '[ "$(ls "$W/keep" | grep -c "^cam-")" = 2 ]'
 "$CAMREC" --test-pattern --frames 5 --keep-for 7x "$W/keep/x-{n}.h264" 2>"$W/keep2.log"; rc=$?
 check "--keep-for 7x: usage error 64 with the forms it takes" eval '[ $rc -eq 64 ] && grep -q "give a duration such as" "$W/keep2.log"'
+
+# --- the pages themselves ---------------------------------------------------------------------------
+# Each promise above in the words of the page it is on (line breaks and runs of spaces read as one
+# space), so a promise moved or rewritten sends whoever reads this suite to the right page.
+PROMISES=(
+    "docs/EXIT-STATUS.md|| 69 | permission denied on the device (join the video or audio group)"
+    "docs/RECORDING.md|the \`.partial\` file holds everything written until then and plays as it is"
+    "docs/NETWORK.md|a receiver is dropped when one access unit takes it more than 10 s to take"
+    "docs/RECORDING.md|H.264 profile; libx264 speed preset"
+    "docs/RECORDING.md|rate control (default about 0.1 bit per pixel)"
+    "docs/RECORDING.md|On a terminal camrec shows one status line (frames, fps, bitrate, drops)"
+    "docs/UNATTENDED.md|camrec-morning.timer # 07:00 every day"
+    "docs/UNATTENDED.md|\`--keep-for 7d\` deletes older ones"
+)
+missing=()
+for promise in "${PROMISES[@]}"; do
+    page=${promise%%|*} words=${promise#*|}
+    tr '\n' ' ' <"$page" 2>/dev/null | tr -s ' ' | grep -qF -- "$words" || missing+=("$page: $words")
+done
+check "docs: the ${#PROMISES[@]} promises checked here are written on the pages named beside them${missing:+ (missing: ${missing[*]})}" \
+    [ ${#missing[@]} -eq 0 ]
+# Every relative link and image in README.md and docs/*.md (outside code) leads to a file that exists,
+# and each #anchor to a heading of that file, slugged as GitHub slugs headings (lower case, punctuation
+# dropped, spaces to hyphens, -1, -2 … for repeats).
+links=$(python3 - README.md docs/*.md <<'PY'
+import os, re, sys
+def slugs(path):
+    seen, out, code = {}, set(), False
+    for line in open(path, encoding="utf-8"):
+        if line.startswith("```"):
+            code = not code
+        m = None if code else re.match(r"^#{1,6} +(.*?) *#*$", line.rstrip("\n"))
+        if m:
+            s = re.sub(r"[^\w\- ]", "", m.group(1).strip().lower()).replace(" ", "-")
+            n = seen.get(s, 0); seen[s] = n + 1
+            out.add(s if n == 0 else f"{s}-{n}")
+    return out
+count, bad = 0, []
+for page in sys.argv[1:]:
+    code = False
+    for number, line in enumerate(open(page, encoding="utf-8"), 1):
+        if line.startswith("```"):
+            code = not code
+        if code:
+            continue
+        for target in re.findall(r"\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)", re.sub(r"`[^`]*`", "", line)):
+            if re.match(r"^[a-z][a-z0-9+.-]*:", target):
+                continue
+            count += 1
+            path, _, anchor = target.partition("#")
+            dest = os.path.normpath(os.path.join(os.path.dirname(page), path)) if path else page
+            if not os.path.isfile(dest):
+                bad.append(f"{page}:{number}: {target} (no file {dest})")
+            elif anchor and dest.endswith(".md") and anchor not in slugs(dest):
+                bad.append(f"{page}:{number}: {target} (no heading #{anchor} in {dest})")
+print(count)
+for b in bad:
+    print(b)
+PY
+)
+nlinks=$(head -n 1 <<<"$links"); badlinks=$(sed 1d <<<"$links")
+[[ -n $badlinks ]] && echo "$badlinks"
+check "docs: all ${nlinks:-?} relative links in README.md and docs/*.md lead to a file that exists, and each #anchor to its heading" \
+    eval '[ "${nlinks:-0}" -gt 0 ] && [ -z "$badlinks" ]'
 
 finish
