@@ -78,7 +78,7 @@ EXPECTED_SUITES=(
   "vm-unattended       49  1200   210"   # cron, systemd, udev, --wait and a full disk with vivid
   "fuzz                 4   900   230"   # the parsers under libFuzzer, 20 s a target (FUZZ_SECONDS=N for a longer campaign)
   "hostile-input       26   900    60"   # files and peers built to break the readers
-  "readme-promises     33   900    70"   # the README's command lines, run as written
+  "readme-promises     33   900    90"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
   "network-load        21  1200    60"   # many receivers and floods at once
   "rtsp                87   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds

@@ -386,11 +386,7 @@ final class RTSPSession: @unchecked Sendable {
             return
         case .udp:
             guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
-            if let report {
-                var buffer = rtcp.allocator.buffer(capacity: report.count)
-                buffer.writeBytes(report)
-                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: clientRTCP, data: buffer), promise: nil)
-            }
+            if let report { Self.send(report, over: rtcp, to: clientRTCP) }
             var buffer = rtp.allocator.buffer(capacity: payloadBytes + fragments.count * (RTPPacketizer.headerBytes + 4))
             var last: EventLoopFuture<Void>?
             var next = sequence
@@ -408,6 +404,13 @@ final class RTSPSession: @unchecked Sendable {
             // The kernel takes a datagram or drops it: this waits for nothing but the loop.
             try await last?.get()
         }
+    }
+
+    /// A sender report in a datagram of its own to the client's RTCP port.
+    private static func send(_ report: [UInt8], over rtcp: Channel, to client: SocketAddress) {
+        var buffer = rtcp.allocator.buffer(capacity: report.count)
+        buffer.writeBytes(report)
+        rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: client, data: buffer), promise: nil)
     }
 
     /// A picture's packets on `leg` (made once for all sessions), its sender report (if due) ahead of them:
@@ -432,11 +435,7 @@ final class RTSPSession: @unchecked Sendable {
             return
         case .udp:
             guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
-            if let report {
-                var buffer = rtcp.allocator.buffer(capacity: report.count)
-                buffer.writeBytes(report)
-                rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: clientRTCP, data: buffer), promise: nil)
-            }
+            if let report { Self.send(report, over: rtcp, to: clientRTCP) }
             let stamped = packets.stamped(channel: 0, firstSequence: sequence, ssrc: leg.ssrc)
             sequence &+= UInt16(truncatingIfNeeded: packets.count)
             guard packets.count > 0 else { return }
