@@ -131,8 +131,10 @@ rm -rf "$shlibs"
 # Sources/CALSA/LazyALSA.c), so dpkg-shlibdeps cannot see them:
 # the packages that hold those files, at least at the upstream version built against.
 for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound)\.so\.[0-9]+' | sort -u); do
-  file=$(ldconfig -p | awk -v n="$soname" '$1 == n { print $NF; exit }')
-  owner=$( [[ -n $file ]] && dpkg -S "$(readlink -f "$file")" 2>/dev/null | head -n 1 | cut -d: -f1)
+  # awk reads to the end: leaving early would end ldconfig with SIGPIPE, which pipefail and set -e turn
+  # into package.sh's exit status 141 (seen once on a machine with the test packages installed).
+  file=$(ldconfig -p | awk -v n="$soname" '$1 == n && !found { print $NF; found = 1 }')
+  owner=$( [[ -n $file ]] && dpkg -S "$(readlink -f "$file")" 2>/dev/null | awk -F: 'NR == 1 { print $1 }')
   [[ -n $owner ]] || { echo "package.sh: no Debian package holds $soname, which camrec opens" >&2; exit 70; }
   lib_version=$(dpkg-query -W -f='${Version}' "$owner" | sed -E 's/^([0-9]+:)?([0-9]+\.[0-9]+).*/\1\2/')
   depends+=", $owner (>= $lib_version)"
