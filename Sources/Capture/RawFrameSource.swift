@@ -48,29 +48,9 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
         framesPerSecond = fps
         frameInterval = UInt64(1_000_000_000 / fps)
         frameBytes = format.packedFrameSize(width: size.width, height: size.height)
-        if path == "-" {
-            descriptor = .standardInput
-            ownsDescriptor = false
-        } else {
-            do {
-                descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
-            } catch let error as Errno {
-                switch error {
-                case .noSuchFileOrDirectory:
-                    throw CaptureError(.sourceMissing, "input file \(path) does not exist; check the path given to --input")
-                case .permissionDenied:
-                    throw CaptureError(.permissionDenied, "cannot read input file \(path): permission denied")
-                default:
-                    throw CaptureError(.sourceMissing, "cannot open input file \(path): \(error)")
-                }
-            }
-            ownsDescriptor = true
-            var st = stat()
-            if fstat(descriptor.rawValue, &st) == 0, (st.st_mode & S_IFMT) == S_IFDIR {
-                try? descriptor.close()
-                throw CaptureError(.invalidInput, "input \(path) is a directory, not a raw-frame file")
-            }
-        }
+        let input = try InputFile(path: path, kind: "a raw-frame file")
+        descriptor = input.descriptor
+        ownsDescriptor = input.ownsDescriptor
         let packedRowBytes = (size.width + 1) / 2 * 4
         stripBytes = format.isEncoderNative ? nil : packedRowBytes * min(Self.stripRows, size.height)
         staging = .allocate(byteCount: stripBytes ?? frameBytes, alignment: 64)

@@ -41,24 +41,9 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
     public init(path: String, size: FrameSize?, fps: Double) throws {
         self.path = path
         framesPerSecond = fps
-        if path == "-" {
-            descriptor = .standardInput
-            ownsDescriptor = false
-        } else {
-            do {
-                descriptor = try FileDescriptor.open(FilePath(path), .readOnly, options: [.closeOnExec], retryOnInterrupt: true)
-            } catch let error as Errno {
-                switch error {
-                case .noSuchFileOrDirectory:
-                    throw CaptureError(.sourceMissing, "input file \(path) does not exist; check the path given to --input")
-                case .permissionDenied:
-                    throw CaptureError(.permissionDenied, "cannot read input file \(path): permission denied")
-                default:
-                    throw CaptureError(.sourceMissing, "cannot open input file \(path): \(error)")
-                }
-            }
-            ownsDescriptor = true
-        }
+        let input = try InputFile(path: path, kind: "a file of JPEGs")
+        descriptor = input.descriptor
+        ownsDescriptor = input.ownsDescriptor
         buffer = .allocate(byteCount: 1 << 20, alignment: 64)
         // The first JPEG says the size.
         let first: Range<Int>?
@@ -112,7 +97,7 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
         while true {
             if state.withLock({ $0.stopped }) { return finish(.finished) }
             guard let range = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd,
-                                                descriptor: descriptor, path: path) else {
+                                                descriptor: descriptor, path: path, damaged: countDamaged) else {
                 return finish(.finished)
             }
             // A file source waits for the encoder rather than dropping: nothing is lost.
@@ -140,25 +125,55 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
         }
     }
 
+    /// Bytes that looked like the start of a JPEG and were not one: a picture lost, counted.
+    private func countDamaged() {
+        state.withLock {
+            $0.statistics.dropped += 1
+            $0.statistics.errored += 1
+        }
+    }
+
     private func finish(_ reason: SourceEnd) -> PixelBuffer? {
         state.withLock { if $0.end == nil { $0.end = reason } }
         return nil
     }
 
     /// The next JPEG's bytes within `buffer` (valid until the next call), nil at the end of the input.
-    /// Bytes before a start-of-image marker are skipped; a JPEG cut short by the end of the input is dropped.
+    /// Bytes before a start-of-image marker are skipped; a JPEG cut short by the end of the input, or
+    /// damaged, is dropped and counted (`damaged`).
     static func nextJPEG(in buffer: inout UnsafeMutableRawBufferPointer, start: inout Int, pending: inout Int, atEnd: inout Bool,
-                         descriptor: FileDescriptor, path: String) throws -> Range<Int>? {
-        var offset = 0
+                         descriptor: FileDescriptor, path: String, damaged: (() -> Void)? = nil) throws -> Range<Int>? {
         while true {
-            if let length = jpegLength(UnsafeRawBufferPointer(rebasing: buffer[start..<(start + pending)]), skipped: &offset) {
+            switch scan(UnsafeRawBufferPointer(rebasing: buffer[start..<(start + pending)])) {
+            case .jpeg(let offset, let length):
                 let range = (start + offset)..<(start + offset + length)
                 start += offset + length
                 pending -= offset + length
                 return range
+            case .damaged(let offset):
+                // Not a JPEG after all (a false start-of-image in damaged data, or one that never ends
+                // within `maximumJPEGBytes`): look for the next one past its marker.
+                start += offset + 2
+                pending -= offset + 2
+                damaged?()
+                continue
+            case .needMore(let offset):
+                // What comes before a start-of-image is no picture's: let it go, so garbage never piles up.
+                start += offset
+                pending -= offset
+                if pending >= maximumJPEGBytes {
+                    start += 2
+                    pending -= 2
+                    damaged?()
+                    continue
+                }
             }
-            if atEnd { return nil }
-            // More bytes: move what is pending to the front, grow if full, read.
+            if atEnd {
+                // A start-of-image is left: the input ended inside a JPEG, a picture lost.
+                if pending >= 2 { damaged?() }
+                return nil
+            }
+            // More bytes: move what is pending to the front, grow if full (up to the bound), read.
             if start > 0 {
                 if pending > 0 { buffer.baseAddress!.copyMemory(from: buffer.baseAddress! + start, byteCount: pending) }
                 start = 0
@@ -177,37 +192,50 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
             }
             if n == 0 { atEnd = true }
             pending += n
-            offset = 0
         }
     }
 
-    /// The length of the whole JPEG at the first SOI in `bytes` (its offset in `skipped`), nil if the
-    /// bytes end before its EOI.
-    static func jpegLength(_ bytes: UnsafeRawBufferPointer, skipped: inout Int) -> Int? {
+    /// The most one JPEG may take (an 8K picture at high quality is about 20 MB): the read buffer's bound.
+    static let maximumJPEGBytes = 64 << 20
+
+    enum Scan: Equatable {
+        /// A whole JPEG `length` bytes long at `offset`.
+        case jpeg(offset: Int, length: Int)
+        /// A start-of-image at `offset` (or none: `offset` is where one could still begin) whose end is
+        /// not in the bytes yet.
+        case needMore(offset: Int)
+        /// A start-of-image at `offset` followed by what no JPEG holds.
+        case damaged(offset: Int)
+    }
+
+    /// Where the first JPEG in `bytes` is, whole, cut short or damaged.
+    static func scan(_ bytes: UnsafeRawBufferPointer) -> Scan {
         var i = 0
         while i + 1 < bytes.count, !(bytes[i] == 0xFF && bytes[i + 1] == 0xD8) { i += 1 }
-        skipped = i
+        guard i + 1 < bytes.count else { return .needMore(offset: i) }
         var p = i + 2
         // Segments with lengths, up to and including SOS.
         while true {
             while p < bytes.count && bytes[p] == 0xFF && p + 1 < bytes.count && bytes[p + 1] == 0xFF { p += 1 }
-            guard p + 3 < bytes.count else { return nil }
-            guard bytes[p] == 0xFF else { return nil }
+            guard p + 3 < bytes.count else { return .needMore(offset: i) }
+            guard bytes[p] == 0xFF else { return .damaged(offset: i) }
             let marker = bytes[p + 1]
-            if marker == 0xD9 { return p + 2 - i }
+            if marker == 0xD9 { return .jpeg(offset: i, length: p + 2 - i) }
             if (0xD0...0xD7).contains(marker) || marker == 0x01 { p += 2; continue }
             let length = Int(bytes[p + 2]) << 8 | Int(bytes[p + 3])
+            guard length >= 2 else { return .damaged(offset: i) }
             p += 2 + length
             if marker == 0xDA { break }
         }
         // Entropy-coded data: runs to the first marker that is neither a stuffed byte nor a restart.
         while true {
             while p + 1 < bytes.count, !(bytes[p] == 0xFF && bytes[p + 1] != 0x00 && !(0xD0...0xD7).contains(bytes[p + 1])) { p += 1 }
-            guard p + 1 < bytes.count else { return nil }
-            if bytes[p + 1] == 0xD9 { return p + 2 - i }
+            guard p + 1 < bytes.count else { return .needMore(offset: i) }
+            if bytes[p + 1] == 0xD9 { return .jpeg(offset: i, length: p + 2 - i) }
             // Another scan (progressive JPEG) or a table between scans: walk its segment, then its data.
-            guard p + 3 < bytes.count else { return nil }
+            guard p + 3 < bytes.count else { return .needMore(offset: i) }
             let length = Int(bytes[p + 2]) << 8 | Int(bytes[p + 3])
+            guard length >= 2 else { return .damaged(offset: i) }
             p += 2 + length
         }
     }
