@@ -88,7 +88,7 @@ EXPECTED_SUITES=(
   "browser             24   600    90"   # the live page in headless Chromium
   "http               107   600   200"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
-  "tsan               69     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
+  "tsan               70     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
 )
 QUICK_ONLY=" quick-recordings "

@@ -47,11 +47,14 @@ ffmpeg_client() {
     local muxer=h264; [[ $2 == h265 ]] && muxer=hevc
     timeout 30 ffmpeg -v error -rtsp_transport "$3" -i "rtsp://127.0.0.1:$P/$2" -c copy -t "$4" -f $muxer -y "$W/$1.$2" 2>"$W/$1-$2.err"
 }
+# gst-launch is stopped with one SIGINT (-e: it sends EOS and finishes its file). `timeout --foreground`, because
+# plain timeout signals the child and then its whole process group: a second SIGINT that lands after
+# gst-launch's handler is gone kills it before its EOS (CI, 2026-11-27: rc 130, "Interrupt: Stopping pipeline").
 gst_client() {
     local depay=rtph264depay parse=h264parse caps=video/x-h264 protocols=()
     [[ $2 == h265 ]] && depay=rtph265depay parse=h265parse caps=video/x-h265
     [[ $3 == tcp ]] && protocols=(protocols=tcp)
-    timeout -s INT "$4" gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$P/$2" latency=200 "${protocols[@]}" \
+    timeout --foreground -s INT "$4" gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$P/$2" latency=200 "${protocols[@]}" \
         ! $depay ! $parse ! "$caps,stream-format=byte-stream,alignment=au" ! filesink location="$W/$1.$2" >"$W/$1-$2.err" 2>&1
     return 0
 }
@@ -87,7 +90,7 @@ for t in tcp udp; do
     long_client long-ff-$t timeout $((LONG_SECONDS + 30)) ffmpeg -v warning -rtsp_transport $t -i "rtsp://127.0.0.1:$PL/h264" \
         -c copy -t $LONG_SECONDS -f h264 -y "$W/long-ff-$t.h264" 2>"$W/long-ff-$t.log"
 done
-long_client long-gst timeout -s INT --preserve-status $LONG_SECONDS gst-launch-1.0 -e rtspsrc location="rtsp://127.0.0.1:$PL/h264" \
+long_client long-gst timeout --foreground -s INT --preserve-status $LONG_SECONDS gst-launch-1.0 -e rtspsrc location="rtsp://127.0.0.1:$PL/h264" \
     latency=200 ! rtph264depay ! h264parse ! "video/x-h264,stream-format=byte-stream,alignment=au" ! filesink location="$W/long-gst.h264" \
     >"$W/long-gst.log" 2>&1
 wait $BUILD || { echo "rtsp: Tests/tools/live555-client.cpp does not build"; FAIL=1; finish; }
@@ -232,7 +235,7 @@ multicast_run() {
     sleep 1
     local url=rtsp://127.0.0.1:8554/h264
     in_ns timeout 30 ffmpeg -v error -rtsp_transport udp_multicast -i $url -c copy -t 5 -f h264 -y "$W/mc-ff.h264" 2>"$W/mc-ff.err" & local ff=$!
-    in_ns timeout -s INT 7 gst-launch-1.0 -e -q rtspsrc location=$url latency=200 protocols=udp-mcast do-rtcp=false ! rtph264depay ! h264parse \
+    in_ns timeout --foreground -s INT 7 gst-launch-1.0 -e -q rtspsrc location=$url latency=200 protocols=udp-mcast do-rtcp=false ! rtph264depay ! h264parse \
         ! video/x-h264,stream-format=byte-stream,alignment=au ! filesink location="$W/mc-gst.h264" >"$W/mc-gst.err" 2>&1 & local gst=$!
     in_ns $CLIENT multicast $url 5 >"$W/mc-listen.out" 2>&1
     wait $ff $gst
@@ -425,7 +428,7 @@ sound_ff() {   # PORT NAME TRANSPORT
 }
 sound_gst() {  # PORT NAME PROTOCOLS
     local protocols=(); [[ $3 == tcp ]] && protocols=(protocols=tcp)
-    timeout -s INT 6 gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$1/" latency=200 "${protocols[@]}" name=src \
+    timeout --foreground -s INT 6 gst-launch-1.0 -e -q rtspsrc location="rtsp://127.0.0.1:$1/" latency=200 "${protocols[@]}" name=src \
         src. ! application/x-rtp,media=video ! rtph264depay ! h264parse ! matroskamux name=mux ! filesink location="$W/$2.mkv" \
         src. ! application/x-rtp,media=audio ! decodebin ! audioconvert ! audio/x-raw,format=S16LE ! queue ! mux. >"$W/$2.err" 2>&1
     return 0
@@ -546,8 +549,11 @@ client_says_kept() {
 }
 # rtspsrc's own progress messages: one PLAY sent (a reconnect sends another), EOS after the interrupt.
 gst_kept() {
-    grep -q "Got EOS from element" "$W/$1.log" && [[ $(grep -c "Sent PLAY request" "$W/$1.log") == 1 ]] \
-        && ! grep -qiE 'warning|error|retry|reconnect' "$W/$1.log" || { echo "  $1:"; grep -vE 'Redistribute|Progress' "$W/$1.log" | head -8; return 1; }
+    local log="$W/$1.log" why=
+    grep -q "Got EOS from element" "$log" || why="no EOS (exit status $(cat "$W/$1.rc" 2>/dev/null))"
+    [[ $(grep -c "Sent PLAY request" "$log") == 1 ]] || why+="${why:+; }$(grep -c "Sent PLAY request" "$log") PLAY requests"
+    ! grep -qiE 'warning|error|retry|reconnect' "$log" || why+="${why:+; }$(grep -iE -m1 'warning|error|retry|reconnect' "$log")"
+    [[ -z $why ]] || { echo "  $1: $why; its log ends:"; grep -v Redistribute "$log" | tail -8 | sed 's/^/    /'; return 1; }
 }
 # live555 as VLC's module: GET_PARAMETER every 58 s (3 in 180 s), each answered 200; no BYE; one connection.
 live555_kept() { client_says_kept "$1" && grep -q "keep-alives: 200 200 200;.* BYE: no; connection: kept" "$W/$1.log" || { cat "$W/$1.log"; return 1; }; }
