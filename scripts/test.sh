@@ -484,6 +484,14 @@ if ((!QUICK)) && [[ -n ${CAMREC_TSAN_LOG:-} ]]; then
 elif ((!QUICK)) && [[ -n ${CI:-} && -z ${ONLY:-} ]]; then
   problem "CI runs the XCTests under ThreadSanitizer before this script (.ci/run) and names their log in CAMREC_TSAN_LOG"
 fi
+# Without that log, the number of classes it takes from this build's bundle is still checked against the
+# list, so a test class added without its count fails here and not first in CI.
+bundle="$(dirname "$CAMREC_BUILT")/camrecPackageTests.xctest"
+if ((!QUICK)) && [[ -z ${CAMREC_TSAN_LOG:-} && -x $bundle ]] && [[ -z ${ONLY:-} || " ${ONLY//,/ } " == *" swift-tests "* ]]; then
+  read -r tsan_listed _ <<<"$(listed tsan)"
+  tsan_classes=$(bash scripts/tsan.sh --list "$bundle" | wc -l)
+  ((tsan_classes == tsan_listed)) || problem "scripts/tsan.sh would run $tsan_classes classes, $tsan_listed listed for tsan in EXPECTED_SUITES"
+fi
 
 if ((!QUICK)); then
   for entry in "${EXPECTED_SUITES[@]}"; do

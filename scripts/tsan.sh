@@ -22,6 +22,8 @@
 #
 # usage: scripts/tsan.sh              build, then every class
 #        scripts/tsan.sh CLASS...     build, then these classes only (Module.Class or Class)
+#        scripts/tsan.sh --list BUNDLE   no build: the classes a full run would take from BUNDLE (test.sh
+#                                        checks their number against EXPECTED_SUITES on every run)
 set -uo pipefail
 cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
@@ -34,6 +36,15 @@ LEFT_OUT=(CamrecTests.CommandLineErrorTests CamrecTests.EncoderStallTests Camrec
           CamrecTests.InspectHEVCEndToEndTests CamrecTests.LibraryLoadingTests CamrecTests.ReceiveCutStreamTests
           CamrecTests.RecordingEndToEndTests CamrecTests.SignalEndToEndTests CamrecTests.TriggerCommandTests
           CamrecTests.UnattendedRecordingTests EncoderTests.VAAPIH264EncoderTests)
+
+# every_class BUNDLE: the classes of MODULES in BUNDLE, but those LEFT_OUT.
+every_class() {
+    "$1" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | sort -u |
+        while read -r c; do
+            [[ " ${MODULES[*]} " == *" ${c%%.*} "* && " ${LEFT_OUT[*]} " != *" $c "* ]] && echo "$c"
+        done
+}
+if [[ ${1:-} == --list ]]; then every_class "$2"; exit; fi
 
 t0=$(date +%s)
 echo "== build: swift build --build-tests --sanitize=thread --scratch-path .build-tsan (debug)"
@@ -51,10 +62,7 @@ export TSAN_OPTIONS="halt_on_error=0 second_deadlock_stack=1 report_signal_unsaf
 if (($# > 0)); then
     classes=$(for c in "$@"; do [[ $c == *.* ]] && echo "$c" || "$bundle" --list-tests | sed -n "s|^\([A-Za-z0-9_]*\.$c\)/.*|\1|p"; done | sort -u)
 else
-    classes=$("$bundle" --list-tests | sed -n 's|^\([A-Za-z0-9_]*\.[A-Za-z0-9_]*\)/.*|\1|p' | sort -u |
-        while read -r c; do
-            [[ " ${MODULES[*]} " == *" ${c%%.*} "* && " ${LEFT_OUT[*]} " != *" $c "* ]] && echo "$c"
-        done)
+    classes=$(every_class "$bundle")
 fi
 [[ -n $classes ]] || { echo "tsan.sh: $bundle lists none of these classes"; echo "0 passed, 1 failed"; exit 1; }
 
