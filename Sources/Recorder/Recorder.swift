@@ -74,6 +74,10 @@ public final class Recorder: @unchecked Sendable {
     /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
     /// finished up to there, so both tracks end together.
     public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
+    /// Called on the capture thread when a live source dropped frames because no pool buffer was free,
+    /// that is the encoder is behind the camera, with how many so far: when it first happens, then at
+    /// most once every `EncoderBehindNotice.interval` while it goes on. Set before `run`.
+    public var onEncoderBehind: (@Sendable (_ droppedSoFar: UInt64) -> Void)?
     /// One encoding, or one per codec; the first is the one `progress` and the result count.
     let branches: [EncodingBranch]
     private let keyframeInterval: Int
@@ -278,6 +282,7 @@ public final class Recorder: @unchecked Sendable {
         var continuity = SourceContinuity()
         var anchorPending = true
         var framesToLog = 0
+        var behind = EncoderBehindNotice()
         while true {
             if let max = limits.frames, delivered >= max { break }
             let buffer: PixelBuffer?
@@ -295,6 +300,10 @@ public final class Recorder: @unchecked Sendable {
                 continue
             }
             continuity.carryOn(buffer)
+            if let onEncoderBehind, case let dropped = sourceStatistics.poolEmpty,
+               behind.isDue(poolEmpty: dropped, now: MonotonicClock.now()) {
+                onEncoderBehind(dropped)
+            }
             if anchorPending {
                 anchorPending = false
                 timeline.anchor(capture: buffer.captureTimeNanoseconds, presentation: buffer.presentationTimeNanoseconds)
@@ -440,5 +449,21 @@ public final class Recorder: @unchecked Sendable {
         case let e as RecordingFailure: return e
         default: return .encoder(EncoderError(.failed, "\(error)"))
         }
+    }
+}
+
+/// When to say that frames are being dropped because the encoder is behind a live source: at the first
+/// such drop, then at most once an interval while more follow (a log line per frame would flood it).
+struct EncoderBehindNotice {
+    static let interval: UInt64 = 10_000_000_000
+    private var reported: UInt64 = 0
+    private var lastNanoseconds: UInt64?
+
+    mutating func isDue(poolEmpty: UInt64, now: UInt64) -> Bool {
+        guard poolEmpty > reported else { return false }
+        if let last = lastNanoseconds, now &- last < Self.interval { return false }
+        reported = poolEmpty
+        lastNanoseconds = now
+        return true
     }
 }

@@ -252,6 +252,10 @@ struct RecordCommand: AsyncParsableCommand {
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         let eventClips = plan.events
         prepareEvents(plan.events, clearStatus: clearStatus)
+        // Frames dropped for want of encoder time are said as they happen, not only counted in `dropped=`.
+        let behind = EncoderBehindWarning(encoder: videoEncoder.name, oneX264Thread: videoEncoder is X264Encoder && threads == 1 && slices == 1,
+                                          threads: threads, preset: videoEncoder is VAAPIEncoder ? nil : preset, size: source.frameSize, framesPerSecond: source.framesPerSecond)
+        recorder.onEncoderBehind = { dropped in printLine(clearStatus + behind.line(droppedSoFar: dropped)) }
         // The live page shows each event's first picture.
         let thumbnails = http != nil && eventClips != nil ? EventThumbnails(hevc: defaultCodec == .hevc) : nil
         if let thumbnails {

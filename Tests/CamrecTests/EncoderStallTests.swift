@@ -1,3 +1,4 @@
+@testable import camrec
 import Capture
 import Encoder
 import Foundation
@@ -6,6 +7,7 @@ import Hub
 import Logging
 import Outputs
 import Recorder
+import Synchronization
 import XCTest
 
 /// Real libx264, held up before its first frame for a set time: what a cold start on a slow
@@ -49,12 +51,14 @@ private final class HeldUpEncoder: VideoEncoder {
 }
 
 /// A live source keeps every frame through an encoder stall of up to two seconds (the pool's
-/// headroom), and drops and counts frames beyond it. Truth: the burned-in counters ffmpeg decodes.
+/// headroom), and drops and counts frames beyond it, saying so while it records (the warning camrec
+/// prints). Truth: the burned-in counters ffmpeg decodes.
 final class EncoderStallTests: ScratchDirectoryTestCase {
     private let size = FrameSize(width: 640, height: 360)
     private let fps = 10.0
 
-    private func record(holdingUpFor seconds: Double, frames: Int) throws -> (result: RecordingResult, counters: [UInt64?]) {
+    private func record(holdingUpFor seconds: Double, frames: Int) throws
+        -> (result: RecordingResult, counters: [UInt64?], warnings: [UInt64]) {
         let settings = EncoderSettings(size: size, framesPerSecond: fps, keyframeInterval: 10, preset: "ultrafast")
         let encoder = HeldUpEncoder(try EncoderSelection.software(settings), holdSeconds: seconds)
         let path = "\(dir)/held-up.h264"
@@ -62,21 +66,24 @@ final class EncoderStallTests: ScratchDirectoryTestCase {
         let outputs = OutputSet([(QueuedOutput(sink: FileSink(path: path, overwrite: true)), hub)])
         let recorder = Recorder(source: TestPatternSource(size: size, fps: fps), encoder: encoder, hub: hub,
                                 keyframeInterval: 10, limits: .init(frames: frames), logger: Logger(label: "test"))
+        let warnings = Mutex([UInt64]())
+        recorder.onEncoderBehind = { dropped in warnings.withLock { $0.append(dropped) } }
         try outputs.open { error in recorder.stop(failing: .output(error)) }
         var result = recorder.run()
         result.settle(outputs: outputs.finish())
         XCTAssertNil(result.failure)
-        return (result, try Tools.patternCounters(path))
+        return (result, try Tools.patternCounters(path), warnings.withLock { $0 })
     }
 
-    func testAnEncoderHeldUpOneAndAHalfSecondsAtTheStartLosesNoFrame() throws {
-        let (result, counters) = try record(holdingUpFor: 1.5, frames: 40)
+    func testAnEncoderHeldUpOneAndAHalfSecondsAtTheStartLosesNoFrameAndWarnsOfNone() throws {
+        let (result, counters, warnings) = try record(holdingUpFor: 1.5, frames: 40)
         XCTAssertEqual(result.source.dropped, 0)
         XCTAssertEqual(counters, (0..<40).map { UInt64($0) }, "every frame the camera made, in order")
+        XCTAssertEqual(warnings, [], "no frame lost, no warning")
     }
 
-    func testAnEncoderHeldUpFourSecondsDropsOnlyWhatItReportsAndNoMoreThanTheStallMade() throws {
-        let (result, counters) = try record(holdingUpFor: 4, frames: 60)
+    func testAnEncoderHeldUpFourSecondsDropsOnlyWhatItReportsAndNoMoreThanTheStallMadeAndWarnsAsItDrops() throws {
+        let (result, counters, warnings) = try record(holdingUpFor: 4, frames: 60)
         let numbers = counters.compactMap { $0 }
         XCTAssertEqual(numbers.count, 60, "every picture carries its number")
         let missing = zip(numbers, numbers.dropFirst()).reduce(UInt64(0)) { $0 + ($1.1 - $1.0 - 1) }
@@ -89,5 +96,29 @@ final class EncoderStallTests: ScratchDirectoryTestCase {
         XCTAssertGreaterThanOrEqual(result.source.dropped, 18, "19 dropped: 40 made in the stall, 21 spare buffers (dropped \(result.source.dropped))")
         XCTAssertLessThanOrEqual(result.source.dropped, 22, "19 dropped: 40 made in the stall, 21 spare buffers (dropped \(result.source.dropped))")
         XCTAssertEqual(missing, result.source.dropped, "the pictures miss exactly the frames reported dropped")
+        // The warning comes while frames are being lost, with a count the pictures bear out: at least one
+        // missing, never more than they miss in all (the recording goes on dropping after it).
+        XCTAssertFalse(warnings.isEmpty, "frames were lost for want of encoder time: camrec must say so as it happens")
+        XCTAssertGreaterThanOrEqual(warnings.first ?? 0, 1, "the first warning counts the first frame lost")
+        XCTAssertLessThanOrEqual(warnings.last ?? 0, missing, "a warning never counts more than the pictures miss (\(warnings))")
+    }
+
+    /// The line itself: `--threads 2` is advised only where it adds a thread (libx264 on one thread with one
+    /// slice); elsewhere what does: a faster preset, a smaller size, a lower rate.
+    func testTheWarningAdvisesASecondThreadOnlyForLibx264OnOneThread() {
+        let size = FrameSize(width: 3840, height: 2160)
+        let one = EncoderBehindWarning(encoder: "libx264 (software)", oneX264Thread: true, threads: 1, preset: "veryfast",
+                                       size: size, framesPerSecond: 30)
+        XCTAssertEqual(one.line(droppedSoFar: 12), "camrec: warning: the encoder is not keeping up with the camera: 12 frames dropped so far "
+            + "(libx264 (software), 1 thread, preset veryfast, 3840x2160 at 30 fps); --threads 2 (a frame of delay more), a faster --preset "
+            + "or a smaller --size would keep up")
+        var two = one
+        two.oneX264Thread = false
+        two.threads = 2
+        XCTAssertFalse(two.line(droppedSoFar: 1).contains("--threads"), two.line(droppedSoFar: 1))
+        XCTAssertTrue(two.line(droppedSoFar: 1).contains(": 1 frame dropped so far (libx264 (software), 2 threads,"), two.line(droppedSoFar: 1))
+        let gpu = EncoderBehindWarning(encoder: "h264_vaapi", oneX264Thread: false, threads: 1, preset: nil, size: size, framesPerSecond: 29.97)
+        XCTAssertEqual(gpu.line(droppedSoFar: 3), "camrec: warning: the encoder is not keeping up with the camera: 3 frames dropped so far "
+            + "(h264_vaapi, 3840x2160 at 29.97 fps); a smaller --size or a lower --fps would keep up")
     }
 }
