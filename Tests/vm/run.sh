@@ -11,7 +11,8 @@
 #   --timeout SECONDS   kill the VM after this long (default 600)
 #   --mem SIZE          guest memory (default 2G)      --cpus N   vCPUs (default 1; see README)
 #   --forward HPORT:GPORT  a NIC on qemu's restricted user network, with the host's loopback
-#                       TCP port HPORT forwarded to the VM's GPORT (the VM reaches nothing else)
+#                       TCP port HPORT forwarded to the VM's GPORT (the VM reaches nothing else);
+#                       repeatable (one NIC, a port each)
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
 #   --keep              keep the control dir (console.log, init.log, cmd.sh) and print its path
 # The command's stdout/stderr come out on run.sh's stdout/stderr after the VM stops.
@@ -21,10 +22,11 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,19p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
-VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0 FORWARD=
+VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
+FORWARDS=()
 ENVS=()
 while (($#)); do
     case $1 in
@@ -43,7 +45,7 @@ while (($#)); do
         --cpus) CPUS=${2?}; shift 2 ;;
         --forward)
             [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward ${2:-}: give HOSTPORT:GUESTPORT" >&2; exit 2; }
-            FORWARD=$2; shift 2 ;;
+            FORWARDS+=("hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"); shift 2 ;;
         --console) CONSOLE=1; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage ;;
@@ -112,7 +114,7 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
-[[ -n $FORWARD ]] && qemu+=(-nic "user,model=virtio-net-pci,restrict=on,hostfwd=tcp:127.0.0.1:${FORWARD%%:*}-:${FORWARD##*:}")
+((${#FORWARDS[@]})) && qemu+=(-nic "user,model=virtio-net-pci,restrict=on,$(IFS=,; echo "${FORWARDS[*]}")")
 
 # The cases' analysis tools (ffprobe, ffmpeg, Tests/tools/*.py on finished files) run here, not
 # under emulation, where each start costs seconds: Tests/vm/host-tools.py, called through
