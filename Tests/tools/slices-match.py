@@ -4,14 +4,20 @@ must pass the camera's H.264/H.265 on without touching a picture. Shares no code
 Annex B itself and compares the slice NAL units (H.264 types 1-5, H.265 types 0-31) of RECORDED with
 those of SENT (the stream as the camera wrote it, start codes and all other units ignored).
 
-Usage: slices-match.py SENT RECORDED [--hevc] [--from-first] [--gaps-to-idr]
+Usage: slices-match.py SENT RECORDED [--hevc] [--from-first] [--gaps-to-idr] [--torn-by-writer]
        slices-match.py SENT SENT [--hevc] --count-units
 The recording's slices must be a run of consecutive source slices (no slice changed, left out,
 repeated or reordered); with --from-first the run must begin with the source's first slice. With
 --gaps-to-idr source slices may be missing in stretches that each end right before an IDR slice (frames a
 reader never got, and the pictures that referred to them: the recording stays decodable).
+With --torn-by-writer a slice may be torn by v4l2loopback, which writes into the buffers of its ring whether
+or not a reader still holds one (a driver that owns its buffers never does): the source's next slice, of its
+length, but for one stretch that begins with 64 bytes or more of one of the next 16 source slices and
+holds its bytes up to the stretch's or that slice's end, with the writer's gap right after it (the
+recording ends, or its next slice is not the source's next).
 Exit status: 0 when they are, 1 when not, 2 for a file with no slices. The last line says what was found:
   slices=N first=K missing=M stretches=S (the recording's N slices are the source's from K on, M left out in S stretches)
+and with --torn-by-writer " torn=T" after it (T of the N were torn so).
 With --count-units it only says what SENT holds besides slices:
   parameter_sets_once=yes|no aud=N sei=N (yes: each kind of parameter set, SPS PPS [VPS], exactly once)
 """
@@ -42,6 +48,23 @@ def slices(path, hevc):
     return [u for u in units(path) if 1 <= u[0] & 0x1F <= 5]
 
 
+def torn_from(unit, own, later):
+    """Whether UNIT is OWN (same length) but for one stretch that begins with 64 bytes or more of a LATER
+    slice's, and holds that slice's bytes up to the stretch's end or the slice's (what a reader copies while
+    the writer overwrites the buffer; past a shorter slice's end the buffer holds an older write's bytes, and
+    glibc's memcpy takes a large copy's first and last bytes before the middle)."""
+    if len(unit) != len(own) or unit == own:
+        return False
+    cut = next(b for b in range(len(unit)) if unit[b] != own[b])
+    end = next(b for b in range(len(unit), 0, -1) if unit[b - 1] != own[b - 1])
+    for other in later:
+        at = other.find(unit[cut:cut + 64])
+        run = min(end - cut, len(other) - at)
+        if at >= 0 and run >= 64 and other[at:at + run] == unit[cut:cut + run]:
+            return True
+    return False
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("sent")
@@ -50,6 +73,7 @@ def main():
     parser.add_argument("--from-first", action="store_true")
     parser.add_argument("--count-units", action="store_true")
     parser.add_argument("--gaps-to-idr", action="store_true")
+    parser.add_argument("--torn-by-writer", action="store_true")
     args = parser.parse_args()
     if args.count_units:
         types = [(u[0] >> 1) & 0x3F if args.hevc else u[0] & 0x1F for u in units(args.sent)]
@@ -67,7 +91,7 @@ def main():
         print(f"the recording's first slice ({len(got[0])} bytes) is none of the {len(sent)} sent")
         return 1
     k = first
-    missing = stretches = 0
+    missing = stretches = torn = 0
     idr = (lambda u: (u[0] >> 1) & 0x3F in (19, 20)) if args.hevc else (lambda u: u[0] & 0x1F == 5)
     for i, unit in enumerate(got):
         if k < len(sent) and sent[k] == unit:
@@ -79,6 +103,11 @@ def main():
             stretches += 1
             k = later + 1
             continue
+        if args.torn_by_writer and k < len(sent) and torn_from(unit, sent[k], sent[k + 1:k + 17]) \
+                and (i + 1 == len(got) or k + 1 == len(sent) or got[i + 1] != sent[k + 1]):
+            torn += 1
+            k += 1
+            continue
         where = next((j for j, s in enumerate(sent) if s == unit), None)
         print(f"slice {i} of the recording ({len(unit)} bytes) is not the source's slice {k}"
               + (f" but its slice {where}" if where is not None else ", nor any other")
@@ -87,7 +116,8 @@ def main():
     if args.from_first and first != 0:
         print(f"the recording begins at the source's slice {first}, not its first")
         return 1
-    print(f"slices={len(got)} first={first} missing={missing} stretches={stretches}")
+    print(f"slices={len(got)} first={first} missing={missing} stretches={stretches}"
+          + (f" torn={torn}" if args.torn_by_writer else ""))
     return 0
 
 
