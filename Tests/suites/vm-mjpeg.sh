@@ -1,7 +1,8 @@
 #!/bin/bash
 # Tests/suites/vm-mjpeg.sh — camrec recording a real V4L2 MJPEG node in the test VM: v4l2loopback
 # (built for the VM's kernel by Tests/vm/v4l2loopback.sh) fed by ffmpeg and by a small writer
-# that sends damaged frames; and cameras that encode H.264 and H.265 themselves (--encoder camera). One VM boot runs every case (Tests/vm-cases/mjpeg-cases.sh).
+# that sends damaged frames; and cameras that encode H.264 and H.265 themselves (--encoder camera), also through
+# every output at once (Tests/vm-cases/camera-outputs.sh). One VM boot runs every case (Tests/vm-cases/mjpeg-cases.sh).
 # Ends with the cases' "N passed, N failed" line; a setup or VM failure counts as one failure.
 # Environment: see Tests/lib/vm-suite.sh (CAMREC, CAMREC_VM_RESULTS).
 set -uo pipefail
@@ -29,8 +30,23 @@ ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600
     ffmpeg -nostdin -v error -f lavfi -i testsrc2=size=320x240:rate=20 -frames:v 600 -c:v libx265 -preset ultrafast \
         -x265-params aud=1:keyint=30:min-keyint=30:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:frame-threads=1:log-level=error \
         -f hevc -y "$streams.h265" || rm -f "$streams".*
+# The cameras of every output (Tests/vm-cases/camera-outputs.sh): the numbered pictures above as a camera's own
+# H.264 and H.265, their top 128 lines (the numbers; small, to keep the VM's CPU for two recordings at once), an IDR
+# every 20, no B-frames, AUD and SEI; made while the VM boots and runs the cases before.
+numbered=$RESULTS/numbered-camera
+( [[ -s $RESULTS/numbered.h264 ]] &&
+    ffmpeg -nostdin -v error -i "$RESULTS/numbered.h264" -fps_mode passthrough -vf crop=640:128:0:0 -c:v libx264 -preset ultrafast -threads 1 \
+        -g 20 -keyint_min 20 -sc_threshold 0 -bf 0 -x264-params aud=1 -f h264 -y "$numbered.h264" &&
+    ffmpeg -nostdin -v error -i "$RESULTS/numbered.h264" -fps_mode passthrough -vf crop=640:128:0:0 -c:v libx265 -preset ultrafast \
+        -x265-params aud=1:keyint=20:min-keyint=20:scenecut=0:bframes=0:open-gop=0:repeat-headers=1:frame-threads=1:log-level=error \
+        -f hevc -y "$numbered.h265" &&
+    python3 Tests/tools/pattern-counters.py "$numbered.h264" >"$numbered.counters"; : >"$numbered.ready" ) &
+# Its RTSP servers (18491 for H.264, 18492 for H.265 in the VM), for ffmpeg on the host.
+rtsp_ports=$(python3 -c 'import socket; s = [socket.socket() for _ in "ab"]; [x.bind(("127.0.0.1", 0)) for x in s]; print(":".join(str(x.getsockname()[1]) for x in s))')
 # The host's viewers of /stream.mjpg (mjpeg-parts.py, Chromium) reach camrec in the VM (port 18481) through a forwarded port.
 mjpeg_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 vm_suite_run mjpeg-cases.sh --vivid 'n_devs=1 node_types=0x1' --env "LOOPBACK_KO=$ko" --env "MJPEG_WRITER=$writer" \
-    --env "PATTERN_MJPEG=$pattern" --env "CAMERA_STREAMS=$streams" --forward "$mjpeg_port:18481" --env "MJPEG_PORT=$mjpeg_port"
+    --env "PATTERN_MJPEG=$pattern" --env "CAMERA_STREAMS=$streams" --forward "$mjpeg_port:18481" --env "MJPEG_PORT=$mjpeg_port" \
+    --env "CAMERA_NUMBERED=$numbered" --forward "${rtsp_ports%:*}:18491" --forward "${rtsp_ports#*:}:18492" --env "CAMERA_RTSP_PORTS=$rtsp_ports"
+wait
 vm_suite_finish

@@ -6,7 +6,8 @@
 # Tests/suites/vm-mjpeg.sh through Tests/vm/run.sh.
 # Environment: CAMREC (the binary), LOOPBACK_KO (the module), MJPEG_WRITER (the fixture binary),
 # PATTERN_MJPEG (numbered JPEGs, with the numbers in the .counters file beside it),
-# CAMERA_STREAMS (PATH.h264 and PATH.h265: a camera's own streams),
+# CAMERA_STREAMS (PATH.h264 and PATH.h265: a camera's own streams), CAMERA_NUMBERED and CAMERA_RTSP_PORTS
+# (Tests/vm-cases/camera-outputs.sh),
 # CAMREC_VM_RESULTS (writable dir). Ends with "N passed, N failed".
 set -uo pipefail
 
@@ -520,6 +521,10 @@ elif [[ -s $R/stamped.mjpeg ]] && wait_for 10 rmmod v4l2loopback 2>/dev/null &&
 else
     bad "could not load v4l2loopback again as $DEV with numbered JPEGs"
 fi
+
+# 11. A camera's own H.264 and H.265 through every output at once (Tests/vm-cases/camera-outputs.sh).
+stop_writer
+source "$(dirname "$0")/camera-outputs.sh"
 
 echo "== done ($(elapsed))"
 case_finish
