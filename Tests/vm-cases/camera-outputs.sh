@@ -8,7 +8,7 @@
 # and 18491, 18492 (--rtsp).
 #
 # Both cameras are v4l2loopback nodes fed by Tests/tools/loopback-feeder.py --params-once (the parameter
-# sets with the first access unit only, as in cases 8-9), 10 fps; camrec records 10 s of each into a
+# sets with the first access unit only, as in cases 8-9), 10 fps; camrec records each (until every client is done) into a
 # raw file (the reference), MP4, Matroska and MPEG-TS, an event clip with 2 s of pre-roll (SIGUSR1 at the
 # camera's frame 42), its RTSP server (ffmpeg on the host pulls it through the forwarded port) and a media
 # server: H.264 to nginx-rtmp (its FLV recording), H.265 over SRT to srt-live-transmit (its MPEG-TS).
@@ -107,37 +107,38 @@ EOF
     wait_for 20 eval "(exec 3<>/dev/tcp/127.0.0.1/19351) 2>/dev/null" || bad "nginx-rtmp never listened on 19351 ($(<"$NG/error.log"))"
     wait_for 20 co_udp_open 4B98 || bad "srt-live-transmit never had UDP port 19352 (4B98) open ($(<"$CO/srt.err"))"
     echo "   cameras and servers up ($(elapsed))"
-    # 10 s of each camera (its 300 frames last 30: v4l2loopback skipping frames under load never runs it dry).
-    "$CAMREC_BIN" --device /dev/video29 --pixel-format H264 --duration 10 --log-level info --http 0.0.0.0:18481 --http-insecure \
+    "$CAMREC_BIN" --device /dev/video29 --pixel-format H264 --log-level info --http 0.0.0.0:18481 --http-insecure \
         --rtsp 0.0.0.0:18491 --event-output "$CO/h264-event-{n}.h264" --pre-roll 2 --post-roll 1 \
         "$CO/h264.h264" "$CO/h264.mp4" "$CO/h264.mkv" "$CO/h264.ts" rtmp://127.0.0.1:19351/live/cam >"$CO/h264.out" 2>"$CO/h264.err" &
     CO_PID[h264]=$!
-    "$CAMREC_BIN" --device /dev/video30 --pixel-format HEVC --duration 10 --log-level info --rtsp 0.0.0.0:18492 --http-insecure \
+    "$CAMREC_BIN" --device /dev/video30 --pixel-format HEVC --log-level info --rtsp 0.0.0.0:18492 --http-insecure \
         --event-output "$CO/hevc-event-{n}.h265" --pre-roll 2 --post-roll 1 \
         "$CO/hevc.h265" "$CO/hevc.mp4" "$CO/hevc.mkv" "$CO/hevc.ts" srt://127.0.0.1:19352 >"$CO/hevc.out" 2>"$CO/hevc.err" &
     CO_PID[hevc]=$!
     # Each camera in steps, both watched in one loop (under load one camrec may start many seconds after the
     # other, and its camera must not wait for the other's): its feeder holds the second access unit until
     # camrec has written the first (as in cases 8-9); then the host's clients start through the forwarded
-    # ports (ffmpeg pulls 5 s of RTSP, ws-client.py records 5 s of the live page), and a subshell of its own
-    # (co_events) triggers the event and asks for the snapshot. The loop runs at nice -10: on the one emulated
+    # ports (ffmpeg pulls 5 s of RTSP, ws-client.py records 5 s of the live page), and subshells of their own
+    # trigger the event (co_trigger) and ask for the snapshot (co_snapshot_at). The loop runs at nice -10: on the one emulated
     # CPU, beside two recordings and their feeders, it must see each camera start when it does.
-    # co_events CODEC: at the camera's frame 42 SIGUSR1, so the clip starts at the newest IDR 2 s (20 frames)
+    # co_trigger CODEC: at the camera's frame 42 SIGUSR1, so the clip starts at the newest IDR 2 s (20 frames)
     # before, frame 20 (a trigger early in a picture group: a clip that began at the IDR before the trigger
     # instead, frame 40, would be seen). The trigger's frame lies between the newest frame written before the
     # signal and the newest once the clip's file exists (camrec makes it when it takes the trigger): CO/CODEC.trigger.
-    # H.264, then: at frame 45 GET /snapshot.jpg, between two looks at what the camera has written (5 frames
-    # after an IDR: a snapshot of the group's first picture would be seen): CO/h264-snapshot.when.
-    co_events() {
-        local codec=$1 b status
+    # co_snapshot_at: at the H.264 camera's frame 45 GET /snapshot.jpg, between two looks at what the camera has
+    # written (5 frames after an IDR: a snapshot of the group's first picture would be seen): CO/h264-snapshot.when.
+    co_trigger() {
+        local codec=$1 b
         wait_for 60 co_written_at_least "$CO/$codec.feed" 42 || return
         b=$CO_NEWEST
         kill -USR1 "${CO_PID[$codec]}"
         wait_for 30 co_clip_made "$codec"
         co_newest "$CO/$codec.feed"
         echo "$b $CO_NEWEST" >"$CO/$codec.trigger"
-        [[ $codec == h264 ]] || return 0
-        wait_for 60 co_written_at_least "$CO/$codec.feed" 45 || return
+    }
+    co_snapshot_at() {
+        local b status
+        wait_for 60 co_written_at_least "$CO/h264.feed" 45 || return
         b=$CO_NEWEST
         status=$(co_snapshot "$CO/h264-snapshot.jpg")
         co_newest "$CO/h264.feed"
@@ -154,12 +155,14 @@ EOF
             : >"$CO/$codec.hold"
             CO_STARTED[$codec]=1
             echo "   ${codec^^}: camrec has the camera's first access unit ($(elapsed))"
-            co_events "$codec" &
+            co_trigger "$codec" &
             co_pulls+=($!)
             on_host ffmpeg -nostdin -v error -rtsp_transport tcp -i "rtsp://127.0.0.1:$port/" -c copy -t 5 -f $muxer -y "$CO/$codec-rtsp.$ext" \
                 >/dev/null 2>"$CO/$codec-rtsp.err" &
             co_pulls+=($!)
             if [[ $codec == h264 ]]; then
+                co_snapshot_at &
+                co_pulls+=($!)
                 on_host /usr/bin/python3 Tests/tools/ws-client.py record 127.0.0.1 "$MJPEG_PORT" 5 "$CO/h264-live.mp4" >"$CO/h264-live.json" 2>&1 &
                 co_pulls+=($!)
             fi
@@ -167,8 +170,16 @@ EOF
         nap 0.1
     done
     renice -n 0 -p $$ >/dev/null
-    for codec in h264 hevc; do wait "${CO_PID[$codec]}"; echo "rc=$?" >"$CO/$codec.rc"; done
+    # Both recordings stop (SIGINT, a clean stop: status 0) once every client is done: the RTSP pulls, the live
+    # page, the triggers and the snapshot. A fixed duration would end them first when the loaded host starves the
+    # emulated CPU (seen: a snapshot asked for 5 s late, after a 10 s recording had ended). At most 25 s after both
+    # started: the cameras' 300 frames last 30.
+    { nap 25; kill -INT "${CO_PID[@]}" 2>/dev/null; } &
+    co_watchdog=$!
     wait "${co_pulls[@]}"
+    kill -INT "${CO_PID[@]}" 2>/dev/null
+    for codec in h264 hevc; do wait "${CO_PID[$codec]}"; echo "rc=$?" >"$CO/$codec.rc"; done
+    kill "$co_watchdog" 2>/dev/null; wait "$co_watchdog" 2>/dev/null
     for pid in "${CO_FEEDER[@]}"; do kill "$pid" 2>/dev/null; wait "$pid" 2>/dev/null; done
     wait_for 10 eval "! kill -0 $co_srt 2>/dev/null"; kill "$co_srt" "$co_nginx" 2>/dev/null; wait "$co_srt" "$co_nginx" 2>/dev/null
 
@@ -216,12 +227,12 @@ EOF
         C=${codec^^}
         read -r rc <"$CO/$codec.rc"
         while IFS= read -r line; do [[ $line =~ ^camrec:\ (error|warning|finished\ output=[^ ]*\.h26) ]] && echo "   $line"; done <"$CO/$codec.err"
-        # The reference: 10 s of the camera, its slices byte for byte (fewer where v4l2loopback skipped frames, as in
+        # The reference: the camera's stream, its slices byte for byte (fewer where v4l2loopback skipped frames, as in
         # cases 8-9). Under load v4l2loopback may also tear one: it writes into the buffers of its four-buffer ring whether or
         # not camrec still copies one (seen twice at load 16-20: a slice holding 6300 bytes of a picture written 4 or 12 later).
         decoded=${CO_DECODED[$codec]:-} match=${CO_OUT[$codec-match]}
         slices=-1; [[ $match =~ slices=([0-9]+)\ first=0 ]] && slices=${BASH_REMATCH[1]}
-        check "$C camera, every output at once: exits 0 after 10 s, the raw file's every slice the camera's from its first, each a picture that decodes ($rc, ${decoded:-none} decoded; $match)" \
+        check "$C camera, every output at once: exits 0 when stopped, the raw file's every slice the camera's from its first, each a picture that decodes ($rc, ${decoded:-none} decoded; $match)" \
             test "$rc" = rc=0 -a "${CO_RC[$codec-match]}" = 0 -a "${decoded:-0}" = "$slices" -a "$slices" -gt 0
         # Containers: every frame of the raw file, the same pictures, and the stream inside keeps the contract.
         for container in mp4 mkv ts; do
@@ -238,11 +249,18 @@ EOF
         first=; read -r first <"$CO/$codec-clip-first.out" 2>/dev/null
         at=-1; for i in "${!CO_COUNTERS[@]}"; do [[ ${CO_COUNTERS[i]} == "$first" ]] && { at=$i; break; }; done
         b=-999 a=-999; read -r b a <"$CO/$codec.trigger" 2>/dev/null
-        # The trigger came when the camera had written frame b..a; camrec held one of the last three written
-        # (v4l2loopback's queue), so the clip's 2 s (20 frames) reach back to frame b - 2 - 20 at least, and it
-        # starts at the newest IDR (every 20) at or before then.
-        check "$C camera, event clip: starts at the camera's frame $at (picture number ${first:-none}), an IDR 2 s or up to an IDR interval more before the trigger (the camera had written frame $b to $a)" \
-            test "$at" -ge 0 -a $((at % 20)) = 0 -a "$at" -le $((a - 20)) -a "$at" -gt $((b - 2 - 20 - 20))
+        # The camera's clock: v4l2loopback stamps each frame within the feeder's write(), between the BEFORE and
+        # AFTER it logs. camrec took the trigger at the newest frame it had, one written from frame b - 2 (it holds
+        # one of the last three written) to a; the clip starts at the newest IDR (every 20 frames) stamped at least
+        # 2 s before that frame. So the clip's IDR F was written at most 2 s before a, and the next IDR, F + 20,
+        # later than 2 s before b - 2 (times, not frame counts: a feeder catching up after a stall of the emulated
+        # CPU writes frames closer together).
+        unset CO_BEFORE CO_AFTER; declare -A CO_BEFORE CO_AFTER
+        while read -r _ n before after; do CO_BEFORE[$n]=$before CO_AFTER[$n]=$after; done <"$CO/$codec.feed"
+        next=$((at + 20)) early=$((b - 2))
+        check "$C camera, event clip: starts at the camera's frame $at (picture number ${first:-none}), the newest IDR 2 s or more before the trigger by the camera's clock (the trigger came with frame $b to $a; IDR $at written $(( (${CO_AFTER[$a]:-0} - ${CO_BEFORE[$at]:-0}) / 1000000 )) ms before frame $a, IDR $next $(( (${CO_BEFORE[$early]:-0} - ${CO_AFTER[$next]:-0}) / 1000000 )) ms before frame $early)" \
+            test "$at" -ge 0 -a $((at % 20)) = 0 -a -n "${CO_BEFORE[$at]:-}" -a -n "${CO_AFTER[$a]:-}" -a -n "${CO_AFTER[$next]:-}" -a -n "${CO_BEFORE[$early]:-}" \
+                -a "${CO_BEFORE[$at]:-0}" -le $(( ${CO_AFTER[$a]:-0} - 2000000000 )) -a "${CO_AFTER[$next]:-0}" -gt $(( ${CO_BEFORE[$early]:-0} - 2000000000 ))
         co_compare "$codec-rtsp" "its RTSP server, pulled by ffmpeg on the host for 5 s" 25 "$codec"
     done
     co_compare flv "published to nginx-rtmp (its FLV recording), every frame" "${CO_DECODED[h264]:-1}" h264
