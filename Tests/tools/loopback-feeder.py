@@ -4,7 +4,7 @@ node numbered pictures (Tests/tools/picture_numbers.py draws and reads them) and
 
   loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE]
   loopback-feeder.py DEVICE LOG --size WxH --fps N --stream FILE --codec h264|hevc [--params-once]
-                     [--sent FILE] [--hold FILE]
+                     [--sent FILE] [--hold FILE] [--steady]
   loopback-feeder.py --make FILE --size WxH --frames N
 
 The first form sets the node's output format (YUYV, or MJPG with --mjpeg) and writes one picture per
@@ -26,8 +26,10 @@ each write() is one access unit of FILE, an Annex B stream whose every access un
 that send them only at the start of streaming do. --sent appends every access unit exactly as written
 (the camera's stream, for comparing a recording with). --hold: after the first access unit, wait until
 FILE exists before the next (so a reader that opened the node gets the first, the only one with the
-parameter sets: v4l2loopback hands a reader the oldest of the last three written). LOG gets
-"frame N BEFORE AFTER" per access unit as above.
+parameter sets: v4l2loopback hands a reader the oldest of the last three written). --steady: a write that
+comes late moves the schedule on instead of catching up, so writes are never closer than 1/N s (a feeder
+catching up after a stall of the emulated CPU writes a burst, which laps v4l2loopback's ring: it overwrites
+buffers a reader still holds). LOG gets "frame N BEFORE AFTER" per access unit as above.
 
 The second form writes N numbered YUYV pictures to FILE (for ffmpeg to make the JPEGs of).
 """
@@ -111,6 +113,7 @@ def main():
     parser.add_argument("--params-once", action="store_true")
     parser.add_argument("--sent", metavar="FILE")
     parser.add_argument("--hold", metavar="FILE")
+    parser.add_argument("--steady", action="store_true")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
     if args.make:
@@ -167,6 +170,8 @@ def feed_stream(fd, args, width, height):
         wait = start + n * period - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         if wait > 0:
             time.sleep(wait / 1e9)
+        elif args.steady:
+            start -= wait
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         os.write(fd, unit)
         after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
