@@ -34,10 +34,13 @@ let package = Package(
         // libasound (Debian's libasound2-dev to build), opened on first use like libav*: microphones.
         .target(name: "CALSA", dependencies: ["CLazyLoad"]),
         // What every user of libavcodec here shares: error text, a decoder opened once.
-        .target(name: "Libav", dependencies: ["CFFmpeg"]),
+        .target(name: "Libav", dependencies: ["CFFmpeg", "SystemSupport"]),
 
+        // What camrec needs of the C library that Foundation would give (camrec links no Foundation):
+        // reads of sysfs, procfs and directories, text out of C buffers, decimals, `host:port`, trimming.
+        .target(name: "SystemSupport"),
         // Pure Swift, no C imports: Annex-B scanning/writing, NAL/SPS/PPS parsing.
-        .target(name: "Bitstream"),
+        .target(name: "Bitstream", dependencies: ["SystemSupport"]),
 
         // libyuv (Debian's libyuv-dev), for the packed 4:2:2 conversions.
         .systemLibrary(name: "CYUV"),
@@ -46,10 +49,10 @@ let package = Package(
         .target(name: "Frames", dependencies: ["CYUV"]),
         // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
         .target(name: "Capture", dependencies: [
-            "Frames", "CV4L2", "CFFmpeg", "Libav",
+            "Frames", "CV4L2", "CFFmpeg", "Libav", "SystemSupport",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
-        .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "CX265", "Libav", "Frames", "Bitstream"]),
+        .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "CX265", "Libav", "Frames", "Bitstream", "SystemSupport"]),
         .target(name: "Pipeline", dependencies: [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
@@ -60,27 +63,27 @@ let package = Package(
         .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
         // The recording's sound: sources (the test tone), the AAC encoder (libavcodec), and the thread
         // that stamps packets on the video's clock and publishes them into the hubs.
-        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Capture", "Frames", "Hub", "Pipeline", "Encoder"]),
+        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Capture", "Frames", "Hub", "Pipeline", "Encoder", "SystemSupport"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.
         .target(name: "NetStream", dependencies: [
-            "Bitstream",
+            "Bitstream", "SystemSupport",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Outputs", dependencies: [
-            "Bitstream", "Pipeline", "NetStream", "Hub", "Frames",
+            "Bitstream", "Pipeline", "NetStream", "Hub", "Frames", "SystemSupport",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
-        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio"]),
+        .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio", "SystemSupport"]),
         // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline",
+            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline", "SystemSupport",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -96,12 +99,12 @@ let package = Package(
         ]),
         // `--rtsp`: the server on SwiftNIO (connections, sessions, RTP over TCP and UDP) fed by the hubs.
         .target(name: "RTSPServer", dependencies: [
-            "RTSP", "Bitstream", "Frames", "Hub", "NetStream", "Outputs",
+            "RTSP", "Bitstream", "Frames", "Hub", "NetStream", "Outputs", "SystemSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Receiver", dependencies: [
-            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline",
+            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline", "SystemSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
@@ -111,7 +114,7 @@ let package = Package(
         ]),
         .executableTarget(name: "camrec", dependencies: [
             "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer", "RTSP", "RTSPServer",
-            "Pipeline", "Motion", "Audio",
+            "Pipeline", "Motion", "Audio", "SystemSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -120,7 +123,8 @@ let package = Package(
         // `camrec --version` names the commit it was built from.
         .plugin(name: "BuildCommit", capability: .buildTool()),
 
-        .testTarget(name: "BitstreamTests", dependencies: ["Bitstream"]),
+        .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
+        .testTarget(name: "BitstreamTests", dependencies: ["Bitstream", "SystemSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub", "Libav"]),

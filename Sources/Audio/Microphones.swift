@@ -1,5 +1,5 @@
 import Capture
-import Frames
+import SystemSupport
 import Glibc
 
 /// An ALSA capture device, as sysfs and /proc/asound describe it.

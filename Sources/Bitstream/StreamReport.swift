@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// What `StreamInspector` found in a stream.
 public struct StreamReport: Sendable, Equatable {
     /// Min, max and most common length of the GOPs, in frames.
@@ -141,7 +143,7 @@ public struct StreamReport: Sendable, Equatable {
         case .h264:
             guard let sps = sequenceParameterSet else { return "video: no parsable SPS" }
             var video = "video: H.264 \(sps.profileName) profile, level \(sps.levelName), \(sps.width)x\(sps.height)"
-            video += sps.frameRate.map { ", \(Self.decimal($0, places: 3)) fps" } ?? ", frame rate not signalled"
+            video += sps.frameRate.map { ", \($0.decimalText(places: 3, trimmingZeros: true)) fps" } ?? ", frame rate not signalled"
             if let pps = pictureParameterSet { video += ", \(pps.entropyCodingName)" }
             if !sps.frameMbsOnlyFlag { video += ", interlaced" }
             return video
@@ -150,7 +152,7 @@ public struct StreamReport: Sendable, Equatable {
             let ptl = sps.profileTierLevel
             var video = "video: H.265/HEVC \(ptl.profileName) profile, \(ptl.tierName) tier, level \(ptl.levelName), "
                 + "\(sps.displayedWidth)x\(sps.displayedHeight), \(sps.chromaFormatName) \(sps.bitDepthLuma)-bit"
-            video += sps.framesPerSecond.map { ", \(Self.decimal($0, places: 3)) fps" } ?? ", frame rate not signalled"
+            video += sps.framesPerSecond.map { ", \($0.decimalText(places: 3, trimmingZeros: true)) fps" } ?? ", frame rate not signalled"
             if let pps = hevc.pps, pps.tilesEnabledFlag { video += ", tiles" }
             if let pps = hevc.pps, pps.entropyCodingSyncEnabledFlag { video += ", wavefront" }
             return video
@@ -173,20 +175,6 @@ public struct StreamReport: Sendable, Equatable {
         return text
     }
 
-    /// Fixed-point formatting without Foundation: trailing zeros trimmed ("30", "29.97").
-    public static func decimal(_ value: Double, places: Int) -> String {
-        guard value.isFinite else { return String(value) }
-        var scale = 1.0
-        for _ in 0..<places { scale *= 10 }
-        let scaled = Int64((abs(value) * scale).rounded())
-        let whole = scaled / Int64(scale)
-        var fraction = String(scaled % Int64(scale))
-        fraction = String(repeating: "0", count: max(0, places - fraction.count)) + fraction
-        while fraction.hasSuffix("0") { fraction.removeLast() }
-        let sign = value < 0 && scaled != 0 ? "-" : ""
-        return fraction.isEmpty ? "\(sign)\(whole)" : "\(sign)\(whole).\(fraction)"
-    }
-
     static func humanSize(_ bytes: Int) -> String {
         let units = ["B", "KiB", "MiB", "GiB", "TiB"]
         var value = Double(bytes)
@@ -195,7 +183,7 @@ public struct StreamReport: Sendable, Equatable {
             value /= 1024
             unit += 1
         }
-        return unit == 0 ? "\(bytes) B" : "\(decimal(value, places: 1)) \(units[unit])"
+        return unit == 0 ? "\(bytes) B" : "\(value.decimalText(places: 1, trimmingZeros: true)) \(units[unit])"
     }
 
     private static func pad(_ text: String, _ width: Int, left: Bool = false) -> String {

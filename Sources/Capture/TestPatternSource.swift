@@ -1,6 +1,7 @@
 import Glibc
 import Synchronization
 import Frames
+import SystemSupport
 
 /// A built-in moving pattern paced in real time like a camera.
 ///
@@ -276,12 +277,5 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
 }
 
 func formatRate(_ fps: Double) -> String {
-    fps == fps.rounded() ? String(Int(fps)) : String(format2: fps)
-}
-
-extension String {
-    init(format2 value: Double) {
-        let scaled = Int((value * 100).rounded())
-        self = "\(scaled / 100).\(String(scaled % 100).leftPadded(to: 2))"
-    }
+    fps == fps.rounded() ? String(Int(fps)) : fps.decimalText(places: 2)
 }

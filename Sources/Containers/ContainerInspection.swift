@@ -1,5 +1,6 @@
 import Bitstream
 import Glibc
+import SystemSupport
 
 /// What `camrec inspect` checks of a container beyond the H.264 or H.265 inside it (which the stream
 /// inspector judges): every IDR and only IDRs are marked as key frames, decode times rise, the
@@ -55,7 +56,7 @@ public struct ContainerInspection {
             lastSeconds = lastSeconds.map { max($0, time) } ?? time
         }
         if lines.count < listLimit {
-            let time = sample.presentationSeconds.map { StreamReport.decimal($0, places: 3) } ?? "-"
+            let time = sample.presentationSeconds.map { $0.decimalText(places: 3, trimmingZeros: true) } ?? "-"
             let types = units.map { codec.shortName(ofType: codec.typeValue(of: $0.bytes)) }.joined(separator: " ")
             lines.append("sample \(index)  time \(time)  \(sample.isKey ? "key" : "   ")  \(sample.byteCount) bytes  \(types)")
         }

@@ -1,4 +1,4 @@
-import Frames
+import SystemSupport
 import Glibc
 
 /// Who made the GPU behind a render node, from its PCI vendor ID in sysfs. It decides which
@@ -98,7 +98,7 @@ public struct RenderNode: Equatable, Sendable {
 
     private static func vendor(ofNodeNamed name: String, sysfs: String) -> GPUVendor {
         // A few bytes ("0x8086\n"); anything longer is not a vendor ID.
-        guard let text = readSmallFile("\(sysfs)/\(name)/device/vendor", limit: 32) else { return .notPCI }
+        guard let text = SystemFiles.text(of: "\(sysfs)/\(name)/device/vendor", limit: 33), text.utf8.count <= 32 else { return .notPCI }
         return GPUVendor(sysfsVendor: text)
     }
 
@@ -106,21 +106,4 @@ public struct RenderNode: Equatable, Sendable {
     public var description: String {
         vendor.name.map { "\(path) (\($0))" } ?? path
     }
-}
-
-/// The text of a file of at most `limit` bytes, or nil.
-func readSmallFile(_ path: String, limit: Int) -> String? {
-    let fd = open(path, O_RDONLY | O_CLOEXEC)
-    guard fd >= 0 else { return nil }
-    defer { close(fd) }
-    var bytes = [UInt8](repeating: 0, count: limit + 1)
-    var count = 0
-    while count < bytes.count {
-        let n = bytes.withUnsafeMutableBytes { read(fd, $0.baseAddress! + count, $0.count - count) }
-        if n < 0 && errno == EINTR { continue }
-        guard n > 0 else { break }
-        count += n
-    }
-    guard count <= limit else { return nil }
-    return String(decoding: bytes.prefix(count), as: UTF8.self)
 }

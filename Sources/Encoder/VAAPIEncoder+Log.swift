@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// What the VA-API encoder tells the log: the configuration at start, the upload at the end.
 extension VAAPIEncoder {
     /// What was chosen, for the log: "H264High on EncSlice, CBR 4000000 bit/s, upload: 1 CPU pass (…)".
@@ -35,9 +37,9 @@ extension VAAPIEncoder {
         if let stats, let why = stats.firstFailure {
             parts.append("mapping a surface when a frame was taken failed \(stats.failures == 1 ? "once" : "\(stats.failures) times") (\(why))")
         }
-        parts.append("\(String(format3: Double(uploadedBytes) / 1_048_576)) MiB written into VA mappings")
+        parts.append("\((Double(uploadedBytes) / 1_048_576).decimalText(places: 3)) MiB written into VA mappings")
         if uploadedFrames > 0 {
-            let perFrame = { (ns: UInt64) in String(format3: Double(ns) / Double(self.uploadedFrames) / 1e6) }
+            let perFrame = { (ns: UInt64) in (Double(ns) / Double(self.uploadedFrames) / 1e6).decimalText(places: 3) }
             parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
                 + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
             // camrec's own mapping work is ~0.1 ms a frame (measured at 1280x720 with the test
@@ -55,14 +57,5 @@ extension VAAPIEncoder {
             parts.append("\(released) surfaces released unencoded (buffers recycled without being encoded)")
         }
         return parts.joined(separator: "; ")
-    }
-}
-
-extension String {
-    /// Three decimals, for summaries ("1.234").
-    init(format3 value: Double) {
-        let scaled = Int((value * 1000).rounded())
-        let fraction = String(scaled % 1000)
-        self = "\(scaled / 1000).\(String(repeating: "0", count: 3 - fraction.count))\(fraction)"
     }
 }

@@ -1,5 +1,6 @@
 import CX264
 import Frames
+import SystemSupport
 import Synchronization
 
 /// H.264 in software through libx264 itself, not through libavcodec, so a recording that needs
@@ -57,7 +58,7 @@ public final class X264Encoder: VideoEncoder {
     }
 
     private var lastError: String? {
-        let text = withUnsafeBytes(of: log.pointee.last_error) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+        let text = String(cArray: log.pointee.last_error)
         return text.isEmpty ? nil : text
     }
 

@@ -1,4 +1,4 @@
-import Frames
+import SystemSupport
 import Glibc
 import Hummingbird
 import Outputs
@@ -90,11 +90,7 @@ public struct RecordingShelf: Sendable {
         return path.hasPrefix(prefix) ? String(path.dropFirst(prefix.count)) : path
     }
 
-    static func realPath(_ path: String) -> String? {
-        guard let resolved = realpath(path, nil) else { return nil }
-        defer { free(resolved) }
-        return String(cString: resolved)
-    }
+    static func realPath(_ path: String) -> String? { SystemFiles.resolved(path) }
 
     static func contentType(of name: String) -> String {
         switch name.split(separator: ".").last?.lowercased() {

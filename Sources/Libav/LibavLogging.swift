@@ -1,4 +1,5 @@
 import CFFmpeg
+import SystemSupport
 
 /// How libav* prints on its own. Every line goes through camrec's callback (one C state, used
 /// only from this module, so every caller shares it), which replaces URL secrets with `***`.
@@ -33,7 +34,7 @@ public enum LibavLogging {
     }
 
     fileprivate static func text(_ buffer: [CChar]) -> String? {
-        let text = String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        let text = String(cBuffer: buffer)
         return text.isEmpty ? nil : text.split(separator: "\n").joined(separator: " ")
     }
 }

@@ -1,5 +1,5 @@
 import CFFmpeg
-import Glibc
+import SystemSupport
 
 /// The media libraries this process runs with (for `camrec --version`): FFmpeg's from the libraries
 /// themselves, libx264, libx265 and libva from the files the dynamic linker loaded (their sonames
@@ -31,12 +31,9 @@ public enum LibraryVersions {
 
     /// The file names of the shared libraries mapped into this process (/proc/self/maps).
     static func loadedLibraries() -> [String] {
-        guard let file = fopen("/proc/self/maps", "r") else { return [] }
-        defer { fclose(file) }
+        guard let lines = SystemFiles.lines(of: "/proc/self/maps", limit: 16 << 20) else { return [] }
         var names: [String] = []
-        var line = [CChar](repeating: 0, count: 4096)
-        while fgets(&line, Int32(line.count), file) != nil {
-            let text = String(decoding: line.prefix { $0 != 0 && $0 != 10 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        for text in lines {
             guard let slash = text.lastIndex(of: "/") else { continue }
             let name = String(text[text.index(after: slash)...])
             if name.contains(".so"), !names.contains(name) { names.append(name) }

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// The one user name and password of `--http-auth-file` (its first line, `user:password`), which the
 /// HTTP server (Basic) and the RTSP server (Digest and Basic) both ask for.
@@ -31,7 +32,7 @@ public struct Credentials: Sendable, Equatable {
         guard fgets(&line, Int32(line.count), file) != nil else {
             throw LoadError(description: "\(path) is empty: write one line user:password")
         }
-        var text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+        var text = String(cBuffer: line)
         while text.hasSuffix("\n") || text.hasSuffix("\r") { text.removeLast() }
         guard let colon = text.firstIndex(of: ":"), colon != text.startIndex, text.index(after: colon) != text.endIndex else {
             throw LoadError(description: "\(path): the first line must be user:password (both not empty)")

@@ -1,5 +1,6 @@
 import Glibc
 import SystemPackage
+import SystemSupport
 
 /// One address getaddrinfo gave for a host name: what `TCPEndpoint.listenAddresses` binds to.
 struct ResolvedAddress {
@@ -20,9 +21,7 @@ struct ResolvedAddress {
             getnameinfo(sa, len, &host, socklen_t(host.count), &service, socklen_t(service.count), NI_NUMERICHOST | NI_NUMERICSERV)
         }
         guard rc == 0 else { return nil }
-        let h = String(decoding: host.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        let s = String(decoding: service.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-        return (h, s)
+        return (String(cBuffer: host), String(cBuffer: service))
     }
 
     static func resolve(host: String?, port: UInt16, passive: Bool) throws(ResolveError) -> [ResolvedAddress] {

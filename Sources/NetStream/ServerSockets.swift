@@ -1,6 +1,7 @@
 import NIOCore
 import NIOPosix
 import SystemPackage
+import SystemSupport
 
 /// The listening sockets of one endpoint, on SwiftNIO, for every server camrec runs (`--listen`,
 /// `camrec receive --listen`): every address its host name resolves to, or without a host one
@@ -40,7 +41,7 @@ public enum ServerSockets {
 
     private static func bind(_ address: ListenAddress, port: UInt16,
                              configure: (ServerBootstrap) -> ServerBootstrap) throws -> Channel {
-        let shown = address.host.contains(":") ? "[\(address.host)]:\(port)" : "\(address.host):\(port)"
+        let shown = hostAndPort(address.host, port)
         do {
             let socketAddress = try NIOCore.SocketAddress(ipAddress: address.host, port: Int(port))
             var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
@@ -61,8 +62,6 @@ public enum ServerSockets {
 
     /// `127.0.0.1:9982`, `[::1]:9982`, as the log and the tests name peers.
     public static func text(_ address: NIOCore.SocketAddress) -> String {
-        let ip = address.ipAddress ?? "?"
-        let port = address.port ?? 0
-        return ip.contains(":") ? "[\(ip)]:\(port)" : "\(ip):\(port)"
+        hostAndPort(address.ipAddress ?? "?", address.port ?? 0)
     }
 }

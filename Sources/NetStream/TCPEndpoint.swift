@@ -1,3 +1,5 @@
+import SystemSupport
+
 /// Where a TCP stream goes or comes from: `tcp://HOST:PORT` (connect),
 /// `tcp://[HOST]:PORT?listen` or `--listen [HOST:]PORT` (accept). HOST is an IPv4 or IPv6
 /// address (IPv6 in brackets) or a host name; a listener without HOST takes every address.
@@ -87,13 +89,7 @@ public struct TCPEndpoint: Sendable, Hashable, CustomStringConvertible {
 
     /// `tcp://HOST:PORT`, with brackets around IPv6 addresses and `?listen` for listeners.
     public var description: String {
-        let shownHost: String
-        if let host {
-            shownHost = host.contains(":") ? "[\(host)]" : host
-        } else {
-            shownHost = ""
-        }
-        return "tcp://\(shownHost):\(port)" + (listen ? "?listen" : "")
+        "tcp://" + hostAndPort(host, port) + (listen ? "?listen" : "")
     }
 }
 

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 extension OutputNamePattern {
     /// A file on disk whose name this pattern produces.
@@ -26,15 +27,10 @@ extension OutputNamePattern {
     }
 
     private static func walk(_ directory: String, depth: Int, _ visit: (String) -> Void) {
-        guard depth > 0, let dir = opendir(directory) else { return }
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { raw in
-                String(decoding: raw.prefix { $0 != 0 }, as: UTF8.self)
-            }
-            if name == "." || name == ".." { continue }
-            let path = directory == "/" ? "/" + name : directory + "/" + name
-            if entry.pointee.d_type == UInt8(DT_DIR) {
+        guard depth > 0 else { return }
+        for entry in SystemFiles.directoryEntries(of: directory) {
+            let path = directory == "/" ? "/" + entry.name : directory + "/" + entry.name
+            if entry.isDirectory {
                 walk(path, depth: depth - 1, visit)
             } else {
                 visit(path)

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// An output file name with strftime fields and placeholders, as cron and systemd users write them:
 /// `/srv/cam/%Y-%m-%d/{device}-%H%M%S-{n}.h264`.
@@ -86,7 +87,7 @@ public struct OutputNamePattern: Sendable, Equatable, CustomStringConvertible {
             case .digits(_, let format):
                 var buffer = [CChar](repeating: 0, count: 32)
                 let n = strftime(&buffer, buffer.count, format, &broken)
-                out += String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
+                out += String(cBuffer: buffer.prefix(n))
             }
         }
         return out

@@ -7,6 +7,7 @@ import NetStream
 import Pipeline
 import Synchronization
 import SystemPackage
+import SystemSupport
 
 /// `tcp://[HOST]:PORT?listen` / `--listen [HOST:]PORT`: serves the stream to the
 /// receivers that connect, up to `maximumReceivers` at once (default sized by memory,
@@ -85,15 +86,9 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     /// for the recording); between 16 and 4096.
     public static func defaultMaximumReceivers() -> Int {
         var available = 1 << 30
-        if let file = fopen("/proc/meminfo", "r") {
-            defer { fclose(file) }
-            var line = [CChar](repeating: 0, count: 256)
-            while fgets(&line, Int32(line.count), file) != nil {
-                let text = String(decoding: line.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
-                guard text.hasPrefix("MemAvailable:") else { continue }
-                let digits = text.split(separator: " ").dropFirst().first.flatMap { Int($0) }
-                if let kib = digits, kib > 0, kib < Int.max / 1024 { available = kib * 1024 }
-            }
+        for text in SystemFiles.lines(of: "/proc/meminfo") ?? [] where text.hasPrefix("MemAvailable:") {
+            let digits = text.split(separator: " ").dropFirst().first.flatMap { Int($0) }
+            if let kib = digits, kib > 0, kib < Int.max / 1024 { available = kib * 1024 }
         }
         var byMemory = available / 4 / bytesPerReceiver
         var limit = rlimit()

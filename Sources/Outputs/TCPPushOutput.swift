@@ -6,6 +6,7 @@ import NetStream
 import Pipeline
 import Synchronization
 import SystemPackage
+import SystemSupport
 
 /// `tcp://HOST:PORT`: pushes the stream to a receiver listening there, on SwiftNIO like `--listen` (the
 /// connection is a `TCPReceiverSession` on an event loop; no thread of its own).
@@ -161,7 +162,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// `connect() on 127.0.0.1:9000: Connection refused (errno 111)`, as the rest of camrec words socket errors.
     private func describe(_ error: Error) -> String {
-        let target = endpoint.host.map { $0.contains(":") ? "[\($0)]:\(endpoint.port)" : "\($0):\(endpoint.port)" } ?? label
+        let target = endpoint.host.map { hostAndPort($0, endpoint.port) } ?? label
         if let error = error as? NIOConnectionError {
             if let first = error.connectionErrors.first, let io = first.error as? IOError {
                 return "\(SocketError("connect", Errno(rawValue: io.errnoCode), address: TCPListenOutput.text(first.target)))"

@@ -1,4 +1,5 @@
 import Glibc
+import SystemSupport
 
 /// A sidecar of frame timestamps in mkvmerge's "timecode format v2" (one millisecond value per frame,
 /// from the segment's first frame), which rpicam-vid users already know: raw H.264 carries no timing,
@@ -25,10 +26,7 @@ final class TimestampsFile {
         let start = first ?? presentationNanoseconds
         first = start
         let micros = (presentationNanoseconds - start) / 1000
-        let ms = micros / 1000, fraction = micros % 1000
-        var f = String(fraction)
-        while f.count < 3 { f = "0" + f }
-        text += "\(ms).\(f)\n"
+        text += micros.decimalText(places: 3) + "\n"
     }
 
     /// Writes the sidecar beside the video, through a temporary name like the video itself.

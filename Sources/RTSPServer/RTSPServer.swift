@@ -8,6 +8,7 @@ import NetStream
 import Outputs
 import RTSP
 import Synchronization
+import SystemSupport
 
 /// `--rtsp [HOST:]PORT`: camrec as a network camera. An RTSP 1.0 server (RFC 2326) on SwiftNIO's event
 /// loops (shared with `--listen` and `--http`; a connection is a task, not a thread). Each encoding is a
@@ -98,7 +99,7 @@ public final class RTSPServer: @unchecked Sendable {
         state.withLock { s in UInt16(clamping: s.servers.first?.localAddress?.port ?? 0) }
     }
 
-    var label: String { "--rtsp \(configuration.endpoint.host.map { $0.contains(":") ? "[\($0)]" : $0 } ?? ""):\(configuration.endpoint.port)" }
+    var label: String { "--rtsp " + hostAndPort(configuration.endpoint.host, configuration.endpoint.port) }
 
     /// The first mount opened binds the port (before capture starts, so a port in use fails first).
     func opened(_ mount: RTSPMount) throws {

@@ -3,6 +3,7 @@ import NIOPosix
 import NetStream
 import Pipeline
 import SystemPackage
+import SystemSupport
 
 /// One sender's connection for `camrec receive`, on SwiftNIO: its event loop reads the socket into a
 /// bounded buffer, and the receiver's own thread (which decodes and writes, blocking media work) takes
@@ -39,7 +40,7 @@ final class SenderConnection: @unchecked Sendable {
 
     /// Connects to the first address of `host` that answers within `timeoutMilliseconds`.
     static func connect(host: String, port: UInt16, timeoutMilliseconds: Int64) throws -> SenderConnection {
-        let shown = host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)"
+        let shown = hostAndPort(host, port)
         do {
             let channel = try ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
                 .connectTimeout(.milliseconds(timeoutMilliseconds))

@@ -5,6 +5,7 @@ import Outputs
 import Pipeline
 import Recorder
 import Synchronization
+import SystemSupport
 
 /// `--on-camera-lost exit|wait[=SECONDS]`, as given; `validate()` checks it.
 struct CameraLossPolicy: ExpressibleByArgument {
@@ -97,7 +98,7 @@ extension RecordCommand {
 }
 
 private func formatWait(_ seconds: Double) -> String {
-    seconds.isFinite ? String(Double((seconds * 10).rounded()) / 10) : "?"
+    seconds.isFinite ? seconds.decimalText(places: 1) : "?"
 }
 
 /// Runs `--on-camera-change CMD`: CAMREC_CAMERA_EVENT (lost or returned), CAMREC_DEVICE (the node),

@@ -1,6 +1,7 @@
 import Capture
 import Frames
 import Glibc
+import SystemSupport
 
 /// Retries `open` while the camera is busy, for up to `seconds` (`--wait`): overlapping cron or
 /// timer runs queue for the camera instead of failing.
@@ -13,7 +14,7 @@ func waitingWhileBusy<Source>(seconds: Double?, _ open: () throws -> Source) thr
             return try open()
         } catch let error as CaptureError where error.kind == .deviceBusy && MonotonicClock.now() < deadline {
             if !said {
-                writeStandardError("camrec: \(error.message); waiting up to \(format(seconds, decimals: 0)) s for it\n")
+                writeStandardError("camrec: \(error.message); waiting up to \(seconds.decimalText(places: 0)) s for it\n")
                 said = true
             }
             usleep(250_000)

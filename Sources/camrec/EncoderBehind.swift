@@ -1,5 +1,6 @@
 import Encoder
 import Frames
+import SystemSupport
 
 /// What camrec says when a live source drops frames because the encoder is behind it (the pool had no
 /// free buffer): how many so far, the encoder's work, and what would let it keep up. camrec advises and
@@ -20,7 +21,7 @@ struct EncoderBehindWarning {
     func line(droppedSoFar dropped: UInt64) -> String {
         let threadCount = threads == 0 ? "the library's own thread count" : threads == 1 ? "1 thread" : "\(threads) threads"
         let software = preset.map { ", \(threadCount), preset \($0)" } ?? ""
-        let work = "\(encoder)\(software), \(size) at \(format(framesPerSecond, decimals: framesPerSecond.rounded() == framesPerSecond ? 0 : 2)) fps"
+        let work = "\(encoder)\(software), \(size) at \(framesPerSecond.decimalText(places: framesPerSecond.rounded() == framesPerSecond ? 0 : 2)) fps"
         let advice = oneX264Thread
             ? "--threads 2 (a frame of delay more), a faster --preset or a smaller --size would keep up"
             : preset == nil ? "a smaller --size or a lower --fps would keep up"

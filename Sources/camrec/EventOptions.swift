@@ -8,6 +8,7 @@ import Hub
 import Motion
 import Pipeline
 import Outputs
+import SystemSupport
 
 /// Event clips: what a trigger records, and how far around it.
 struct EventOptions: ParsableArguments {
@@ -184,8 +185,8 @@ extension RecordCommand {
         events.onEventEnded = { event in
             var fields = ["event=\(event.id)", "trigger=\(event.trigger.rawValue)", "triggers=\(event.triggers)"]
             if let first = event.firstFrame, let last = event.lastFrame { fields.append("frames=\(first)-\(last)") }
-            if let pre = event.prerollSeconds { fields.append("pre-roll=\(format(pre, decimals: 3))s") }
-            if let score = event.motionScore { fields.append("motion=\(format(score * 100, decimals: 1))%") }
+            if let pre = event.prerollSeconds { fields.append("pre-roll=\(pre.decimalText(places: 3))s") }
+            if let score = event.motionScore { fields.append("motion=\((score * 100).decimalText(places: 1))%") }
             fields.append("files=\(event.files.count)")
             if let error = event.error { fields.append("error=\(quotedField(error))") }
             printLine(clearStatus + "camrec: event ended " + fields.joined(separator: " "))
@@ -201,7 +202,7 @@ extension RecordCommand {
          "CAMREC_EVENT_START": event.start, "CAMREC_EVENT_END": event.end ?? "",
          "CAMREC_EVENT_FIRST_FRAME": event.firstFrame.map { String($0) } ?? "",
          "CAMREC_EVENT_LAST_FRAME": event.lastFrame.map { String($0) } ?? "",
-         "CAMREC_EVENT_MOTION": event.motionScore.map { format($0, decimals: 4) } ?? ""]
+         "CAMREC_EVENT_MOTION": event.motionScore.map { $0.decimalText(places: 4) } ?? ""]
     }
 
     /// SIGUSR1: starts or extends an event, and says which on stderr.

@@ -1,6 +1,6 @@
 import Capture
 import Encoder
-import Frames
+import SystemSupport
 import Outputs
 import Recorder
 

@@ -4,6 +4,7 @@ import Bitstream
 import Containers
 import Glibc
 import Outputs
+import SystemSupport
 
 extension ContainerFormat: ExpressibleByArgument {}
 
@@ -69,23 +70,11 @@ func stableSourceName(device: String?, testPattern: Bool, testScene: Bool, input
     if testScene { return "test-scene" }
     if let input { return input == "-" ? "stdin" : basename(of: input) }
     let node = device ?? "/dev/video0"
-    var resolved = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-    let target = realpath(node, &resolved) != nil ? cString(resolved) : node
-    if let dir = opendir("/dev/v4l/by-id") {
-        defer { closedir(dir) }
-        while let entry = readdir(dir) {
-            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
-            guard !name.hasPrefix(".") else { continue }
-            var linked = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-            if realpath("/dev/v4l/by-id/" + name, &linked) != nil, cString(linked) == target { return name }
-        }
+    let target = SystemFiles.resolved(node) ?? node
+    for name in SystemFiles.entries(of: "/dev/v4l/by-id") where !name.hasPrefix(".") {
+        if SystemFiles.resolved("/dev/v4l/by-id/" + name) == target { return name }
     }
     return basename(of: node)
-}
-
-/// The text of a NUL-terminated C buffer (UTF-8, up to its first NUL).
-private func cString(_ buffer: [CChar]) -> String {
-    String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
 }
 
 private func basename(of path: String) -> String {
@@ -124,7 +113,7 @@ func quotedField(_ text: String) -> String {
 
 func finishedFileLine(_ file: FinishedFile, dropped: UInt64, errored: UInt64 = 0) -> String {
     var fields = ["output=\(quotedField(file.path))", "frames=\(file.frames)", "idr=\(file.idrFrames)",
-                  "duration=\(format(file.durationSeconds, decimals: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
+                  "duration=\(file.durationSeconds.decimalText(places: 3))s", "bytes=\(file.bytes)", "dropped=\(dropped)"]
     if errored > 0 { fields.append("errored=\(errored)") }
     if file.format != .raw { fields.append("format=\(file.format.rawValue)") }
     if file.clampedTimestamps > 0 { fields.append("clamped=\(file.clampedTimestamps)") }

@@ -1,6 +1,7 @@
 import Bitstream
 import Containers
 import Recorder
+import SystemSupport
 
 extension InspectCommand {
     /// `camrec inspect` on an MP4, QuickTime, Matroska or MPEG-TS file: the H.264 or H.265 inside is judged
@@ -41,7 +42,7 @@ extension InspectCommand {
         var facts = ["container: \(reader.formatName)", "\(container.samples) samples"]
         if let first = container.firstSeconds, let last = container.lastSeconds, container.samples > 1 {
             let interval = (last - first) / Double(container.samples - 1)
-            facts.append("\(StreamReport.decimal(reader.durationSeconds ?? (last - first + interval), places: 3)) s")
+            facts.append("\((reader.durationSeconds ?? (last - first + interval)).decimalText(places: 3, trimmingZeros: true)) s")
         }
         facts.append("\(container.keySamples.count) marked key")
         if let entry = reader.sampleEntry {

@@ -7,6 +7,7 @@ import Pipeline
 import Receiver
 import Recorder
 import Synchronization
+import SystemSupport
 
 /// `camrec receive`: takes a raw H.264 or H.265 stream over TCP, verifies it by decoding, stores it.
 struct ReceiveCommand: AsyncParsableCommand {
@@ -119,7 +120,7 @@ struct ReceiveCommand: AsyncParsableCommand {
             ? StatusLine(sample: { [receiver] in (receiver.progress.frames, receiver.progress.bytes) }) { [receiver] rates in
                 let p = receiver.progress
                 let state = p.connected ? "from \(p.senderAddress ?? "?")" : "waiting for a sender"
-                var text = "\(state)  frames \(p.frames)  \(format(rates.framesPerSecond)) fps  \(format(rates.megabitsPerSecond)) Mbit/s  "
+                var text = "\(state)  frames \(p.frames)  \(rates.framesPerSecond.decimalText(places: 1)) fps  \(rates.megabitsPerSecond.decimalText(places: 1)) Mbit/s  "
                     + "decode errors \(p.decodeErrors)  gaps \(p.gaps)  reconnects \(p.reconnects)"
                 if p.lastLatencyNanoseconds > 0 { text += "  latency \(LatencySamples.milliseconds(p.lastLatencyNanoseconds)) ms" }
                 return text

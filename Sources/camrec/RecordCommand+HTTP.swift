@@ -7,6 +7,7 @@ import NetStream
 import Outputs
 import Recorder
 import RTSPServer
+import SystemSupport
 
 extension RecordCommand {
     /// `--http`'s server, a service of camrec's group; the recording waits for it (`waitForHTTPServer`).
@@ -56,8 +57,7 @@ extension RecordCommand {
         let host = endpoint.host ?? "127.0.0.1"
         do {
             let port = try server.waitUntilListening()
-            let shown = host.contains(":") ? "[\(host)]" : host
-            writeStandardError("camrec: live view on http://\(shown):\(port)/\n")
+            writeStandardError("camrec: live view on http://\(hostAndPort(host, port))/\n")
             return nil
         } catch {
             return "cannot serve HTTP on \(host):\(endpoint.port): \(LiveHTTPServer.describe(error)); choose another port with --http"

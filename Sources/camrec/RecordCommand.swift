@@ -14,6 +14,7 @@ import Recorder
 import Libav
 import Pipeline
 import Synchronization
+import SystemSupport
 
 /// The default command: record from one source to one or more outputs.
 struct RecordCommand: AsyncParsableCommand {
@@ -308,8 +309,8 @@ struct RecordCommand: AsyncParsableCommand {
         })
         let status = StatusLine.stderrIsTerminal && logLevel <= .notice
             ? StatusLine(sample: { [recorder] in (recorder.progress.frames, recorder.progress.bytes) }) { [recorder] rates in
-                "frames \(recorder.progress.frames)  \(format(rates.framesPerSecond)) fps  \(format(rates.megabitsPerSecond)) Mbit/s  "
-                    + "dropped \(recorder.progress.dropped)  \(format(rates.elapsedSeconds)) s"
+                "frames \(recorder.progress.frames)  \(rates.framesPerSecond.decimalText(places: 1)) fps  \(rates.megabitsPerSecond.decimalText(places: 1)) Mbit/s  "
+                    + "dropped \(recorder.progress.dropped)  \(rates.elapsedSeconds.decimalText(places: 1)) s"
             }
             : nil
         status?.start()
@@ -391,7 +392,7 @@ struct RecordCommand: AsyncParsableCommand {
             // File outputs print one line per file as each is finished.
             if output.label != "stdout" && !output.label.hasPrefix("tcp") && !MediaServerURL.looksLikeURL(output.label) { continue }
             var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
-                          "idr=\(output.idrFrames)", "duration=\(format(result.durationSeconds, decimals: 3))s",
+                          "idr=\(output.idrFrames)", "duration=\(result.durationSeconds.decimalText(places: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
             if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }

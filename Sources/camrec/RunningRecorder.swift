@@ -1,4 +1,4 @@
-import Frames
+import SystemSupport
 import Glibc
 
 /// A camrec that is recording, found by what it holds: a camera's exclusive lock (camrec `flock`s the
@@ -18,7 +18,7 @@ struct RunningRecorder {
         guard stat(path, &status) == 0 else {
             throw Missing(description: "\(path): \(String(cString: strerror(errno))); give the camera camrec records (--device) or its --pid-file")
         }
-        let holders = lockHolders(device: status.st_dev, inode: status.st_ino, locks: locks ?? readProcFile("/proc/locks", limit: 4 << 20) ?? "")
+        let holders = lockHolders(device: status.st_dev, inode: status.st_ino, locks: locks ?? SystemFiles.text(of: "/proc/locks", limit: 4 << 20) ?? "")
         guard !holders.isEmpty else {
             throw Missing(description: "no process is recording \(path) (nothing holds its lock); is camrec running, and on this camera?")
         }
@@ -65,35 +65,12 @@ struct RunningRecorder {
     /// Whether `pid` runs camrec: its name is camrec, or it runs this very executable under another name.
     static func isCamrec(_ pid: pid_t) -> Bool {
         if command(of: pid) == "camrec" { return true }
-        guard let theirs = executable(of: "/proc/\(pid)/exe"), let ours = executable(of: "/proc/self/exe") else { return false }
+        guard let theirs = SystemFiles.linkTarget("/proc/\(pid)/exe"), let ours = SystemFiles.linkTarget("/proc/self/exe") else { return false }
         return theirs == ours
     }
 
     /// The process's name (/proc/PID/comm), or nil when it is gone.
     static func command(of pid: pid_t) -> String? {
-        readProcFile("/proc/\(pid)/comm", limit: 64)?.trimmingWhitespace()
-    }
-
-    private static func executable(of link: String) -> String? {
-        var buffer = [CChar](repeating: 0, count: Int(PATH_MAX) + 1)
-        let n = readlink(link, &buffer, buffer.count - 1)
-        guard n > 0 else { return nil }
-        return String(decoding: buffer.prefix(n).map { UInt8(bitPattern: $0) }, as: UTF8.self)
-    }
-
-    /// A /proc file's text (they report a size of 0, so they are read to their end, up to `limit`).
-    private static func readProcFile(_ path: String, limit: Int) -> String? {
-        let fd = open(path, O_RDONLY | O_CLOEXEC)
-        guard fd >= 0 else { return nil }
-        defer { close(fd) }
-        var bytes = [UInt8](repeating: 0, count: 65536)
-        var text: [UInt8] = []
-        while text.count < limit {
-            let n = read(fd, &bytes, bytes.count)
-            if n < 0 && errno == EINTR { continue }
-            guard n > 0 else { break }
-            text += bytes.prefix(n)
-        }
-        return String(decoding: text.prefix(limit), as: UTF8.self)
+        SystemFiles.text(of: "/proc/\(pid)/comm", limit: 64)?.trimmingWhitespace()
     }
 }

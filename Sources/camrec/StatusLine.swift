@@ -54,15 +54,3 @@ final class StatusLine: @unchecked Sendable {
     }
 }
 
-
-func format(_ value: Double, decimals: Int = 1) -> String {
-    var scale = 1.0
-    for _ in 0..<decimals { scale *= 10 }
-    let scaled = Int((value * scale).rounded())
-    let whole = scaled / Int(scale)
-    let fraction = abs(scaled % Int(scale))
-    guard decimals > 0 else { return String(whole) }
-    var f = String(fraction)
-    while f.count < decimals { f = "0" + f }
-    return "\(scaled < 0 && whole == 0 ? "-" : "")\(whole).\(f)"
-}

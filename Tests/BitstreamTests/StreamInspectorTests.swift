@@ -1,5 +1,6 @@
 import XCTest
 @testable import Bitstream
+import SystemSupport
 
 final class StreamInspectorTests: XCTestCase {
     private let sps = Units.sps()
@@ -257,10 +258,10 @@ final class StreamInspectorTests: XCTestCase {
     }
 
     func testNumberFormatting() {
-        XCTAssertEqual(StreamReport.decimal(30, places: 3), "30")
-        XCTAssertEqual(StreamReport.decimal(30000.0 / 1001.0, places: 3), "29.97")
-        XCTAssertEqual(StreamReport.decimal(59.94, places: 3), "59.94")
-        XCTAssertEqual(StreamReport.decimal(0.5, places: 1), "0.5")
+        XCTAssertEqual(30.0.decimalText(places: 3, trimmingZeros: true), "30")
+        XCTAssertEqual((30000.0 / 1001.0).decimalText(places: 3, trimmingZeros: true), "29.97")
+        XCTAssertEqual(59.94.decimalText(places: 3, trimmingZeros: true), "59.94")
+        XCTAssertEqual(0.5.decimalText(places: 1, trimmingZeros: true), "0.5")
         XCTAssertEqual(StreamReport.humanSize(512), "512 B")
         XCTAssertEqual(StreamReport.humanSize(30494), "29.8 KiB")
         XCTAssertEqual(StreamReport.humanSize(3 << 20), "3 MiB")

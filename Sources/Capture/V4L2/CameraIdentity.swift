@@ -1,4 +1,4 @@
-import Frames
+import SystemSupport
 import Glibc
 
 /// Which camera a video node belongs to, read from sysfs, so that the same camera can be found again when

@@ -1,5 +1,5 @@
 import CV4L2
-import Frames
+import SystemSupport
 
 /// What a V4L2 node can do (`v4l2_capability.device_caps`, or `capabilities` on old
 /// drivers that do not report per-node caps).
@@ -63,18 +63,10 @@ public struct V4L2DeviceIdentity: Sendable {
     public var capabilities: V4L2Capabilities
 
     init(_ raw: v4l2_capability) {
-        driver = cString(raw.driver)
-        card = cString(raw.card)
-        busInfo = cString(raw.bus_info)
+        driver = String(cArray: raw.driver)
+        card = String(cArray: raw.card)
+        busInfo = String(cArray: raw.bus_info)
         let all = V4L2Capabilities(rawValue: raw.capabilities)
         capabilities = all.contains(.deviceCapabilities) ? V4L2Capabilities(rawValue: raw.device_caps) : all
-    }
-}
-
-/// A fixed-size C char array (imported as a tuple) up to its NUL, as UTF-8.
-func cString<T>(_ tuple: T) -> String {
-    withUnsafeBytes(of: tuple) { raw in
-        let bytes = raw.prefix { $0 != 0 }
-        return String(decoding: bytes, as: UTF8.self)
     }
 }

@@ -3,6 +3,7 @@ import Glibc
 import Synchronization
 import SystemPackage
 import Frames
+import SystemSupport
 
 /// Frames from a V4L2 camera, by mmap streaming.
 ///
@@ -369,5 +370,5 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
 }
 
 private func formatSeconds(_ s: Double) -> String {
-    String(format2: s)
+    s.decimalText(places: 2)
 }

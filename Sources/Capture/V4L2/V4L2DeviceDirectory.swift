@@ -1,16 +1,12 @@
 import Glibc
-import Frames
+import SystemSupport
 
 /// The V4L2 nodes on this machine, and which of them capture video.
 public enum V4L2DeviceDirectory {
     /// `/dev/video*`, in numeric order (video2 before video10).
     public static func videoNodes(in directory: String = "/dev") -> [String] {
-        guard let dir = opendir(directory) else { return [] }
-        defer { closedir(dir) }
-        var numbers: [Int] = []
-        while let entry = readdir(dir) {
-            let name = cString(entry.pointee.d_name)
-            if name.hasPrefix("video"), let n = Int(name.dropFirst(5)) { numbers.append(n) }
+        let numbers = SystemFiles.entries(of: directory).compactMap { name in
+            name.hasPrefix("video") ? Int(name.dropFirst(5)) : nil
         }
         return numbers.sorted().map { "\(directory)/video\($0)" }
     }

@@ -1,6 +1,7 @@
 import CV4L2
 import Glibc
 import Frames
+import SystemSupport
 
 /// A frame interval as V4L2 gives it: seconds per frame as a fraction.
 public struct V4L2Fraction: Hashable, Sendable, CustomStringConvertible {
@@ -173,7 +174,7 @@ enum V4L2FormatCatalog {
             }
             let format = V4L2PixelFormat(rawValue: desc.pixelformat)
             offers.append(V4L2FormatOffer(
-                pixelFormat: format, name: cString(desc.description),
+                pixelFormat: format, name: String(cArray: desc.description),
                 isCompressed: desc.flags & UInt32(V4L2_FMT_FLAG_COMPRESSED) != 0,
                 isEmulated: desc.flags & UInt32(V4L2_FMT_FLAG_EMULATED) != 0,
                 sizes: sizes(of: device, format: format)))

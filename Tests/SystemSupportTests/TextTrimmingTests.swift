@@ -1,4 +1,4 @@
-import Frames
+import SystemSupport
 import XCTest
 
 /// `trimmingWhitespace()` stands in for Foundation's `trimmingCharacters(in: .whitespacesAndNewlines)`
