@@ -9,6 +9,7 @@ import Synchronization
 /// on the encoder thread and a slow browser skips to a later IDR and costs nothing else. The hub's
 /// ring holds the newest picture group for `/snapshot.jpg`.
 public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
+    public var kind: OutputKind { .browser }
     public let label: String
     public var failure: OutputError? { nil }
     /// Given at `open`, before any thread of this output runs.
@@ -128,7 +129,7 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         }
         for viewer in viewers { leave(viewer) }
         let (served, sent, skipped) = state.withLock { ($0.servedViewers, $0.sentToViewers, $0.skippedByViewers) }
-        var report = OutputReport(label: label)
+        var report = OutputReport(kind: kind, label: label)
         report.frames = sent.frames
         report.bytes = sent.bytes
         report.skippedFrames = skipped

@@ -78,6 +78,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     }
 
     public let configuration: Configuration
+    public var kind: OutputKind { .events }
     public var label: String { "events " + configuration.files.pattern.template }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -139,7 +140,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         files.numbering = fileNumbers
         self.configuration = Configuration(preRollSeconds: configuration.preRollSeconds,
                                            postRollSeconds: configuration.postRollSeconds, files: files)
-        state = Mutex(State(report: OutputReport(label: "events " + configuration.files.pattern.template)))
+        state = Mutex(State(report: OutputReport(kind: .events, label: "events " + configuration.files.pattern.template)))
     }
 
     /// Checks that the clips' folder can be made and written now, so a bad `--event-output` fails

@@ -17,8 +17,8 @@ struct PeerTotals {
         for v in s.latency.values { latency.add(v) }
     }
 
-    func report(label: String) -> OutputReport {
-        var report = OutputReport(label: label)
+    func report(kind: OutputKind, label: String) -> OutputReport {
+        var report = OutputReport(kind: kind, label: label)
         report.frames = frames
         report.bytes = bytes
         report.idrFrames = idrFrames

@@ -18,6 +18,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     /// IDR's SPS and PPS to describe the stream).
     public typealias MakeTransport = @Sendable () throws -> PeerTransport
 
+    public var kind: OutputKind { .push }
     public let label: String
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -170,6 +171,6 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         }
         let all = totals.withLock { $0 }
         log(all.summary(label: label, peerKind: peerKind, published: hub?.publishedCount ?? 0))
-        return all.sent.report(label: label)
+        return all.sent.report(kind: kind, label: label)
     }
 }

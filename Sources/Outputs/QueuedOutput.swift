@@ -9,6 +9,7 @@ import Synchronization
 /// is full, and then waits (a file must not lose frames; the camera side drops and
 /// counts instead).
 public final class QueuedOutput: StreamOutput, @unchecked Sendable {
+    public var kind: OutputKind { .stdout }
     public var label: String { sink.label }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -40,7 +41,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
         self.sink = sink
         timingNote = timingSEICodec.map { TimingNoteInserter(codec: $0) }
         self.queueCapacity = max(1, queueCapacity)
-        state = Mutex(State(report: OutputReport(label: sink.label)))
+        state = Mutex(State(report: OutputReport(kind: .stdout, label: sink.label)))
     }
 
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {

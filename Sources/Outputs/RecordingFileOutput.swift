@@ -48,6 +48,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         }
     }
 
+    public var kind: OutputKind { .file }
     public var label: String { configuration.pattern.template }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -407,7 +408,7 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         for carried in soundForNextFile { carried.release() }
         soundForNextFile = []
         let files = shared.withLock { $0.finished }
-        var report = OutputReport(label: label, path: files.last?.path)
+        var report = OutputReport(kind: kind, label: label, path: files.last?.path)
         report.frames = files.reduce(0) { $0 + $1.frames }
         report.bytes = files.reduce(0) { $0 + $1.bytes }
         report.idrFrames = files.reduce(0) { $0 + $1.idrFrames }

@@ -1,7 +1,27 @@
 import Hub
 
+/// What kind of destination an output is: the summary lines and `/metrics` (as its `kind` label)
+/// tell outputs apart by it, never by their labels, which are names the user gave.
+public enum OutputKind: String, Sendable {
+    /// Recording files (`RecordingFileOutput`): each says when it is finished, in a line of its own.
+    case file
+    /// A byte stream through a `ByteSink` (`QueuedOutput`): camrec's `-`.
+    case stdout
+    /// Connecting out, one peer at a time: tcp://HOST:PORT, a media server (rtsp://, rtmp://, srt://).
+    case push
+    /// Receivers connecting in: tcp://…?listen, --listen.
+    case listen
+    /// The live view's viewers (--http).
+    case browser
+    /// Event clips (--event-output).
+    case events
+    /// An RTSP mount (--rtsp).
+    case rtsp
+}
+
 /// What an output reports when the recording ends.
 public struct OutputReport: Sendable {
+    public var kind: OutputKind
     public var label: String
     /// Final path of a file output.
     public var path: String?
@@ -12,7 +32,8 @@ public struct OutputReport: Sendable {
     public var skippedFrames: Int = 0
     public var error: OutputError?
 
-    public init(label: String, path: String? = nil) {
+    public init(kind: OutputKind, label: String, path: String? = nil) {
+        self.kind = kind
         self.label = label
         self.path = path
     }
@@ -63,6 +84,7 @@ public struct ReceiverReception: Sendable, Equatable {
 /// `finish()` runs after the hub has closed: it writes out what its subscriptions still hold and
 /// settles the output.
 public protocol StreamOutput: AnyObject, Sendable {
+    var kind: OutputKind { get }
     var label: String { get }
     /// Starts the output on `hub`. `onFailure` is called once, from the output's own thread, when it
     /// fails later, while recording.

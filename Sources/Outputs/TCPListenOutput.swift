@@ -22,6 +22,7 @@ import SystemSupport
 /// A receiver leaving or failing never affects the others, the recording or its files.
 public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     public let endpoint: TCPEndpoint
+    public var kind: OutputKind { .listen }
     public var label: String { endpoint.description }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -199,6 +200,6 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         if t.skipped > 0 { line += ", \(t.skipped) skipped" }
         if let latency = t.latency.summary { line += "; capture to sent: \(latency)" }
         log(line)
-        return t.report(label: label)
+        return t.report(kind: kind, label: label)
     }
 }

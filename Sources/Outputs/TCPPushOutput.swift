@@ -17,6 +17,7 @@ import SystemSupport
 /// receiver's trouble only affects this output.
 public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     public let endpoint: TCPEndpoint
+    public var kind: OutputKind { .push }
     public var label: String { endpoint.description }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -207,6 +208,6 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         ended.unlock()
         let all = state.withLock { $0.totals }
         log(all.summary(label: label, peerKind: "receiver", published: hub?.publishedCount ?? 0))
-        return all.sent.report(label: label)
+        return all.sent.report(kind: kind, label: label)
     }
 }

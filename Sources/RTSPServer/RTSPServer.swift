@@ -237,6 +237,7 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     public let sound: Sound?
     /// Held here: the output set holds the mounts, and nothing else holds the server.
     let server: RTSPServer
+    public var kind: OutputKind { .rtsp }
     public var label: String { server.label + (paths.last ?? "/") }
     /// Given at `open`, before any thread of this output runs.
     private var onFailure: (@Sendable (OutputError) -> Void)?
@@ -356,7 +357,7 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         server.finished(self)
         multicast?.close()
         let t = totals.withLock { $0 }
-        var report = OutputReport(label: label)
+        var report = OutputReport(kind: kind, label: label)
         report.frames = t.frames
         report.bytes = t.bytes
         report.skippedFrames = t.skipped

@@ -81,19 +81,7 @@ extension RecordCommand {
                 now.framesEncoded = progress.frames
                 now.bytesEncoded = progress.bytes
             }
-            now.outputs = outputs.map { output in
-                let kind = switch output {
-                case is RecordingFileOutput: "file"
-                case is QueuedOutput: "stdout"
-                case is PushOutput, is TCPPushOutput: "push"
-                case is TCPListenOutput: "listen"
-                case is LiveViewOutput: "browser"
-                case is EventRecorder: "events"
-                case is RTSPMount: "rtsp"
-                default: "other"
-                }
-                return (output.label, kind, output.counters)
-            }
+            now.outputs = outputs.map { ($0.label, $0.kind.rawValue, $0.counters) }
             if let events = outputs.lazy.compactMap({ $0 as? EventRecorder }).first {
                 let totals = events.totals
                 now.eventsEnabled = true

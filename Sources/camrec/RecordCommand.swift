@@ -389,15 +389,13 @@ struct RecordCommand: AsyncParsableCommand {
         for output in result.outputs {
             // An output that never got a frame was removed; the error line says why.
             if output.frames == 0 && result.failure != nil { continue }
-            // File outputs print one line per file as each is finished.
-            if output.label != "stdout" && !output.label.hasPrefix("tcp") && !MediaServerURL.looksLikeURL(output.label) { continue }
+            // Files print one line per file as each is finished; servers, viewers and clips none.
+            guard [.stdout, .push, .listen].contains(output.kind) else { continue }
             var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
                           "idr=\(output.idrFrames)", "duration=\(result.durationSeconds.decimalText(places: 3))s",
                           "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
             if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
             if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
-            if output.path == nil && output.label != "stdout" && !TCPEndpoint.looksLikeURL(output.label)
-                && !MediaServerURL.looksLikeURL(output.label) { fields.append("saved=no") }
             lines.append("camrec: finished " + fields.joined(separator: " "))
         }
         return lines
