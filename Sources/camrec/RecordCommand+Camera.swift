@@ -56,18 +56,18 @@ extension RecordCommand {
     }
 
     /// The pass-through "encoder" for the camera's stream, after the camera's controls were set: the IDR
-    /// period (`interval`) and the bit rate (`--bitrate`) where it has them, said in one line on stderr.
-    func makeCameraEncoder(source: FrameSource, codec: VideoCodec, interval: Int, logger: Logger) throws -> VideoEncoder {
+    /// period (`interval`) and the bit rate (`--bitrate`) where it has them, and the line that says so.
+    func makeCameraEncoder(source: FrameSource, codec: VideoCodec, interval: Int, logger: Logger) throws -> (encoder: VideoEncoder, notice: String) {
         guard let camera = source as? V4L2CaptureSource, camera.deliversCompressedVideo else {
             throw EncoderError(.unavailable, "--encoder camera needs a camera sending H.264 or H.265")
         }
         let controls = camera.codecControls
-        printLine("camrec: " + controls.apply(keyframeInterval: interval, bitsPerSecond: bitrate?.bitsPerSecond))
+        let notice = "camrec: " + controls.apply(keyframeInterval: interval, bitsPerSecond: bitrate?.bitsPerSecond)
         let encoder = CameraStreamEncoder(codec: codec, forceKeyFrame: controls.available[.forceKeyFrame] == nil ? nil : {
             controls.forceKeyFrame()
         })
         encoder.onFinding = { printLine("camrec: warning: \($0)") }
         logger.debug("encoder: \(encoder.name)")
-        return encoder
+        return (encoder, notice)
     }
 }

@@ -15,6 +15,17 @@ extension RecordCommand {
         return target != "-" && !TCPEndpoint.looksLikeURL(target) && (files.format ?? ContainerFormat(fileName: target)) != .raw
     }
 
+    /// Where the sound goes and where it does not, in one line ("camrec: sound goes into a.mp4, the live
+    /// view; a.h264 carries video only"): raw outputs keep their contract. `clips`: event clips take it.
+    func soundRouting(clips: Bool) -> String {
+        let silent = outputs.filter { !carriesSound($0) } + listen.map { "--listen \($0)" }
+        let clipNames = clips ? ["event clips \(events.eventOutput ?? "")"] : []
+        let page = http != nil ? ["the live view"] : []
+        let served = rtsp.map { ["--rtsp \($0)"] } ?? []
+        return "camrec: sound goes into \((outputs.filter(carriesSound) + clipNames + page + served).joined(separator: ", "))"
+            + (silent.isEmpty ? "" : "; \(silent.joined(separator: ", ")) \(silent.count == 1 ? "carries" : "carry") video only")
+    }
+
     func checkSound() throws {
         guard sound.isOn else { return }
         if sound.isCameraMicrophone && device == nil {

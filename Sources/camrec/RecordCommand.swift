@@ -240,130 +240,16 @@ struct RecordCommand: AsyncParsableCommand {
         defer { written?.remove() }
         let plan: RecordingPlan
         do {
-            plan = try makePlan(logger: logger)
+            plan = try RecordingPlan(self, logger: logger)
         } catch let failure as RecordingFailure {
             throw report(failure)
         }
-        let (source, recorder, outputSet, keyframes) = (plan.source, plan.recorder, plan.outputSet, plan.keyframes)
-        let (fileOutputs, videoEncoder, sound) = (plan.fileOutputs, plan.videoEncoder, plan.sound)
-        let rotatingFiles = fileOutputs
-        // On a terminal the status line is being redrawn: clear it before a line of its own.
-        let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
-        let camera = CameraPresence()
-        prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
-        let eventClips = plan.events
-        prepareEvents(plan.events, clearStatus: clearStatus)
-        // Frames dropped for want of encoder time are said as they happen, not only counted in `dropped=`.
-        let behind = EncoderBehindWarning(encoder: videoEncoder.name, oneX264Thread: videoEncoder is X264Encoder && threads == 1 && slices == 1,
-                                          threads: threads, preset: videoEncoder is VAAPIEncoder ? nil : preset, size: source.frameSize, framesPerSecond: source.framesPerSecond)
-        recorder.onEncoderBehind = { dropped in printLine(clearStatus + behind.line(droppedSoFar: dropped)) }
-        // The live page shows each event's first picture.
-        let thumbnails = http != nil && eventClips != nil ? EventThumbnails(hevc: defaultCodec == .hevc) : nil
-        if let thumbnails {
-            eventClips?.onEventStarted = { event, picture in
-                if let picture { thumbnails.make(eventID: event.id, accessUnit: picture.accessUnit) }
-            }
-        }
-        let motion = try events.makeMotionWatcher(events: plan.events, size: source.frameSize)
-        if let motion {
-            motion.start { outcome in
-                if let line = Self.describe(outcome, via: .motion) { printLine(clearStatus + "camrec: " + line) }
-            }
-            recorder.onFrameBeforeEncoding = { buffer in motion.look(at: buffer) }
-        }
-        var httpTrigger: (@Sendable (String?) -> EventRecorder.Outcome)?
-        if let eventClips {
-            httpTrigger = { label in
-                let outcome = eventClips.trigger(.http, label: label)
-                if let line = Self.describe(outcome, via: .http) { printLine(clearStatus + "camrec: " + line) }
-                return outcome
-            }
-        }
-        let actions = LiveActions(keyframe: { keyframes.request() },
-                                  rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count },
-                                  event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
-        var httpServer: LiveHTTPServer?
-        if let live = plan.liveView {
-            httpServer = try makeHTTPServer(live: live, recorder: recorder, source: source, encoder: plan.encoders[defaultCodec] ?? videoEncoder,
-                                            actions: actions, fileOutputs: fileOutputs, outputs: plan.outputs, camera: camera)
-        }
-        for output in fileOutputs {
-            output.onFileFinished = { [weak recorder] file in
-                let progress = recorder?.progress
-                printLine(clearStatus + finishedFileLine(file, dropped: progress?.dropped ?? 0, errored: progress?.errored ?? 0))
-            }
-            output.onFileDeleted = { [logger] path in logger.notice("retention: deleted \(path)") }
-        }
-        // SIGINT and SIGTERM end cleanly: the group's shutdown stops the recording first.
-        let signals = SignalService(onInterrupt: { count in
-            if count == 2 {
-                // A second signal means "stop waiting", never "throw away": files are finished.
-                writeStandardError("\ncamrec: interrupted twice; finishing the files without waiting for stdout or network peers\n")
-                outputSet.abandon()
-                recorder.stop()
-            }
-        }, onSignal: { [fileOutputs] signal in
-            // SIGHUP starts new files, log-rotation style; SIGUSR1 starts or extends an event.
-            if signal == SIGHUP { fileOutputs.forEach { $0.requestNewFile() } }
-            if signal == SIGUSR1 { triggerBySignal(eventClips, clearStatus: clearStatus) }
-        })
-        let status = StatusLine.stderrIsTerminal && logLevel <= .notice
-            ? StatusLine(sample: { [recorder] in (recorder.progress.frames, recorder.progress.bytes) }) { [recorder] rates in
-                "frames \(recorder.progress.frames)  \(rates.framesPerSecond.decimalText(places: 1)) fps  \(rates.megabitsPerSecond.decimalText(places: 1)) Mbit/s  "
-                    + "dropped \(recorder.progress.dropped)  \(rates.elapsedSeconds.decimalText(places: 1)) s"
-            }
-            : nil
-        status?.start()
-        let httpRefused = Mutex<String?>(nil)
-        let recording = BlockingWorkService(name: "recording", work: { [httpServer] () -> RecordingResult in
-            // The HTTP server listens before capture starts: a port in use fails before anything is recorded.
-            if let httpServer, let refused = waitForHTTPServer(httpServer) {
-                httpRefused.withLock { $0 = refused }
-                return RecordingResult()
-            }
-            // Outputs before the camera: a bad path fails before anything is recorded.
-            do throws(OutputError) {
-                try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
-                // Sound starts with the first frame and ends where the last one does, before the hubs close.
-                if let sound {
-                    sound.onFailure = { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
-                    recorder.onVideoEnded = { end in sound.finish(atPresentation: end) }
-                    sound.start()
-                }
-                var result = recorder.run()
-                // Motion's last triggers before the clips are finished.
-                motion?.stop()
-                result.settle(outputs: outputSet.finish())
-                return result
-            } catch {
-                var result = RecordingResult()
-                result.failure = .output(error)
-                return result
-            }
-        }, stop: { recorder.stop() })
-        // The live view stops after the recording (its page shows the end), the signals last.
-        await runServiceGroup(signals: signals, services: (httpServer.map { [$0] } ?? []) + [recording])
-        let result = recording.finishedOutcome
-        status?.stop()
-        if let refused = httpRefused.withLock({ $0 }) {
-            printError(refused)
-            throw ReportedFailure(status: .outputError)
-        }
-        if let vaapi = videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
-        for line in summaryLines(result) { printLine(line) }
-        if let report = sound?.source.report { printLine("camrec: \(report)") }
-        // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
-        if let raw = source as? RawFrameSource, raw.trailingBytes > 0 {
-            printLine("camrec: warning: the input ended \(raw.trailingBytes) bytes into a frame of \(raw.frameBytes); those bytes "
-                + "are not in the recording (check --size and --input-format if the input should hold whole frames)")
-        }
-        if let failure = result.failure {
-            throw report(failure)
-        }
-        if SignalService.interrupts > 1 { throw ReportedFailure(status: .interrupted) }
+        for notice in plan.notices { printLine(notice) }
+        try await record(plan, logger: logger)
     }
 
-    private func report(_ failure: RecordingFailure) -> ReportedFailure {
+    /// Says `failure` on stderr and gives the exit status it ends camrec with.
+    func report(_ failure: RecordingFailure) -> ReportedFailure {
         printError(failure.description)
         return ReportedFailure(status: failure.exitStatus)
     }
@@ -381,24 +267,6 @@ struct RecordCommand: AsyncParsableCommand {
         } catch let error as TCPEndpointError {
             throw ValidationError(error.description)
         }
-    }
-
-    /// One line per finished file, key=value, for logs and scripts; plus drops and repairs.
-    private func summaryLines(_ result: RecordingResult) -> [String] {
-        var lines: [String] = []
-        for output in result.outputs {
-            // An output that never got a frame was removed; the error line says why.
-            if output.frames == 0 && result.failure != nil { continue }
-            // Files print one line per file as each is finished; servers, viewers and clips none.
-            guard [.stdout, .push, .listen].contains(output.kind) else { continue }
-            var fields = ["output=\(quotedField(output.path ?? output.label))", "frames=\(output.frames)",
-                          "idr=\(output.idrFrames)", "duration=\(result.durationSeconds.decimalText(places: 3))s",
-                          "bytes=\(output.bytes)", "dropped=\(result.source.dropped)"]
-            if result.source.errored > 0 { fields.append("errored=\(result.source.errored)") }
-            if output.skippedFrames > 0 { fields.append("skipped=\(output.skippedFrames)") }
-            lines.append("camrec: finished " + fields.joined(separator: " "))
-        }
-        return lines
     }
 }
 

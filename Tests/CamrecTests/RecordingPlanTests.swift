@@ -16,7 +16,7 @@ final class RecordingPlanTests: XCTestCase {
                                                "\(dir)/a.h264", "\(dir)/b.h265"])
         var logger = Logger(label: "test")
         logger.logLevel = .error
-        let plan = try command.makePlan(logger: logger)
+        let plan = try RecordingPlan(command, logger: logger)
         XCTAssertEqual(plan.codecs, [.h264, .hevc], "the codecs in the order of their first output")
         XCTAssertEqual(Set(plan.hubs.keys), [.h264, .hevc], "one hub per encoding")
         XCTAssertEqual(plan.fileOutputs.count, 2)
