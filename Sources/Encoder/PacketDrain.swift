@@ -6,7 +6,7 @@ import Frames
 /// it on as an `EncodedPacket`, with the capture time of the frame it encodes.
 ///
 /// Timestamps count frames (pts = source sequence number), so drops show as gaps in time.
-struct PacketDrain {
+public struct PacketDrain {
     let frameRate: (numerator: Int32, denominator: Int32)
     /// For error messages: "libx264", "h264_vaapi".
     let encoderName: String
@@ -15,18 +15,18 @@ struct PacketDrain {
     /// returns a 0-byte coded buffer). Not a failure; the frame is simply not in the stream.
     private(set) var emptyPackets = 0
 
-    init(frameRate: (numerator: Int32, denominator: Int32), encoderName: String) {
+    public init(frameRate: (numerator: Int32, denominator: Int32), encoderName: String) {
         self.frameRate = frameRate
         self.encoderName = encoderName
     }
 
-    mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64, presentationTimeNanoseconds: UInt64) {
+    public mutating func remember(sequence: UInt64, captureTimeNanoseconds: UInt64, presentationTimeNanoseconds: UInt64) {
         captureTimes.remember(sequence: sequence, captureTimeNanoseconds: captureTimeNanoseconds,
                               presentationTimeNanoseconds: presentationTimeNanoseconds)
     }
 
     /// Passes every packet libavcodec has ready to `onPacket`; returns at EAGAIN or EOF.
-    mutating func drain(_ context: UnsafeMutablePointer<AVCodecContext>, _ packet: UnsafeMutablePointer<AVPacket>,
+    public mutating func drain(_ context: UnsafeMutablePointer<AVCodecContext>, _ packet: UnsafeMutablePointer<AVPacket>,
                onPacket: ((EncodedPacket) -> Void)?) throws {
         while true {
             let status = avcodec_receive_packet(context, packet)

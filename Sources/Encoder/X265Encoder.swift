@@ -122,7 +122,7 @@ public final class X265Encoder: VideoEncoder {
         p.pointee.bRepeatHeaders = 1
         let interval = "\(settings.keyframeInterval)"
         var options = [("keyint", interval), ("min-keyint", interval), ("bframes", "0")]
-        options += SoftwareEncoder.x265Options(settings)
+        options += Self.x265Options(settings)
         for (name, value) in options where api.param_parse(p, name, value) != 0 {
             throw EncoderError(.unavailable, "libx265 refused \(name)=\(value)")
         }
@@ -204,5 +204,16 @@ public final class X265Encoder: VideoEncoder {
         try flush()
         close()
         try start()
+    }
+
+    /// The x265 parameters camrec gives libx265, in order; the tests' libavcodec reference
+    /// (`SoftwareEncoder`) passes the same through libavcodec's x265-params.
+    public static func x265Options(_ settings: EncoderSettings) -> [(name: String, value: String)] {
+        var options = [("log-level", "error"), ("info", "0"), ("scenecut", "0"), ("open-gop", "0"), ("bframes", "0"),
+                       ("keyint", "\(settings.keyframeInterval)"), ("min-keyint", "\(settings.keyframeInterval)"),
+                       ("slices", "\(settings.slicesPerPicture)"), ("aud", "0"), ("repeat-headers", "1"),
+                       ("frame-threads", "\(max(1, settings.softwareThreads))")]
+        if let qp = settings.constantQP { options.append(("qp", "\(qp)")) }
+        return options
     }
 }

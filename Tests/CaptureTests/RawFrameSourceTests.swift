@@ -1,6 +1,7 @@
 @testable import Capture
 import Foundation
 import Frames
+import TestSupport
 import XCTest
 
 /// A raw-file source reads YUYV and UYVY frames strip by strip straight into pool buffers: every whole

@@ -2,6 +2,7 @@ import Bitstream
 import Capture
 import Frames
 import Encoder
+import TestSupport
 import XCTest
 
 final class SoftwareEncoderTests: XCTestCase {

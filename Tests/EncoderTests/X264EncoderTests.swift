@@ -2,6 +2,7 @@ import Bitstream
 import Capture
 import Frames
 import Encoder
+import TestSupport
 import XCTest
 
 /// libx264 called directly must make what libx264 through libavcodec made: the same bytes, packet

@@ -2,6 +2,7 @@ import Bitstream
 import Capture
 import Frames
 import Encoder
+import TestSupport
 import XCTest
 
 /// libx265 called directly must make what libx265 through libavcodec made: the same bytes, packet

@@ -1,4 +1,5 @@
 @testable import Frames
+import TestSupport
 import XCTest
 
 /// libyuv's rows for YUYV and UYVY against camrec's scalar loop (kept as the reference): byte for

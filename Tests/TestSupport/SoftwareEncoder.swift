@@ -1,12 +1,14 @@
 import Bitstream
 import CFFmpeg
-import Libav
+import Encoder
 import Frames
+import Libav
 
 /// H.264 or H.265 in software: libx264 or libx265 through libavcodec, each told to make IDRs
 /// exactly where the recorder asks, no B-frames, one slice per picture and no added latency.
 /// Recordings call both libraries directly (`X264Encoder`, `X265Encoder`); this is the reference
-/// `X264EncoderTests` and `X265EncoderTests` compare them with, byte for byte.
+/// `X264EncoderTests` and `X265EncoderTests` compare them with, byte for byte, so it lives with the
+/// tests (TestSupport), not in camrec.
 ///
 /// Pool buffers reach the encoder without a copy: each frame wraps the buffer's
 /// planes in an AVBuffer whose free callback hands the buffer back, so it returns
@@ -125,18 +127,8 @@ public final class SoftwareEncoder: VideoEncoder {
     /// writes its version SEI and a log line per run unless told not to. Its frame threads (one
     /// frame of delay each) follow `softwareThreads`; wavefront threads cost no delay.
     private func configureX265(_ ctx: UnsafeMutablePointer<AVCodecContext>, _ priv: UnsafeMutableRawPointer?) {
-        let params = Self.x265Options(settings).map { "\($0.name)=\($0.value)" }.joined(separator: ":")
+        let params = X265Encoder.x265Options(settings).map { "\($0.name)=\($0.value)" }.joined(separator: ":")
         av_opt_set(priv, "x265-params", params, 0)
-    }
-
-    /// The x265 parameters camrec gives libx265, in order (`X265Encoder` gives the same).
-    static func x265Options(_ settings: EncoderSettings) -> [(name: String, value: String)] {
-        var options = [("log-level", "error"), ("info", "0"), ("scenecut", "0"), ("open-gop", "0"), ("bframes", "0"),
-                       ("keyint", "\(settings.keyframeInterval)"), ("min-keyint", "\(settings.keyframeInterval)"),
-                       ("slices", "\(settings.slicesPerPicture)"), ("aud", "0"), ("repeat-headers", "1"),
-                       ("frame-threads", "\(max(1, settings.softwareThreads))")]
-        if let qp = settings.constantQP { options.append(("qp", "\(qp)")) }
-        return options
     }
 
     public func encode(_ buffer: PixelBuffer, forceKeyframe: Bool) throws {
