@@ -33,6 +33,9 @@ let package = Package(
         .target(name: "CX265", dependencies: ["CLazyLoad"]),
         // libasound (Debian's libasound2-dev to build), opened on first use like libav*: microphones.
         .target(name: "CALSA", dependencies: ["CLazyLoad"]),
+        // libjpeg-turbo (Debian's libjpeg62-turbo-dev to build), opened on first use: MJPEG cameras'
+        // JPEGs decoded as their planes stand, a strip at a time.
+        .target(name: "CJPEG", dependencies: ["CLazyLoad"]),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg", "SystemSupport"]),
 
@@ -47,9 +50,9 @@ let package = Package(
         // Frames, as CoreVideo stands under capture and encoding: pixel buffers, formats, pools,
         // conversions, the clock that stamps them. Swift, but for libyuv's SIMD rows (YUYV/UYVY).
         .target(name: "Frames", dependencies: ["CYUV"]),
-        // CFFmpeg: libavcodec's mjpeg decoder for MJPEG cameras.
+        // CJPEG: libjpeg-turbo for MJPEG cameras; Libav for LazyLibrary's one-line reasons.
         .target(name: "Capture", dependencies: [
-            "Frames", "CV4L2", "CFFmpeg", "Libav", "SystemSupport",
+            "Frames", "CV4L2", "CJPEG", "Libav", "SystemSupport",
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "CX265", "Libav", "Frames", "Bitstream", "SystemSupport"]),

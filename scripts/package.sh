@@ -126,11 +126,12 @@ printf 'Source: camrec\n\nPackage: camrec\nArchitecture: any\n' >"$shlibs/debian
 depends=$(cd "$shlibs" && dpkg-shlibdeps -O "$root/usr/bin/camrec" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shlibs"
 [[ -n $depends ]] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 70; }
-# camrec opens libavcodec, libavformat, libavutil, libswresample, libx265 and libasound when it first needs
-# them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c, Sources/CX265/CX265.c and
-# Sources/CALSA/LazyALSA.c), so dpkg-shlibdeps cannot see them:
+# camrec opens libavcodec, libavformat, libavutil, libswresample, libx265, libasound and libjpeg when it
+# first needs them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c, Sources/CX265/CX265.c,
+# Sources/CALSA/LazyALSA.c and Sources/CJPEG/LazyJPEG.c), so dpkg-shlibdeps cannot see them (libjpeg only
+# through libyuv0's own Depends):
 # the packages that hold those files, at least at the upstream version built against.
-for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound)\.so\.[0-9]+' | sort -u); do
+for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound|jpeg)\.so\.[0-9]+' | sort -u); do
   # awk reads to the end: leaving early would end ldconfig with SIGPIPE, which pipefail and set -e turn
   # into package.sh's exit status 141 (seen once on a machine with the test packages installed).
   file=$(ldconfig -p | awk -v n="$soname" '$1 == n && !found { print $NF; found = 1 }')
@@ -140,8 +141,8 @@ for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|u
   depends+=", $owner (>= $lib_version)"
 done
 [[ $depends == *libavcodec* && $depends == *libavformat* && $depends == *libavutil* && $depends == *libswresample* &&
-   $depends == *libx265* && $depends == *libasound2* ]] ||
-  { echo "package.sh: Depends lacks a library camrec opens (libav*, libswresample, libx265, libasound2): $depends" >&2; exit 70; }
+   $depends == *libx265* && $depends == *libasound2* && $depends == *libjpeg62-turbo* ]] ||
+  { echo "package.sh: Depends lacks a library camrec opens (libav*, libswresample, libx265, libasound2, libjpeg62-turbo): $depends" >&2; exit 70; }
 
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$depends/" \

@@ -11,7 +11,7 @@
 #                             binutils, debootstrap for a clean Debian 12 root, systemd-container to boot it, lintian)
 set -euo pipefail
 
-packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libasound2-dev libv4l-dev libva-dev libyuv-dev libx264-dev libx265-dev)
+packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-dev libasound2-dev libv4l-dev libva-dev libyuv-dev libjpeg62-turbo-dev libx264-dev libx265-dev)
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils alsa-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver

@@ -9,6 +9,8 @@ public struct CaptureError: Error, Sendable, CustomStringConvertible {
         case unsupportedFormat
         case permissionDenied
         case deviceFailed
+        /// A library the source needs (libjpeg for MJPEG) cannot be opened: the message names its package.
+        case libraryMissing
     }
 
     public let kind: Kind

@@ -42,7 +42,7 @@ public enum ExitStatus: Int32, Sendable, CaseIterable {
         case .deviceBusy: return "the camera or microphone is busy (another camrec or program has it)"
         case .deviceLost: return "the camera went away while recording (the file is saved), or with --on-camera-lost wait=SECONDS did not come back in time"
         case .deviceStalled: return "the camera stopped delivering frames (the file is saved)"
-        case .encoderUnavailable: return "the encoder cannot run here (no libx264, no usable VAAPI)"
+        case .encoderUnavailable: return "the encoder (or an MJPEG camera's decoder) cannot run here (no libx264, no libjpeg, no usable VAAPI)"
         case .encoderFailed: return "the encoder failed while recording (the file is saved)"
         case .outputError: return "an output cannot be created or written"
         case .outputExists: return "the output file exists and --overwrite was not given"
@@ -71,6 +71,7 @@ extension RecordingFailure {
             case .unsupportedFormat: return .unsupportedFormat
             case .permissionDenied: return .permissionDenied
             case .deviceFailed: return .deviceLost
+            case .libraryMissing: return .encoderUnavailable
             }
         case .deviceLost: return .deviceLost
         case .deviceStalled: return .deviceStalled

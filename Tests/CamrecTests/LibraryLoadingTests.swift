@@ -57,6 +57,49 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
         }
     }
 
+    /// An MJPEG source decodes with libjpeg-turbo, not libavcodec: a raw H.264 recording from
+    /// `--input - --input-format mjpeg` maps no libav library. The JPEGs come through a pipe, half of
+    /// them first, so the mappings are read while camrec is still recording.
+    func testAnMJPEGRecordingDecodesWithLibjpegAndLoadsNoLibavLibrary() throws {
+        let jpegs = try Tools.run("ffmpeg", ["-v", "error", "-f", "lavfi", "-i", "testsrc2=size=320x240:rate=30", "-frames:v", "60",
+                                             "-pix_fmt", "yuvj422p", "-f", "mjpeg", "-"]).stdout
+        XCTAssertGreaterThan(jpegs.count, 60 * 1000, "ffmpeg wrote 60 JPEGs")
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: Tools.camrec)
+        process.arguments = ["--input", "-", "--input-format", "mjpeg", "--fps", "30", "--overwrite", "mjpeg.h264"]
+        process.currentDirectoryURL = URL(fileURLWithPath: dir)
+        let input = Pipe(), stderr = Pipe()
+        process.standardInput = input
+        process.standardError = stderr
+        try process.run()
+        input.fileHandleForWriting.write(jpegs.prefix(jpegs.count / 2))
+        var libraries = Set<String>()
+        let deadline = Date().addingTimeInterval(20)
+        while process.isRunning, Date() < deadline {
+            let names = (try? FileManager.default.contentsOfDirectory(atPath: dir)) ?? []
+            let size = names.filter { $0.hasPrefix("mjpeg.h264") }.compactMap {
+                ((try? FileManager.default.attributesOfItem(atPath: "\(dir)/\($0)"))?[.size] as? NSNumber)?.intValue
+            }.max() ?? 0
+            if size > 0, let data = FileHandle(forReadingAtPath: "/proc/\(process.processIdentifier)/maps")?.readDataToEndOfFile() {
+                libraries = Set(String(decoding: data, as: UTF8.self).split(separator: "\n")
+                    .compactMap { $0.split(separator: "/").last.map(String.init) }.filter { $0.contains(".so") })
+                break
+            }
+            usleep(20_000)
+        }
+        input.fileHandleForWriting.write(jpegs.dropFirst(jpegs.count / 2))
+        try input.fileHandleForWriting.close()
+        process.waitUntilExit()
+        let log = String(decoding: stderr.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        XCTAssertEqual(process.terminationStatus, 0, log)
+        XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/mjpeg.h264"), 60, "ffprobe decodes every frame")
+        XCTAssertFalse(libraries.isEmpty, "read camrec's mappings while it recorded")
+        XCTAssertTrue(loaded("libjpeg.so", libraries), "libjpeg decodes it: \(libraries.sorted())")
+        for library in ["libavcodec.so", "libavformat.so", "libavutil.so"] {
+            XCTAssertFalse(loaded(library, libraries), "\(library) loaded for an MJPEG recording into raw H.264")
+        }
+    }
+
     /// The same probe sees libavformat where a recording needs it: an MP4 file.
     func testAnMP4RecordingLoadsLibavformatWhenItNeedsIt() throws {
         let (libraries, frames) = try librariesWhileRecording("file.mp4")

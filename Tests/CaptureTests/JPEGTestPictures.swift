@@ -22,8 +22,11 @@ enum JPEGTestPictures {
     }
 
     /// `reference` (limited-range I420) as a full-range JPEG picture with the given chroma
-    /// subsampling, encoded by libavcodec's mjpeg encoder at quantiser `q` (2 is near the best).
-    static func jpeg(of reference: PixelBuffer, pixelFormat: AVPixelFormat, q: Int32 = 2) throws -> [UInt8] {
+    /// subsampling, encoded by libavcodec's mjpeg encoder at quantiser `q` (2 is near the best),
+    /// with Huffman tables made for the picture or, `standardTables`, the standard ones (JPEG's Annex K,
+    /// which UVC cameras use and then leave out of their frames).
+    static func jpeg(of reference: PixelBuffer, pixelFormat: AVPixelFormat, q: Int32 = 2,
+                     standardTables: Bool = false) throws -> [UInt8] {
         precondition(reference.format == .i420)
         let (sx, sy): (Int, Int)
         switch pixelFormat {
@@ -43,6 +46,7 @@ enum JPEGTestPictures {
         c.pointee.time_base = AVRational(num: 1, den: 30)
         c.pointee.flags |= Int32(AV_CODEC_FLAG_QSCALE)
         c.pointee.global_quality = q * Int32(FF_QP2LAMBDA)
+        if standardTables { XCTAssertEqual(av_opt_set(c.pointee.priv_data, "huffman", "default", 0), 0) }
         XCTAssertGreaterThanOrEqual(avcodec_open2(c, codec, nil), 0)
 
         var frame = av_frame_alloc()
@@ -76,6 +80,18 @@ enum JPEGTestPictures {
         let p = try XCTUnwrap(packet)
         XCTAssertEqual(avcodec_receive_packet(c, p), 0)
         return Array(UnsafeBufferPointer(start: p.pointee.data, count: Int(p.pointee.size)))
+    }
+
+    /// `jpeg` with every segment of marker `marker` before its scan taken out.
+    static func segments(of jpeg: [UInt8], without marker: UInt8) -> [UInt8] {
+        var out: [UInt8] = [0xFF, 0xD8]
+        var p = 2
+        while p + 4 <= jpeg.count, jpeg[p] == 0xFF, jpeg[p + 1] != 0xDA {
+            let length = Int(jpeg[p + 2]) << 8 | Int(jpeg[p + 3])
+            if jpeg[p + 1] != marker { out += jpeg[p..<(p + 2 + length)] }
+            p += 2 + length
+        }
+        return out + jpeg[p...]
     }
 
     static func fullLuma(_ y: UInt8) -> UInt8 {

@@ -3,7 +3,7 @@ import CFFmpeg
 import Frames
 import XCTest
 
-/// MJPEGDecoder with real JPEGs from libavcodec's mjpeg encoder, fed the way V4L2 hands
+/// MJPEGDecoder (libjpeg-turbo) with real JPEGs from libavcodec's mjpeg encoder, fed the way V4L2 hands
 /// them over: `bytesused` bytes at the start of a larger mapped buffer whose tail holds
 /// stale bytes.
 final class MJPEGDecoderTests: XCTestCase {
@@ -130,6 +130,52 @@ final class MJPEGDecoderTests: XCTestCase {
         XCTAssertEqual(reason(small), .wrongSize(width: 320, height: 180, expected: FrameSize(width: width, height: height)))
     }
 
+    /// UVC cameras leave the Huffman tables out of their frames and use the standard ones (the "AVI1"
+    /// MJPEG convention); libavcodec and libjpeg-turbo (since 1.5) both fall back on them. Without that
+    /// such a frame is undecodable ("Huffman table 0x00 was not defined").
+    func testAFrameWithoutHuffmanTablesDecodesWithTheStandardOnes() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let full = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ422P, standardTables: true)
+        let bare = JPEGTestPictures.segments(of: full, without: 0xC4)
+        XCTAssertLessThan(bare.count, full.count - 400, "the four standard tables (about 420 bytes) were taken out")
+        assertClose(try decode(bare, format: .nv12), to: reference, "no DHT")
+    }
+
+    /// A frame cut short inside its scan but ended with an end-of-image marker (so the framing check passes):
+    /// libjpeg warns "premature end of data segment" and the frame is damaged, not a picture grey from the
+    /// cut down. Decoding stops there.
+    func testAFrameCutInsideItsScanIsDamaged() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let good = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ420P)
+        let decoder = try MJPEGDecoder(frameSize: FrameSize(width: width, height: height))
+        for cut in [good.count / 3, good.count / 2, good.count - 200] {
+            XCTAssertThrowsError(try decode(Array(good.prefix(cut)) + [0xFF, 0xD9], format: .i420, decoder: decoder),
+                                 "cut at \(cut) of \(good.count)") { XCTAssertEqual($0 as? MJPEGFrameError, .damaged) }
+        }
+        assertClose(try decode(good, format: .i420, decoder: decoder), to: reference, "after the damaged ones")
+    }
+
+    /// A comment "CS=ITU601" says the samples are limited range already (libavcodec's mjpeg reads it so):
+    /// luma passes as it is, where without it each sample is mapped into 16-235.
+    func testAnITU601CommentMeansLimitedRange() throws {
+        let reference = try JPEGTestPictures.pattern(width: width, height: height)
+        let jpeg = try JPEGTestPictures.jpeg(of: reference, pixelFormat: AV_PIX_FMT_YUVJ420P)
+        let comment = Array("CS=ITU601".utf8) + [0]
+        let marked = [0xFF, 0xD8, 0xFF, 0xFE, 0, UInt8(comment.count + 2)] + comment + jpeg.dropFirst(2)
+        let full = try decode(jpeg, format: .i420), limited = try decode(marked, format: .i420)
+        let a = full.planes[0], b = limited.planes[0]
+        var mismatches = 0, above235 = 0
+        for row in 0..<height {
+            for x in 0..<width {
+                let passed = b.base[row * b.stride + x]
+                if FrameConverter.limitedLuma(passed) != a.base[row * a.stride + x] { mismatches += 1 }
+                if passed > 235 { above235 += 1 }
+            }
+        }
+        XCTAssertEqual(mismatches, 0, "each luma sample with the comment, mapped, is the one without it")
+        XCTAssertGreaterThan(above235, 0, "the white bars pass as 255, unmapped")
+    }
+
     func testMJPEGAndJPEGAreRecordable() {
         XCTAssertTrue(V4L2PixelFormat.mjpeg.isRecordable)
         XCTAssertTrue(V4L2PixelFormat.jpeg.isRecordable)
@@ -201,6 +247,42 @@ final class PlanarYCbCrConversionTests: XCTestCase {
                            fullRange: false)
         XCTAssertEqual(row(s411, 1, 0), [55, 55])
         XCTAssertEqual(row(s411, 2, 0), [75, 75])
+    }
+
+    /// A decoder's strips (8 or 16 rows, the last one shorter) converted at their rows give the same
+    /// bytes as the whole picture at once, for each subsampling and both pool formats.
+    func testStripsGiveTheSameBytesAsTheWholePicture() {
+        let width = 38, height = 30
+        for (sx, sy) in [(1, 0), (1, 1), (0, 0), (2, 0)] {
+            let cw = (width + (1 << sx) - 1) >> sx, ch = (height + (1 << sy) - 1) >> sy
+            let y = (0..<(width * height)).map { UInt8(truncatingIfNeeded: $0 &* 37 &+ 11) }
+            let cb = (0..<(cw * ch)).map { UInt8(truncatingIfNeeded: $0 &* 53 &+ 7) }
+            let cr = (0..<(cw * ch)).map { UInt8(truncatingIfNeeded: $0 &* 29 &+ 200) }
+            for format in [PixelFormat.i420, .nv12] {
+                let whole = convert(width: width, height: height, planes: [y, cb, cr], strides: [width, cw, cw],
+                                    shift: (sx, sy), into: format)
+                let pool = PixelBufferPool(format: format, width: width, height: height, capacity: 1)
+                let strips = pool.tryTake()!
+                let stripRows = 8 << sy
+                for first in stride(from: 0, to: height, by: stripRows) {
+                    let rows = min(stripRows, height - first)
+                    y.withUnsafeBytes { yb in cb.withUnsafeBytes { cbb in cr.withUnsafeBytes { crb in
+                        FrameConverter.convert(FrameConverter.PlanarYCbCrImage(
+                            width: width, height: rows,
+                            planes: [yb.baseAddress! + first * width, cbb.baseAddress! + (first >> sy) * cw,
+                                     crb.baseAddress! + (first >> sy) * cw],
+                            strides: [width, cw, cw], chromaShiftX: sx, chromaShiftY: sy, fullRange: true),
+                            into: strips, atRow: first)
+                    } } }
+                }
+                for plane in 0..<whole.planes.count {
+                    for row in 0..<whole.planes[plane].height {
+                        XCTAssertEqual(self.row(strips, plane, row), self.row(whole, plane, row),
+                                       "\(sx),\(sy) \(format): plane \(plane) row \(row)")
+                    }
+                }
+            }
+        }
     }
 
     func testOddSizesAndGrey() {

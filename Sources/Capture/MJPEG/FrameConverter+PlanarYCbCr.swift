@@ -42,13 +42,14 @@ extension FrameConverter {
         return UInt8(128 + (scaled >= 0 ? (scaled + 127) / 255 : -((-scaled + 127) / 255)))
     }
 
-    /// Fills `destination` (NV12 or I420) in one pass. Full-range pictures become limited
-    /// range on the way, so every source camrec records gives the encoder the same range
-    /// (the H.264 stream signals none, which players read as limited). Each destination
-    /// chroma sample is the rounded mean of the source chroma samples its 2x2 block covers.
-    public static func convert(_ source: PlanarYCbCrImage, into destination: PixelBuffer) {
-        precondition(source.width == destination.width && source.height == destination.height,
-                     "conversion does not scale")
+    /// Fills `destination` (NV12 or I420) in one pass, from its row `firstRow` on: a whole picture, or one
+    /// strip of it as a decoder leaves it (`firstRow` even, so that chroma rows fall within the strip).
+    /// Full-range pictures become limited range on the way, so every source camrec records gives the
+    /// encoder the same range (the H.264 stream signals none, which players read as limited). Each
+    /// destination chroma sample is the rounded mean of the source chroma samples its 2x2 block covers.
+    public static func convert(_ source: PlanarYCbCrImage, into destination: PixelBuffer, atRow firstRow: Int = 0) {
+        precondition(source.width == destination.width && firstRow + source.height <= destination.height
+                     && firstRow % 2 == 0, "conversion does not scale")
         // Arithmetic rather than the tables, so the compiler vectorizes the rows: equal to them for all 256
         // values (XCTest `testRangeArithmeticEqualsTheTables`). 1080p 4:2:2: the pass took 16 % of an MJPEG
         // recording's CPU with the tables.
@@ -56,7 +57,7 @@ extension FrameConverter {
         let src = source.planes[0].assumingMemoryBound(to: UInt8.self)
         for row in 0..<source.height {
             let s = src + row * source.strides[0]
-            let d = luma.base + row * luma.stride
+            let d = luma.base + (firstRow + row) * luma.stride
             if source.fullRange {
                 for x in 0..<source.width { d[x] = limitedLuma(s[x]) }
             } else {
@@ -68,7 +69,9 @@ extension FrameConverter {
         let nv12 = destination.format == .nv12
         if source.isGrey {
             for plane in destination.planes.dropFirst() {
-                for row in 0..<plane.height { (plane.base + row * plane.stride).update(repeating: 128, count: plane.width) }
+                for row in firstRow / 2..<min(plane.height, firstRow / 2 + chromaHeight) {
+                    (plane.base + row * plane.stride).update(repeating: 128, count: plane.width)
+                }
             }
             return
         }
@@ -85,8 +88,8 @@ extension FrameConverter {
             let r1 = 2 * row + 1 < source.height ? min((2 * row + 1) >> sy, lastRow) : r0
             let cbTop = cb + r0 * source.strides[1], cbBottom = cb + r1 * source.strides[1]
             let crTop = cr + r0 * source.strides[2], crBottom = cr + r1 * source.strides[2]
-            let du = destination.planes[1].base + row * destination.planes[1].stride
-            let dv = nv12 ? du : destination.planes[2].base + row * destination.planes[2].stride
+            let du = destination.planes[1].base + (firstRow / 2 + row) * destination.planes[1].stride
+            let dv = nv12 ? du : destination.planes[2].base + (firstRow / 2 + row) * destination.planes[2].stride
             if sx == 1 && source.width % 2 == 0 && nv12 && full {
                 // Halved across already (4:2:0, 4:2:2: what cameras send): the block's two columns are one
                 // sample, so the mean of four is that of the two rows. A loop of its own, with no branch in it.

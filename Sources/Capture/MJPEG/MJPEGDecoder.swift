@@ -1,54 +1,49 @@
-import CFFmpeg
-import Libav
+import CJPEG
 import Frames
+import Libav
 
-/// Decodes a camera's MJPEG frames with libavcodec's `mjpeg` decoder, each straight into
-/// a pool buffer (one conversion pass from the decoded picture, full → limited range).
+/// Decodes a camera's MJPEG frames with libjpeg-turbo (Debian's libjpeg62-turbo, opened on first use),
+/// each straight into a pool buffer. libjpeg decodes the planes as they are coded (raw data: no
+/// upsampling, no colour conversion), one strip of 8 or 16 rows at a time into the decoder's own
+/// strip, and each strip goes into the pool buffer in one pass (full → limited range, chroma to 4:2:0)
+/// while it is still in cache: no whole decoded picture is ever held.
 ///
-/// One decoder lives for the whole recording; its AVPacket and AVFrame are reused, and
-/// the decoder's own picture buffers come from libavcodec's internal pool, so steady
-/// state allocates nothing per frame.
+/// libjpeg reads the JPEG where it lies, the mmap'd V4L2 buffer or the file reader's buffer, and no
+/// byte past its end, so the bytes are not copied. camrec allocates nothing per frame: the strip and
+/// its description are made at the first frame. (libjpeg's own per-picture state comes from its memory
+/// manager, which takes a few small blocks at each picture's start and frees them at its end.)
 ///
-/// The JPEG bytes are copied once, from the mmap'd V4L2 buffer into a buffer from an
-/// AVBufferPool: libavcodec's bitstream readers may read up to
-/// `AV_INPUT_BUFFER_PADDING_SIZE` bytes past the end and want them zero, while a V4L2
-/// buffer's tail holds stale bytes or ends right at `bytesused`. A reference-counted
-/// packet is taken by `avcodec_send_packet` without another copy (a packet without
-/// `buf` would be copied into a fresh allocation every frame), and the V4L2 buffer can
-/// go back to the camera at once. The copy costs a few tens of microseconds per frame,
-/// small next to decoding.
+/// There is no fallback to libavcodec's decoder: libyuv0, which camrec links, depends on
+/// libjpeg62-turbo, so wherever camrec starts, the library is there (already mapped, so opening it
+/// costs nothing). The one line naming the package stays for a libyuv built without it.
 ///
-/// Single-threaded: one frame in, its picture out, no frame-threading delay.
+/// Single-threaded: one frame in, its picture out.
 public final class MJPEGDecoder {
     public let frameSize: FrameSize
-    private let session: LibavDecoderSession
-    private var context: UnsafeMutablePointer<AVCodecContext> { session.context }
-    private var packet: UnsafeMutablePointer<AVPacket> { session.packet }
-    private var frame: UnsafeMutablePointer<AVFrame> { session.frame }
-    private var packetPool: OpaquePointer?
-    private var packetCapacity = 0
+    private let decoder: OpaquePointer
+    /// What the C side says about the picture being decoded (its own memory, kept: no exclusivity
+    /// checks or copies per strip).
+    private let picture: UnsafeMutablePointer<camrec_jpeg_picture>
+    /// The strip as the conversion reads it; made again only when libjpeg's layout changes.
+    private var strip: FrameConverter.PlanarYCbCrImage?
 
-    /// Fails only when this libavcodec has no usable MJPEG decoder.
+    /// Fails only when libjpeg cannot be opened (`.libraryMissing`, the line names the package).
     public init(frameSize: FrameSize) throws(CaptureError) {
         self.frameSize = frameSize
-        do {
-            // Damage the decoder notices becomes an error rather than a half-grey picture.
-            session = try LibavDecoderSession(codec: AV_CODEC_ID_MJPEG)
-        } catch {
-            switch error {
-            case .noDecoder:
-                throw CaptureError(.unsupportedFormat, "this FFmpeg has no MJPEG decoder; install Debian's libavcodec59 "
-                                   + "or choose an uncompressed format with --pixel-format")
-            case .outOfMemory:
-                throw CaptureError(.deviceFailed, "out of memory setting up the MJPEG decoder")
-            case .refused(let why):
-                throw CaptureError(.deviceFailed, "cannot open libavcodec's MJPEG decoder: \(why)")
-            }
+        var made: OpaquePointer?
+        let reason = LazyLibrary.loadFailure { error, size in
+            made = camrec_jpeg_decoder_create(error, size)
+            return made != nil
         }
+        guard let made else { throw CaptureError(.libraryMissing, reason ?? "cannot open libjpeg") }
+        decoder = made
+        picture = .allocate(capacity: 1)
+        picture.initialize(to: camrec_jpeg_picture())
     }
 
     deinit {
-        if packetPool != nil { av_buffer_pool_uninit(&packetPool) }
+        camrec_jpeg_decoder_destroy(decoder)
+        picture.deallocate()
     }
 
     /// Decodes one JPEG (the `bytesused` bytes of a V4L2 buffer) into `buffer`.
@@ -56,34 +51,57 @@ public final class MJPEGDecoder {
     public func decode(_ jpeg: UnsafeRawBufferPointer, into buffer: PixelBuffer) throws(MJPEGFrameError) {
         precondition(buffer.width == frameSize.width && buffer.height == frameSize.height, "pool size differs from the camera's")
         try Self.checkFraming(jpeg)
-        try send(jpeg)
-        let status = avcodec_receive_frame(context, frame)
-        guard status >= 0 else {
-            // EAGAIN: headers without a picture.
-            throw .undecodable(status == camrec_AVERROR_EAGAIN ? "no picture in the frame" : libavErrorDescription(status))
+        try check(camrec_jpeg_read_header(decoder, jpeg.baseAddress, jpeg.count, picture))
+        let p = picture.pointee
+        guard Int(p.width) == frameSize.width && Int(p.height) == frameSize.height else {
+            camrec_jpeg_abort(decoder)
+            throw .wrongSize(width: Int(p.width), height: Int(p.height), expected: frameSize)
         }
-        defer { av_frame_unref(frame) }
-        let f = frame.pointee
-        if f.decode_error_flags != 0 || f.flags & AV_FRAME_FLAG_CORRUPT != 0 { throw .damaged }
-        guard Int(f.width) == frameSize.width && Int(f.height) == frameSize.height else {
-            throw .wrongSize(width: Int(f.width), height: Int(f.height), expected: frameSize)
+        try check(camrec_jpeg_start(decoder, picture))
+        var image = stripImage()
+        var row = 0
+        while true {
+            let rows = Int(camrec_jpeg_read_strip(decoder))
+            if rows == 0 { break }
+            if rows < 0 { try check(Int32(rows)) }
+            image.height = rows
+            FrameConverter.convert(image, into: buffer, atRow: row)
+            row += rows
         }
-        let format = AVPixelFormat(rawValue: f.format)
-        guard let (shiftX, shiftY, grey) = Self.sampling(format) else {
-            throw .unsupportedPicture(pixelFormat: av_get_pix_fmt_name(format).map { String(cString: $0) } ?? "format \(f.format)")
+        try check(camrec_jpeg_finish(decoder))
+    }
+
+    /// A status of the C side as the frame's error.
+    private func check(_ status: Int32) throws(MJPEGFrameError) {
+        guard Int(status) != CAMREC_JPEG_OK else { return }
+        let message = String(cString: camrec_jpeg_message(decoder))
+        switch Int(status) {
+        case CAMREC_JPEG_DAMAGED: throw .damaged
+        case CAMREC_JPEG_UNSUPPORTED: throw .unsupportedPicture(message)
+        default: throw .undecodable(message)
         }
-        let planes = withUnsafeBytes(of: f.data) { raw in
-            (0..<(grey ? 1 : 3)).map { UnsafeRawPointer(raw.load(fromByteOffset: $0 * MemoryLayout<UnsafeMutablePointer<UInt8>?>.stride,
-                                                                   as: UnsafeMutablePointer<UInt8>.self)) }
+    }
+
+    /// The strip libjpeg decodes into, as the conversion reads it: the same as the last frame's unless
+    /// the layout changed (the first frame; a JPEG sampled differently, or larger).
+    private func stripImage() -> FrameConverter.PlanarYCbCrImage {
+        let p = picture.pointee
+        let count = p.components == 1 ? 1 : 3
+        func plane(_ i: Int) -> UnsafeRawPointer {
+            UnsafeRawPointer(i == 0 ? p.planes.0! : i == 1 ? p.planes.1! : p.planes.2!)
         }
-        let strides = withUnsafeBytes(of: f.linesize) { raw in
-            (0..<(grey ? 1 : 3)).map { Int(raw.load(fromByteOffset: $0 * MemoryLayout<Int32>.stride, as: Int32.self)) }
+        func stride(_ i: Int) -> Int { i == 0 ? p.strides.0 : i == 1 ? p.strides.1 : p.strides.2 }
+        if let strip, strip.planes.count == count, strip.chromaShiftX == Int(p.chroma_shift_x),
+           strip.chromaShiftY == Int(p.chroma_shift_y), strip.fullRange == (p.full_range != 0),
+           (0..<count).allSatisfy({ strip.planes[$0] == plane($0) && strip.strides[$0] == stride($0) }) {
+            return strip
         }
-        // JPEG (JFIF) is full range unless the decoder says otherwise.
-        let fullRange = f.color_range != AVCOL_RANGE_MPEG
-        FrameConverter.convert(FrameConverter.PlanarYCbCrImage(
-            width: frameSize.width, height: frameSize.height, planes: planes, strides: strides,
-            chromaShiftX: shiftX, chromaShiftY: shiftY, fullRange: fullRange), into: buffer)
+        let made = FrameConverter.PlanarYCbCrImage(
+            width: frameSize.width, height: Int(p.strip_rows), planes: (0..<count).map(plane),
+            strides: (0..<count).map(stride), chromaShiftX: Int(p.chroma_shift_x), chromaShiftY: Int(p.chroma_shift_y),
+            fullRange: p.full_range != 0)
+        strip = made
+        return made
     }
 
     /// A UVC frame cut short by a USB error usually lacks the end-of-image marker; libavcodec
@@ -99,41 +117,6 @@ public final class MJPEGDecoder {
             i -= 1
         }
         throw .truncated
-    }
-
-    private func send(_ jpeg: UnsafeRawBufferPointer) throws(MJPEGFrameError) {
-        let padding = Int(AV_INPUT_BUFFER_PADDING_SIZE)
-        if jpeg.count > packetCapacity {
-            // Sized to the largest frame so far (in practice: once, at the first frame).
-            if packetPool != nil { av_buffer_pool_uninit(&packetPool) }
-            packetCapacity = max(jpeg.count, 64 * 1024)
-            packetPool = av_buffer_pool_init(packetCapacity + padding, nil)
-        }
-        guard let buf = av_buffer_pool_get(packetPool), let data = buf.pointee.data else {
-            throw .undecodable("out of memory")
-        }
-        data.update(from: jpeg.baseAddress!.assumingMemoryBound(to: UInt8.self), count: jpeg.count)
-        (data + jpeg.count).update(repeating: 0, count: padding)
-        packet.pointee.buf = buf
-        packet.pointee.data = data
-        packet.pointee.size = Int32(jpeg.count)
-        let status = avcodec_send_packet(context, packet)
-        av_packet_unref(packet)
-        if status < 0 && status != camrec_AVERROR_EAGAIN { throw .undecodable(libavErrorDescription(status)) }
-    }
-
-    /// Chroma subsampling (log2 across, down) of the 8-bit planar pictures the mjpeg decoder
-    /// produces, and whether it is luma only; nil for anything else.
-    static func sampling(_ format: AVPixelFormat) -> (Int, Int, Bool)? {
-        switch format {
-        case AV_PIX_FMT_YUVJ420P, AV_PIX_FMT_YUV420P: return (1, 1, false)
-        case AV_PIX_FMT_YUVJ422P, AV_PIX_FMT_YUV422P: return (1, 0, false)
-        case AV_PIX_FMT_YUVJ444P, AV_PIX_FMT_YUV444P: return (0, 0, false)
-        case AV_PIX_FMT_YUVJ440P, AV_PIX_FMT_YUV440P: return (0, 1, false)
-        case AV_PIX_FMT_YUVJ411P, AV_PIX_FMT_YUV411P: return (2, 0, false)
-        case AV_PIX_FMT_GRAY8: return (0, 0, true)
-        default: return nil
-        }
     }
 }
 

@@ -8,26 +8,26 @@ public enum MJPEGFrameError: Error, Sendable, Equatable, CustomStringConvertible
     case notJPEG
     /// No end-of-image marker at the end: the frame was cut short.
     case truncated
-    /// libavcodec refused the data (its own words).
+    /// libjpeg refused the data (its own words).
     case undecodable(String)
-    /// libavcodec decoded it but flagged the picture as damaged.
+    /// libjpeg found damaged data (a bad Huffman code, data cut short): the picture is not whole.
     case damaged
     /// The picture is not the size the camera was set to.
     case wrongSize(width: Int, height: Int, expected: FrameSize)
-    /// A JPEG camrec cannot convert (12-bit, RGB or CMYK JPEG): `pixelFormat` is libavcodec's name.
-    case unsupportedPicture(pixelFormat: String)
+    /// A JPEG camrec cannot convert: what it is ("an RGB JPEG", "a 12-bit JPEG").
+    case unsupportedPicture(String)
 
     public var description: String {
         switch self {
         case .empty: return "an empty buffer"
         case .notJPEG: return "data that is not JPEG (no start-of-image marker)"
         case .truncated: return "a truncated JPEG (no end-of-image marker)"
-        case .undecodable(let why): return "a JPEG libavcodec could not decode (\(why))"
+        case .undecodable(let why): return "a JPEG libjpeg could not decode (\(why))"
         case .damaged: return "a damaged JPEG"
         case .wrongSize(let width, let height, let expected):
             return "a \(width)x\(height) JPEG where \(expected) was set"
-        case .unsupportedPicture(let pixelFormat):
-            return "a JPEG that decodes to \(pixelFormat), which camrec cannot convert (only 8-bit YCbCr or grey)"
+        case .unsupportedPicture(let what):
+            return "\(what), which camrec cannot convert (only 8-bit YCbCr or grey)"
         }
     }
 }

@@ -49,7 +49,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         case zeroCopy
         /// A format only libv4lconvert understands: its pass into a scratch buffer, then ours.
         case libraryConverted
-        /// MJPEG: decoded by libavcodec, then one pass into the pool.
+        /// MJPEG: decoded by libjpeg-turbo a strip at a time, each strip in one pass into the pool.
         case decoded
         /// H.264/H.265 from the camera: its access unit copied as it is into a pool buffer, no decoding.
         case compressed
@@ -59,7 +59,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
             case .converted: return "mmap, one conversion pass into the pool"
             case .zeroCopy: return "zero-copy (the camera writes into pool buffers, USERPTR)"
             case .libraryConverted: return "mmap, libv4lconvert to YUV 4:2:0, then one pass into the pool"
-            case .decoded: return "mmap, MJPEG decoded by libavcodec, then one pass into the pool"
+            case .decoded: return "mmap, MJPEG decoded by libjpeg-turbo, each strip in one pass into the pool"
             case .compressed: return "mmap, the camera's stream copied as it is (no decoding, no encoding)"
             }
         }
