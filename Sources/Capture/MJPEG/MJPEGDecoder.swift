@@ -8,10 +8,14 @@ import Libav
 /// strip, and each strip goes into the pool buffer in one pass (full → limited range, chroma to 4:2:0)
 /// while it is still in cache: no whole decoded picture is ever held.
 ///
-/// libjpeg reads the JPEG where it lies, the mmap'd V4L2 buffer or the file reader's buffer, and no
-/// byte past its end, so the bytes are not copied. camrec allocates nothing per frame: the strip and
-/// its description are made at the first frame. (libjpeg's own per-picture state comes from its memory
-/// manager, which takes a few small blocks at each picture's start and frees them at its end.)
+/// The JPEG is copied once, first, from the mmap'd V4L2 buffer into a buffer the decoder keeps (grown
+/// only for a larger frame): v4l2loopback's writer does not wait for a reader to give a buffer back, so
+/// a frame decoded in place for tens of milliseconds (the test VM's emulated CPU) was sometimes written
+/// over mid-decode, which libjpeg rightly calls damaged (vm-mjpeg's numbered camera: errored=8 of 68
+/// frames dequeued decoding in place, 0 of 60 with the copy); and a mapping may be uncached memory on
+/// some platforms, slow to read bit by bit. The copy costs microseconds. camrec allocates nothing per
+/// frame: the copy, the strip and its description are made at the first frame, and libjpeg's
+/// per-picture working memory comes from an arena the C side keeps (Sources/CJPEG/LazyJPEG.c).
 ///
 /// There is no fallback to libavcodec's decoder: libyuv0, which camrec links, depends on
 /// libjpeg62-turbo, so wherever camrec starts, the library is there (already mapped, so opening it
@@ -26,6 +30,8 @@ public final class MJPEGDecoder {
     private let picture: UnsafeMutablePointer<camrec_jpeg_picture>
     /// The strip as the conversion reads it; made again only when libjpeg's layout changes.
     private var strip: FrameConverter.PlanarYCbCrImage?
+    /// The frame's bytes, copied out of the camera's buffer before anything reads them.
+    private var copy = UnsafeMutableRawBufferPointer(start: nil, count: 0)
 
     /// Fails only when libjpeg cannot be opened (`.libraryMissing`, the line names the package).
     public init(frameSize: FrameSize) throws(CaptureError) {
@@ -44,12 +50,19 @@ public final class MJPEGDecoder {
     deinit {
         camrec_jpeg_decoder_destroy(decoder)
         picture.deallocate()
+        copy.deallocate()
     }
 
     /// Decodes one JPEG (the `bytesused` bytes of a V4L2 buffer) into `buffer`.
     /// On a throw `buffer` holds nothing usable; the decoder is ready for the next frame.
     public func decode(_ jpeg: UnsafeRawBufferPointer, into buffer: PixelBuffer) throws(MJPEGFrameError) {
         precondition(buffer.width == frameSize.width && buffer.height == frameSize.height, "pool size differs from the camera's")
+        if jpeg.count > copy.count {
+            copy.deallocate()
+            copy = .allocate(byteCount: max(jpeg.count, 256 * 1024), alignment: 64)
+        }
+        if !jpeg.isEmpty { copy.baseAddress!.copyMemory(from: jpeg.baseAddress!, byteCount: jpeg.count) }
+        let jpeg = UnsafeRawBufferPointer(rebasing: copy[..<jpeg.count])
         try Self.checkFraming(jpeg)
         try check(camrec_jpeg_read_header(decoder, jpeg.baseAddress, jpeg.count, picture))
         let p = picture.pointee
