@@ -79,9 +79,10 @@ public final class StreamHub: Sendable {
     /// - Parameter askForIDR: ask the gate for an IDR now, so a `.nextIDR` subscriber starts within
     ///   about a frame rather than a picture group (rate-limited).
     /// - Parameter withAudio: also offer the recording's audio packets (containers that carry sound).
+    /// - Parameter doorbell: rung when the subscription has something to take (see `Subscription.poll`).
     public func subscribe(_ name: String, from start: Subscription.Start, policy: Subscription.Policy,
                           askForIDR: Bool = false, withAudio: Bool = false,
-                          onCatchUp: Subscription.CatchUpHandler? = nil) -> Subscription? {
+                          onCatchUp: Subscription.CatchUpHandler? = nil, doorbell: SubscriptionDoorbell? = nil) -> Subscription? {
         var joinedAfter: UInt64?
         let subscription: Subscription? = state.withLock { s in
             guard !s.closed else { return nil }
@@ -98,7 +99,7 @@ public final class StreamHub: Sendable {
                 for chunk in backlog { chunk.retain() }
             }
             let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio,
-                                            onCatchUp: onCatchUp)
+                                            onCatchUp: onCatchUp, doorbell: doorbell)
             subscription.hub = self
             s.subscribers.append(subscription)
             joinedAfter = s.newest?.sequence

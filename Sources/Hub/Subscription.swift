@@ -1,6 +1,14 @@
 import Glibc
 import Pipeline
 
+/// Told when a subscription has something to take (an access unit queued, or the end), so that one
+/// consumer can serve many subscriptions without a task waiting on each (`Subscription.poll`). Rung on
+/// the producer's thread with the subscription's lock held: it must return at once and never call back
+/// into the subscription.
+public protocol SubscriptionDoorbell: AnyObject, Sendable {
+    func ring()
+}
+
 /// One subscriber's view of a hub's stream: a bounded queue of shared access units that the hub
 /// fills on the encoder thread and the subscriber empties on its own thread (`next`) or task
 /// (`nextAsync`). It always begins at an IDR (which carries SPS and PPS).
@@ -64,6 +72,8 @@ public final class Subscription: @unchecked Sendable {
     /// Called on the encoder thread after a catch-up: frames dropped, whether this IDR resumed it at once.
     /// Given at `subscribe`, before the hub can call it.
     public let onCatchUp: CatchUpHandler?
+    /// Rung when an access unit is queued (not when one is handed to a waiting `nextAsync`) and at the end.
+    public let doorbell: SubscriptionDoorbell?
 
     private var ring: [StreamChunk?]
     private var head = 0
@@ -87,9 +97,10 @@ public final class Subscription: @unchecked Sendable {
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
     init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false,
-         onCatchUp: CatchUpHandler? = nil) {
+         onCatchUp: CatchUpHandler? = nil, doorbell: SubscriptionDoorbell? = nil) {
         self.name = name
         self.onCatchUp = onCatchUp
+        self.doorbell = doorbell
         self.policy = policy
         self.takesAudio = takesAudio
         // Audio packets come between the frames (about 47 a second at 48 kHz, 94 at 96 kHz against
@@ -217,6 +228,7 @@ public final class Subscription: @unchecked Sendable {
         }
         append(chunk)
         queueLock.signalNotEmpty()
+        doorbell?.ring()
     }
 
     /// The next access unit (one reference, for the caller to release), waiting while there is
@@ -293,6 +305,15 @@ public final class Subscription: @unchecked Sendable {
         }
     }
 
+    /// The next access unit if one is queued, without waiting: `.timedOut` when none is, `.ended` once
+    /// the stream has ended and everything queued was taken. For a consumer woken by its doorbell.
+    public func poll() -> Next {
+        lock()
+        defer { unlock() }
+        if let chunk = take() { return .chunk(chunk) }
+        return ended ? .ended : .timedOut
+    }
+
     /// Called with the lock held.
     private func take() -> StreamChunk? {
         guard let chunk = removeFirst() else { return nil }
@@ -331,6 +352,7 @@ public final class Subscription: @unchecked Sendable {
         queueLock.broadcast()
         unlock()
         waiter?.resume(returning: nil)
+        doorbell?.ring()
     }
 
     public var snapshot: Counters {

@@ -161,6 +161,28 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         XCTAssertNil(sub.next())
     }
 
+    func testADoorbellIsRungForEachQueuedAccessUnitAndAtTheEndAndPollNeverWaits() throws {
+        final class Doorbell: SubscriptionDoorbell, @unchecked Sendable {
+            let rings = LockedLog()
+            func ring() { rings.add("ring") }
+        }
+        let hub = hub()
+        let bell = Doorbell()
+        let sub = try XCTUnwrap(hub.subscribe("polled", from: .nextIDR, policy: .skipToIDR(depth: 10), doorbell: bell))
+        guard case .timedOut = sub.poll() else { return XCTFail("nothing queued yet: poll says so at once") }
+        for i in 5..<12 { hub.publish(chunk(i)) }   // 5...9 come before its first IDR: no ring for them
+        XCTAssertEqual(bell.rings.lines.count, 2, "10 and 11 queued")
+        guard case .chunk(let first) = sub.poll() else { return XCTFail("10 is queued") }
+        XCTAssertEqual(first.sequence, 10)
+        first.release()
+        hub.close()
+        XCTAssertEqual(bell.rings.lines.count, 3, "and the end")
+        guard case .chunk(let second) = sub.poll() else { return XCTFail("11 is still queued") }
+        XCTAssertEqual(second.sequence, 11)
+        second.release()
+        guard case .ended = sub.poll() else { return XCTFail("then the end") }
+    }
+
     func testAnAsyncSubscriberGetsEachAccessUnitAndNilWhenItsTaskIsCancelled() async throws {
         let hub = hub()
         let sub = try XCTUnwrap(hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: 10)))
