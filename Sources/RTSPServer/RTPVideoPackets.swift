@@ -26,6 +26,8 @@ struct RTPVideoPackets: Sendable {
     /// Over UDP: the packets to write at once (indices into `offsets`); at most `maximumRun` each.
     let runs: [Range<Int>]
     let payloadBytes: Int
+    /// Which packets these are (unique in the process): a sending loop's copy of the image is known by it.
+    let serial: UInt64
     var count: Int { offsets.count }
     /// The kernel takes at most 64 segments and 64 KiB a send.
     static let maximumRun = 40
@@ -70,7 +72,10 @@ struct RTPVideoPackets: Sendable {
         self.lengths = lengths
         self.runs = runs
         payloadBytes = payload
+        serial = Self.made.add(1, ordering: .relaxed).newValue
     }
+
+    private static let made = Atomic<UInt64>(0)
 
     /// The bytes of a run of packets in `image` (or a stamped copy).
     func bytes(of run: Range<Int>) -> (offset: Int, length: Int) {
@@ -81,16 +86,19 @@ struct RTPVideoPackets: Sendable {
     /// A session's copy: its interleaved channel (ignored over UDP), its sequence numbers from `firstSequence`, its SSRC.
     func stamped(channel: UInt8, firstSequence: UInt16, ssrc: UInt32) -> ByteBuffer {
         var copy = image
-        copy.withUnsafeMutableReadableBytes { bytes in
-            var sequence = firstSequence
-            for offset in offsets {
-                if frameHeaderBytes > 0 { bytes[offset + 1] = channel }
-                bytes.storeBytes(of: sequence.bigEndian, toByteOffset: offset + frameHeaderBytes + 2, as: UInt16.self)
-                bytes.storeBytes(of: ssrc.bigEndian, toByteOffset: offset + frameHeaderBytes + 8, as: UInt32.self)
-                sequence &+= 1
-            }
-        }
+        copy.withUnsafeMutableReadableBytes { stamp($0, channel: channel, firstSequence: firstSequence, ssrc: ssrc) }
         return copy
+    }
+
+    /// Writes a session's channel, sequence numbers and SSRC into `bytes`, a copy of `image`.
+    func stamp(_ bytes: UnsafeMutableRawBufferPointer, channel: UInt8 = 0, firstSequence: UInt16, ssrc: UInt32) {
+        var sequence = firstSequence
+        for offset in offsets {
+            if frameHeaderBytes > 0 { bytes[offset + 1] = channel }
+            bytes.storeBytes(of: sequence.bigEndian, toByteOffset: offset + frameHeaderBytes + 2, as: UInt16.self)
+            bytes.storeBytes(of: ssrc.bigEndian, toByteOffset: offset + frameHeaderBytes + 8, as: UInt32.self)
+            sequence &+= 1
+        }
     }
 
     /// The packets of `chunk`, from the few made last (every session of a stream asks for the same access
@@ -98,7 +106,7 @@ struct RTPVideoPackets: Sendable {
     static func of(_ chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32, interleaved: Bool) -> RTPVideoPackets {
         let key = Key(chunk: ObjectIdentifier(chunk), sequence: chunk.sequence, bytes: chunk.bytes.count, timestamp: timestamp,
                       maximumPacketBytes: packetizer.maximumPacketBytes, payloadType: payloadType, interleaved: interleaved)
-        if let made = recent.withLock({ $0.first { $0.key == key }?.packets }) { return made }
+        if let made = recent.withLock({ $0.last { $0.key == key }?.packets }) { return made }
         let packets = chunk.bytes.withUnsafeBytes {
             RTPVideoPackets(accessUnit: $0, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp, interleaved: interleaved)
         }

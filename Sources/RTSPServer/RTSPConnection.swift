@@ -18,6 +18,8 @@ final class RTSPConnection: @unchecked Sendable {
     let peer: String
     /// The Digest nonce of this connection.
     let nonce: String
+    /// Since when the connection has taken no more bytes (the stall check).
+    let writability: RTSPWritability
     private let state: Mutex<State>
 
     private struct State {
@@ -27,8 +29,9 @@ final class RTSPConnection: @unchecked Sendable {
         var warnedAuthentication = false
     }
 
-    init(server: RTSPServer, channel: Channel, peer: String) {
+    init(server: RTSPServer, channel: Channel, peer: String, writability: RTSPWritability) {
         self.server = server
+        self.writability = writability
         self.channel = channel
         self.peer = peer
         state = Mutex(State(life: SessionLife(timeoutSeconds: server.configuration.sessionTimeoutSeconds, now: MonotonicClock.now())))
@@ -60,6 +63,17 @@ final class RTSPConnection: @unchecked Sendable {
             if state.withLock({ $0.life.expired(at: now) }) {
                 server.log("rtsp: \(peer): no sign of life for \(server.configuration.sessionTimeoutSeconds) s (no request, no RTCP); closed")
                 channel.close(promise: nil)
+            }
+            // A client that takes nothing for the stall timeout is cut with a reset (it may hold half an interleaved frame).
+            let blocked = writability.blockedSince.load(ordering: .relaxed)
+            if blocked > 0 && now > blocked && now - blocked > RTSPSession.stallTimeoutNanoseconds {
+                server.log("rtsp: \(peer): fell behind: took nothing for over \(RTSPSession.stallTimeoutNanoseconds / 1_000_000_000) s; disconnected")
+                writability.blockedSince.store(0, ordering: .relaxed)
+                if let options = channel as? SocketOptionProvider {
+                    options.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { [channel] _ in channel.close(promise: nil) }
+                } else {
+                    channel.close(promise: nil)
+                }
             }
         }
         var parser = RTSPMessageParser()

@@ -61,6 +61,10 @@ public final class RTSPServer: @unchecked Sendable {
         var loggedMalformed: Set<String> = []
     }
     private let state = Mutex(State())
+    /// One sending loop an event loop, made on first use.
+    private let sendLoops = Mutex<[ObjectIdentifier: RTSPSendLoop]>([:])
+    /// The shared UDP ports, by local address and track ("address track").
+    private let udpPorts = Mutex<[String: RTSPServerPorts]>([:])
 
     public init(configuration: Configuration, log: @escaping NetworkEventLog) {
         self.configuration = configuration
@@ -124,16 +128,49 @@ public final class RTSPServer: @unchecked Sendable {
         return state.withLock { s in s.mounts.first { $0.paths.contains(trimmed) && $0.hub != nil } }
     }
 
+    /// The sending loop of the sessions on `loop`.
+    func sendLoop(for loop: EventLoop) -> RTSPSendLoop {
+        sendLoops.withLock { loops in
+            if let made = loops[ObjectIdentifier(loop)] { return made }
+            let made = RTSPSendLoop(loop: loop)
+            loops[ObjectIdentifier(loop)] = made
+            return made
+        }
+    }
+
+    /// The UDP ports of `track` at the local address `local`, bound on the first UDP SETUP there.
+    func ports(local: String, track: Int) async throws -> RTSPServerPorts {
+        let key = "\(local) \(track)"
+        if let bound = udpPorts.withLock({ $0[key] }) { return bound }
+        let made = try await RTSPServerPorts.open(local: local, maximumPacketBytes: configuration.maximumPacketBytes,
+                                                  on: MultiThreadedEventLoopGroup.singleton.next())
+        let (ports, spare) = udpPorts.withLock { all -> (RTSPServerPorts, RTSPServerPorts?) in
+            // Two SETUPs at once: the first one bound wins.
+            if let bound = all[key] { return (bound, made) }
+            all[key] = made
+            return (made, nil)
+        }
+        spare?.close(unused: true)
+        return ports
+    }
+
     /// A new connection, on its event loop: closed at once over the limit, else served by a task.
     private func admit(_ channel: Channel) -> EventLoopFuture<Void> {
         let address = channel.remoteAddress.map(ServerSockets.text) ?? "?"
+        let writability = RTSPWritability()
+        do {
+            try channel.pipeline.syncOperations.addHandler(writability, position: .first)
+        } catch {
+            return channel.close()
+        }
+        let connection = RTSPConnection(server: self, channel: channel, peer: address, writability: writability)
+        writability.connection = connection
         let asyncChannel: NIOAsyncChannel<ByteBuffer, ByteBuffer>
         do {
             asyncChannel = try NIOAsyncChannel(wrappingChannelSynchronously: channel)
         } catch {
             return channel.close()
         }
-        let connection = RTSPConnection(server: self, channel: channel, peer: address)
         let admitted = state.withLock { s -> Bool in
             guard !s.stopping, s.connections.count < maximumConnections else { return false }
             s.connections[ObjectIdentifier(connection)] = connection
@@ -219,6 +256,8 @@ public final class RTSPServer: @unchecked Sendable {
         } else {
             ended.succeed()
         }
+        // No session sends any more: the shared UDP ports close.
+        for ports in udpPorts.withLock({ all in defer { all = [:] }; return Array(all.values) }) { ports.close() }
         let clients = state.withLock { $0.clients }
         log("\(label): served \(clients) client connection\(clients == 1 ? "" : "s")")
     }

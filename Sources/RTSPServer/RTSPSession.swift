@@ -10,70 +10,52 @@ import RTSP
 import Synchronization
 
 /// One track's RTP path in a session (the picture's, `trackID=0`, or the sound's, `trackID=1`): its
-/// interleaved channels on the RTSP connection, or two UDP sockets on an even and the next odd port
-/// (RFC 3550 §11) sending to the connection's own peer; its own SSRC and sequence numbers.
+/// interleaved channels on the RTSP connection, or the server's shared UDP ports for the track (an even
+/// one and the next odd one, RFC 3550 §11) sending to the connection's own peer; its own SSRC and
+/// sequence numbers.
 final class RTPLeg: Sendable {
     let track: Int
     let transport: RTSPTransport
     let ssrc = UInt32.random(in: 1...UInt32.max)
     let firstSequence = UInt16.random(in: 0...UInt16.max)
-    let rtpChannel: Channel?
-    let rtcpChannel: Channel?
+    /// Over UDP: the server's ports for this track at the connection's local address.
+    let ports: RTSPServerPorts?
     let clientRTP: SocketAddress?
     let clientRTCP: SocketAddress?
-    /// The RTP socket's UDP segment size (`UDP_SEGMENT`: a write is cut into datagrams of this size), if set.
-    let segmentBytes: Int?
+    /// The client's RTCP address, as the ports know it.
+    let rtcpKey: String
 
-    private init(track: Int, transport: RTSPTransport, rtp: Channel?, rtcp: Channel?, clientRTP: SocketAddress?, clientRTCP: SocketAddress?,
-                 segmentBytes: Int? = nil, multicast: RTSPMulticast? = nil) {
-        self.segmentBytes = segmentBytes
+    private init(track: Int, transport: RTSPTransport, ports: RTSPServerPorts?, clientRTP: SocketAddress?, clientRTCP: SocketAddress?,
+                 rtcpKey: String = "", multicast: RTSPMulticast? = nil) {
         self.multicast = multicast
         self.track = track
         self.transport = transport
-        rtpChannel = rtp
-        rtcpChannel = rtcp
+        self.ports = ports
         self.clientRTP = clientRTP
         self.clientRTCP = clientRTCP
+        self.rtcpKey = rtcpKey
     }
 
     /// With `.multicast`: the mount's group, which sends (the leg has no sockets of its own).
     let multicast: RTSPMulticast?
 
-    /// A leg for SETUP: for UDP, two sockets on an even and the next odd port, whose RTCP is read for `holder`'s session.
+    /// A leg for SETUP: for UDP, the track's shared ports, whose RTCP from this client is read for `holder`'s session.
     static func open(track: Int, transport: RTSPTransport, connection: RTSPConnection, holder: SessionHolder,
                      multicast: RTSPMulticast?) async throws -> RTPLeg {
         guard case .udp(let rtpPort, let rtcpPort) = transport else {
             let group = transport == .multicast ? multicast : nil
-            return RTPLeg(track: track, transport: transport, rtp: nil, rtcp: nil, clientRTP: nil, clientRTCP: nil, multicast: group)
+            return RTPLeg(track: track, transport: transport, ports: nil, clientRTP: nil, clientRTCP: nil, multicast: group)
         }
         guard let peer = connection.channel.remoteAddress?.ipAddress, let local = connection.channel.localAddress?.ipAddress else {
             throw SocketError("getpeername", .socketNotConnected, address: connection.peer)
         }
         let clientRTP = try SocketAddress(ipAddress: peer, port: Int(rtpPort))
         let clientRTCP = try SocketAddress(ipAddress: peer, port: Int(rtcpPort))
-        // A picture's full-size packets go in one send, cut by the kernel (Linux 4.18 and later).
-        let segmentBytes = System.supportsUDPSegmentationOffload ? connection.server.configuration.maximumPacketBytes : 0
-        for _ in 0..<16 {
-            var bootstrap = DatagramBootstrap(group: connection.channel.eventLoop).channelOption(.socketOption(.so_sndbuf), value: 1 << 20)
-            if segmentBytes > 0 { bootstrap = bootstrap.channelOption(.datagramSegmentSize, value: CInt(segmentBytes)) }
-            let rtp = try await bootstrap.bind(host: local, port: 0).get()
-            guard let port = rtp.localAddress?.port, port % 2 == 0, port < 65535 else {
-                try? await rtp.close()
-                continue
-            }
-            let rtcp: Channel
-            do {
-                rtcp = try await DatagramBootstrap(group: connection.channel.eventLoop)
-                    .channelInitializer { channel in channel.pipeline.addHandler(RTCPInbound(holder: holder)) }
-                    .bind(host: local, port: port + 1).get()
-            } catch {
-                try? await rtp.close()
-                continue
-            }
-            return RTPLeg(track: track, transport: transport, rtp: rtp, rtcp: rtcp, clientRTP: clientRTP, clientRTCP: clientRTCP,
-                          segmentBytes: segmentBytes > 0 ? segmentBytes : nil)
-        }
-        throw SocketError("bind", .addressInUse, address: "\(local): no free even/odd UDP port pair")
+        let ports = try await connection.server.ports(local: local, track: track)
+        let leg = RTPLeg(track: track, transport: transport, ports: ports, clientRTP: clientRTP, clientRTCP: clientRTCP,
+                         rtcpKey: RTSPServerPorts.key(ip: peer, port: Int(rtcpPort)))
+        ports.register(.init(holder: holder, ip: peer, rtcpKey: leg.rtcpKey, ssrc: leg.ssrc))
+        return leg
     }
 
     var description: String {
@@ -81,7 +63,7 @@ final class RTPLeg: Sendable {
         case .interleaved(let rtp, let rtcp):
             return "RTP/AVP/TCP;unicast;interleaved=\(rtp)-\(rtcp);ssrc=\(hex(ssrc))"
         case .udp(let clientRTP, let clientRTCP):
-            let serverRTP = rtpChannel?.localAddress?.port ?? 0
+            let serverRTP = ports?.rtpPort ?? 0
             return "RTP/AVP;unicast;client_port=\(clientRTP)-\(clientRTCP);server_port=\(serverRTP)-\(serverRTP + 1);ssrc=\(hex(ssrc))"
         case .multicast:
             return multicast?.transportDescription ?? "RTP/AVP;multicast"
@@ -95,9 +77,9 @@ final class RTPLeg: Sendable {
         return String(repeating: "0", count: 8 - text.count) + text
     }
 
-    func close() async {
-        try? await rtpChannel?.close()
-        try? await rtcpChannel?.close()
+    /// The client's RTCP is no longer read for `holder`'s session.
+    func close(holder: SessionHolder) {
+        ports?.unregister(rtcpKey: rtcpKey, ssrc: ssrc, holder: holder)
     }
 }
 
@@ -105,7 +87,9 @@ final class RTPLeg: Sendable {
 /// adds one `RTPLeg`), sent from one hub subscription (`.skipToIDR`, with the sound when its track is set
 /// up, so the sound starts with the picture's first IDR) as RTP, over the RTSP connection (interleaved) or
 /// UDP to the connection's own peer address (never to an address a client names: camrec sends nothing to a
-/// third party), or, for a multicast picture, from the mount's group sender (`RTSPMulticast`). Each track has its sender reports: one before its first packet, then one a second,
+/// third party), or, for a multicast picture, from the mount's group sender (`RTSPMulticast`). The
+/// subscription rings its event loop's `RTSPSendLoop`, which sends what it holds (`pump`) with every other
+/// session on that loop. Each track has its sender reports: one before its first packet, then one a second,
 /// pairing the NTP time of an instant on the capture clock with that instant's RTP time on the track's
 /// clock, so a client lines up sound and picture.
 final class RTSPSession: @unchecked Sendable {
@@ -115,18 +99,32 @@ final class RTSPSession: @unchecked Sendable {
     private let packetizer: RTPPacketizer
     private let holder = SessionHolder()
     private let state = Mutex(State())
-    /// How long one access unit may take a TCP client before it is cut (it reads nothing, or far too slowly).
-    static let stallTimeoutMilliseconds: Int64 = 10_000
+    /// The loop that sends for the sessions of this connection's event loop.
+    private let sendLoop: RTSPSendLoop
+    /// How long a TCP client may take nothing before it is cut (it reads nothing, or far too slowly).
+    static let stallTimeoutNanoseconds: UInt64 = 10_000_000_000
 
     private struct State {
         var legs: [RTPLeg] = []
         var subscription: Subscription?
-        var sender: Task<Void, Never>?
         var ended = false
-        var frames = 0
-        var soundPackets = 0
         var multicastJoined = false
     }
+
+    /// What is being sent, on the connection's event loop only (from PLAY to the end).
+    private var sending: Subscription?
+    private var video: RTPLeg?
+    private var audio: RTPLeg?
+    private var sent: [Sent] = []
+    private var refusedSound = 0
+    /// The first picture's time: sound from before it is not this client's (the hub holds back only the
+    /// sound that came before that IDR, and the picture may be encoded sooner than its sound).
+    private var firstPicture: UInt64?
+    private var fragments: [RTPFragment] = []
+    private var pumping = false
+    private var stoppedSending = false
+    private var frames = 0
+    private var soundPackets = 0
 
     private init(connection: RTSPConnection, mount: RTSPMount) {
         var bytes = [UInt8](repeating: 0, count: 8)
@@ -134,6 +132,7 @@ final class RTSPSession: @unchecked Sendable {
         id = bytes.map { ($0 < 16 ? "0" : "") + String($0, radix: 16, uppercase: true) }.joined()
         self.connection = connection
         self.mount = mount
+        sendLoop = connection.server.sendLoop(for: connection.channel.eventLoop)
         packetizer = RTPPacketizer(codec: mount.codec, maximumPacketBytes: connection.server.configuration.maximumPacketBytes)
     }
 
@@ -159,7 +158,7 @@ final class RTSPSession: @unchecked Sendable {
             return true
         }
         guard added else {
-            await leg.close()
+            leg.close(holder: holder)
             return nil
         }
         return leg
@@ -214,7 +213,8 @@ final class RTSPSession: @unchecked Sendable {
         if !started {
             guard let subscription = hub.subscribe("rtsp \(connection.peer)", from: .nextIDR, policy: .skipToIDR(depth: 60),
                                                    withAudio: sound,
-                                                   onCatchUp: Subscription.catchUpLog(of: "rtsp: \(connection.peer)", to: connection.server.log))
+                                                   onCatchUp: Subscription.catchUpLog(of: "rtsp: \(connection.peer)", to: connection.server.log),
+                                                   doorbell: sendLoop)
             else { return nil }
             let start: String
             switch hub.requestIDR() {
@@ -226,12 +226,9 @@ final class RTSPSession: @unchecked Sendable {
             let how = legs.map { $0.transport.isTCP ? "TCP" : "UDP" }.first ?? "TCP"
             connection.server.log("rtsp: \(connection.peer) plays \(mount.paths.last ?? "/") over \(how)\(sound ? " with its sound" : "") (session \(id), "
                 + "\(connection.server.sessionCount) in all); \(start)")
-            let task = Task(executorPreference: EventLoopExecutor(connection.channel.eventLoop)) { [self] in
-                await send(subscription, legs: legs)
-            }
-            state.withLock { s in
-                s.subscription = subscription
-                s.sender = task
+            state.withLock { $0.subscription = subscription }
+            connection.channel.eventLoop.execute { [self] in
+                startSending(subscription, legs: legs)
             }
         }
         // Each track's RTP time of one instant: the newest frame's.
@@ -267,109 +264,141 @@ final class RTSPSession: @unchecked Sendable {
         var lastReport: UInt64 = 0
     }
 
-    private func send(_ subscription: Subscription, legs: [RTPLeg]) async {
-        var fragments: [RTPFragment] = []
-        let video = legs.first { $0.track == 0 }
-        let audio = legs.first { $0.track == RTPAudioTrack.trackID }
-        var sent = [Sent(sequence: video?.firstSequence ?? 0), Sent(sequence: audio?.firstSequence ?? 0)]
-        var refusedSound = 0
-        // The first picture's time: sound from before it is not this client's (the hub holds back only the
-        // sound that came before that IDR, and the picture may be encoded sooner than its sound).
-        var firstPicture: UInt64?
-        let server = connection.server
-        let mtu = server.configuration.maximumPacketBytes
-        while let chunk = await subscription.nextAsync() {
-            defer { chunk.release() }
-            let leg: RTPLeg
-            let timestamp: UInt32
-            let instant: UInt32
-            let payloadType: UInt8
-            var packets: RTPVideoPackets?
-            fragments.removeAll(keepingCapacity: true)
-            if chunk.kind == .video {
-                if firstPicture == nil { firstPicture = chunk.presentationTimeNanoseconds }
-                guard let video else { continue }
-                leg = video
-                timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
-                instant = timestamp
-                payloadType = SessionDescription.payloadType
-                // Packetized once for every session of the stream; this one stamps its copy.
-                packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
-                                             interleaved: leg.transport.isTCP)
-            } else {
-                guard let audio, let sound = mount.sound, let firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { continue }
-                leg = audio
-                guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &fragments) else {
-                    refusedSound += 1
-                    if refusedSound == 1 {
-                        server.log("rtsp: \(connection.peer): a sound packet of \(chunk.bytes.count) bytes does not fit "
-                            + "\(mtu)-byte RTP packets (--rtsp-mtu) and is not sent; so are the others like it")
-                    }
-                    continue
-                }
-                timestamp = sound.rtpTimestamp(ofPacketAt: chunk.presentationTimeNanoseconds)
-                instant = sound.rtpTimestamp(ofInstant: chunk.presentationTimeNanoseconds)
-                payloadType = RTPAudioTrack.payloadType
+    /// On the event loop, after PLAY: the session joins its loop's sending (unless it has already ended).
+    private func startSending(_ subscription: Subscription, legs: [RTPLeg]) {
+        guard !state.withLock({ $0.ended }) else { return }
+        video = legs.first { $0.track == 0 }
+        audio = legs.first { $0.track == RTPAudioTrack.trackID }
+        sent = [Sent(sequence: video?.firstSequence ?? 0), Sent(sequence: audio?.firstSequence ?? 0)]
+        sending = subscription
+        sendLoop.add(self)
+        pump()
+    }
+
+    /// Sends what the subscription holds, on the connection's event loop: until nothing is left, or a TCP
+    /// connection can take no more (it calls again when it can; meanwhile the hub queues, then skips it
+    /// to the next IDR); at the end of the stream, or once a TCP connection has gone, the connection closes.
+    func pump() {
+        guard let subscription = sending, !pumping, !stoppedSending else { return }
+        pumping = true
+        defer { pumping = false }
+        let channel = connection.channel
+        let tcp = video?.transport.isTCP ?? audio?.transport.isTCP ?? false
+        while true {
+            if tcp {
+                guard channel.isActive else { return stopSending(subscription) }
+                guard channel.isWritable else { return }
             }
-            let index = leg.track == 0 ? 0 : 1
-            let now = MonotonicClock.now()
-            var report: [UInt8]?
-            if sent[index].lastReport == 0 || now &- sent[index].lastReport >= 1_000_000_000 {
-                sent[index].lastReport = now
-                // The instant's NTP time on the capture clock, through the recording's timeline (as the sound is stamped).
-                let ntp = server.ntp(ofPresentation: chunk.presentationTimeNanoseconds, capturedAt: chunk.captureTimeNanoseconds)
-                report = RTCP.senderReport(ssrc: leg.ssrc, ntp: ntp, rtpTimestamp: instant,
-                                           packets: sent[index].packets, octets: sent[index].octets)
+            switch subscription.poll() {
+            case .chunk(let chunk):
+                send(chunk)
+                chunk.release()
+            case .timedOut:
+                return
+            case .ended:
+                return stopSending(subscription)
             }
-            let payloadBytes = packets?.payloadBytes ?? fragments.reduce(0) { $0 + $1.payloadBytes }
-            let packetCount = packets?.count ?? fragments.count
-            var sequence = sent[index].sequence
-            do {
-                if let packets {
-                    try await transmit(packets, on: leg, sequence: &sequence, report: report)
-                } else {
-                    try await transmit(fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
-                                       sequence: &sequence, report: report, payloadBytes: payloadBytes)
-                }
-            } catch {
-                if !state.withLock({ $0.ended }) {
-                    // A UDP send that the kernel refused (ECONNREFUSED from the client's ICMP) costs one frame.
-                    if leg.transport.isTCP { break }
-                    sent[index].sequence = sequence
-                    continue
-                }
-                break
-            }
-            sent[index].sequence = sequence
-            sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
-            sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
-            let video = chunk.kind == .video
-            state.withLock { if video { $0.frames += 1 } else { $0.soundPackets += 1 } }
-            mount.totals.withLock { t in
-                if video { t.frames += 1 }
-                t.bytes += chunk.bytes.count
-            }
-        }
-        subscription.stopTaking()
-        if !state.withLock({ $0.ended }) {
-            // The stream ended (or a TCP client could not take it): the connection ends with it.
-            connection.channel.close(promise: nil)
         }
     }
 
-    /// One chunk's packets on `leg`, its sender report (if due) ahead of them.
+    /// The stream ended (or a TCP client could not take it): the connection ends with it, once what was
+    /// written has gone.
+    private func stopSending(_ subscription: Subscription) {
+        stoppedSending = true
+        subscription.stopTaking()
+        sendLoop.remove(self)
+        guard !state.withLock({ $0.ended }) else { return }
+        let channel = connection.channel
+        channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
+    }
+
+    private func send(_ chunk: StreamChunk) {
+        let server = connection.server
+        let mtu = server.configuration.maximumPacketBytes
+        let leg: RTPLeg
+        let timestamp: UInt32
+        let instant: UInt32
+        let payloadType: UInt8
+        var packets: RTPVideoPackets?
+        fragments.removeAll(keepingCapacity: true)
+        if chunk.kind == .video {
+            if firstPicture == nil { firstPicture = chunk.presentationTimeNanoseconds }
+            guard let video else { return }
+            leg = video
+            timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
+            instant = timestamp
+            payloadType = SessionDescription.payloadType
+            // Packetized once for every session of the stream; this one stamps its copy.
+            packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
+                                         interleaved: leg.transport.isTCP)
+        } else {
+            guard let audio, let sound = mount.sound, let firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { return }
+            leg = audio
+            guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &fragments) else {
+                refusedSound += 1
+                if refusedSound == 1 {
+                    server.log("rtsp: \(connection.peer): a sound packet of \(chunk.bytes.count) bytes does not fit "
+                        + "\(mtu)-byte RTP packets (--rtsp-mtu) and is not sent; so are the others like it")
+                }
+                return
+            }
+            timestamp = sound.rtpTimestamp(ofPacketAt: chunk.presentationTimeNanoseconds)
+            instant = sound.rtpTimestamp(ofInstant: chunk.presentationTimeNanoseconds)
+            payloadType = RTPAudioTrack.payloadType
+        }
+        let index = leg.track == 0 ? 0 : 1
+        let now = MonotonicClock.now()
+        var report: [UInt8]?
+        if sent[index].lastReport == 0 || now &- sent[index].lastReport >= 1_000_000_000 {
+            sent[index].lastReport = now
+            // The instant's NTP time on the capture clock, through the recording's timeline (as the sound is stamped).
+            let ntp = server.ntp(ofPresentation: chunk.presentationTimeNanoseconds, capturedAt: chunk.captureTimeNanoseconds)
+            report = RTCP.senderReport(ssrc: leg.ssrc, ntp: ntp, rtpTimestamp: instant,
+                                       packets: sent[index].packets, octets: sent[index].octets)
+        }
+        let payloadBytes = packets?.payloadBytes ?? fragments.reduce(0) { $0 + $1.payloadBytes }
+        let packetCount = packets?.count ?? fragments.count
+        var sequence = sent[index].sequence
+        let taken: Bool
+        if let packets {
+            taken = transmit(packets, on: leg, sequence: &sequence, report: report)
+        } else {
+            taken = transmit(fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
+                             sequence: &sequence, report: report, payloadBytes: payloadBytes)
+        }
+        // A UDP send that the kernel refused costs its packets (the client sees them lost).
+        sent[index].sequence = sequence
+        guard taken else { return }
+        sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
+        sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
+        let video = chunk.kind == .video
+        if video { frames += 1 } else { soundPackets += 1 }
+        mount.totals.withLock { t in
+            if video { t.frames += 1 }
+            t.bytes += chunk.bytes.count
+        }
+    }
+
+    /// An interleaved sender report, written ahead of what follows it.
+    private func writeInterleaved(_ report: [UInt8], channel rtcpChannel: UInt8) {
+        let channel = connection.channel
+        var buffer = channel.allocator.buffer(capacity: report.count + 4)
+        buffer.writeInteger(UInt8(ascii: "$"))
+        buffer.writeInteger(rtcpChannel)
+        buffer.writeInteger(UInt16(report.count))
+        buffer.writeBytes(report)
+        channel.write(buffer, promise: nil)
+    }
+
+    /// One chunk's packets on `leg`, its sender report (if due) ahead of them; false when the kernel
+    /// refused them (UDP).
     private func transmit(_ fragments: [RTPFragment], of chunk: StreamChunk, on leg: RTPLeg, payloadType: UInt8, timestamp: UInt32,
-                          sequence: inout UInt16, report: [UInt8]?, payloadBytes: Int) async throws {
+                          sequence: inout UInt16, report: [UInt8]?, payloadBytes: Int) -> Bool {
         let channel = connection.channel
         switch leg.transport {
         case .interleaved(let rtpChannel, let rtcpChannel):
-            var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * 20 + 32)
-            if let report {
-                buffer.writeInteger(UInt8(ascii: "$"))
-                buffer.writeInteger(rtcpChannel)
-                buffer.writeInteger(UInt16(report.count))
-                buffer.writeBytes(report)
-            }
+            if let report { writeInterleaved(report, channel: rtcpChannel) }
+            var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * 20)
             var next = sequence
             chunk.bytes.withUnsafeBytes { au in
                 for fragment in fragments {
@@ -381,75 +410,62 @@ final class RTSPSession: @unchecked Sendable {
                 }
             }
             sequence = next
-            try await sendWithStallTimeout(buffer, on: channel)
+            channel.writeAndFlush(buffer, promise: nil)
+            return true
         case .multicast:
-            return
+            return true
         case .udp:
-            guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
-            if let report { Self.send(report, over: rtcp, to: clientRTCP) }
-            var buffer = rtp.allocator.buffer(capacity: payloadBytes + fragments.count * (RTPPacketizer.headerBytes + 4))
-            var last: EventLoopFuture<Void>?
+            guard let ports = leg.ports, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return true }
+            if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
+            var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * RTPPacketizer.headerBytes)
+            var taken = true
             var next = sequence
             chunk.bytes.withUnsafeBytes { au in
                 for fragment in fragments {
-                    let start = buffer.writerIndex
+                    buffer.clear()
                     writeRTP(fragment, payloadType: payloadType, sequence: next, timestamp: timestamp, ssrc: leg.ssrc, accessUnit: au, into: &buffer)
                     next &+= 1
-                    let packet = buffer.getSlice(at: start, length: buffer.writerIndex - start)!
-                    last = rtp.write(AddressedEnvelope(remoteAddress: clientRTP, data: packet))
+                    taken = buffer.withUnsafeReadableBytes { ports.sendRTP($0, to: clientRTP) } && taken
                 }
             }
             sequence = next
-            rtp.flush()
-            // The kernel takes a datagram or drops it: this waits for nothing but the loop.
-            try await last?.get()
+            return taken
         }
     }
 
-    /// A sender report in a datagram of its own to the client's RTCP port.
-    private static func send(_ report: [UInt8], over rtcp: Channel, to client: SocketAddress) {
-        var buffer = rtcp.allocator.buffer(capacity: report.count)
-        buffer.writeBytes(report)
-        rtcp.writeAndFlush(AddressedEnvelope(remoteAddress: client, data: buffer), promise: nil)
-    }
-
     /// A picture's packets on `leg` (made once for all sessions), its sender report (if due) ahead of them:
-    /// over TCP one write of the stamped image, over UDP one write a run of packets (cut into datagrams by
-    /// the kernel when the leg's socket has a segment size, else one a packet), each a slice of it.
-    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?) async throws {
-        let channel = connection.channel
+    /// over TCP one write of a stamped copy; over UDP, stamped in the loop's own copy, one send a run of
+    /// full-size packets (cut into datagrams by the kernel when the ports have a segment size, else one
+    /// a packet). False when the kernel refused them (UDP).
+    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?) -> Bool {
+        let first = sequence
+        sequence &+= UInt16(truncatingIfNeeded: packets.count)
         switch leg.transport {
         case .interleaved(let rtpChannel, let rtcpChannel):
-            let stamped = packets.stamped(channel: rtpChannel, firstSequence: sequence, ssrc: leg.ssrc)
-            sequence &+= UInt16(truncatingIfNeeded: packets.count)
-            if let report {
-                var buffer = channel.allocator.buffer(capacity: report.count + 4)
-                buffer.writeInteger(UInt8(ascii: "$"))
-                buffer.writeInteger(rtcpChannel)
-                buffer.writeInteger(UInt16(report.count))
-                buffer.writeBytes(report)
-                channel.write(buffer, promise: nil)
-            }
-            try await sendWithStallTimeout(stamped, on: channel)
+            if let report { writeInterleaved(report, channel: rtcpChannel) }
+            connection.channel.writeAndFlush(packets.stamped(channel: rtpChannel, firstSequence: first, ssrc: leg.ssrc), promise: nil)
+            return true
         case .multicast:
-            return
+            return true
         case .udp:
-            guard let rtp = leg.rtpChannel, let rtcp = leg.rtcpChannel, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return }
-            if let report { Self.send(report, over: rtcp, to: clientRTCP) }
-            let stamped = packets.stamped(channel: 0, firstSequence: sequence, ssrc: leg.ssrc)
-            sequence &+= UInt16(truncatingIfNeeded: packets.count)
-            guard packets.count > 0 else { return }
-            let promise = rtp.eventLoop.makePromise(of: Void.self)
-            let writes = leg.segmentBytes == connection.server.configuration.maximumPacketBytes ? packets.runs
-                : (0..<packets.count).map { $0..<($0 + 1) }
-            for (i, run) in writes.enumerated() {
-                let (offset, length) = packets.bytes(of: run)
-                rtp.write(AddressedEnvelope(remoteAddress: clientRTP, data: stamped.getSlice(at: offset, length: length)!),
-                          promise: i == writes.count - 1 ? promise : nil)
+            guard let ports = leg.ports, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return true }
+            if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
+            guard packets.count > 0 else { return true }
+            let runs = ports.segmentBytes == connection.server.configuration.maximumPacketBytes
+            return sendLoop.withImage(of: packets) { image in
+                packets.stamp(image, firstSequence: first, ssrc: leg.ssrc)
+                func send(_ run: Range<Int>) -> Bool {
+                    let (offset, length) = packets.bytes(of: run)
+                    return ports.sendRTP(UnsafeRawBufferPointer(rebasing: image[offset..<(offset + length)]), to: clientRTP)
+                }
+                var taken = true
+                if runs {
+                    for run in packets.runs { taken = send(run) && taken }
+                } else {
+                    for index in 0..<packets.count { taken = send(index..<(index + 1)) && taken }
+                }
+                return taken
             }
-            rtp.flush()
-            // The kernel takes a datagram or drops it: this waits for nothing but the loop.
-            try await promise.futureResult.get()
         }
     }
 
@@ -467,40 +483,27 @@ final class RTSPSession: @unchecked Sendable {
         buffer.writeBytes(UnsafeRawBufferPointer(rebasing: accessUnit[fragment.payload]))
     }
 
-    /// One access unit, until the kernel has it; a client that takes longer than the stall timeout is
-    /// cut with a reset (it may hold half an interleaved frame).
-    private func sendWithStallTimeout(_ buffer: ByteBuffer, on channel: Channel) async throws {
-        let peer = connection.peer
-        let log = connection.server.log
-        let timer = channel.eventLoop.scheduleTask(in: .milliseconds(Self.stallTimeoutMilliseconds)) {
-            log("rtsp: \(peer): fell behind: one access unit took it over \(Self.stallTimeoutMilliseconds / 1000) s; disconnected")
-            if let options = channel as? SocketOptionProvider {
-                options.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { _ in channel.close(promise: nil) }
-            } else {
-                channel.close(promise: nil)
-            }
-        }
-        defer { timer.cancel() }
-        try await channel.writeAndFlush(buffer).get()
-    }
-
     /// RTCP from the client (interleaved, or on a track's UDP port): the connection reads it, a sign of
     /// life, keeping the newest report block about the picture's stream.
     func noteRTCP(_ bytes: some Collection<UInt8>) {
         connection.rtcp(bytes, ssrc: videoSSRC)
     }
 
-    /// Ends the session: leaves the hub, closes its UDP sockets, frees its slot.
+    /// Ends the session: leaves the hub and its loop's sending, stops reading its RTCP, frees its slot.
     func end(reason: String) async {
-        let (first, subscription, sender, frames, soundPackets, multicastJoined, legs) = state.withLock { s in
+        let (first, subscription, multicastJoined, legs) = state.withLock { s in
             defer { s.ended = true }
-            return (!s.ended, s.subscription, s.sender, s.frames, s.soundPackets, s.multicastJoined, s.legs)
+            return (!s.ended, s.subscription, s.multicastJoined, s.legs)
         }
         guard first else { return }
         subscription?.cancel()
-        sender?.cancel()
-        await sender?.value
-        for leg in legs { await leg.close() }
+        // On the loop: after this, nothing more of this session is sent.
+        let (frames, soundPackets) = (try? await connection.channel.eventLoop.submit { [self] in
+            stoppedSending = true
+            sendLoop.remove(self)
+            return (self.frames, self.soundPackets)
+        }.get()) ?? (0, 0)
+        for leg in legs { leg.close(holder: holder) }
         if multicastJoined { await mount.multicast?.leave() }
         holder.session.withLock { $0 = nil }
         connection.server.releaseSession()
@@ -540,22 +543,4 @@ extension RTSPTransport {
 /// Holds the session for the RTCP socket's handler, which exists before it.
 final class SessionHolder: Sendable {
     let session = Mutex<RTSPSession?>(nil)
-}
-
-/// The RTCP socket's reader: a receiver report is a sign of life.
-final class RTCPInbound: ChannelInboundHandler, Sendable {
-    typealias InboundIn = AddressedEnvelope<ByteBuffer>
-    let holder: SessionHolder
-
-    init(holder: SessionHolder) {
-        self.holder = holder
-    }
-
-    func channelRead(context: ChannelHandlerContext, data: NIOAny) {
-        let envelope = unwrapInboundIn(data)
-        guard let session = holder.session.withLock({ $0 }) else { return }
-        // Only from the client's own address.
-        guard envelope.remoteAddress.ipAddress == session.connection.channel.remoteAddress?.ipAddress else { return }
-        session.noteRTCP(envelope.data.readableBytesView)
-    }
 }
