@@ -159,6 +159,9 @@ public final class RTSPServer: @unchecked Sendable {
         let address = channel.remoteAddress.map(ServerSockets.text) ?? "?"
         let writability = RTSPWritability()
         do {
+            // A client that does not take a picture at once gets no more until it has taken all of it (and
+            // the hub queues, then skips it to the next IDR): NIO holds at most about a picture for it.
+            try channel.syncOptions?.setOption(.writeBufferWaterMark, value: .init(low: 1, high: 16 * 1024))
             try channel.pipeline.syncOperations.addHandler(writability, position: .first)
         } catch {
             return channel.close()
