@@ -110,6 +110,7 @@ let package = Package(
             "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline", "SystemSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
+            .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "Recorder", dependencies: [
             "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline", "Hub",

@@ -1,46 +1,71 @@
 import NIOCore
 import NIOPosix
 import NetStream
-import Pipeline
+import Outputs
+import Synchronization
 
 /// `camrec receive --listen`: the listening sockets (`ServerSockets`, on SwiftNIO) and the senders that
-/// connected, handed to the receiver's thread one at a time by `accept`.
-final class SenderListener: @unchecked Sendable {
+/// connect, as an async sequence. One sender at a time: one that connects while another is taken (or
+/// waits to be) is told no by closing it, at once.
+final class SenderListener: Sendable {
     /// What it listens on, `127.0.0.1:9982`, `[::]:9982`.
     let addresses: [String]
+    /// The senders that connected, one at a time; ends when the listener is closed.
+    let arrivals: AsyncStream<SenderConnection>
     private let servers: [Channel]
-    private let arrivals: BlockingQueue<SenderConnection>
+    private let arrived: AsyncStream<SenderConnection>.Continuation
+    private let turn: Turn
 
-    /// Connections waiting to be taken; more are closed at once (a flood of connects costs nothing).
-    static let pendingLimit = 64
-
-    init(endpoint: TCPEndpoint) throws {
-        let arrivals = BlockingQueue<SenderConnection>(capacity: Self.pendingLimit)
+    init(endpoint: TCPEndpoint, idleTimeoutSeconds: Double, log: @escaping NetworkEventLog) throws {
+        let (arrivals, arrived) = AsyncStream.makeStream(of: SenderConnection.self, bufferingPolicy: .bufferingOldest(1))
+        let turn = Turn()
         servers = try ServerSockets.bind(endpoint) { bootstrap in
             bootstrap
                 .childChannelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .childChannelOption(.socketOption(.so_keepalive), value: 1)
-                .childChannelOption(.autoRead, value: false)
                 .childChannelInitializer { channel in
-                    SenderConnection.attach(to: channel).map { connection in
-                        if !arrivals.tryPush(connection) { connection.close() }
+                    channel.eventLoop.makeCompletedFuture {
+                        let connection = try SenderConnection(wrapping: channel, idleTimeoutSeconds: idleTimeoutSeconds)
+                        if let busyWith = turn.take(for: connection.peerAddress) {
+                            log("refusing sender \(connection.peerAddress): already receiving from \(busyWith)")
+                            connection.close()
+                        } else if case .enqueued = arrived.yield(connection) {
+                        } else {
+                            connection.close()
+                        }
                     }
                 }
         }
+        self.turn = turn
         self.arrivals = arrivals
+        self.arrived = arrived
         addresses = servers.compactMap { $0.localAddress.map(ServerSockets.text) }
     }
 
     deinit { close() }
 
-    /// The next sender that connected, waiting up to `timeoutMilliseconds`; nil when none came.
-    func accept(timeoutMilliseconds: Int32) -> SenderConnection? {
-        arrivals.pop(timeoutNanoseconds: UInt64(max(0, timeoutMilliseconds)) * 1_000_000)
-    }
+    /// The receiver is done with the sender it took: the next one may come.
+    func done() { turn.giveBack() }
 
+    /// Stops listening; `arrivals` ends.
     func close() {
         for server in servers { server.close(promise: nil) }
-        arrivals.close()
-        arrivals.drain { $0.close() }
+        arrived.finish()
     }
+}
+
+/// Whose turn it is: the sender handed on and not yet done with, if any.
+private final class Turn: Sendable {
+    private let holder = Mutex<String?>(nil)
+
+    /// Takes the turn for `peer`; nil if it got it, else the sender that has it.
+    func take(for peer: String) -> String? {
+        holder.withLock { taken in
+            if let taken { return taken }
+            taken = peer
+            return nil
+        }
+    }
+
+    func giveBack() { holder.withLock { $0 = nil } }
 }

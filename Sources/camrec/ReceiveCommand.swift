@@ -90,7 +90,10 @@ struct ReceiveCommand: AsyncParsableCommand {
         SignalService.blockInAllThreads()
         VideoDecoder.setLibraryLogging(verbose: logLevel <= .debug)
         let (source, output) = try parsed()
-        let sink: ByteSink? = output.map { $0 == "-" ? StandardOutputSink() as ByteSink : FileSink(path: $0, overwrite: overwrite) }
+        let overwrite = self.overwrite
+        let sink: @Sendable () -> ByteSink? = {
+            output.map { $0 == "-" ? StandardOutputSink() as ByteSink : FileSink(path: $0, overwrite: overwrite) }
+        }
         let statusShown = StatusLine.stderrIsTerminal && logLevel <= .notice
         let quiet = logLevel > .notice
         let log: NetworkEventLog = { message in
@@ -127,11 +130,10 @@ struct ReceiveCommand: AsyncParsableCommand {
             }
             : nil
         status?.start()
-        let receiving = BlockingWorkService(name: "receive", work: { Result { try receiver.run() } }, stop: { receiver.stop() })
-        await runServiceGroup(signals: signals, services: [receiving])
+        await runServiceGroup(signals: signals, services: [receiver])
         let result: StreamReceiver.Result
         do {
-            result = try receiving.finishedOutcome.get()
+            result = try receiver.finishedOutcome.get()
         } catch let error as OutputError {
             status?.stop()
             throw report(.output(error))

@@ -14,14 +14,15 @@ final class StreamReceiverTests: XCTestCase {
         defer { server.close() }
         var options = StreamReceiver.Options(source: .connect(try TCPEndpoint(url: "tcp://127.0.0.1:\(server.port)")))
         options.garbageLimitBytes = 64 << 10
-        let receiver = StreamReceiver(options: options, sink: nil, log: { _ in })
+        let receiver = StreamReceiver(options: options, sink: { nil }, log: { _ in })
         let ended = DispatchSemaphore(value: 0)
         let result = Mutex<StreamReceiver.Result?>(nil)
-        Thread {
-            let outcome = try? receiver.run()
+        Task {
+            await receiver.run()
+            let outcome = try? receiver.finishedOutcome.get()
             result.withLock { $0 = outcome }
             ended.signal()
-        }.start()
+        }
         let sender = try server.accept()
         defer { Glibc.close(sender) }
 
