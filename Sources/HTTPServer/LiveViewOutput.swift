@@ -8,12 +8,10 @@ import Synchronization
 /// IDR (one is asked for through the hub's gate) and its own fragmented-MP4 muxer, so no muxing runs
 /// on the encoder thread and a slow browser skips to a later IDR and costs nothing else. The hub's
 /// ring holds the newest picture group for `/snapshot.jpg`.
-public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
+public final class LiveViewOutput: StreamOutput, Sendable {
     public var kind: OutputKind { .browser }
     public let label: String
     public var failure: OutputError? { nil }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
 
     private struct State {
         var hub: StreamHub?
@@ -48,8 +46,8 @@ public final class LiveViewOutput: StreamOutput, @unchecked Sendable {
         _ = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio)
     }
 
+    /// A viewer's failure is its own (`viewerFailed`): the live view never fails the recording.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
         state.withLock { $0.hub = hub }
     }
 

@@ -6,7 +6,7 @@ import Synchronization
 /// One browser watching live: its own hub subscription (`.skipToIDR`, so a stuck browser costs a
 /// bounded queue of shared access units and never stalls the recording) and its own fragmented-MP4
 /// muxer, run on the browser's task rather than the encoder thread.
-final class LiveViewer: @unchecked Sendable {
+final class LiveViewer: Sendable {
     enum Piece: Sendable {
         /// JSON the page reads first: `{"codecs": "avc1.…"}`.
         case description(String)
@@ -15,14 +15,14 @@ final class LiveViewer: @unchecked Sendable {
     }
 
     let subscription: Subscription
-    /// Touched only by the task that sends to this browser.
-    private let fragmenter: LiveMP4Fragmenter
-    private var started = false
+    /// The muxer, and whether the description and init segment went out: used by the task that sends
+    /// to this browser, one access unit at a time.
+    private let muxing: Mutex<(fragmenter: LiveMP4Fragmenter, started: Bool)>
     private let sentCounts = Mutex((frames: 0, bytes: 0))
 
     init(subscription: Subscription, framesPerSecond: Double, audio: AudioTrackFormat? = nil) throws {
         self.subscription = subscription
-        fragmenter = try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio)
+        muxing = Mutex((try LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio), false))
         hasSound = audio != nil
     }
     private let hasSound: Bool
@@ -32,14 +32,17 @@ final class LiveViewer: @unchecked Sendable {
     func nextPieces() async throws -> [Piece]? {
         guard let chunk = await subscription.nextAsync() else { return nil }
         defer { chunk.release() }
-        guard let fragment = try fragmenter.fragment(of: chunk) else { return [] }
-        var pieces: [Piece] = []
-        if !started, let initSegment = fragmenter.initSegment, let codecs = fragmenter.codecs {
-            started = true
-            pieces = [.description("{\"codecs\":\"\(codecs)\",\"sound\":\(hasSound)}"), .initSegment(initSegment)]
+        let hasSound = self.hasSound
+        return try muxing.withLock { m -> [Piece] in
+            guard let fragment = try m.fragmenter.fragment(of: chunk) else { return [] }
+            var pieces: [Piece] = []
+            if !m.started, let initSegment = m.fragmenter.initSegment, let codecs = m.fragmenter.codecs {
+                m.started = true
+                pieces = [.description("{\"codecs\":\"\(codecs)\",\"sound\":\(hasSound)}"), .initSegment(initSegment)]
+            }
+            pieces.append(.fragment(fragment))
+            return pieces
         }
-        pieces.append(.fragment(fragment))
-        return pieces
     }
 
     /// One fragment of `bytes` reached the browser's connection.

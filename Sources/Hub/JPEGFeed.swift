@@ -11,9 +11,10 @@ import Synchronization
 /// reading costs one slot and never holds up the producer, which never waits. Pictures live in slots
 /// made up front (one per reader, one for the newest, one being filled) whose memory grows to the
 /// largest JPEG and is reused: publishing allocates nothing once it has.
-public final class JPEGFeed: JPEGPictureSink, @unchecked Sendable {
+public final class JPEGFeed: JPEGPictureSink, Sendable {
     /// One JPEG, shared by every reader that takes it; read it only while holding it (between `next`
     /// and the reader's next call or `leave`).
+    /// Sendable by its invariant: filled by the producer only while no reader holds it (`holders`, under the feed's lock).
     public final class Picture: @unchecked Sendable {
         private var storage = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         public fileprivate(set) var count = 0
@@ -40,6 +41,7 @@ public final class JPEGFeed: JPEGPictureSink, @unchecked Sendable {
     }
 
     /// One viewer: takes pictures at its own rate through `next`.
+    /// Sendable by its invariant: its fields other than `interval` are touched only with the feed's lock held.
     public final class Reader: @unchecked Sendable {
         /// Time between two pictures it takes (0: every picture), on a schedule of its own: the picture
         /// due next is the first at or after `nextDue` (less an eighth of the interval, for a camera's

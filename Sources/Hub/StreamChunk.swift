@@ -5,6 +5,7 @@ import Synchronization
 ///
 /// Chunks are reference counted by hand and go back to their pool when the last
 /// output is done, so steady-state recording reuses the same byte storage.
+/// Sendable by its invariant: written by its producer before it is shared, read-only while held (StreamHubTests).
 public final class StreamChunk: @unchecked Sendable {
     /// The stream bytes; capacity is kept across reuse. Read-only once published: every subscriber
     /// reads the same storage from its own thread, so a mutating access (even `withUnsafeMutableBytes`,
@@ -48,7 +49,7 @@ public final class StreamChunk: @unchecked Sendable {
 }
 
 /// Free chunks, grown only up to the most ever in flight at once.
-public final class StreamChunkPool: @unchecked Sendable {
+public final class StreamChunkPool: Sendable {
     private let free = Mutex<[StreamChunk]>([])
     /// Chunks ever created; flat in steady state.
     public var allocatedCount: Int { allocated.load(ordering: .relaxed) }

@@ -55,7 +55,7 @@ public final class EncodingBranch: @unchecked Sendable {
 /// Hands each pool buffer back once every branch's encoder (and the JPEG tap, for a frame it takes) is
 /// done with it. With one branch and no tap there is nothing to count: a buffer goes straight back to
 /// the pool, with no lock and no table on the hot path.
-final class SharedFrameRelease: @unchecked Sendable {
+final class SharedFrameRelease: Sendable {
     private let holders = Mutex<[ObjectIdentifier: Int]>([:])
     private let pool: PixelBufferPool
     private let branchCount: Int

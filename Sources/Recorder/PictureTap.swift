@@ -9,22 +9,24 @@ import Synchronization
 /// own, shared by every viewer through the feed. Only a frame some viewer is due for is offered, and
 /// only while the last one is done, so nobody watching costs nothing and a slow encode skips frames
 /// rather than delaying the recording (which never waits for it).
-final class PictureTap: @unchecked Sendable {
+final class PictureTap: Sendable {
     private let feed: JPEGFeed
-    private let encoder: JPEGPictureEncoder
+    /// Made by `init` (so a failure shows before the recording), taken by the thread `start` starts.
+    private let idleEncoder: Mutex<JPEGPictureEncoder?>
     private let queue = BlockingQueue<PixelBuffer>(capacity: 1)
     private let busy = Atomic<Bool>(false)
     private let failed = Atomic<Bool>(false)
-    private var worker: WorkerThread?
+    private let worker = Mutex<WorkerThread?>(nil)
     private let logger: Logger
 
     init(feed: JPEGFeed, frameSize: FrameSize, logger: Logger) throws {
         self.feed = feed
         self.logger = logger
-        encoder = try JPEGPictureEncoder(width: frameSize.width, height: frameSize.height)
+        idleEncoder = Mutex(try JPEGPictureEncoder(width: frameSize.width, height: frameSize.height))
     }
 
     func start(release: SharedFrameRelease) {
+        guard let encoder = idleEncoder.withLock({ $0.take() }) else { return }
         let worker = WorkerThread(name: "jpeg") { [self] in
             while let buffer = queue.pop() {
                 if !failed.load(ordering: .relaxed) {
@@ -41,7 +43,7 @@ final class PictureTap: @unchecked Sendable {
                 busy.store(false, ordering: .releasing)
             }
         }
-        self.worker = worker
+        self.worker.withLock { $0 = worker }
         worker.start()
     }
 
@@ -62,6 +64,6 @@ final class PictureTap: @unchecked Sendable {
     /// Encodes what it holds and stops.
     func finish() {
         queue.close()
-        worker?.join()
+        worker.withLock { $0.take() }?.join()
     }
 }

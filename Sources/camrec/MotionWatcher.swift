@@ -10,18 +10,24 @@ import Synchronization
 /// once more with its last frame when it stops, so a clip ends exactly post-roll after the last motion. The
 /// detector runs on the recording thread; the triggers go to a thread of their own, so opening a clip's
 /// file (a slow disk) never holds up the recording.
-final class MotionWatcher: @unchecked Sendable {
-    let detector: MotionDetector
+final class MotionWatcher: Sendable {
     let events: EventRecorder
-    private var lastTrigger: UInt64?
+    /// What the recording thread looks with, once per frame (so the lock is never contended).
+    private struct Looking {
+        let detector: MotionDetector
+        var lastTrigger: UInt64?
+        /// The newest frame with motion that no trigger has carried yet (the half-second limit held it back).
+        var untriggered: (frame: StreamHub.PublishedFrame, score: Double)?
+    }
+    private let looking: Mutex<Looking>
     private let triggers = BlockingQueue<(frame: StreamHub.PublishedFrame, score: Double)>(capacity: 8)
-    private var worker: WorkerThread?
+    private let worker = Mutex<WorkerThread?>(nil)
     /// Set when the recording has ended: queued triggers are dropped (no clip can grow any more).
     private let stopping = Atomic<Bool>(false)
     static let triggerEveryNanoseconds: UInt64 = 500_000_000
 
-    init(detector: MotionDetector, events: EventRecorder) {
-        self.detector = detector
+    init(detector: sending MotionDetector, events: EventRecorder) {
+        looking = Mutex(Looking(detector: detector))
         self.events = events
     }
 
@@ -34,40 +40,38 @@ final class MotionWatcher: @unchecked Sendable {
                 say(events.trigger(.motion, frame: next.frame, motionScore: next.score))
             }
         }
-        self.worker = worker
+        self.worker.withLock { $0 = worker }
         worker.start()
     }
 
-    /// The newest frame with motion that no trigger has carried yet (the half-second limit held it back).
-    private var untriggered: (frame: StreamHub.PublishedFrame, score: Double)?
-
     /// On the recording thread, once per frame, before it is encoded.
     func look(at buffer: PixelBuffer) {
-        guard case .motion(let score) = detector.look(at: buffer) else {
-            // Motion has stopped: its last frame triggers too, so the clip ends post-roll after it.
-            if let last = untriggered { _ = triggers.tryPush(last) }
-            untriggered = nil
-            return
+        let trigger = looking.withLock { l -> (frame: StreamHub.PublishedFrame, score: Double)? in
+            guard case .motion(let score) = l.detector.look(at: buffer) else {
+                // Motion has stopped: its last frame triggers too, so the clip ends post-roll after it.
+                defer { l.untriggered = nil }
+                return l.untriggered
+            }
+            let now = buffer.presentationTimeNanoseconds
+            let frame = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now)
+            if let last = l.lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds {
+                l.untriggered = (frame, score)
+                return nil
+            }
+            l.lastTrigger = now
+            l.untriggered = nil
+            return (frame, score)
         }
-        let now = buffer.presentationTimeNanoseconds
-        let frame = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: now)
-        if let last = lastTrigger, now >= last, now - last < Self.triggerEveryNanoseconds {
-            untriggered = (frame, score)
-            return
-        }
-        lastTrigger = now
-        untriggered = nil
         // Full (the thread is held up by a slow disk): this one is dropped; the next comes within half a second.
-        _ = triggers.tryPush((frame, score))
+        if let trigger { _ = triggers.tryPush(trigger) }
     }
 
     /// After the recording (its stream has ended, so no clip can grow): triggers still queued are
     /// dropped rather than refused one by one, then the thread ends.
     func stop() {
-        untriggered = nil
+        looking.withLock { $0.untriggered = nil }
         stopping.store(true, ordering: .sequentiallyConsistent)
         triggers.close()
-        worker?.join()
-        worker = nil
+        worker.withLock { $0.take() }?.join()
     }
 }

@@ -6,7 +6,7 @@ import Synchronization
 /// One line on a terminal, redrawn in place twice a second. It measures frame and bit rates from
 /// the counters `sample` returns; `describe` turns them into the line (the recorder shows drops,
 /// `receive` shows decode errors and reconnects).
-final class StatusLine: @unchecked Sendable {
+final class StatusLine: Sendable {
     struct Rates {
         var framesPerSecond: Double
         var megabitsPerSecond: Double
@@ -17,7 +17,7 @@ final class StatusLine: @unchecked Sendable {
     private let describe: @Sendable (Rates) -> String
     /// Opened by `stop`: the redraw's wait ends at once, not up to half a second later.
     private let stopped = Latch()
-    private var worker: WorkerThread?
+    private let worker = Mutex<WorkerThread?>(nil)
 
     init(sample: @escaping @Sendable () -> (frames: Int, bytes: Int), describe: @escaping @Sendable (Rates) -> String) {
         self.sample = sample
@@ -44,13 +44,13 @@ final class StatusLine: @unchecked Sendable {
             }
             writeStandardError("\r\u{1B}[2K")
         }
-        self.worker = worker
+        self.worker.withLock { $0 = worker }
         worker.start()
     }
 
     func stop() {
         stopped.open()
-        worker?.join()
+        worker.withLock { $0.take() }?.join()
     }
 }
 

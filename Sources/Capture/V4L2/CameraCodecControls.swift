@@ -6,7 +6,7 @@ import Synchronization
 /// encodes nothing, so the IDR period, a forced IDR for a joining receiver and the bit rate are asked
 /// of the camera, through the V4L2 codec controls it has. Each is looked up once
 /// (`VIDIOC_QUERYCTRL`: absent or disabled means not there) and set with `VIDIOC_S_CTRL`.
-public final class CameraCodecControls: @unchecked Sendable {
+public final class CameraCodecControls: Sendable {
     /// The codec controls camrec uses (linux/v4l2-controls.h, V4L2_CID_CODEC_BASE + n).
     public enum Control: UInt32, Sendable, CaseIterable, CustomStringConvertible {
         case h264IPeriod = 0x0099_0A66       // V4L2_CID_MPEG_VIDEO_H264_I_PERIOD (+358)

@@ -11,7 +11,7 @@ import SystemPackage
 /// them), then again on each of the kernel's video4linux device events (netlink), not by polling
 /// `/dev`. A matching node that cannot be opened yet (udev still setting its permissions, the
 /// driver still probing) is tried again a quarter second later.
-public final class CameraReturnWatcher: SourceReturn, @unchecked Sendable {
+public final class CameraReturnWatcher: SourceReturn, Sendable {
     public let identity: CameraIdentity
     private let request: V4L2FormatRequest
     private let expected: (size: FrameSize, pixelFormat: V4L2PixelFormat)

@@ -2,13 +2,14 @@ import CV4L2
 import Glibc
 import SystemPackage
 import Frames
+import Synchronization
 
 /// An open V4L2 node: its descriptor and the one place ioctls are made.
-final class V4L2Device: @unchecked Sendable {
+final class V4L2Device: Sendable {
     let path: String
     let fd: Int32
     let system: V4L2System
-    private var closed = false
+    private let closed = Atomic<Bool>(false)
 
     /// Opens `path` non-blocking (DQBUF must never block: `poll` is the watchdog) and
     /// close-on-exec (a child process must not keep the camera busy).
@@ -24,8 +25,8 @@ final class V4L2Device: @unchecked Sendable {
     deinit { close() }
 
     func close() {
-        guard !closed else { return }
-        closed = true
+        // Once, whichever thread comes first (a teardown racing the capture thread's own close).
+        guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         _ = system.close(fd)
     }
 
