@@ -136,7 +136,7 @@ let package = Package(
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream", "TestSupport"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub", "Libav"]),
-        .testTarget(name: "HubTests", dependencies: ["Hub"]),
+        .testTarget(name: "HubTests", dependencies: ["Hub", "Pipeline"]),
         .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Frames"]),
         // What --motion costs, measured: swift run -c release motion-benchmark
         .executableTarget(name: "motion-benchmark", dependencies: ["Motion", "Capture", "Frames"], path: "benchmarks/motion-benchmark"),
@@ -147,7 +147,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio"]),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Pipeline"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "NetStream", "Outputs"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Bitstream"]),

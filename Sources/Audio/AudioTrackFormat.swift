@@ -4,6 +4,7 @@ import Libav
 
 /// What a muxer needs to describe an encoded sound track (codec, rate, channels, the AAC
 /// AudioSpecificConfig or the OpusHead, the encoder's priming), copied from the encoder when it opened; immutable.
+/// Sendable by its invariant: its AVCodecParameters are written in `init` only, then read (SoundEncoderTests).
 public final class AudioTrackFormat: @unchecked Sendable {
     public let format: AudioFormat
     /// Samples the encoder put before the first real one; players drop them.

@@ -36,6 +36,7 @@ public struct VAAPICapabilities: Sendable {
 /// `device` is a DRM render node (`/dev/dri/renderD128`) — what users pass — or, for
 /// testing on machines without a GPU, an X11 display name starting with ':' (`:99` under
 /// Xvfb): libva's DRM path only accepts real DRM nodes, its X11 path works with any X server.
+/// Sendable by its invariant: its C pointers are set in `init` and never change; libva locks its display itself.
 public final class VAAPIDevice: @unchecked Sendable {
     public let device: String
     public let capabilities: VAAPICapabilities

@@ -18,6 +18,7 @@ import Synchronization
 /// Mapping runs on the capture thread while the encoder thread encodes on the same VADisplay:
 /// FFmpeg's frame pool is thread-safe and libva drivers lock internally (the test driver
 /// holds one driver-wide mutex in every entry point that touches its objects).
+/// Sendable by its invariant: slot `i` (surface, mapping, image) is touched only by whoever holds pool buffer `i`.
 final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     struct Counters {
         var mapped = 0

@@ -8,7 +8,9 @@ import Glibc
 /// `planes` point at memory the backing lends at each take, with the backing's strides:
 /// read `planes` after taking the buffer and never keep them past `recycle()`.
 /// Sources fill it, encoders read it, and `PixelBufferPool.recycle(_:)` hands it back.
+/// Sendable by its invariant: one owner at a time (the pool, a source, an encoder), handed on through the pool's lock or a queue (PixelBufferPoolTests).
 public final class PixelBuffer: @unchecked Sendable {
+    /// Sendable by its invariant: a pointer into the buffer's memory, valid and used only while the buffer is held.
     public struct Plane: @unchecked Sendable {
         public let base: UnsafeMutablePointer<UInt8>
         public let stride: Int

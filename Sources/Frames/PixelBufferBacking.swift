@@ -1,4 +1,5 @@
 /// One plane of memory that a `PixelBufferBacking` lends to a pool buffer.
+/// Sendable by its invariant: memory the backing lends to one taken buffer, used only until it is recycled.
 public struct PlaneMemory: @unchecked Sendable {
     public var base: UnsafeMutablePointer<UInt8>
     /// Bytes from one row to the next; at least the plane's row width.

@@ -8,6 +8,7 @@ import Glibc
 /// A pool made with a `PixelBufferBacking` (the VA-API encoder's, whose buffers are mapped
 /// GPU surfaces) lends each buffer the backing's memory when it is taken and gives it back
 /// when it is recycled; the buffer count and the taking and waiting are the same.
+/// Sendable by its invariant: `free`, `closed` and the counts are touched only with `mutex` held (PixelBufferPoolTests).
 public final class PixelBufferPool: @unchecked Sendable {
     public let format: PixelFormat
     public let width: Int

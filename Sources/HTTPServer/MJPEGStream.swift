@@ -112,6 +112,7 @@ private final class WriteStart: Sendable {
 }
 
 /// The response's writer, for the one task that writes (the watchdog beside it never touches it).
+/// Sendable by its invariant: one task at a time has it, the writing child, then the parent once the group has ended.
 private final class WriterBox: @unchecked Sendable {
     var writer: any ResponseBodyWriter
     init(_ writer: any ResponseBodyWriter) { self.writer = writer }

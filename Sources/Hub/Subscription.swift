@@ -18,6 +18,7 @@ public protocol SubscriptionDoorbell: AnyObject, Sendable {
 ///   the capture side drops and counts instead);
 /// - `.skipToIDR(depth)`: when the queue is full, what waits is dropped and the subscriber resumes at the
 ///   next IDR, so a slow peer never holds up capture or gets a picture whose references it lacks.
+/// Sendable by its invariant: the queue and its flags are touched only with `queueLock` held (StreamHubTests).
 public final class Subscription: @unchecked Sendable {
     public enum Start: Sendable, Equatable {
         /// From the next IDR published (a file, a receiver that joins now).

@@ -3,6 +3,7 @@ import Glibc
 /// A bounded FIFO between two threads, on a `QueueLock` (a pthread mutex and two condition variables).
 ///
 /// Storage is a ring allocated once, so pushing and popping allocate nothing.
+/// Sendable by its invariant: the ring and `closed` are touched only with `lock` held (ThreadPrimitiveTests).
 public final class BlockingQueue<Element>: @unchecked Sendable {
     public let capacity: Int
     private var ring: [Element?]

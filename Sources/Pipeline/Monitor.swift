@@ -3,7 +3,7 @@
 /// (the first frame's time, an end) use it; everything else takes `Mutex`.
 ///
 /// Sendable by its one invariant: `state` is read and written only inside `withLock`/`wait`, that is
-/// with the pthread mutex held (MonitorTests run it from many threads, under ThreadSanitizer too).
+/// with the pthread mutex held (ThreadPrimitiveTests run it from many threads, under ThreadSanitizer too).
 public final class Monitor<State>: @unchecked Sendable {
     private let lock = QueueLock()
     private var state: State

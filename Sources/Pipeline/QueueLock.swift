@@ -3,6 +3,7 @@ import Glibc
 /// A pthread mutex with the two condition variables a bounded queue between threads waits on ("not
 /// empty" for takers, "not full" for givers). Shared by `BlockingQueue` and the hub's subscriptions,
 /// so the pthread calls, their setup and the deadline arithmetic are written once.
+/// Sendable by its invariant: the pthread objects are made once, never move, and are used only through pthread calls.
 public final class QueueLock: @unchecked Sendable {
     private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
     private let notEmpty = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)

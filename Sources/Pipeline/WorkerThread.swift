@@ -1,6 +1,7 @@
 import Glibc
 
 /// A joinable POSIX thread running one closure; the pipeline's stages each get one.
+/// Sendable by its invariant: `thread` is touched only by the thread that starts, joins or detaches it (ThreadPrimitiveTests).
 public final class WorkerThread: @unchecked Sendable {
     private var thread: pthread_t?
     private let body: () -> Void

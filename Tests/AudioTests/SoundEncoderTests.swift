@@ -1,4 +1,6 @@
 import CFFmpeg
+import Pipeline
+import Synchronization
 import XCTest
 
 @testable import Audio
@@ -106,4 +108,24 @@ final class SoundEncoderTests: XCTestCase {
         }
     }
 
+
+    /// The invariant AudioTrackFormat is `@unchecked Sendable` on: its AVCodecParameters are written once,
+    /// in `init`, and only read after; muxers on several threads (a file, the live view, RTSP) read it at once.
+    func testATrackFormatIsReadFromManyThreadsAtOnceAlike() throws {
+        let encoder = try SoundEncoder(codec: .aac, format: AudioFormat(sampleRate: 48000, channels: 2), bitrate: 128_000)
+        let track = encoder.track
+        let expected = track.codecConfiguration
+        XCTAssertFalse(expected.isEmpty, "AAC has an AudioSpecificConfig")
+        let wrong = Atomic<Int>(0)
+        let readers = (0..<4).map { n in
+            WorkerThread(name: "muxer\(n)") {
+                for _ in 0..<500 where track.codecConfiguration != expected || track.primingSamples != 1024 {
+                    wrong.add(1, ordering: .relaxed)
+                }
+            }
+        }
+        readers.forEach { $0.start() }
+        readers.forEach { $0.join() }
+        XCTAssertEqual(wrong.load(ordering: .relaxed), 0)
+    }
 }

@@ -1,6 +1,7 @@
 import Frames
 import Glibc
 import Pipeline
+import Synchronization
 import XCTest
 
 final class PixelBufferPoolTests: XCTestCase {
@@ -55,5 +56,39 @@ final class PixelBufferPoolTests: XCTestCase {
         pool.close()
         XCTAssertEqual(got.pop(timeoutNanoseconds: 5_000_000_000), false, "close wakes a waiting taker with nil")
         waiter.join()
+    }
+
+    /// The invariant PixelBuffer and PixelBufferPool are `@unchecked Sendable` on: a buffer has one owner
+    /// at a time, handed on through the pool's lock or a queue. A capture thread fills each buffer, an
+    /// encoder thread reads and recycles it, and every byte it reads is the frame's own.
+    func testABufferPassedBetweenThreadsHasOneOwnerAtATime() {
+        let pool = PixelBufferPool(format: .nv12, width: 64, height: 32, capacity: 3)
+        let handed = BlockingQueue<PixelBuffer>(capacity: 2)
+        let frames = 300
+        let wrong = Atomic<Int>(0)
+        let encoder = WorkerThread(name: "encoder") {
+            while let buffer = handed.pop() {
+                let mark = UInt8(truncatingIfNeeded: buffer.sequence)
+                for plane in buffer.planes {
+                    for row in 0..<plane.height where plane.base[row * plane.stride] != mark || plane.base[row * plane.stride + plane.width - 1] != mark {
+                        wrong.add(1, ordering: .relaxed)
+                    }
+                }
+                buffer.recycle()
+            }
+        }
+        encoder.start()
+        for sequence in 0..<frames {
+            guard let buffer = pool.take() else { return XCTFail("the pool closed") }
+            buffer.sequence = UInt64(sequence)
+            for plane in buffer.planes {
+                for row in 0..<plane.height { memset(plane.base + row * plane.stride, Int32(sequence & 0xFF), plane.width) }
+            }
+            handed.push(buffer)
+        }
+        handed.close()
+        encoder.join()
+        XCTAssertEqual(wrong.load(ordering: .relaxed), 0, "a row read was not the frame's own")
+        XCTAssertEqual(pool.freeCount, 3)
     }
 }

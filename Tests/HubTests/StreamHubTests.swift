@@ -1,3 +1,5 @@
+import Pipeline
+import Synchronization
 import XCTest
 
 @testable import Hub
@@ -229,6 +231,41 @@ final class StreamHubTests: XCTestCase, @unchecked Sendable {
         XCTAssertEqual(KeyframeGate(minimumIntervalSeconds: 60).requestFirstIDR(joinedAfter: 3), .atTheNextOne, "nothing connected")
         XCTAssertEqual(gate.counts.alreadyComing, 2)
         XCTAssertEqual(gate.counts.granted, 1)
+    }
+
+    /// The invariant StreamChunk is `@unchecked Sendable` on: written only by its producer before it is
+    /// shared, read-only while held, back in its pool once, by whichever holder lets go last.
+    func testAChunkReleasedByHoldersOnManyThreadsGoesBackToItsPoolOnce() {
+        let pool = StreamChunkPool()
+        let holders = 4, rounds = 500
+        let queues = (0..<holders).map { _ in BlockingQueue<StreamChunk>(capacity: 4) }
+        let wrong = Atomic<Int>(0)
+        let threads = queues.enumerated().map { n, queue in
+            WorkerThread(name: "holder\(n)") {
+                while let chunk = queue.pop() {
+                    if chunk.bytes != [UInt8](repeating: UInt8(truncatingIfNeeded: chunk.sequence), count: 64) {
+                        wrong.add(1, ordering: .relaxed)
+                    }
+                    chunk.release()
+                }
+            }
+        }
+        threads.forEach { $0.start() }
+        for round in 0..<rounds {
+            let chunk = pool.take()
+            chunk.fill { $0 = [UInt8](repeating: UInt8(truncatingIfNeeded: round), count: 64) }
+            chunk.sequence = UInt64(round)
+            chunk.retain(holders)
+            for queue in queues { queue.push(chunk) }
+        }
+        queues.forEach { $0.close() }
+        threads.forEach { $0.join() }
+        XCTAssertEqual(wrong.load(ordering: .relaxed), 0, "a holder read bytes that were not its chunk's")
+        // Every chunk came back (each once: a chunk recycled twice would be handed out twice at once).
+        let allocated = pool.allocatedCount
+        let retaken = (0..<allocated).map { _ in pool.take() }
+        XCTAssertEqual(Set(retaken.map(ObjectIdentifier.init)).count, allocated)
+        XCTAssertEqual(pool.allocatedCount, allocated, "a chunk never came back to its pool")
     }
 }
 
