@@ -11,9 +11,11 @@ import PackageDescription
 let package = Package(
     name: "camrec-fuzz",
     targets: [
-        .target(name: "Bitstream", path: "Sources/Bitstream"),
+        // The text and file helpers the parsers share (no dependencies of its own).
+        .target(name: "SystemSupport", path: "Sources/SystemSupport"),
+        .target(name: "Bitstream", dependencies: ["SystemSupport"], path: "Sources/Bitstream"),
         // The stream parts of NetStream only: its sockets need swift-system and SwiftNIO and are no parser.
-        .target(name: "NetStream", dependencies: ["Bitstream"], path: "Sources/NetStream",
+        .target(name: "NetStream", dependencies: ["Bitstream", "SystemSupport"], path: "Sources/NetStream",
                 exclude: ["SocketError.swift", "TCPEndpoint.swift", "ServerSockets.swift", "ResolvedAddress.swift"]),
         // The RTSP parts that read a client's bytes: SDP and authentication need swift-extras-base64 and read none.
         .target(name: "RTSP", dependencies: ["Bitstream"], path: "Sources/RTSP",
