@@ -459,11 +459,13 @@ struct EncoderBehindNotice {
     private var reported: UInt64 = 0
     private var lastNanoseconds: UInt64?
 
-    mutating func isDue(poolEmpty: UInt64, now: UInt64) -> Bool {
+    /// `now` is read only when frames were dropped since the last line: capture asks every frame.
+    mutating func isDue(poolEmpty: UInt64, now: @autoclosure () -> UInt64) -> Bool {
         guard poolEmpty > reported else { return false }
-        if let last = lastNanoseconds, now &- last < Self.interval { return false }
+        let time = now()
+        if let last = lastNanoseconds, time &- last < Self.interval { return false }
         reported = poolEmpty
-        lastNanoseconds = now
+        lastNanoseconds = time
         return true
     }
 }
