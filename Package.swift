@@ -36,6 +36,9 @@ let package = Package(
         // libjpeg-turbo (Debian's libjpeg62-turbo-dev to build), opened on first use: MJPEG cameras'
         // JPEGs decoded as their planes stand, a strip at a time.
         .target(name: "CJPEG", dependencies: ["CLazyLoad"]),
+        // GStreamer's webrtcbin (Debian's gstreamer1.0-plugins-bad and gstreamer1.0-nice), opened on first
+        // use: WebRTC viewers (`POST /whep`); built without any GStreamer header.
+        .target(name: "CGStreamer", dependencies: ["CLazyLoad"]),
         // What every user of libavcodec here shares: error text, a decoder opened once.
         .target(name: "Libav", dependencies: ["CFFmpeg", "SystemSupport"]),
 
@@ -84,9 +87,9 @@ let package = Package(
         ]),
         // Recording files in MP4, QuickTime, Matroska and MPEG-TS, written by libavformat.
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio", "SystemSupport"]),
-        // `--http`: the live page (fragmented MP4 over a WebSocket), status, snapshot, metrics.
+        // `--http`: the live page (WebRTC through /whep, else fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline", "SystemSupport",
+            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline", "SystemSupport", "CGStreamer",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),

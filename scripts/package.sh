@@ -130,7 +130,8 @@ rm -rf "$shlibs"
 # first needs them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c, Sources/CX265/CX265.c,
 # Sources/CALSA/LazyALSA.c and Sources/CJPEG/LazyJPEG.c), so dpkg-shlibdeps cannot see them (libjpeg only
 # through libyuv0's own Depends):
-# the packages that hold those files, at least at the upstream version built against.
+# the packages that hold those files, at least at the upstream version built against. GStreamer (WebRTC, opened
+# the same way by Sources/CGStreamer) is optional: control.in recommends it.
 for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound|jpeg)\.so\.[0-9]+' | sort -u); do
   # awk reads to the end: leaving early would end ldconfig with SIGPIPE, which pipefail and set -e turn
   # into package.sh's exit status 141 (seen once on a machine with the test packages installed).

@@ -27,6 +27,7 @@ public final class LiveHTTPServer: Sendable {
     private let recordings: RecordingShelf
     private let metrics: LiveMetrics
     private let pictures: JPEGFeed?
+    private let webRTC: WebRTCViewers?
     private let logger: Logger
     /// How the start went: the port listened on, or why not; set once, then `settled` opens.
     private let started = Mutex<Result<Int, StartError>?>(nil)
@@ -34,11 +35,14 @@ public final class LiveHTTPServer: Sendable {
 
     /// The longest label `POST /api/events?label=` takes.
     static let maximumLabelBytes = 200
+    /// The largest SDP offer `POST /whep` reads (Chromium's are about 6 KiB).
+    static let maximumOfferBytes = 64 * 1024
 
     public init(host: String, port: Int, live: LiveViewOutput, access: HTTPAccess,
                 status: @escaping @Sendable () -> LiveStatus, actions: LiveActions, metrics: LiveMetrics, recordings: RecordingShelf,
-                pictures: JPEGFeed? = nil, logger: Logger) {
+                pictures: JPEGFeed? = nil, webRTC: WebRTCViewers? = nil, logger: Logger) {
         self.pictures = pictures
+        self.webRTC = webRTC
         self.recordings = recordings
         self.metrics = metrics
         self.host = host
@@ -54,9 +58,9 @@ public final class LiveHTTPServer: Sendable {
     private func makeApplication() -> any Service {
         let router = Router(context: BasicWebSocketRequestContext.self)
         router.add(middleware: HTTPAccessMiddleware(access: access))
-        router.get("/api/status") { [status, live] _, _ -> LiveStatus in
+        router.get("/api/status") { [status, live, webRTC] _, _ -> LiveStatus in
             var now = status()
-            now.viewers = live.viewerCount
+            now.viewers = live.viewerCount + (webRTC?.count ?? 0)
             return now
         }
         router.post("/api/keyframe") { [actions] _, _ -> EditedResponse<ActionAnswer> in
@@ -159,6 +163,15 @@ public final class LiveHTTPServer: Sendable {
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
                      body: ResponseBody(byteBuffer: ByteBuffer(string: LivePage.html)))
         }
+        router.post("/whep") { [webRTC] request, _ -> Response in
+            try await Self.whepOffer(request, webRTC: webRTC)
+        }
+        router.delete("/whep/:id") { [webRTC] _, context -> Response in
+            guard let id = context.parameters.get("id"), let webRTC, await webRTC.close(id: id) else {
+                return Self.line(.notFound, "no such WebRTC session (it ended, or was never made)")
+            }
+            return Response(status: .ok)
+        }
         router.ws("/live", shouldUpgrade: { [live] _, _ in
             guard live.viewerCount < live.maximumViewers else {
                 throw HTTPError(.serviceUnavailable, message: "\(live.maximumViewers) viewers are watching already")
@@ -207,6 +220,40 @@ public final class LiveHTTPServer: Sendable {
             logger: quiet
         )
         return app
+    }
+
+    /// WHEP: an SDP offer in, 201 with the answer and the session's resource (`Location`) out; else a 4xx
+    /// or 503 with one line of text, which the page shows before it falls back to MSE.
+    private static func whepOffer(_ request: Request, webRTC: WebRTCViewers?) async throws -> Response {
+        guard let webRTC else {
+            return line(.serviceUnavailable, "WebRTC is off: \(WebRTCViewers.unavailableReason() ?? "this camrec serves no WebRTC")")
+        }
+        guard request.headers[.contentType]?.lowercased().hasPrefix("application/sdp") == true else {
+            return line(.unsupportedMediaType, "send the SDP offer as Content-Type: application/sdp")
+        }
+        let body: ByteBuffer
+        do {
+            body = try await request.body.collect(upTo: maximumOfferBytes)
+        } catch is NIOTooManyBytesError {
+            return line(.contentTooLarge, "the offer is larger than \(maximumOfferBytes / 1024) KiB")
+        } catch let error as HTTPError where error.status == .contentTooLarge {
+            return line(.contentTooLarge, "the offer is larger than \(maximumOfferBytes / 1024) KiB")
+        }
+        do throws(WebRTCViewers.Refusal) {
+            let (id, answer) = try await webRTC.open(offer: String(buffer: body))
+            return Response(status: .created, headers: [.contentType: "application/sdp", .location: "/whep/\(id)", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: answer)))
+        } catch {
+            var response = line(HTTPResponse.Status(code: error.status), error.message)
+            if error.retryAfter { response.headers[.retryAfter] = "1" }
+            return response
+        }
+    }
+
+    /// A status with one line of text.
+    private static func line(_ status: HTTPResponse.Status, _ text: String) -> Response {
+        Response(status: status, headers: [.contentType: "text/plain; charset=utf-8", .cacheControl: "no-store"],
+                 body: ResponseBody(byteBuffer: ByteBuffer(string: text + "\n")))
     }
 
     private func settle(_ outcome: Result<Int, StartError>) {
@@ -271,6 +318,7 @@ extension LiveHTTPServer: Service {
                 settle(.failure(StartError(description: "the HTTP server ended before it listened")))
             }
             try? await gracefulShutdown()
+            await webRTC?.finish()
             // The bound on the shutdown, not a poll: whichever ends first, the application or the 2 s.
             tasks.addTask { try? await Task.sleep(for: .seconds(2)) }
             await tasks.next()

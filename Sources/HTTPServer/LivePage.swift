@@ -1,4 +1,5 @@
-/// The page at `/`: a live `<video>` fed by Media Source Extensions from the WebSocket at `/live`.
+/// The page at `/`: a live `<video>` over WebRTC (WHEP at `/whep`) when camrec serves it, else fed by
+/// Media Source Extensions from the WebSocket at `/live`; a line under it says which plays, and why not WebRTC.
 /// Everything is inline (no build step, no CDN). It keeps close to the live edge: when more than
 /// 1.5 s is buffered ahead it jumps to just before the end, between 0.5 and 1.5 s it plays a little
 /// faster, and it removes what lies more than 10 s behind. Below it: the status, a snapshot link,
@@ -30,12 +31,14 @@ enum LivePage {
   a { color: #8cf; }
   #playback { margin-bottom: 8px; }
   img.thumb { display: block; width: 160px; max-width: 35vw; height: auto; border-radius: 3px; }
+  #transport { padding: 0 10px; color: #aaa; font-size: 13px; }
 </style>
 </head>
 <body>
 <main>
 <video id="live" muted autoplay playsinline></video>
 <div id="state">connecting…</div>
+<div id="transport">trying WebRTC…</div>
 <div id="status"></div>
 <nav>
   <a id="snapshot" href="/snapshot.jpg" target="_blank" rel="noopener">Snapshot</a>
@@ -60,7 +63,8 @@ enum LivePage {
 const video = document.getElementById("live");
 const state = document.getElementById("state");
 const media = new MediaSource();
-video.src = URL.createObjectURL(media);
+// Attached only when WebRTC is off or fails (playWebRTC below).
+function startMSE() { video.srcObject = null; video.src = URL.createObjectURL(media); }
 let buffer = null;
 const pending = [];
 
@@ -110,6 +114,55 @@ soundButton.addEventListener("click", () => {
   soundButton.textContent = video.muted ? "Sound on" : "Sound off";
   if (video.paused) video.play().catch(() => {});
 });
+
+// WebRTC first: WHEP at /whep (the SDP offer in, the answer out, DELETE on its resource to end it),
+// about a tenth of a second behind. MSE over the WebSocket when camrec serves no WebRTC (its one-line
+// answer says why), when the connection fails, or with ?mse in the address.
+const transport = document.getElementById("transport");
+let peer = null, whepResource = null;
+async function playWebRTC() {
+  if (new URLSearchParams(location.search).has("mse")) throw new Error("?mse asks for it");
+  if (!window.RTCPeerConnection) throw new Error("this browser has no WebRTC");
+  peer = new RTCPeerConnection();
+  peer.addTransceiver("video", { direction: "recvonly" });
+  peer.ontrack = (event) => { video.srcObject = new MediaStream([event.track]); video.play().catch(() => {}); };
+  await peer.setLocalDescription(await peer.createOffer());
+  // camrec takes no trickled candidates: the offer carries those gathered within a second.
+  await new Promise((resolve) => {
+    if (peer.iceGatheringState === "complete") return resolve();
+    peer.addEventListener("icegatheringstatechange", () => { if (peer.iceGatheringState === "complete") resolve(); });
+    setTimeout(resolve, 1000);
+  });
+  const response = await fetch("/whep", { method: "POST", headers: { "Content-Type": "application/sdp" }, body: peer.localDescription.sdp });
+  const text = await response.text();
+  if (response.status !== 201) throw new Error(text.trim() || "POST /whep answered " + response.status);
+  whepResource = response.headers.get("Location");
+  await peer.setRemoteDescription({ type: "answer", sdp: text });
+  await new Promise((resolve, reject) => {
+    const settle = () => {
+      if (peer.connectionState === "connected") resolve();
+      if (peer.connectionState === "failed" || peer.connectionState === "closed") reject(new Error("the WebRTC connection failed"));
+    };
+    peer.addEventListener("connectionstatechange", settle);
+    setTimeout(() => reject(new Error("no WebRTC connection within 5 s")), 5000);
+  });
+}
+function endWebRTC() {
+  if (whepResource) fetch(whepResource, { method: "DELETE", keepalive: true }).catch(() => {});
+  if (peer) peer.close();
+  whepResource = null; peer = null;
+}
+function fallBack(why) {
+  endWebRTC();
+  transport.textContent = "playing MSE (fragmented MP4 over a WebSocket): " + why;
+  startMSE();
+}
+window.addEventListener("pagehide", endWebRTC);
+playWebRTC().then(() => {
+  transport.textContent = "playing WebRTC";
+  state.textContent = "live over WebRTC";
+  peer.addEventListener("connectionstatechange", () => { if (peer && peer.connectionState === "failed") fallBack("the WebRTC connection failed"); });
+}).catch((e) => fallBack(e.message));
 
 const status = document.getElementById("status");
 async function refreshStatus() {

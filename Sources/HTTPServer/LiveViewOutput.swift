@@ -103,6 +103,9 @@ public final class LiveViewOutput: StreamOutput, Sendable {
 
     public var viewerCount: Int { state.withLock { $0.viewers.count } }
 
+    /// The recording's sound goes to browsers with the picture.
+    var hasSound: Bool { audio != nil }
+
     /// The hub this view subscribes to (for snapshots).
     var hub: StreamHub? { state.withLock { $0.hub } }
 

@@ -45,8 +45,19 @@ extension RecordCommand {
             return status
         }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
-        }), pictures: pictures, logger: Logger(label: "camrec"))
+        }), pictures: pictures, webRTC: webRTC(live: live), logger: Logger(label: "camrec"))
         return server
+    }
+
+    /// WebRTC viewers (`POST /whep`) when GStreamer's webrtcbin can be opened; else nil, and one line
+    /// saying what to install (the page then plays MSE).
+    private func webRTC(live: LiveViewOutput) -> WebRTCViewers? {
+        if let reason = WebRTCViewers.unavailableReason() {
+            writeStandardError("camrec: WebRTC is off, the live page plays MSE: \(reason)\n")
+            return nil
+        }
+        return WebRTCViewers(live: live, configuration: .init(stun: stun, turn: turn, maximumSessions: live.maximumViewers),
+                             log: networkLog())
     }
 
     /// On the recording's thread, before capture starts: waits for the server to listen and says where.

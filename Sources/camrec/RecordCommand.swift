@@ -120,8 +120,14 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the stream to the receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
     var listen: [String] = []
 
-    @Option(help: ArgumentHelp("Serve the live view (a page with live video) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given. Also /snapshot.jpg (the newest frame) and /stream.mjpg (MJPEG over HTTP, multipart/x-mixed-replace, at most ?fps=N pictures a second: an MJPEG camera's own JPEGs, else one JPEG a frame while someone watches), /api/status and /metrics.", valueName: "[HOST:]PORT"))
+    @Option(help: ArgumentHelp("Serve the live view (a page with live video: WebRTC through POST /whep when GStreamer's webrtcbin is installed, else fragmented MP4 over a WebSocket) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given. Also /snapshot.jpg (the newest frame) and /stream.mjpg (MJPEG over HTTP, multipart/x-mixed-replace, at most ?fps=N pictures a second: an MJPEG camera's own JPEGs, else one JPEG a frame while someone watches), /api/status and /metrics.", valueName: "[HOST:]PORT"))
     var http: String?
+
+    @Option(help: ArgumentHelp("With --http: the STUN server WebRTC viewers' connections learn this machine's public address from (stun://HOST:PORT), for viewers beyond this network; without it, only this machine's own addresses are offered.", valueName: "URL"))
+    var stun: String?
+
+    @Option(help: ArgumentHelp("With --http: a TURN server that relays WebRTC to viewers no direct path reaches (turn://USER:PASSWORD@HOST:PORT, or turns:// over TLS).", valueName: "URL"))
+    var turn: String?
 
     @Option(help: ArgumentHelp("Serve the stream over RTSP (camrec as a network camera) on [HOST:]PORT; HOST is 127.0.0.1 unless given. rtsp://HOST:PORT/ is the default encoding, /h264 and /h265 name one; RTP over TCP (interleaved) or UDP; with --audio the sound is the second track.", valueName: "[HOST:]PORT"))
     var rtsp: String?
@@ -200,6 +206,16 @@ struct RecordCommand: AsyncParsableCommand {
             let host = endpoint.host ?? "127.0.0.1"
             if !HTTPAccess.isLoopback(host: host) && httpAuthFile == nil && !httpInsecure {
                 throw ValidationError("--rtsp \(rtsp) can be reached from other machines: give --http-auth-file FILE (a line user:password), or --http-insecure to serve it to anyone")
+            }
+        }
+        if let stun {
+            guard http != nil else { throw ValidationError("--stun goes with --http [HOST:]PORT") }
+            guard stun.hasPrefix("stun://"), stun.count > 7 else { throw ValidationError("--stun \(stun): give stun://HOST:PORT") }
+        }
+        if let turn {
+            guard http != nil else { throw ValidationError("--turn goes with --http [HOST:]PORT") }
+            guard (turn.hasPrefix("turn://") || turn.hasPrefix("turns://")) && turn.contains("@") else {
+                throw ValidationError("--turn: give turn://USER:PASSWORD@HOST:PORT (or turns://)")
             }
         }
         if let rtspMtu {

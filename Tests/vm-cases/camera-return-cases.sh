@@ -114,7 +114,8 @@ wait_for 60 tcp_receiving
 # files in $B (Tests/tools/browser-return.py): the two machines share no clock.
 B="$R/browser"; mkdir -p "$B"; BROWSER=
 if [[ -n ${BROWSER_PORT:-} ]]; then
-    on_host python3 Tests/tools/browser-return.py "http://127.0.0.1:$BROWSER_PORT/" "$B" 3 150 \
+    # ?mse: the forwarded TCP port carries no WebRTC (UDP); the page's MSE player is what this watches.
+    on_host python3 Tests/tools/browser-return.py "http://127.0.0.1:$BROWSER_PORT/?mse" "$B" 3 150 \
         >"$R/browser.txt" 2>"$R/browser.err" &
     BROWSER=$!
     wait_for 60 test -e "$B/started" || bad "the browser did not start playing the live page within 60 s: $(tail -2 "$R/browser.err" | tr '\n' ' ')"
