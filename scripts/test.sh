@@ -4,7 +4,7 @@
 # "N passed, N failed, N skipped" (the last line of its output).
 #
 # usage: scripts/test.sh           everything (what CI runs)
-#        scripts/test.sh --quick   the inner loop, about 4 minutes on a 2-core machine: `swift test`
+#        scripts/test.sh --quick   the inner loop, about 4 minutes on a 2-core machine: the XCTests
 #                                  (unit tests; end-to-end recordings to a file, stdout, TCP push and
 #                                  listen with `camrec receive`) and Tests/quick/recordings.sh (an MP4,
 #                                  a Matroska file, an RTMP publish to ffmpeg)
@@ -15,7 +15,8 @@
 # Every suite is given that camrec (CAMREC=.build/release/camrec) and the XCTests run from the built
 # bundle in two processes side by side (Tests/tools/run-xctests.sh: they mostly wait on real time;
 # 284 s alone in one process, 143 s in two, 2026-11-26), so the run tests what users build
-# (optimised). --quick builds debug, which recompiles faster after an edit.
+# (optimised). --quick uses the same build: a debug bundle ran the XCTests in 405 s in one process
+# (2026-11-27), over --quick's whole budget, and two debug processes side by side were flaky.
 # The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core) run
 # in a lane of their own beside the rest; the suites that may run beside anything (FLOATING below)
 # wait in a queue that each lane takes from when its own list is done, so both lanes end together
@@ -126,7 +127,7 @@ fi
 
 # Adds a suite's counts from its summary, and from nowhere else in its log: the last non-blank line,
 # "N passed, N failed[, N skipped]" (our scripts, one word and a colon may stand before it), or for
-# `swift test` (--quick) XCTest's "Executed N tests, with N failures" right after "Test Suite 'All
+# XCTest's "Executed N tests, with N failures" right after "Test Suite 'All
 # tests' passed|failed". Sets `ran` to the checks the suite ran (passed + failed), and sp/sf/ss.
 count() {
   local log=$1 name=$2 p f s=0 last line
@@ -308,7 +309,7 @@ build() {
 # camrec and the VA driver come first: the side lane (the VM suites) starts on them while the test
 # targets, which only the rest needs, build beside it (qemu leaves a core mostly free).
 T_BUILD=$(date +%s)
-if ((QUICK)); then BUILD_FLAGS=(); else BUILD_FLAGS=(-c release); export CAMREC_TESTABLE=1; fi
+BUILD_FLAGS=(-c release); export CAMREC_TESTABLE=1
 # vaapi-host runs three XCTests itself: with these flags (and CAMREC_TESTABLE) they reuse this build.
 export CAMREC_SWIFT_BUILD_FLAGS="${BUILD_FLAGS[*]}"
 CAMREC_BUILT="$(swift build "${BUILD_FLAGS[@]}" --show-bin-path)/camrec"
@@ -370,10 +371,7 @@ claim() { mkdir "$logdir/$1.claimed" 2>/dev/null; }
 # The command of a suite in CMD: every suite gets the one camrec built above.
 suite_command() {
   case $1 in
-    # --quick (debug, CPU-bound) keeps one process: two of the debug bundle side by side made the motion
-    # clip test end one frame past its post-roll bound once (525 > 524, 2026-11-26).
-    swift-tests) if ((QUICK)); then CMD=(swift test "${BUILD_FLAGS[@]}" --skip-build)
-                 else CMD=(bash Tests/tools/run-xctests.sh "$(dirname "$CAMREC_BUILT")/camrecPackageTests.xctest"); fi ;;
+    swift-tests) CMD=(bash Tests/tools/run-xctests.sh "$(dirname "$CAMREC_BUILT")/camrecPackageTests.xctest") ;;
     quick-recordings) CMD=(env "CAMREC=$CAMREC_BUILT" bash Tests/quick/recordings.sh) ;;
     *) CMD=(env "CAMREC=$CAMREC_BUILT" bash "Tests/suites/$1.sh") ;;
   esac
