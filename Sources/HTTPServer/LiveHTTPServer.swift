@@ -21,6 +21,7 @@ public final class LiveHTTPServer: Sendable {
     private let host: String
     private let port: Int
     private let live: LiveViewOutput
+    private let hls: LiveHLS
     private let access: HTTPAccess
     private let status: @Sendable () -> LiveStatus
     private let actions: LiveActions
@@ -48,6 +49,7 @@ public final class LiveHTTPServer: Sendable {
         self.host = host
         self.port = port
         self.live = live
+        hls = LiveHLS(live: live)
         self.access = access
         self.status = status
         self.actions = actions
@@ -171,6 +173,27 @@ public final class LiveHTTPServer: Sendable {
                 return Self.line(.notFound, "no such WebRTC session (it ended, or was never made)")
             }
             return Response(status: .ok)
+        }
+        // HLS (`LiveHLS`): the playlist, its init segment and its segments.
+        router.get("/live.m3u8") { [hls] _, _ -> Response in
+            guard let text = await hls.playlist() else {
+                throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"],
+                                message: "no HLS segment yet: the recording has not reached a second IDR, or it is over")
+            }
+            return Response(status: .ok, headers: [.contentType: "application/vnd.apple.mpegurl", .cacheControl: "no-store"],
+                            body: ResponseBody(byteBuffer: ByteBuffer(string: text)))
+        }
+        router.get("/hls/:name") { [hls] _, context -> Response in
+            let name = context.parameters.get("name") ?? ""
+            var bytes: ByteBuffer?
+            if name.hasPrefix("init-"), name.hasSuffix(".mp4"), let generation = Int(name.dropFirst(5).dropLast(4)) {
+                bytes = hls.initSegment(generation: generation)
+            } else if name.hasSuffix(".m4s"), let sequence = Int(name.dropLast(4)) {
+                bytes = hls.segment(sequence)
+            }
+            guard let bytes else { throw HTTPError(.notFound, message: "no such HLS file (segments leave the window after a few seconds)") }
+            return Response(status: .ok, headers: [.contentType: "video/mp4", .cacheControl: "max-age=60"],
+                            body: ResponseBody(byteBuffer: bytes))
         }
         router.ws("/live", shouldUpgrade: { [live] _, _ in
             guard live.viewerCount < live.maximumViewers else {
@@ -317,6 +340,7 @@ extension LiveHTTPServer: Service {
                 }
                 settle(.failure(StartError(description: "the HTTP server ended before it listened")))
             }
+            tasks.addTask { [hls] in await hls.run() }
             try? await gracefulShutdown()
             await webRTC?.finish()
             // The bound on the shutdown, not a poll: whichever ends first, the application or the 2 s.

@@ -1,8 +1,8 @@
 /// The page at `/`: a live `<video>` over WebRTC (WHEP at `/whep`) when camrec serves it, else fed by
 /// Media Source Extensions from the WebSocket at `/live`; a line under it says which plays, and why not WebRTC.
-/// Everything is inline (no build step, no CDN). It keeps close to the live edge: when more than
-/// 1.5 s is buffered ahead it jumps to just before the end, between 0.5 and 1.5 s it plays a little
-/// faster, and it removes what lies more than 10 s behind. Below it: the status, a snapshot link,
+/// Everything is inline (no build step, no CDN). With MSE it keeps within 0.5 s of the live edge (see
+/// `chase`: a little faster when a little behind, a jump when further) and says how far behind it is; it
+/// uses ManagedMediaSource where MediaSource is missing, and HLS where both are. Below it: the status, a snapshot link,
 /// the two actions, the newest events with their first picture (with --event-output), and the
 /// finished recordings (MP4 plays in the page, anything downloads). File names and event labels
 /// reach the page only through `textContent` and URL attributes, never as HTML.
@@ -62,9 +62,20 @@ enum LivePage {
 "use strict";
 const video = document.getElementById("live");
 const state = document.getElementById("state");
-const media = new MediaSource();
+// Media Source Extensions; where only ManagedMediaSource exists (iPhones since iOS 17.1) that one, which
+// opens only with remote playback (AirPlay) off; with neither, the same stream as HLS (/live.m3u8).
+const Source = window.MediaSource || window.ManagedMediaSource;
+const media = Source ? new Source() : null;
+const kind = window.MediaSource ? "MSE" : "ManagedMediaSource";
 // Attached only when WebRTC is off or fails (playWebRTC below).
-function startMSE() { video.srcObject = null; video.src = URL.createObjectURL(media); }
+function startMSE() {
+  video.srcObject = null;
+  if (media) {
+    if (!window.MediaSource) video.disableRemotePlayback = true;
+    video.src = URL.createObjectURL(media);
+  } else if (video.canPlayType("application/vnd.apple.mpegurl")) { video.src = "/live.m3u8"; state.textContent = "live (HLS)"; }
+  else state.textContent = "this browser has no Media Source Extensions and no HLS: open /live.m3u8 in a player";
+}
 let buffer = null;
 const pending = [];
 
@@ -73,23 +84,30 @@ function pump() {
   try { buffer.appendBuffer(pending.shift()); } catch (e) { state.textContent = "append failed: " + e; }
 }
 
+// The live edge is the newest frame buffered. Jitter and lost packets stall the video and then bring
+// several frames at once; played at 1.0 each stall would add to the delay for good (go2rtc #1277,
+// #1308, #1452). So: up to EDGE behind it plays at 1.0, further a little faster (up to 1.25x the more
+// it lags), and past JUMP, or in an older buffered range, it jumps to EDGE before the end. What lies
+// more than 3 s behind is removed.
+const EDGE = 0.15, JUMP = 0.5;
 function chase() {
   if (!buffer || video.buffered.length === 0) return;
   const last = video.buffered.length - 1;
   const end = video.buffered.end(last);
   const behind = end - video.currentTime;
-  if (video.currentTime < video.buffered.start(last) || behind > 1.5) {
-    video.currentTime = Math.max(video.buffered.start(last), end - 0.3);
+  if (video.currentTime < video.buffered.start(last) || behind > JUMP) {
+    video.currentTime = Math.max(video.buffered.start(last), end - EDGE);
   }
-  video.playbackRate = behind > 0.5 ? 1.1 : 1.0;
-  if (!buffer.updating && video.currentTime - video.buffered.start(0) > 10) {
-    buffer.remove(0, video.currentTime - 5);
+  video.playbackRate = behind > EDGE ? Math.min(1.25, 1 + (behind - EDGE)) : 1.0;
+  if (!buffer.updating && video.currentTime - video.buffered.start(0) > 6) {
+    buffer.remove(0, video.currentTime - 3);
   }
   if (video.paused) video.play().catch(() => {});
-  state.textContent = "live, " + behind.toFixed(2) + " s behind the newest frame";
+  state.textContent = "live (" + kind + "), " + behind.toFixed(2) + " s behind the newest frame" +
+    (video.playbackRate > 1 ? ", catching up at " + video.playbackRate.toFixed(2) + "x" : "");
 }
 
-media.addEventListener("sourceopen", () => {
+if (media) media.addEventListener("sourceopen", () => {
   const socket = new WebSocket((location.protocol === "https:" ? "wss://" : "ws://") + location.host + "/live");
   socket.binaryType = "arraybuffer";
   socket.onmessage = (event) => {
@@ -107,7 +125,7 @@ media.addEventListener("sourceopen", () => {
   };
   socket.onclose = () => { state.textContent = "the recording ended or the connection closed"; };
 });
-setInterval(chase, 250);
+setInterval(chase, 200);
 const soundButton = document.getElementById("sound");
 soundButton.addEventListener("click", () => {
   video.muted = !video.muted;

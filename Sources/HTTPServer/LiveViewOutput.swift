@@ -24,7 +24,7 @@ public final class LiveViewOutput: StreamOutput, Sendable {
     }
     private let state = Mutex(State())
     private let queueLimit: Int
-    private let framesPerSecond: Double
+    let framesPerSecond: Double
     /// Most browsers watching at once: each may hold `queueLimit` access units.
     public let maximumViewers: Int
 
@@ -76,6 +76,21 @@ public final class LiveViewOutput: StreamOutput, Sendable {
         }
         requestKeyframe()
         return viewer
+    }
+
+    /// The HLS packager's feed (`LiveHLS`): a subscription from the newest IDR the hub holds (so the first
+    /// segment is done at the next IDR, and no extra IDR is asked for) that skips
+    /// to an IDR if it ever falls `queueLimit` behind, and the live page's own fragmenter. Nil before the
+    /// recording has started or once it is over.
+    func packagerFeed() -> (Subscription, LiveMP4Fragmenter)? {
+        guard let hub = state.withLock({ $0.ended ? nil : $0.hub }),
+              let subscription = hub.subscribe("hls", from: .newestIDR, policy: .skipToIDR(depth: queueLimit),
+                                               withAudio: audio != nil) else { return nil }
+        guard let fragmenter = try? LiveMP4Fragmenter(framesPerSecond: framesPerSecond, audio: audio) else {
+            subscription.cancel()
+            return nil
+        }
+        return (subscription, fragmenter)
     }
 
     /// Asks for an IDR through the hub's gate (rate-limited): a viewer or a snapshot starts there.

@@ -120,7 +120,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve the stream to the receivers that connect to [HOST:]PORT (same as the output tcp://[HOST]:PORT?listen); may be given more than once.", valueName: "[HOST:]PORT"))
     var listen: [String] = []
 
-    @Option(help: ArgumentHelp("Serve the live view (a page with live video: WebRTC through POST /whep when GStreamer's webrtcbin is installed, else fragmented MP4 over a WebSocket) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given. Also /snapshot.jpg (the newest frame) and /stream.mjpg (MJPEG over HTTP, multipart/x-mixed-replace, at most ?fps=N pictures a second: an MJPEG camera's own JPEGs, else one JPEG a frame while someone watches), /api/status and /metrics.", valueName: "[HOST:]PORT"))
+    @Option(help: ArgumentHelp("Serve the live view (a page with live video: WebRTC through POST /whep when GStreamer's webrtcbin is installed, else fragmented MP4 over a WebSocket, kept within 0.5 s of live after network stalls) over HTTP on [HOST:]PORT; HOST is 127.0.0.1 unless given. Also /live.m3u8 (HLS: fMP4 segments from IDRs, for players without Media Source Extensions), /snapshot.jpg (the newest frame) and /stream.mjpg (MJPEG over HTTP, multipart/x-mixed-replace, at most ?fps=N pictures a second: an MJPEG camera's own JPEGs, else one JPEG a frame while someone watches), /api/status and /metrics.", valueName: "[HOST:]PORT"))
     var http: String?
 
     @Option(help: ArgumentHelp("With --http: the STUN server WebRTC viewers' connections learn this machine's public address from (stun://HOST:PORT), for viewers beyond this network; without it, only this machine's own addresses are offered.", valueName: "URL"))

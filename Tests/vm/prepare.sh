@@ -32,8 +32,9 @@ done
 # vivid: V4L2 test devices; vgem: a DRM render node; loop: loop devices for later tests;
 # virtio_net: the NIC that run.sh --forward adds (a host browser reaching a server in the VM);
 # snd-aloop: ALSA loopback cards, a real ALSA driver: what a player writes to hw:Loopback,0 is
-# captured from hw:Loopback,1 (microphone tests); snd-dummy: a card with narrower formats (refusals).
-MODULES=(virtio_pci 9pnet_virtio 9p overlay loop vgem vivid virtio_net snd-aloop snd-dummy)
+# captured from hw:Loopback,1 (microphone tests); snd-dummy: a card with narrower formats (refusals);
+# sch_netem: delay, jitter and loss on the NIC (`tc qdisc ... netem`; this machine's own kernel has none).
+MODULES=(virtio_pci 9pnet_virtio 9p overlay loop vgem vivid virtio_net snd-aloop snd-dummy sch_netem)
 
 log() { :; }
 [[ ${CAMREC_VM_VERBOSE:-0} == 1 ]] && log() { echo "prepare.sh: $*" >&2; }

@@ -13,6 +13,8 @@
 #   --forward HPORT:GPORT  a NIC on qemu's restricted user network, with the host's loopback
 #                       TCP port HPORT forwarded to the VM's GPORT (the VM reaches nothing else);
 #                       repeatable (one NIC, a port each)
+#   --guest-forward GPORT:HPORT  on that NIC, the VM's connections to 10.0.2.100:GPORT relayed to
+#                       the host's 127.0.0.1:HPORT (Tests/tools/tcp-relay.py); needs a --forward
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
 #   --keep              keep the control dir (console.log, init.log, cmd.sh) and print its path
 # The command's stdout/stderr come out on run.sh's stdout/stderr after the VM stops.
@@ -22,11 +24,12 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,20p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
 VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
 FORWARDS=()
+GUEST_FORWARDS=()
 ENVS=()
 while (($#)); do
     case $1 in
@@ -46,6 +49,10 @@ while (($#)); do
         --forward)
             [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward ${2:-}: give HOSTPORT:GUESTPORT" >&2; exit 2; }
             FORWARDS+=("hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"); shift 2 ;;
+        --guest-forward)
+            [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --guest-forward ${2:-}: give GUESTPORT:HOSTPORT" >&2; exit 2; }
+            # restrict=on leaves explicit forwarding rules working; cmd: starts the relay per connection.
+            GUEST_FORWARDS+=("guestfwd=tcp:10.0.2.100:${2%%:*}-cmd:/usr/bin/python3 $HERE/../tools/tcp-relay.py stdio 127.0.0.1 ${2##*:}"); shift 2 ;;
         --console) CONSOLE=1; shift ;;
         --keep) KEEP=1; shift ;;
         -h|--help) usage ;;
@@ -114,7 +121,11 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -virtfs "local,path=/,mount_tag=host,security_model=none,readonly=on,multidevs=remap"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
-((${#FORWARDS[@]})) && qemu+=(-nic "user,model=virtio-net-pci,restrict=on,$(IFS=,; echo "${FORWARDS[*]}")")
+if ((${#FORWARDS[@]})); then
+    nic="user,model=virtio-net-pci,restrict=on"
+    for f in "${FORWARDS[@]}" "${GUEST_FORWARDS[@]}"; do nic+=",$f"; done
+    qemu+=(-nic "$nic")
+fi
 
 # The cases' analysis tools (ffprobe, ffmpeg, Tests/tools/*.py on finished files) run here, not
 # under emulation, where each start costs seconds: Tests/vm/host-tools.py, called through

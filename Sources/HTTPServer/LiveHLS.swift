@@ -1,0 +1,199 @@
+import Containers
+import Frames
+import Glibc
+import Hub
+import NIOCore
+import Synchronization
+
+/// `/live.m3u8`: the live stream as HLS, for players without Media Source Extensions (iPhones before
+/// iOS 17.1, smart TVs, Home Assistant's stream). One packager takes the hub's access units into the
+/// live page's own fragmenter (`LiveMP4Fragmenter`: one `moof`+`mdat` a frame, sound in the picture's
+/// fragments) and strings the fragments from each IDR into a segment; the init segment is its
+/// `ftyp`+`moov` (`EXT-X-MAP`). Nothing is re-encoded or muxed twice.
+///
+/// It runs only while asked: the first request starts it (from the newest IDR the hub holds), and it stops `idleSeconds` after the last one. It holds a window of at most
+/// `windowSegments` finished segments and `maximumBytes` in all; a segment is an immutable `ByteBuffer`
+/// that every fetcher shares, so fetchers cost no copies, and the packager never waits for them: it is a
+/// `.skipToIDR` subscriber, so neither it nor a slow fetcher can hold up capture.
+final class LiveHLS: Sendable {
+    struct Segment: Sendable {
+        let sequence: Int
+        let bytes: ByteBuffer
+        let seconds: Double
+        /// The wall-clock time its first frame was captured (seconds since 1970).
+        let programDate: Double
+    }
+
+    private struct State {
+        var running = false
+        /// Bumped at each start: the init segment's name, so a player never mixes two packagers' files.
+        var generation = 0
+        var lastAsked: UInt64 = 0
+        var initSegment: ByteBuffer?
+        var segments: [Segment] = []
+        var nextSequence = 0
+        /// At least 2: a viewer's IDR can make a segment of up to two picture groups of a second, and
+        /// players expect the target to stay as it is.
+        var targetSeconds = 2
+    }
+    private let state = Mutex(State())
+    private let live: LiveViewOutput
+    private let wake: AsyncStream<Void>.Continuation
+    private let wakeups: AsyncStream<Void>
+
+    static let windowSegments = 6
+    /// Finished segments and the one being made, together.
+    static let maximumBytes = 48 << 20
+    /// A segment is cut at the first IDR this long after its start (the default GOP is a second).
+    static let minimumSegmentSeconds = 0.9
+    static let idleSeconds: UInt64 = 30
+    /// How long the first playlist request waits for the first segment.
+    static let firstSegmentWaitSeconds = 10.0
+
+    init(live: LiveViewOutput) {
+        self.live = live
+        (wakeups, wake) = AsyncStream<Void>.makeStream(bufferingPolicy: .bufferingNewest(1))
+    }
+
+    /// The packager's life, in the server's task group: it waits for a request, packages until
+    /// nobody has asked for `idleSeconds` or the stream ends, and waits again. Ends when cancelled.
+    func run() async {
+        for await _ in wakeups {
+            await package()
+            if Task.isCancelled { return }
+        }
+    }
+
+    /// The playlist, starting the packager if it is not running; waits a little for its first segment.
+    /// Nil when there is none yet (no IDR within the wait, or the recording is over).
+    func playlist() async -> String? {
+        let deadline = MonotonicClock.now() + UInt64(Self.firstSegmentWaitSeconds * 1e9)
+        while true {
+            // Each time round: a packager that could not start (the stream not begun yet) is started again.
+            askedNow()
+            if let text = state.withLock({ Self.playlistText($0) }) { return text }
+            // Only while the first segment is made (about a picture group): a short poll, cancelled with the request.
+            guard MonotonicClock.now() < deadline, (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
+        }
+    }
+
+    /// The init segment of the running packager, if `generation` is its.
+    func initSegment(generation: Int) -> ByteBuffer? {
+        askedNow()
+        return state.withLock { $0.generation == generation ? $0.initSegment : nil }
+    }
+
+    /// A segment still in the window.
+    func segment(_ sequence: Int) -> ByteBuffer? {
+        askedNow()
+        return state.withLock { s in s.segments.first { $0.sequence == sequence }?.bytes }
+    }
+
+    private func askedNow() {
+        let start = state.withLock { s -> Bool in
+            s.lastAsked = MonotonicClock.now()
+            guard !s.running else { return false }
+            s.running = true
+            return true
+        }
+        if start { wake.yield() }
+    }
+
+    private static func playlistText(_ s: State) -> String? {
+        guard s.running, s.initSegment != nil, let first = s.segments.first else { return nil }
+        var text = "#EXTM3U\n#EXT-X-VERSION:7\n#EXT-X-TARGETDURATION:\(s.targetSeconds)\n"
+            + "#EXT-X-MEDIA-SEQUENCE:\(first.sequence)\n#EXT-X-INDEPENDENT-SEGMENTS\n"
+            + "#EXT-X-MAP:URI=\"/hls/init-\(s.generation).mp4\"\n"
+        for segment in s.segments {
+            text += "#EXT-X-PROGRAM-DATE-TIME:\(iso8601(segment.programDate))\n"
+            text += "#EXTINF:" + decimal(segment.seconds) + ",\n/hls/\(segment.sequence).m4s\n"
+        }
+        return text
+    }
+
+    /// `2026-11-27T18:01:02.345Z`.
+    static func iso8601(_ seconds: Double) -> String {
+        var whole = time_t(seconds.rounded(.down))
+        var parts = tm()
+        gmtime_r(&whole, &parts)
+        let millis = min(999, Int(((seconds - seconds.rounded(.down)) * 1000).rounded()))
+        let date = "\(Int(parts.tm_year) + 1900)-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))"
+        let time = "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2))"
+        return date + "T" + time + "." + digits(millis, 3) + "Z"
+    }
+
+    /// `seconds` with three decimals, as EXTINF gives them.
+    static func decimal(_ seconds: Double) -> String {
+        let millis = Int((seconds * 1000).rounded())
+        return "\(millis / 1000)." + digits(millis % 1000, 3)
+    }
+
+    private static func digits(_ value: Int, _ count: Int) -> String {
+        let text = String(value)
+        return String(repeating: "0", count: max(0, count - text.count)) + text
+    }
+
+    /// Wall-clock seconds of a monotonic capture time.
+    private static func wallClock(ofCapture capture: UInt64) -> Double {
+        var now = timespec()
+        clock_gettime(CLOCK_REALTIME, &now)
+        let monotonic = MonotonicClock.now()
+        let age = monotonic >= capture ? Double(monotonic - capture) / 1e9 : 0
+        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9 - age
+    }
+
+    /// One run of the packager: from the next IDR until idle or the end of the stream.
+    private func package() async {
+        defer {
+            state.withLock { s in
+                s.running = false
+                s.initSegment = nil
+                s.segments = []
+            }
+        }
+        guard let (subscription, fragmenter) = live.packagerFeed() else { return }
+        defer { subscription.cancel() }
+        state.withLock { $0.generation += 1 }
+        let frameNanoseconds = UInt64((1e9 / live.framesPerSecond).rounded())
+        var open: (bytes: ByteBuffer, first: UInt64, last: UInt64, programDate: Double)?
+        while let chunk = await subscription.nextAsync() {
+            defer { chunk.release() }
+            if chunk.kind == .video && chunk.isIDR, let segment = open,
+               chunk.presentationTimeNanoseconds >= segment.first + UInt64(Self.minimumSegmentSeconds * 1e9) {
+                finish(segment.bytes, seconds: Double(segment.last + frameNanoseconds - segment.first) / 1e9, programDate: segment.programDate)
+                open = nil
+            }
+            let fragment: [UInt8]?
+            do { fragment = try fragmenter.fragment(of: chunk) } catch { return }
+            guard let fragment else { continue }
+            if open == nil {
+                guard chunk.isIDR else { continue }
+                if state.withLock({ $0.initSegment == nil }), let initBytes = fragmenter.initSegment {
+                    state.withLock { $0.initSegment = ByteBuffer(bytes: initBytes) }
+                }
+                open = (ByteBuffer(), chunk.presentationTimeNanoseconds, chunk.presentationTimeNanoseconds,
+                        Self.wallClock(ofCapture: chunk.captureTimeNanoseconds))
+            }
+            open!.bytes.writeBytes(fragment)
+            open!.last = chunk.presentationTimeNanoseconds
+            // A picture group too big to keep: dropped whole, the next segment starts at the next IDR.
+            if open!.bytes.readableBytes > Self.maximumBytes / 2 { open = nil }
+            let idle = state.withLock { MonotonicClock.now() - $0.lastAsked > Self.idleSeconds * 1_000_000_000 }
+            if idle { return }
+        }
+    }
+
+    /// A finished segment joins the window; the oldest leave it past its bounds.
+    private func finish(_ bytes: ByteBuffer, seconds: Double, programDate: Double) {
+        state.withLock { s in
+            s.segments.append(Segment(sequence: s.nextSequence, bytes: bytes, seconds: seconds, programDate: programDate))
+            s.nextSequence += 1
+            // EXTINF rounded must not exceed the target; it only grows, as players expect it to stay.
+            s.targetSeconds = max(s.targetSeconds, Int(seconds.rounded()))
+            var total = s.segments.reduce(0) { $0 + $1.bytes.readableBytes }
+            while s.segments.count > Self.windowSegments || (s.segments.count > 1 && total > Self.maximumBytes / 2) {
+                total -= s.segments.removeFirst().bytes.readableBytes
+            }
+        }
+    }
+}
