@@ -3,7 +3,6 @@ import Encoder
 import Glibc
 import HTTPServer
 import Logging
-import NetStream
 import Outputs
 import Pipeline
 import Recorder
@@ -22,8 +21,6 @@ extension RecordCommand {
         prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
         prepareEvents(plan.events, clearStatus: clearStatus)
         sayWhenTheEncoderFallsBehind(plan, clearStatus: clearStatus)
-        // Sending to clients gives way to capture and encoding when both want a core (docs/ARCHITECTURE.md).
-        if servesOrSendsOnEventLoops { NetworkThreads.yieldToCapture() }
         let motion = try watchMotion(plan, clearStatus: clearStatus)
         let httpServer = try plan.liveView.map { try makeHTTPServer(plan, live: $0, camera: camera, clearStatus: clearStatus) }
         for output in plan.fileOutputs {
@@ -64,11 +61,6 @@ extension RecordCommand {
             throw report(failure)
         }
         if SignalService.interrupts > 1 { throw ReportedFailure(status: .interrupted) }
-    }
-
-    /// Whether the recording has a face on SwiftNIO's event loops: `--rtsp`, `--http`, `--listen`, a `tcp://` output.
-    private var servesOrSendsOnEventLoops: Bool {
-        rtsp != nil || http != nil || !listen.isEmpty || outputs.contains { TCPEndpoint.looksLikeURL($0) }
     }
 
     /// Frames dropped for want of encoder time are said as they happen, not only counted in `dropped=`.
