@@ -126,6 +126,11 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
             .product(name: "SystemPackage", package: "swift-system"),
+        ], linkerSettings: [
+            // lld with packed relative relocations (glibc 2.36 reads them): the ~30 000 (70 000 with the
+            // runtime linked in) pointers the loader fixes up at start are a few KiB of table to read
+            // instead of 0.9-1.7 MiB (docs/PERFORMANCE.md, issue 51). They reach the XCTest bundle too.
+            .unsafeFlags(["-use-ld=lld", "-Xlinker", "-z", "-Xlinker", "pack-relative-relocs"]),
         ], plugins: ["BuildCommit"]),
         // `camrec --version` names the commit it was built from.
         .plugin(name: "BuildCommit", capability: .buildTool()),

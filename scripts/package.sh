@@ -42,7 +42,10 @@ quietly() {   # a build's output goes to a log; its last lines are shown when it
     "$@" >"$log" 2>&1 || { tail -n 30 "$log" >&2; echo "package.sh: $* failed (the whole log: $log)" >&2; exit 70; }
     grep -E '^Build .*complete' "$log" | tail -n 1
 }
-quietly "$scratch/camrec-build.log" swift build -c release --static-swift-stdlib --scratch-path "$scratch" --product camrec
+# The runtime's link arguments export every symbol of camrec's own objects (-export-dynamic: 1.8 MiB of
+# .dynsym/.dynstr/.gnu.hash, read at every start); nothing looks camrec's symbols up, so they stay local.
+quietly "$scratch/camrec-build.log" swift build -c release --static-swift-stdlib -Xlinker --no-export-dynamic \
+    --scratch-path "$scratch" --product camrec
 bin=$scratch/release/camrec
 [[ -x $bin ]] || { echo "package.sh: the build made no $bin" >&2; exit 70; }
 if ldd "$bin" | grep -q 'libswift\|libFoundation\|lib_Foundation\|libdispatch'; then
