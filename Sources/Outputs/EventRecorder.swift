@@ -5,7 +5,7 @@ import Synchronization
 /// Event clips (`--event-output`): the minute around each trigger, beginning before it.
 ///
 /// The hub keeps the last pre-roll seconds of stream in its ring. A trigger when no clip is being
-/// written opens one: a `RecordingFileOutput` subscribed from the newest IDR presented at or before
+/// written opens one: an `EventClipOutput` subscribed from the newest IDR presented at or before
 /// (trigger frame − pre-roll), ending after the access unit presented at (last trigger frame +
 /// post-roll). A trigger during a clip moves its end on. A clip longer than `maximumClipSeconds`
 /// goes on in a new file at the next IDR (a segment), so nothing is lost or doubled between them.
@@ -95,7 +95,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     public var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
 
     private struct Current {
-        var clip: RecordingFileOutput
+        var clip: EventClipOutput
         var id: Int
         var triggerPresentation: UInt64
     }
@@ -103,7 +103,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         var hub: StreamHub?
         var current: Current?
         /// Clips that have ended, their threads still to be joined.
-        var ended: [RecordingFileOutput] = []
+        var ended: [EventClipOutput] = []
         var events: [Event] = []
         var nextID = 1
         var report: OutputReport
@@ -175,7 +175,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             let post = UInt64(configuration.postRollSeconds * 1e9)
             let end = newest.presentationTimeNanoseconds &+ post
             s.totals.triggers[trigger, default: 0] += 1
-            if let current = s.current, let i = index(of: current.id, in: s), current.clip.extendClip(endingAfter: end) {
+            if let current = s.current, let i = index(of: current.id, in: s), current.clip.extend(endingAfter: end) {
                 s.events[i].triggers += 1
                 s.events[i].lastTriggerFrame = newest.sequence
                 if s.events[i].label == nil { s.events[i].label = label }
@@ -188,17 +188,18 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             let event = Event(id: id, trigger: trigger, label: label, start: Self.isoNow(), end: nil, triggers: 1,
                               triggerFrame: newest.sequence, lastTriggerFrame: newest.sequence, firstFrame: nil,
                               lastFrame: nil, prerollSeconds: nil, files: [], error: nil, motionScore: motionScore)
-            let clip = RecordingFileOutput(configuration: configuration.files)
+            let onFileDeleted = onFileDeleted
+            let clip = EventClipOutput(configuration: configuration.files, endingAfter: end,
+                                       onFileFinished: { [weak self] file in self?.clipFileFinished(id: id, file) },
+                                       onFileDeleted: { path in onFileDeleted?(path) },
+                                       onFailure: { [weak self] error in self?.clipFailed(id: id, error) },
+                                       onClipEnded: { [weak self] clip in self?.clipEnded(id: id, clip) })
             let pre = UInt64(configuration.preRollSeconds * 1e9)
             let from = newest.presentationTimeNanoseconds >= pre ? newest.presentationTimeNanoseconds - pre : 0
-            clip.onFileFinished = { [weak self] file in self?.clipFileFinished(id: id, file) }
-            clip.onFileDeleted = onFileDeleted
-            clip.onClipEnded = { [weak self, unowned clip] in self?.clipEnded(id: id, clip) }
             if s.events.count >= Self.eventsKept { s.events.removeFirst(s.events.count - Self.eventsKept + 1) }
             s.events.append(event)
             do {
-                try clip.openClip(hub: hub, from: .atOrBefore(presentationNanoseconds: from), endingAfter: end,
-                                  onFailure: { [weak self] error in self?.clipFailed(id: id, error) })
+                try clip.open(hub: hub, from: .atOrBefore(presentationNanoseconds: from))
             } catch {
                 let message = (error as? OutputError)?.message ?? "\(error)"
                 s.events[s.events.count - 1].error = message
@@ -215,7 +216,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
 
     /// The camera went away: the clip being written ends after the last frame before the gap.
     public func endClipAtSourceGap() {
-        state.withLock { $0.current?.clip }?.endFileAtSourceGap()
+        state.withLock { $0.current?.clip }?.endAtSourceGap()
     }
 
     /// The events so far (the newest `eventsKept`), oldest first.
@@ -251,7 +252,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         }
     }
 
-    private func clipEnded(id: Int, _ clip: RecordingFileOutput) {
+    private func clipEnded(id: Int, _ clip: EventClipOutput) {
         let event = state.withLock { s -> Event? in
             if let current = s.current, current.clip === clip { s.current = nil }
             if !s.finishing { s.ended.append(clip) }
@@ -266,12 +267,12 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     }
 
     private func joinEndedClips() {
-        let ended = state.withLock { s -> [RecordingFileOutput] in
+        let ended = state.withLock { s -> [EventClipOutput] in
             guard !s.finishing else { return [] }
             defer { s.ended = [] }
             return s.ended
         }
-        for clip in ended { _ = clip.finish() }
+        for clip in ended { clip.finish() }
     }
 
     /// Frames and bytes of stream written to clips so far, the clip being written included.
@@ -287,12 +288,12 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
 
     /// After the hub has closed: the clip being written takes what it holds and ends.
     public func finish() -> OutputReport {
-        let clips = state.withLock { s -> [RecordingFileOutput] in
+        let clips = state.withLock { s -> [EventClipOutput] in
             s.finishing = true
             defer { s.ended = [] }
             return s.ended + (s.current.map { [$0.clip] } ?? [])
         }
-        for clip in clips { _ = clip.finish() }
+        for clip in clips { clip.finish() }
         return state.withLock { $0.report }
     }
 
