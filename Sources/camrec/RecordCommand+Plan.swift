@@ -44,8 +44,11 @@ extension RecordCommand {
         // CAMREC_V4L2_PRIORITY=interactive leaves camera controls adjustable by other programs
         // while recording (record priority, the default, locks them: EBUSY).
         let shared = getenv("CAMREC_V4L2_PRIORITY").map { String(cString: $0) == "interactive" } ?? false
-        return try V4L2CaptureSource(path: device ?? "/dev/video0", request: request, recordPriority: !shared)
+        return try V4L2CaptureSource(path: cameraPath, request: request, recordPriority: !shared)
     }
+
+    /// The camera's device node (when the source is a camera).
+    var cameraPath: String { device ?? "/dev/video0" }
 
     /// The encoder for `settings` as --encoder asks, and with `auto`, the line saying what it chose.
     func makeEncoder(settings: EncoderSettings, softwareOnly: Bool, logger: Logger) throws -> (encoder: VideoEncoder, notice: String?) {

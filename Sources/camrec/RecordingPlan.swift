@@ -49,7 +49,7 @@ struct RecordingPlan {
         var notices: [String] = []
         let source: FrameSource
         do {
-            source = try waitingWhileBusy(seconds: command.wait) { try command.makeSource(fps: command.fps ?? 30) }
+            source = try waitingWhileBusy(seconds: command.wait, device: command.cameraPath) { try command.makeSource(fps: command.fps ?? 30) }
         } catch {
             throw Recorder.classify(error)
         }

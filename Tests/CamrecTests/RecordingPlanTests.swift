@@ -1,6 +1,8 @@
+import Capture
 import Foundation
 import Logging
 import Recorder
+import Synchronization
 import XCTest
 @testable import camrec
 
@@ -41,4 +43,58 @@ final class RecordingPlanTests: XCTestCase {
         }
         XCTAssertEqual(result.outputs.first { $0.path == "\(dir)/a.h264" }?.frames, 20, "--frames counts the first encoding's pictures")
     }
+
+    /// --wait: a busy camera is tried again when the program that had it closes its node (inotify), and
+    /// each attempt's own open and close of the node are not taken for that (no loop of attempts). The
+    /// node is a plain file held open by the test; an attempt opens and closes it as a camera's does, and
+    /// is busy while the holder has it.
+    func testWaitingForABusyCameraTriesAgainWhenTheHolderClosesIt() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let node = "\(dir)/video9"
+        XCTAssertTrue(FileManager.default.createFile(atPath: node, contents: nil))
+        let holder = open(node, O_RDONLY)
+        let held = HeldNode()
+        var attempts = 0
+        let started = Date()
+        DispatchQueue.global().asyncAfter(deadline: .now() + 0.4) {
+            held.isHeld.store(false, ordering: .sequentiallyConsistent)
+            close(holder)
+        }
+        let got = try waitingWhileBusy(seconds: 20, device: node) { () throws -> Int in
+            let fd = open(node, O_RDONLY)
+            defer { close(fd) }
+            attempts += 1
+            if held.isHeld.load(ordering: .sequentiallyConsistent) { throw CaptureError(.deviceBusy, "\(node) is busy") }
+            return attempts
+        }
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertTrue(waited >= 0.4 && waited < 5, "got the node \(waited) s in, 0.4 s after the holder took it (the deadline: 20 s)")
+        // The first attempt, one at once when the watch is set, one when the holder closes (and one more
+        // if its close fell between an attempt's own open and close).
+        XCTAssertLessThanOrEqual(got, 4, "attempts")
+    }
+
+    /// --wait SECONDS: still busy after them, the busy error, once the deadline has passed.
+    func testWaitingForACameraBusyPastTheDeadlineEndsWithTheBusyError() throws {
+        let dir = try makeScratchDirectory()
+        defer { try? FileManager.default.removeItem(atPath: dir) }
+        let node = "\(dir)/video9"
+        XCTAssertTrue(FileManager.default.createFile(atPath: node, contents: nil))
+        let started = Date()
+        XCTAssertThrowsError(try waitingWhileBusy(seconds: 0.5, device: node) { () throws -> Int in
+            let fd = open(node, O_RDONLY)
+            defer { close(fd) }
+            throw CaptureError(.deviceBusy, "\(node) is busy")
+        }) { error in
+            XCTAssertEqual((error as? CaptureError)?.kind, .deviceBusy)
+        }
+        let waited = Date().timeIntervalSince(started)
+        XCTAssertTrue(waited >= 0.5 && waited < 5, "gave up \(waited) s in (--wait 0.5)")
+    }
+}
+
+/// Whether the test's holder still has the node open.
+private final class HeldNode: Sendable {
+    let isHeld = Atomic<Bool>(true)
 }
