@@ -2,8 +2,6 @@ import Hub
 import Hummingbird
 import HummingbirdCore
 import NIOCore
-import Synchronization
-import Frames
 
 /// `/stream.mjpg`: the recording's pictures as `multipart/x-mixed-replace`, framed as mjpg-streamer and
 /// µStreamer frame them (OctoPrint, crowsnest for Mainsail and Fluidd, Home Assistant's MJPEG camera and
@@ -38,43 +36,36 @@ enum MJPEGStream {
             guard let reader = feed.join(framesPerSecond: framesPerSecond) else { return try await writer.finish(nil) }
             defer { feed.leave(reader) }
             let box = WriterBox(writer)
-            let writingSince = WriteStart()
-            try await withThrowingTaskGroup(of: Void.self) { group in
-                group.addTask {
-                    var part = ByteBuffer()
-                    part.reserveCapacity(256 * 1024)
-                    part.writeString("--\(boundary)\r\n")
-                    writingSince.value.store(MonotonicClock.now(), ordering: .relaxed)
-                    try await box.writer.write(part)
-                    writingSince.value.store(0, ordering: .relaxed)
-                    while let picture = await reader.next() {
-                        part.clear()
-                        writeHead(of: picture, into: &part)
-                        part.writeBytes(picture.jpeg)
-                        part.writeStaticString("\r\n--")
-                        part.writeStaticString("boundarydonotcross")
-                        part.writeStaticString("\r\n")
-                        writingSince.value.store(MonotonicClock.now(), ordering: .relaxed)
-                        try await box.writer.write(part)
-                        writingSince.value.store(0, ordering: .relaxed)
-                    }
-                }
-                // The watchdog: a write that has not gone within `stallSeconds` ends the response.
-                group.addTask {
-                    while true {
-                        try await Task.sleep(for: .seconds(1))
-                        let since = writingSince.value.load(ordering: .relaxed)
-                        if since != 0, MonotonicClock.now() &- since > stallSeconds * 1_000_000_000 {
-                            throw HTTPError(.requestTimeout, message: "the viewer took no picture for \(stallSeconds) s")
-                        }
-                    }
-                }
-                try await group.next()
-                group.cancelAll()
+            var part = ByteBuffer()
+            part.reserveCapacity(256 * 1024)
+            part.writeString("--\(boundary)\r\n")
+            try await write(part, to: box)
+            while let picture = await reader.next() {
+                part.clear()
+                writeHead(of: picture, into: &part)
+                part.writeBytes(picture.jpeg)
+                part.writeStaticString("\r\n--")
+                part.writeStaticString("boundarydonotcross")
+                part.writeStaticString("\r\n")
+                try await write(part, to: box)
             }
             let finished = box.writer
             try await finished.finish(nil)
         })
+    }
+
+    /// Writes `part`, or ends the response when it has not gone within `stallSeconds` (the viewer
+    /// stopped reading): the write races its deadline, and whichever ends first cancels the other.
+    private static func write(_ part: ByteBuffer, to box: WriterBox) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            group.addTask { try await box.writer.write(part) }
+            group.addTask {
+                try await Task.sleep(for: .seconds(stallSeconds))  // a deadline, not a poll: cancelled once the part went
+                throw HTTPError(.requestTimeout, message: "the viewer took no picture for \(stallSeconds) s")
+            }
+            try await group.next()
+            group.cancelAll()
+        }
     }
 
     /// A part's headers, written without making a String per picture.
@@ -106,13 +97,8 @@ enum MJPEGStream {
     }
 }
 
-/// When the write under way began (monotonic ns), 0 between writes: what the watchdog reads.
-private final class WriteStart: Sendable {
-    let value = Atomic<UInt64>(0)
-}
-
-/// The response's writer, for the one task that writes (the watchdog beside it never touches it).
-/// Sendable by its invariant: one task at a time has it, the writing child, then the parent once the group has ended.
+/// The response's writer, for the task that writes a part (its deadline beside it never touches it).
+/// Sendable by its invariant: one task at a time has it, a part's writing child, then the parent once its group has ended.
 private final class WriterBox: @unchecked Sendable {
     var writer: any ResponseBodyWriter
     init(_ writer: any ResponseBodyWriter) { self.writer = writer }
