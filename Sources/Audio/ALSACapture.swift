@@ -206,15 +206,9 @@ final class ALSACapture {
             try restartAfterOverrun(pcm)
         case ESTRPIPE:
             overrunPending = true
-            // Resumed when the driver can (a second at most), else started afresh.
-            var resumed = snd_pcm_resume(pcm)
-            var tries = 0
-            while resumed == -EAGAIN && tries < 100 {
-                usleep(10_000)
-                resumed = snd_pcm_resume(pcm)
-                tries += 1
-            }
-            if resumed != 0 { _ = snd_pcm_prepare(pcm); _ = snd_pcm_start(pcm) }
+            // Resumed where the driver can, else (no resume, or a plugin's EAGAIN) started afresh. Nothing
+            // to poll for: the kernel holds both calls until the card has power again (snd_power_wait).
+            if snd_pcm_resume(pcm) != 0 { _ = snd_pcm_prepare(pcm); _ = snd_pcm_start(pcm) }
         case EINTR:
             return
         default:

@@ -343,8 +343,8 @@ extension LiveHTTPServer: Service {
             tasks.addTask { [hls] in await hls.run() }
             try? await gracefulShutdown()
             await webRTC?.finish()
-            // The bound on the shutdown, not a poll: whichever ends first, the application or the 2 s.
-            tasks.addTask { try? await Task.sleep(for: .seconds(2)) }
+            // Whichever ends first, the application or the 2 s; the other is cancelled.
+            tasks.addTask { try? await Task.sleep(for: .seconds(2)) }  // the shutdown's bound, not a poll
             await tasks.next()
             tasks.cancelAll()
         }

@@ -36,7 +36,7 @@ final class LiveSnapshot: Sendable {
            let next = hub.subscribe("snapshot", from: .nextIDR, policy: .skipToIDR(depth: 2), askForIDR: true) {
             // Nothing held yet (or a picture group too long to hold): wait up to 3 s for the IDR asked for.
             let timer = Task {
-                try? await Task.sleep(for: .seconds(3))
+                try? await Task.sleep(for: .seconds(3))  // a deadline, not a poll: cancelled once the IDR came
                 next.cancel()
             }
             if let idr = await next.nextAsync() {

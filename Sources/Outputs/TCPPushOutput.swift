@@ -106,8 +106,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         while !stopping {
             if channel == nil {
                 if let wait = schedule.nextWait() {
-                    // Cut short by `finish` and `abandon`, which cancel this task.
-                    try? await Task.sleep(nanoseconds: wait)
+                    try? await Task.sleep(nanoseconds: wait)  // a backoff, not a poll: `finish` and `abandon` cancel it
                     if stopping { break }
                 }
                 do {

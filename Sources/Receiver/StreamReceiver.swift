@@ -355,7 +355,7 @@ extension StreamReceiver {
 
         /// Waits out a reconnect backoff, or less when stopped (`stop` cancels the task).
         private func pause(nanoseconds: UInt64) async {
-            try? await Task.sleep(nanoseconds: nanoseconds)
+            try? await Task.sleep(nanoseconds: nanoseconds)  // a backoff, not a poll: `stop` cancels it
         }
 
         /// One connection's worth of stream. Returns the frames written from it.
