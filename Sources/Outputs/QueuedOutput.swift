@@ -8,24 +8,24 @@ import Synchronization
 /// so a disk hiccup delays this output only; the encoder moves on until the subscription's queue
 /// is full, and then waits (a file must not lose frames; the camera side drops and
 /// counts instead).
-public final class QueuedOutput: StreamOutput, @unchecked Sendable {
+public final class QueuedOutput: StreamOutput, Sendable {
     public var kind: OutputKind { .stdout }
-    public var label: String { sink.label }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
+    public let label: String
 
-    private let sink: ByteSink
-    /// Touched only by the writer thread.
-    private var timingNote: TimingNoteInserter?
+    /// Until `open`, the sink; then the writer thread's alone (it closes it before it ends).
+    private let unopened: Mutex<ByteSink?>
+    private let timingSEICodec: VideoCodec?
     private let queueCapacity: Int
-    private var subscription: Subscription?
-    private var worker: WorkerThread?
+    /// Set by `open`: what `abandon` cancels and `finish` joins.
+    private let running = Mutex<(subscription: Subscription, worker: WorkerThread)?>(nil)
     private let state: Mutex<State>
     private struct State {
         var report: OutputReport
         var failure: OutputError?
         var abandoned = false
         var writerDone = false
+        /// Where the sink's file ended (`ByteSink.close`), left by the writer thread.
+        var path: String?
     }
     /// Opened when the writer thread ends or the output is abandoned: what `finish` waits for.
     private let writerDoneOrAbandoned = Latch()
@@ -37,32 +37,39 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     /// - Parameter queueCapacity: access units that may wait; a few seconds of video.
     /// - Parameter timingSEICodec: put camrec's timing note at the head of every access unit, as an
     ///   SEI of this codec (`--timing-sei`); nil for a bare stream.
-    public init(sink: ByteSink, queueCapacity: Int = 240, timingSEICodec: VideoCodec? = nil) {
-        self.sink = sink
-        timingNote = timingSEICodec.map { TimingNoteInserter(codec: $0) }
+    public init(sink: sending ByteSink, queueCapacity: Int = 240, timingSEICodec: VideoCodec? = nil) {
+        label = sink.label
+        unopened = Mutex(sink)
+        self.timingSEICodec = timingSEICodec
         self.queueCapacity = max(1, queueCapacity)
-        state = Mutex(State(report: OutputReport(kind: .stdout, label: sink.label)))
+        state = Mutex(State(report: OutputReport(kind: .stdout, label: label)))
     }
 
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
+        guard let sink = unopened.withLock({ $0.take() }) else { preconditionFailure("\(label) opened twice") }
         try sink.open()
         guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity)) else {
             _ = try? sink.close(keep: false)
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
-        self.subscription = subscription
-        let worker = WorkerThread(name: "out-\(label)") { [unowned self] in self.run() }
-        self.worker = worker
+        // The sink and the timing note go to the writer thread, which alone touches them from now on.
+        let timingNote = timingSEICodec.map { TimingNoteInserter(codec: $0) }
+        let worker = WorkerThread(name: "out-\(label)") { [unowned self] in
+            self.run(sink, subscription: subscription, timingNote: timingNote, onFailure: onFailure)
+        }
+        running.withLock { $0 = (subscription, worker) }
         worker.start()
     }
 
-    private func run() {
+    private func run(_ sink: ByteSink, subscription: Subscription, timingNote: TimingNoteInserter?,
+                     onFailure: @Sendable (OutputError) -> Void) {
+        var timingNote = timingNote
         defer {
             state.withLock { $0.writerDone = true }
             writerDoneOrAbandoned.open()
         }
-        while let chunk = subscription?.next() {
+        defer { closeWhenWritten(sink) }
+        while let chunk = subscription.next() {
             defer { chunk.release() }
             if state.withLock({ $0.failure != nil }) { continue }
             do {
@@ -76,8 +83,21 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
             } catch {
                 let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
                 state.withLock { $0.failure = failure }
-                onFailure?(failure)
+                onFailure(failure)
             }
+        }
+    }
+
+    /// The writer's last act, unless abandoned: the file is kept if it holds a frame.
+    private func closeWhenWritten(_ sink: ByteSink) {
+        let (frames, abandoned) = state.withLock { ($0.report.frames, $0.abandoned) }
+        if abandoned { return }
+        do {
+            let path = try sink.close(keep: frames > 0)
+            state.withLock { $0.path = path }
+        } catch {
+            let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
+            state.withLock { if $0.failure == nil { $0.failure = failure } }
         }
     }
 
@@ -86,7 +106,7 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
     public func abandon() {
         state.withLock { $0.abandoned = true }
         writerDoneOrAbandoned.open()
-        subscription?.cancel()
+        running.withLock { $0?.subscription }?.cancel()
     }
 
     public var counters: OutputCounters {
@@ -107,16 +127,12 @@ public final class QueuedOutput: StreamOutput, @unchecked Sendable {
                 + "\(report.frames) frames had been written to it")
             return report
         }
-        worker?.join()
-        worker = nil
-        var report = state.withLock { $0.report }
-        report.error = state.withLock { $0.failure }
-        do {
-            report.path = try sink.close(keep: report.frames > 0)
-        } catch {
-            let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
-            report.error = report.error ?? failure
+        running.withLock { $0.take() }?.worker.join()
+        return state.withLock { s in
+            var report = s.report
+            report.error = s.failure
+            report.path = s.path
+            return report
         }
-        return report
     }
 }
