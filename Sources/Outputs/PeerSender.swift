@@ -16,13 +16,16 @@ import Synchronization
 /// than the stream, or not at all, however little it reads now and then), and as soon as
 /// it closes its side of the connection (noticed within 200 ms, even while it waits for
 /// an IDR).
-final class PeerSender: @unchecked Sendable {
-    let transport: PeerTransport
+///
+/// The transport is the sending thread's alone: `start` hands it over (`sending`), and nothing else
+/// keeps it, so the compiler holds every other thread off it.
+final class PeerSender: Sendable {
+    let peerAddress: String
     let name: String
     private let subscription: Subscription
     private let log: NetworkEventLog
     private let stallTimeoutMilliseconds: Int
-    private var worker: WorkerThread?
+    private let worker = Mutex<WorkerThread?>(nil)
     private let state = Mutex(State())
     private let abortDeadline = Atomic<UInt64>(0)
     /// Woken when `abortDeadline` is set, so a pause in `close` ends then, not at its end.
@@ -58,9 +61,9 @@ final class PeerSender: @unchecked Sendable {
         var offered: Int
     }
 
-    init(transport: PeerTransport, name: String, subscription: Subscription, stallTimeoutSeconds: Double,
+    init(peerAddress: String, name: String, subscription: Subscription, stallTimeoutSeconds: Double,
          log: @escaping NetworkEventLog, onChange: @escaping @Sendable () -> Void = {}) {
-        self.transport = transport
+        self.peerAddress = peerAddress
         self.onChange = onChange
         self.name = name
         self.log = log
@@ -74,13 +77,13 @@ final class PeerSender: @unchecked Sendable {
     /// Its thread has returned: `reap` won't block.
     var hasEnded: Bool { threadEnded.load(ordering: .acquiring) }
 
-    func start() {
-        let worker = WorkerThread(name: "peer-\(name)") { [self] in self.run() }
-        self.worker = worker
+    func start(_ transport: sending PeerTransport) {
+        let worker = WorkerThread(name: "peer-\(name)") { [self] in self.run(transport) }
+        self.worker.withLock { $0 = worker }
         worker.start()
     }
 
-    private func run() {
+    private func run(_ transport: PeerTransport) {
         var peerClosed = false
         loop: while true {
             switch subscription.next(timeoutNanoseconds: 200_000_000) {
@@ -88,7 +91,7 @@ final class PeerSender: @unchecked Sendable {
                 break loop
             case .timedOut:
                 if closing.load(ordering: .acquiring) && subscription.queued == 0 { break loop }
-                if !peerClosed { peerClosed = !stillOpen() }
+                if !peerClosed { peerClosed = !stillOpen(transport) }
                 if peerClosed { closedByPeer() }
                 if !isAlive { break loop }
             case .chunk(let chunk):
@@ -98,12 +101,12 @@ final class PeerSender: @unchecked Sendable {
                     continue
                 }
                 do {
-                    try send(chunk)
+                    try send(chunk, on: transport)
                 } catch {
                     state.withLock { $0.lost += 1 }
                     fail(error)
                 }
-                if !peerClosed { peerClosed = !stillOpen() }
+                if !peerClosed { peerClosed = !stillOpen(transport) }
                 if peerClosed { closedByPeer() }
             }
         }
@@ -132,10 +135,10 @@ final class PeerSender: @unchecked Sendable {
     /// is read as leaving). Frees its slot now rather than at the next failed send.
     private func closedByPeer() {
         guard isAlive else { return }
-        fail(SocketError("recv", .connectionReset, address: transport.peerAddress), message: "went away (it closed the connection)")
+        fail(SocketError("recv", .connectionReset, address: peerAddress), message: "went away (it closed the connection)")
     }
 
-    private func stillOpen() -> Bool {
+    private func stillOpen(_ transport: PeerTransport) -> Bool {
         do {
             return try transport.isOpen()
         } catch {
@@ -144,7 +147,7 @@ final class PeerSender: @unchecked Sendable {
         }
     }
 
-    private func send(_ chunk: StreamChunk) throws {
+    private func send(_ chunk: StreamChunk, on transport: PeerTransport) throws {
         let now = MonotonicClock.now()
         let lagDeadline = now + UInt64(stallTimeoutMilliseconds) * 1_000_000
         try transport.send(chunk, stallTimeoutMilliseconds: stallTimeoutMilliseconds) {
@@ -153,7 +156,7 @@ final class PeerSender: @unchecked Sendable {
             return (d != 0 && t >= d) || t >= lagDeadline
         }
         let done = MonotonicClock.now()
-        if done >= lagDeadline { throw SocketError("send", .timedOut, address: transport.peerAddress) }
+        if done >= lagDeadline { throw SocketError("send", .timedOut, address: peerAddress) }
         // The counts and latency are the picture's; sound beside it is not a frame.
         guard chunk.kind == .video else { return }
         let first = state.withLock { s -> Bool in
@@ -223,8 +226,7 @@ final class PeerSender: @unchecked Sendable {
     /// Stops a peer that is already dead (its thread ends by itself).
     func reap() -> Summary {
         closing.store(true, ordering: .releasing)
-        worker?.join()
-        worker = nil
+        worker.withLock { $0.take() }?.join()
         subscription.cancel()
         return summary
     }

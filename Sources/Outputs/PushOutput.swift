@@ -13,28 +13,26 @@ import Synchronization
 /// reconnecting with backoff (0.25 s doubling to 5 s); each new connection resumes at an
 /// IDR (one is requested, rate-limited), so it always begins with SPS+PPS+IDR. Never
 /// reports a failure to the recorder: a peer's trouble only affects this output.
-public final class PushOutput: StreamOutput, @unchecked Sendable {
+public final class PushOutput: StreamOutput, Sendable {
     /// A transport to the media server, connecting at its first send (the server needs the first
     /// IDR's SPS and PPS to describe the stream).
     public typealias MakeTransport = @Sendable () throws -> PeerTransport
 
     public var kind: OutputKind { .push }
     public let label: String
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
 
     /// "receiver" or "server", for log lines.
     private let peerKind: String
     private let makeTransport: MakeTransport
-    private var hub: StreamHub?
+    /// Set by `open`, with the thread that keeps reconnecting.
+    private let opened = Mutex<(hub: StreamHub, connector: WorkerThread)?>(nil)
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let takesAudio: Bool
     private let stallTimeoutSeconds: Double
     private let current = Mutex<PeerSender?>(nil)
     private let stopping = Atomic<Bool>(false)
-    private var connector: WorkerThread?
     private let totals = Mutex(PushTotals())
     /// The current attempt's failure line is left out (the server is known to be down).
     private let quietAttempt = Atomic<Bool>(false)
@@ -57,20 +55,18 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets
     /// the stream from its very first frame; then keeps trying in the background.
+    /// `onFailure` is never called: a peer's trouble only affects this output.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
-        self.hub = hub
         var schedule = ReconnectSchedule(label: label, peerKind: peerKind, log: log)
-        if let firstError = tryConnect(failing: false) { schedule.firstAttemptFailed(firstError) }
-        let connector = WorkerThread(name: "push-connect") { [self, schedule] in self.connectLoop(schedule) }
-        self.connector = connector
+        if let firstError = tryConnect(hub, failing: false) { schedule.firstAttemptFailed(firstError) }
+        let connector = WorkerThread(name: "push-connect") { [self, schedule] in self.connectLoop(hub, schedule) }
+        opened.withLock { $0 = (hub, connector) }
         connector.start()
     }
 
     /// Nil on success, else why not. A media server's session is only an attempt until its
     /// first access unit is sent (`announceIfReached`).
-    private func tryConnect(failing: Bool) -> String? {
-        guard let hub else { return "not opened" }
+    private func tryConnect(_ hub: StreamHub, failing: Bool) -> String? {
         do {
             let transport = try makeTransport()
             let name = "\(peerKind) \(transport.peerAddress)"
@@ -80,12 +76,12 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 transport.close(abort: { true }, pause: { _ in })
                 return "the recording has ended"
             }
-            let peer = PeerSender(transport: transport, name: name, subscription: subscription,
+            let peer = PeerSender(peerAddress: transport.peerAddress, name: name, subscription: subscription,
                                   stallTimeoutSeconds: stallTimeoutSeconds, log: { [self] message in peerLog(message) },
                                   onChange: { [wakeups] in wakeups.wake() })
             // While the server is down, each attempt's failure is not news: the first was logged.
             quietAttempt.store(failing, ordering: .relaxed)
-            peer.start()
+            peer.start(transport)
             current.withLock { $0 = peer }
             // The session starts at an IDR; ask for one now unless the server is known to be
             // down (then wait for the next regular one rather than add IDRs to every output).
@@ -100,7 +96,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
         if !quietAttempt.load(ordering: .relaxed) { log(message) }
     }
 
-    private func connectLoop(_ schedule: ReconnectSchedule) {
+    private func connectLoop(_ hub: StreamHub, _ schedule: ReconnectSchedule) {
         var schedule = schedule
         // A session is reached with its first access unit sent.
         var reached = false
@@ -127,7 +123,7 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
                 waitOut(wait)
                 if stopping.load(ordering: .relaxed) { break }
             }
-            if let error = tryConnect(failing: schedule.failing) { schedule.connectFailed(error) }
+            if let error = tryConnect(hub, failing: schedule.failing) { schedule.connectFailed(error) }
             reached = false
         }
     }
@@ -162,15 +158,15 @@ public final class PushOutput: StreamOutput, @unchecked Sendable {
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
         wakeups.wake()
-        connector?.join()
-        connector = nil
+        let running = opened.withLock { $0.take() }
+        running?.connector.join()
         // The peer stays in `current` while it flushes, so `abandon` can reach it.
         if let peer = current.withLock({ $0 }) {
             account(peer.finish(flushTimeoutSeconds: abandoned.load(ordering: .relaxed) ? 0 : 5))
             current.withLock { $0 = nil }
         }
         let all = totals.withLock { $0 }
-        log(all.summary(label: label, peerKind: peerKind, published: hub?.publishedCount ?? 0))
+        log(all.summary(label: label, peerKind: peerKind, published: running?.hub.publishedCount ?? 0))
         return all.sent.report(kind: kind, label: label)
     }
 }
