@@ -15,15 +15,12 @@ import SystemSupport
 /// backoff (0.25 s doubling to 5 s); each new connection starts at an IDR (one is requested,
 /// rate-limited), so it always begins with SPS+PPS+IDR. Never reports a failure to the recorder: a
 /// receiver's trouble only affects this output.
-public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
+public final class TCPPushOutput: StreamOutput, Sendable {
     public let endpoint: TCPEndpoint
     public var kind: OutputKind { .push }
     public var label: String { endpoint.description }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
 
-    private var hub: StreamHub?
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
@@ -33,7 +30,6 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     private let state = Mutex(State())
     /// Signalled when the reconnect task has returned, so `finish` waits without polling.
     private let ended = QueueLock()
-    private var task: Task<Void, Never>?
     static let connectTimeout = TimeAmount.seconds(2)
 
     private struct State {
@@ -42,6 +38,9 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         var loopEnded = false
         var current: TCPReceiverSession?
         var totals = PushTotals()
+        /// Set by `open`: the hub, and the task that keeps reconnecting.
+        var hub: StreamHub?
+        var task: Task<Void, Never>?
     }
 
     public init(endpoint: TCPEndpoint, queueCapacity: Int = 60, stallTimeoutSeconds: Double = 10,
@@ -56,9 +55,9 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// Tries once to connect before capture starts, so a receiver that is already up gets the stream
     /// from its very first frame; then keeps trying in the background.
+    /// `onFailure` is never called: a receiver's trouble only affects this output.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
-        self.hub = hub
+        state.withLock { $0.hub = hub }
         var schedule = ReconnectSchedule(label: label, peerKind: "receiver", log: log)
         var first: Channel?
         do {
@@ -69,12 +68,15 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         // Joined before capture starts, the first connection gets frame 0 (an IDR) whatever the
         // event loop's pace: joining from its task could come a frame late and cost an extra IDR.
         let connected = first.map { ($0, subscribe(hub, for: $0)) }
-        task = Task(executorPreference: EventLoopExecutor(loop)) { [self, schedule] in
-            await reconnectLoop(first: connected, schedule: schedule)
-            ended.lock()
-            state.withLock { $0.loopEnded = true }
-            ended.broadcast()
-            ended.unlock()
+        // Under the lock, so `finish` and `abandon` see the task however soon it ends.
+        state.withLock { s in
+            s.task = Task(executorPreference: EventLoopExecutor(loop)) { [self, schedule] in
+                await reconnectLoop(hub, first: connected, schedule: schedule)
+                ended.lock()
+                state.withLock { $0.loopEnded = true }
+                ended.broadcast()
+                ended.unlock()
+            }
         }
     }
 
@@ -99,7 +101,7 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
         "receiver \(channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description)"
     }
 
-    private func reconnectLoop(first: (Channel, Subscription?)?, schedule: ReconnectSchedule) async {
+    private func reconnectLoop(_ hub: StreamHub, first: (Channel, Subscription?)?, schedule: ReconnectSchedule) async {
         var channel = first?.0
         var joined = first?.1
         var schedule = schedule
@@ -118,9 +120,9 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
             }
             guard let connected = channel else { continue }
             channel = nil
-            let subscription = joined ?? hub.flatMap { subscribe($0, for: connected) }
+            let subscription = joined ?? subscribe(hub, for: connected)
             joined = nil
-            guard await serve(connected, subscription: subscription, schedule: &schedule) else { break }
+            guard await serve(connected, hub: hub, subscription: subscription, schedule: &schedule) else { break }
         }
         joined?.cancel()
         if let channel { try? await channel.close() }
@@ -128,10 +130,11 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// One connection, from its first IDR until the receiver leaves or the stream ends. False when
     /// there is nothing more to send (the recording has ended).
-    private func serve(_ channel: Channel, subscription: Subscription?, schedule: inout ReconnectSchedule) async -> Bool {
+    private func serve(_ channel: Channel, hub: StreamHub, subscription: Subscription?,
+                       schedule: inout ReconnectSchedule) async -> Bool {
         let address = channel.remoteAddress.map(TCPListenOutput.text) ?? endpoint.description
         let name = receiverName(of: channel)
-        guard let hub, let subscription,
+        guard let subscription,
               let connection = try? await channel.eventLoop.submit({
                   try NIOAsyncChannel<ByteBuffer, ByteBuffer>(wrappingChannelSynchronously: channel)
               }).get()
@@ -179,10 +182,10 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
 
     /// A second interrupt: stop waiting for the receiver (connecting, sending or flushing) now.
     public func abandon() {
-        let current = state.withLock { s -> TCPReceiverSession? in
+        let (current, task) = state.withLock { s -> (TCPReceiverSession?, Task<Void, Never>?) in
             s.abandoned = true
             s.stopping = true
-            return s.current
+            return (s.current, s.task)
         }
         current?.abortNow()
         task?.cancel()
@@ -196,16 +199,16 @@ public final class TCPPushOutput: StreamOutput, @unchecked Sendable {
     public func finish() -> OutputReport {
         // The hub has closed: the connection sends what it has queued, within 5 s (at once after a
         // second interrupt), and the reconnect loop ends; a wait between attempts is cut short.
-        let current = state.withLock { s -> (TCPReceiverSession?, Bool) in
+        let current = state.withLock { s -> (TCPReceiverSession?, Bool, Task<Void, Never>?) in
             s.stopping = true
-            return (s.current, s.abandoned)
+            return (s.current, s.abandoned, s.task)
         }
         current.0?.finish(within: current.1 ? 0 : 5)
-        if current.0 == nil { task?.cancel() }
+        if current.0 == nil { current.2?.cancel() }
         ended.lock()
-        while !state.withLock({ $0.loopEnded }) && task != nil { ended.waitNotEmpty() }
+        while !state.withLock({ $0.loopEnded }) && current.2 != nil { ended.waitNotEmpty() }
         ended.unlock()
-        let all = state.withLock { $0.totals }
+        let (all, hub) = state.withLock { ($0.totals, $0.hub) }
         log(all.summary(label: label, peerKind: "receiver", published: hub?.publishedCount ?? 0))
         return all.sent.report(kind: kind, label: label)
     }
