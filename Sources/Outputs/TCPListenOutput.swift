@@ -20,22 +20,25 @@ import SystemSupport
 /// Each receiver gets a `.skipToIDR` subscription to the hub and starts with SPS+PPS+IDR; a join asks
 /// the hub's gate for an IDR (rate-limited), so a late joiner waits at most about a frame, not a GOP.
 /// A receiver leaving or failing never affects the others, the recording or its files.
-public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
+public final class TCPListenOutput: StreamOutput, Sendable {
     public let endpoint: TCPEndpoint
     public var kind: OutputKind { .listen }
     public var label: String { endpoint.description }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
     /// The port bound (after `open()`; useful with port 0).
-    public private(set) var boundPort: UInt16 = 0
+    public var boundPort: UInt16 { opened.withLock { $0.boundPort } }
 
-    private var hub: StreamHub?
+    /// What `open` set up: the hub is there before the first receiver can be admitted.
+    private let opened = Mutex(Opened())
+    private struct Opened {
+        var hub: StreamHub?
+        var servers: [Channel] = []
+        var boundPort: UInt16 = 0
+    }
     private let log: NetworkEventLog
     private let queueCapacity: Int
     private let stallTimeoutSeconds: Double
     private let maximumReceivers: Int
-    private var servers: [Channel] = []
     private let stopping = Atomic<Bool>(false)
     private let abandoned = Atomic<Bool>(false)
     private let sessions = Mutex<[TCPReceiverSession]>([])
@@ -64,12 +67,15 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
         self.log = log
     }
 
+    /// `onFailure` is never called: a receiver's trouble only affects this output.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
-        self.hub = hub
-        servers = try ServerSockets.bindServing(endpoint, action: "listen on \(label)") { [self] channel in admit(channel) }
+        opened.withLock { $0.hub = hub }
+        let servers = try ServerSockets.bindServing(endpoint, action: "listen on \(label)") { [self] channel in admit(channel) }
         let port = UInt16(clamping: servers.first?.localAddress?.port ?? Int(endpoint.port))
-        boundPort = port
+        opened.withLock {
+            $0.servers = servers
+            $0.boundPort = port
+        }
         let bound = servers.compactMap { $0.localAddress.map(Self.text) }
         log("listening for receivers on " + bound.map { "tcp://\($0)" }.joined(separator: ", "))
     }
@@ -103,7 +109,7 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
     /// served by a task of its own.
     private func admit(_ channel: Channel) -> EventLoopFuture<Void> {
         let address = channel.remoteAddress.map(Self.text) ?? "?"
-        guard let hub, !stopping.load(ordering: .relaxed) else { return channel.close() }
+        guard let hub = opened.withLock({ $0.hub }), !stopping.load(ordering: .relaxed) else { return channel.close() }
         let count = sessions.withLock { $0.count }
         if count >= maximumReceivers {
             log("\(label): refusing receiver \(address): already serving \(count) (the most allowed)")
@@ -186,8 +192,11 @@ public final class TCPListenOutput: StreamOutput, @unchecked Sendable {
 
     public func finish() -> OutputReport {
         stopping.store(true, ordering: .relaxed)
+        let servers = opened.withLock { s in
+            defer { s.servers = [] }
+            return s.servers
+        }
         for server in servers { try? server.close().wait() }
-        servers = []
         // The hub has closed: each session sends what it has queued (all at once: a slow one costs
         // the others nothing), within 5 s, or at once after a second interrupt.
         let deadline = abandoned.load(ordering: .relaxed) ? 0 : 5.0
