@@ -11,7 +11,7 @@ import Synchronization
 /// (interleaved on it, or on its session's UDP port) is read as a sign of life, and its session (at most one) sends on it (TCP) or
 /// beside it (UDP). The session ends with the connection, at TEARDOWN, or after the timeout with no
 /// sign of life; a malformed request is answered 400 and the connection closed.
-final class RTSPConnection: @unchecked Sendable {
+final class RTSPConnection: Sendable {
     static let methods = "OPTIONS, DESCRIBE, SETUP, PLAY, TEARDOWN, GET_PARAMETER, SET_PARAMETER"
     unowned let server: RTSPServer
     let channel: Channel

@@ -14,7 +14,7 @@ import Synchronization
 /// the hub's stream from the first multicast PLAY (at the next IDR, asking the gate for one, as a
 /// unicast client does) to the last one's end, and sends a sender report each second to the group's
 /// RTCP port. Clients' RTCP to the group is not read: their RTSP keep-alives keep them.
-final class RTSPMulticast: @unchecked Sendable {
+final class RTSPMulticast: Sendable {
     let group: String
     /// The RTP port (even); RTCP is the next one.
     let port: Int

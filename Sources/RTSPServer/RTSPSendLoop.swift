@@ -12,18 +12,22 @@ import Synchronization
 /// the loop then takes what each session holds and sends it (`RTSPSession.pump`). A picture costs the
 /// loop one wake-up, not a task resumed (and a copy held) per client; a TCP client that cannot take more
 /// is left with its queue, which the hub cuts back to the next IDR when it is full, as before.
-final class RTSPSendLoop: SubscriptionDoorbell, @unchecked Sendable {
+final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
     let loop: EventLoop
     private let rung = Atomic<Bool>(false)
-    /// On the loop only.
-    private var sessions: [RTSPSession] = []
-    /// On the loop only: the UDP image of the packets last copied here (by `RTPVideoPackets.serial`),
-    /// stamped in place for each UDP session and sent before the next is stamped (a send copies).
-    private var scratch: [UInt8] = []
-    private var scratchSerial: UInt64 = 0
+    /// The loop's own: NIO checks each access is on it (once a pass, not a packet).
+    private let onLoop: NIOLoopBoundBox<OnLoop>
+    private final class OnLoop {
+        var sessions: [RTSPSession] = []
+        /// The UDP image of the packets last copied here (by `RTPVideoPackets.serial`), stamped in place
+        /// for each UDP session and sent before the next is stamped (a send copies).
+        var scratch: [UInt8] = []
+        var scratchSerial: UInt64 = 0
+    }
 
     init(loop: EventLoop) {
         self.loop = loop
+        onLoop = .makeBoxSendingValue(OnLoop(), eventLoop: loop)
     }
 
     func ring() {
@@ -34,30 +38,31 @@ final class RTSPSendLoop: SubscriptionDoorbell, @unchecked Sendable {
     /// One pass over the sessions; a ring after the flag is cleared brings another.
     private func walk() {
         rung.store(false, ordering: .releasing)
-        for session in sessions { session.pump() }
+        for session in onLoop.value.sessions { session.pump() }
     }
 
     /// On the loop.
     func add(_ session: RTSPSession) {
-        sessions.append(session)
+        onLoop.value.sessions.append(session)
     }
 
     /// On the loop.
     func remove(_ session: RTSPSession) {
-        sessions.removeAll { $0 === session }
+        onLoop.value.sessions.removeAll { $0 === session }
     }
 
     /// `packets`' UDP image, to stamp and send (on the loop; the bytes are valid in `body` only).
     func withImage<R>(of packets: RTPVideoPackets, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+        let here = onLoop.value
         let count = packets.image.readableBytes
-        if scratchSerial != packets.serial || scratch.count != count {
-            if scratch.count != count { scratch = [UInt8](repeating: 0, count: count) }
-            scratch.withUnsafeMutableBytes { target in
+        if here.scratchSerial != packets.serial || here.scratch.count != count {
+            if here.scratch.count != count { here.scratch = [UInt8](repeating: 0, count: count) }
+            here.scratch.withUnsafeMutableBytes { target in
                 packets.image.withUnsafeReadableBytes { target.copyMemory(from: $0) }
             }
-            scratchSerial = packets.serial
+            here.scratchSerial = packets.serial
         }
-        return scratch.withUnsafeMutableBytes(body)
+        return here.scratch.withUnsafeMutableBytes(body)
     }
 }
 
@@ -67,7 +72,7 @@ final class RTSPSendLoop: SubscriptionDoorbell, @unchecked Sendable {
 /// the kernel, `UDP_SEGMENT`) and nothing reads it; RTCP from clients is read on one loop and handed to
 /// the session whose client it comes from (its address and RTCP port, else the SSRC it reports on from the
 /// session's client address). Two sockets for all clients, where each client had two of its own.
-final class RTSPServerPorts: @unchecked Sendable {
+final class RTSPServerPorts: Sendable {
     let rtpPort: Int
     /// The RTP socket's UDP segment size, if the kernel cuts writes into datagrams.
     let segmentBytes: Int?
@@ -257,11 +262,20 @@ final class RTCPInbound: ChannelInboundHandler, Sendable {
 
 /// On an RTSP connection: when it cannot take more (over NIO's high-water mark) and since when, for the
 /// watchdog's stall check; when it can again, its session sends what waits.
-final class RTSPWritability: ChannelInboundHandler, @unchecked Sendable {
+final class RTSPWritability: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     /// Monotonic nanoseconds since the connection stopped taking bytes; 0 while it takes them.
     let blockedSince = Atomic<UInt64>(0)
-    weak var connection: RTSPConnection?
+    /// The connection, which is made after this handler (it holds it): set once, before the connection runs.
+    private let owner = Mutex(Owner())
+    private struct Owner {
+        weak var connection: RTSPConnection?
+    }
+
+    var connection: RTSPConnection? {
+        get { owner.withLock { $0.connection } }
+        set { owner.withLock { $0.connection = newValue } }
+    }
 
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {

@@ -18,7 +18,7 @@ import SystemSupport
 /// for one, as `--listen` does: a TCP client that falls behind skips to the next IDR, and a UDP client
 /// never waits for anything. A session lives as long as its RTSP connection, and no longer than 60 s
 /// without a sign of life (a request, or RTCP from the client).
-public final class RTSPServer: @unchecked Sendable {
+public final class RTSPServer: Sendable {
     public struct Configuration: Sendable {
         public var endpoint: TCPEndpoint
         /// The largest RTP packet (header included): the MTU option.
@@ -272,7 +272,7 @@ public final class RTSPServer: @unchecked Sendable {
 
 /// One encoding served at its paths: the output the recording's output set opens with its hub. It keeps
 /// the newest parameter sets for DESCRIBE (from each IDR, read by a watcher subscription).
-public final class RTSPMount: StreamOutput, @unchecked Sendable {
+public final class RTSPMount: StreamOutput, Sendable {
     public let codec: VideoCodec
     public let paths: [String]
     /// The recording's sound, served as `trackID=1`; nil without `--audio`.
@@ -281,8 +281,6 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
     let server: RTSPServer
     public var kind: OutputKind { .rtsp }
     public var label: String { server.label + (paths.last ?? "/") }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
     public var failure: OutputError? { nil }
     /// `waiters`: DESCRIBEs that came before the first IDR, woken by its parameter sets.
     private let held = Mutex<(hub: StreamHub?, parameterSets: [[UInt8]], waiters: [EventLoopPromise<Void>])>((nil, [], []))
@@ -354,8 +352,8 @@ public final class RTSPMount: StreamOutput, @unchecked Sendable {
         return parameterSets
     }
 
+    /// `onFailure` is never called: a client's trouble only affects that client.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
         held.withLock { $0.hub = hub }
         try server.opened(self)
         try multicast?.open(hub: hub)

@@ -92,7 +92,7 @@ final class RTPLeg: Sendable {
 /// session on that loop. Each track has its sender reports: one before its first packet, then one a second,
 /// pairing the NTP time of an instant on the capture clock with that instant's RTP time on the track's
 /// clock, so a client lines up sound and picture.
-final class RTSPSession: @unchecked Sendable {
+final class RTSPSession: Sendable {
     let id: String
     let mount: RTSPMount
     let connection: RTSPConnection
@@ -111,20 +111,24 @@ final class RTSPSession: @unchecked Sendable {
         var multicastJoined = false
     }
 
-    /// What is being sent, on the connection's event loop only (from PLAY to the end).
-    private var sending: Subscription?
-    private var video: RTPLeg?
-    private var audio: RTPLeg?
-    private var sent: [Sent] = []
-    private var refusedSound = 0
-    /// The first picture's time: sound from before it is not this client's (the hub holds back only the
-    /// sound that came before that IDR, and the picture may be encoded sooner than its sound).
-    private var firstPicture: UInt64?
-    private var fragments: [RTPFragment] = []
-    private var pumping = false
-    private var stoppedSending = false
-    private var frames = 0
-    private var soundPackets = 0
+    /// What is being sent, the connection's event loop's alone (from PLAY to the end): NIO checks that
+    /// each pass is on it.
+    private let onLoop: NIOLoopBoundBox<Sender>
+    private final class Sender {
+        var sending: Subscription?
+        var video: RTPLeg?
+        var audio: RTPLeg?
+        var sent: [Sent] = []
+        var refusedSound = 0
+        /// The first picture's time: sound from before it is not this client's (the hub holds back only the
+        /// sound that came before that IDR, and the picture may be encoded sooner than its sound).
+        var firstPicture: UInt64?
+        var fragments: [RTPFragment] = []
+        var pumping = false
+        var stoppedSending = false
+        var frames = 0
+        var soundPackets = 0
+    }
 
     private init(connection: RTSPConnection, mount: RTSPMount) {
         var bytes = [UInt8](repeating: 0, count: 8)
@@ -133,6 +137,7 @@ final class RTSPSession: @unchecked Sendable {
         self.connection = connection
         self.mount = mount
         sendLoop = connection.server.sendLoop(for: connection.channel.eventLoop)
+        onLoop = .makeBoxSendingValue(Sender(), eventLoop: connection.channel.eventLoop)
         packetizer = RTPPacketizer(codec: mount.codec, maximumPacketBytes: connection.server.configuration.maximumPacketBytes)
     }
 
@@ -267,10 +272,11 @@ final class RTSPSession: @unchecked Sendable {
     /// On the event loop, after PLAY: the session joins its loop's sending (unless it has already ended).
     private func startSending(_ subscription: Subscription, legs: [RTPLeg]) {
         guard !state.withLock({ $0.ended }) else { return }
-        video = legs.first { $0.track == 0 }
-        audio = legs.first { $0.track == RTPAudioTrack.trackID }
-        sent = [Sent(sequence: video?.firstSequence ?? 0), Sent(sequence: audio?.firstSequence ?? 0)]
-        sending = subscription
+        let here = onLoop.value
+        here.video = legs.first { $0.track == 0 }
+        here.audio = legs.first { $0.track == RTPAudioTrack.trackID }
+        here.sent = [Sent(sequence: here.video?.firstSequence ?? 0), Sent(sequence: here.audio?.firstSequence ?? 0)]
+        here.sending = subscription
         sendLoop.add(self)
         pump()
     }
@@ -279,32 +285,33 @@ final class RTSPSession: @unchecked Sendable {
     /// connection can take no more (it calls again when it can; meanwhile the hub queues, then skips it
     /// to the next IDR); at the end of the stream, or once a TCP connection has gone, the connection closes.
     func pump() {
-        guard let subscription = sending, !pumping, !stoppedSending else { return }
-        pumping = true
-        defer { pumping = false }
+        let here = onLoop.value
+        guard let subscription = here.sending, !here.pumping, !here.stoppedSending else { return }
+        here.pumping = true
+        defer { here.pumping = false }
         let channel = connection.channel
-        let tcp = video?.transport.isTCP ?? audio?.transport.isTCP ?? false
+        let tcp = here.video?.transport.isTCP ?? here.audio?.transport.isTCP ?? false
         while true {
             if tcp {
-                guard channel.isActive else { return stopSending(subscription) }
+                guard channel.isActive else { return stopSending(subscription, here) }
                 guard channel.isWritable else { return }
             }
             switch subscription.poll() {
             case .chunk(let chunk):
-                send(chunk)
+                send(chunk, here)
                 chunk.release()
             case .timedOut:
                 return
             case .ended:
-                return stopSending(subscription)
+                return stopSending(subscription, here)
             }
         }
     }
 
     /// The stream ended (or a TCP client could not take it): the connection ends with it, once what was
     /// written has gone.
-    private func stopSending(_ subscription: Subscription) {
-        stoppedSending = true
+    private func stopSending(_ subscription: Subscription, _ here: Sender) {
+        here.stoppedSending = true
         subscription.stopTaking()
         sendLoop.remove(self)
         guard !state.withLock({ $0.ended }) else { return }
@@ -312,7 +319,7 @@ final class RTSPSession: @unchecked Sendable {
         channel.writeAndFlush(channel.allocator.buffer(capacity: 0)).whenComplete { _ in channel.close(promise: nil) }
     }
 
-    private func send(_ chunk: StreamChunk) {
+    private func send(_ chunk: StreamChunk, _ here: Sender) {
         let server = connection.server
         let mtu = server.configuration.maximumPacketBytes
         let leg: RTPLeg
@@ -320,10 +327,10 @@ final class RTSPSession: @unchecked Sendable {
         let instant: UInt32
         let payloadType: UInt8
         var packets: RTPVideoPackets?
-        fragments.removeAll(keepingCapacity: true)
+        here.fragments.removeAll(keepingCapacity: true)
         if chunk.kind == .video {
-            if firstPicture == nil { firstPicture = chunk.presentationTimeNanoseconds }
-            guard let video else { return }
+            if here.firstPicture == nil { here.firstPicture = chunk.presentationTimeNanoseconds }
+            guard let video = here.video else { return }
             leg = video
             timestamp = mount.rtpTimestamp(presentationNanoseconds: chunk.presentationTimeNanoseconds)
             instant = timestamp
@@ -332,11 +339,11 @@ final class RTSPSession: @unchecked Sendable {
             packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
                                          interleaved: leg.transport.isTCP)
         } else {
-            guard let audio, let sound = mount.sound, let firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { return }
+            guard let audio = here.audio, let sound = mount.sound, let firstPicture = here.firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { return }
             leg = audio
-            guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &fragments) else {
-                refusedSound += 1
-                if refusedSound == 1 {
+            guard sound.track.fragments(ofPacketBytes: chunk.bytes.count, maximumPacketBytes: mtu, into: &here.fragments) else {
+                here.refusedSound += 1
+                if here.refusedSound == 1 {
                     server.log("rtsp: \(connection.peer): a sound packet of \(chunk.bytes.count) bytes does not fit "
                         + "\(mtu)-byte RTP packets (--rtsp-mtu) and is not sent; so are the others like it")
                 }
@@ -349,30 +356,30 @@ final class RTSPSession: @unchecked Sendable {
         let index = leg.track == 0 ? 0 : 1
         let now = MonotonicClock.now()
         var report: [UInt8]?
-        if sent[index].lastReport == 0 || now &- sent[index].lastReport >= 1_000_000_000 {
-            sent[index].lastReport = now
+        if here.sent[index].lastReport == 0 || now &- here.sent[index].lastReport >= 1_000_000_000 {
+            here.sent[index].lastReport = now
             // The instant's NTP time on the capture clock, through the recording's timeline (as the sound is stamped).
             let ntp = server.ntp(ofPresentation: chunk.presentationTimeNanoseconds, capturedAt: chunk.captureTimeNanoseconds)
             report = RTCP.senderReport(ssrc: leg.ssrc, ntp: ntp, rtpTimestamp: instant,
-                                       packets: sent[index].packets, octets: sent[index].octets)
+                                       packets: here.sent[index].packets, octets: here.sent[index].octets)
         }
-        let payloadBytes = packets?.payloadBytes ?? fragments.reduce(0) { $0 + $1.payloadBytes }
-        let packetCount = packets?.count ?? fragments.count
-        var sequence = sent[index].sequence
+        let payloadBytes = packets?.payloadBytes ?? here.fragments.reduce(0) { $0 + $1.payloadBytes }
+        let packetCount = packets?.count ?? here.fragments.count
+        var sequence = here.sent[index].sequence
         let taken: Bool
         if let packets {
             taken = transmit(packets, on: leg, sequence: &sequence, report: report)
         } else {
-            taken = transmit(fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
+            taken = transmit(here.fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
                              sequence: &sequence, report: report, payloadBytes: payloadBytes)
         }
         // A UDP send that the kernel refused costs its packets (the client sees them lost).
-        sent[index].sequence = sequence
+        here.sent[index].sequence = sequence
         guard taken else { return }
-        sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
-        sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
+        here.sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
+        here.sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
         let video = chunk.kind == .video
-        if video { frames += 1 } else { soundPackets += 1 }
+        if video { here.frames += 1 } else { here.soundPackets += 1 }
         mount.totals.withLock { t in
             if video { t.frames += 1 }
             t.bytes += chunk.bytes.count
@@ -499,9 +506,10 @@ final class RTSPSession: @unchecked Sendable {
         subscription?.cancel()
         // On the loop: after this, nothing more of this session is sent.
         let (frames, soundPackets) = (try? await connection.channel.eventLoop.submit { [self] in
-            stoppedSending = true
+            let here = onLoop.value
+            here.stoppedSending = true
             sendLoop.remove(self)
-            return (self.frames, self.soundPackets)
+            return (here.frames, here.soundPackets)
         }.get()) ?? (0, 0)
         for leg in legs { leg.close(holder: holder) }
         if multicastJoined { await mount.multicast?.leave() }
