@@ -11,7 +11,12 @@ import Synchronization
 /// Every packet is stamped on the video's clock through the recorder's `PresentationTimeline`: the
 /// capture time of its first sample, mapped to presentation time. It starts when the first frame is
 /// captured and, at `finish`, ends where the video ends.
-public final class AudioCapture: @unchecked Sendable {
+///
+/// The source and the encoder are one thread's at a time: the audio thread's while it runs, then, once
+/// it has been joined, `finish`'s. They live in an `Engine` (not Sendable) reached only through the
+/// `engine` monitor, which each holds once, whole (no lock per block). The plan that made them keeps
+/// them no longer (it reads only the encoder's Sendable track first).
+public final class AudioCapture: Sendable {
     public struct Counters: Sendable, Equatable {
         /// Packets handed to the hubs.
         public var packets = 0
@@ -19,61 +24,68 @@ public final class AudioCapture: @unchecked Sendable {
         public var samples: UInt64 = 0
     }
 
-    public let source: any SoundSource
-    public let encoder: SoundEncoder
+    /// What the sound is, for the recording's first lines ("test tone 48000 Hz, mono, AAC at 128000 bit/s").
+    public let summary: String
+    private let engine: Monitor<Engine?>
     private let hubs: [StreamHub]
     private let timeline: PresentationTimeline
-    private let chunks = StreamChunkPool()
-    private var worker: WorkerThread?
-    private var started = false
-    private var sequence: UInt64 = 0
-    /// Samples handed to the encoder: the last packet plays only up to the last of them (the encoder
-    /// pads its last frame to 1024 with silence and says the packet lasts that long).
-    private var samplesSent: UInt64 = 0
+    private let worker = Mutex<WorkerThread?>(nil)
     private let state = Mutex(State())
     private struct State {
         var stopRequested = false
         var failure: EncoderError?
         var counters = Counters()
+        var report: String?
     }
-    /// Called once, on the audio thread, if encoding fails; the video goes on without sound.
-    public var onFailure: (@Sendable (EncoderError) -> Void)?
 
-    public init(source: any SoundSource, encoder: SoundEncoder, hubs: [StreamHub], timeline: PresentationTimeline) {
+    /// `sound`: the source and its encoder, handed over: nothing else may use them from now on.
+    public init(sound: (source: any SoundSource, encoder: SoundEncoder), hubs: [StreamHub], timeline: PresentationTimeline) {
+        let (source, encoder) = sound
         precondition(source.format == encoder.format, "the encoder takes the source's format")
-        self.source = source
-        self.encoder = encoder
+        summary = "\(source.summary), \(encoder.codec.displayName) at \(encoder.bitrate) bit/s"
+        engine = Monitor(Engine(source: source, encoder: encoder))
         self.hubs = hubs
         self.timeline = timeline
     }
 
     public var counters: Counters { state.withLock { $0.counters } }
     public var failure: EncoderError? { state.withLock { $0.failure } }
+    /// What happened to the source on the way (overruns), once `finish` has returned; nil when nothing did.
+    public var report: String? { state.withLock { $0.report } }
 
-    public func start() {
-        let worker = WorkerThread(name: "audio") { [unowned self] in self.run() }
-        self.worker = worker
+    /// Starts the audio thread. `onFailure` is called once, if encoding fails (the video goes on without sound).
+    public func start(onFailure: @escaping @Sendable (EncoderError) -> Void = { _ in }) {
+        let worker = WorkerThread(name: "audio") { [unowned self] in
+            // The engine is this thread's for as long as it runs (one lock, not one a block): `finish`
+            // joins it before it takes the engine.
+            self.engine.withLock { engine in
+                guard let engine else { return }
+                engine.onFailure = onFailure
+                self.run(engine)
+            }
+        }
+        self.worker.withLock { $0 = worker }
         worker.start()
     }
 
     private var stopRequested: Bool { state.withLock { $0.stopRequested || $0.failure != nil } }
 
-    private func run() {
+    private func run(_ engine: Engine) {
         do {
-            try source.prepare()
+            try engine.source.prepare()
         } catch {
-            fail(error)
+            fail(error, engine)
             return
         }
         guard let origin = timeline.waitForStart() else { return }
         do {
-            try source.start(origin: origin)
-            started = true
-            while try source.waitForSamples(encoder.frameSize, shouldStop: { stopRequested }) {
-                encodeNext(encoder.frameSize)
+            try engine.source.start(origin: origin)
+            engine.started = true
+            while try engine.source.waitForSamples(engine.encoder.frameSize, shouldStop: { stopRequested }) {
+                encodeNext(engine.encoder.frameSize, engine)
             }
         } catch {
-            fail(error)
+            fail(error, engine)
         }
     }
 
@@ -84,69 +96,93 @@ public final class AudioCapture: @unchecked Sendable {
         state.withLock { $0.stopRequested = true }
         // A thread still waiting for the first frame hears that none will come.
         if end == nil { timeline.close() }
-        worker?.join()
-        worker = nil
-        defer { source.stop() }
-        guard started, failure == nil else { return }
+        worker.withLock { $0.take() }?.join()
+        guard let engine = engine.withLock({ $0.take() }) else { return }
+        let source = engine.source
+        defer {
+            source.stop()
+            let report = source.report
+            state.withLock { $0.report = report }
+        }
+        guard engine.started, failure == nil else { return }
         if let end, let endCapture = timeline.capture(ofPresentation: end) {
             while failure == nil {
                 // A microphone has captured the last moments already; what it has not is silence.
-                do { try source.collectCaptured() } catch { fail(error); break }
+                do { try source.collectCaptured() } catch { fail(error, engine); break }
                 let next = source.captureTime(ofSample: source.position)
                 guard next < endCapture else { break }
                 let left = (endCapture - next) * UInt64(source.format.sampleRate) / 1_000_000_000
                 guard left > 0 else { break }
-                encodeNext(Int(min(UInt64(encoder.frameSize), left)))
-                if left < UInt64(encoder.frameSize) { break }
+                encodeNext(Int(min(UInt64(engine.encoder.frameSize), left)), engine)
+                if left < UInt64(engine.encoder.frameSize) { break }
             }
         }
         guard failure == nil else { return }
         do {
-            try encoder.flush { publish($0) }
+            try engine.encoder.flush { publish($0, engine) }
         } catch {
-            fail(error)
+            fail(error, engine)
         }
     }
 
-    private func encodeNext(_ count: Int) {
-        samplesSent += UInt64(count)
+    private func encodeNext(_ count: Int, _ engine: Engine) {
+        engine.samplesSent += UInt64(count)
+        let source = engine.source
         do {
-            try encoder.encode(sampleCount: count, fill: { channel, plane in source.write(channel: channel, into: plane) },
-                               emit: { publish($0) })
+            try engine.encoder.encode(sampleCount: count, fill: { channel, plane in source.write(channel: channel, into: plane) },
+                                      emit: { publish($0, engine) })
             source.advance(count)
             state.withLock { $0.counters.samples += UInt64(count) }
         } catch {
-            fail(error)
+            fail(error, engine)
         }
     }
 
-    private func fail(_ error: Error) {
+    private func fail(_ error: Error, _ engine: Engine) {
         let failure = error as? EncoderError ?? EncoderError(.failed, (error as? CaptureError)?.message ?? "the sound: \(error)")
         let first = state.withLock { s -> Bool in
             defer { if s.failure == nil { s.failure = failure } }
             return s.failure == nil
         }
-        if first { onFailure?(failure) }
+        if first { engine.onFailure(failure) }
     }
 
     /// Stamps one packet with the presentation time of its first input sample and hands it to every hub.
-    private func publish(_ packet: SoundEncoder.Packet) {
-        let firstInput = packet.firstSample + Int64(encoder.track.primingSamples)
-        let real = min(packet.sampleCount, Int64(samplesSent) - packet.firstSample)
+    private func publish(_ packet: SoundEncoder.Packet, _ engine: Engine) {
+        let firstInput = packet.firstSample + Int64(engine.encoder.track.primingSamples)
+        let real = min(packet.sampleCount, Int64(engine.samplesSent) - packet.firstSample)
         guard firstInput >= 0, real > 0, !hubs.isEmpty else { return }
-        let capture = source.captureTime(ofSample: UInt64(firstInput))
+        let capture = engine.source.captureTime(ofSample: UInt64(firstInput))
         guard let presentation = timeline.presentation(ofCapture: capture) else { return }
-        let chunk = chunks.take()
+        let chunk = engine.chunks.take()
         chunk.fill { $0.append(contentsOf: packet.bytes) }
         chunk.kind = .audio
         chunk.isIDR = false
-        chunk.sequence = sequence
-        sequence += 1
+        chunk.sequence = engine.sequence
+        engine.sequence += 1
         chunk.presentationTimeNanoseconds = presentation
         chunk.captureTimeNanoseconds = capture
-        chunk.durationNanoseconds = source.format.nanoseconds(ofSample: UInt64(real))
+        chunk.durationNanoseconds = engine.source.format.nanoseconds(ofSample: UInt64(real))
         state.withLock { $0.counters.packets += 1 }
         chunk.retain(hubs.count)
         for hub in hubs { hub.publish(chunk) }
+    }
+
+    /// What one thread at a time works with: the source, the encoder, and where the stream is.
+    private final class Engine {
+        let source: any SoundSource
+        let encoder: SoundEncoder
+        let chunks = StreamChunkPool()
+        var onFailure: @Sendable (EncoderError) -> Void = { _ in }
+        var started = false
+        var sequence: UInt64 = 0
+        /// Samples handed to the encoder: the last packet plays only up to the last of them (the encoder
+        /// pads its last frame to 1024 with silence and says the packet lasts that long).
+        var samplesSent: UInt64 = 0
+
+        init(source: any SoundSource, encoder: SoundEncoder) {
+            self.source = source
+            self.encoder = encoder
+        }
     }
 }

@@ -8,7 +8,7 @@ import Glibc
 /// the samples already put out: silence for what an overrun lost, a drop for what came before the
 /// first frame, and otherwise the converter's compensation, so that sample `k` delivered is the one
 /// captured `k` samples at the nominal rate after the first frame, for as long as the recording lasts.
-public final class MicrophoneSource: SoundSource, @unchecked Sendable {
+public final class MicrophoneSource: SoundSource {
     public let format: AudioFormat
     public let deviceName: String
     public var summary: String { "microphone \(deviceName) (\(format))" }

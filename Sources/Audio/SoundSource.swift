@@ -3,8 +3,9 @@
 /// A source delivers samples on the recording's clock: sample `k` of what it writes was captured at
 /// `captureTime(ofSample: k)`, which is the first frame's capture time plus `k` samples at the nominal
 /// rate. A microphone keeps that true against its own clock's drift and its overruns (`MicrophoneSource`).
-/// All calls but `stop` come from the audio thread.
-public protocol SoundSource: AnyObject, Sendable {
+/// Not Sendable: one thread at a time uses it, the audio thread, then the one that finishes the sound
+/// (`AudioCapture` hands it over whole, so the compiler checks that no other thread can reach it).
+public protocol SoundSource: AnyObject {
     var format: AudioFormat { get }
     /// What it is, for the recording's first lines ("test tone 48000 Hz, mono").
     var summary: String { get }

@@ -5,7 +5,7 @@ import Frames
 /// on the recording's clock (sample 0 is captured when the first frame is), paced in real time like a
 /// microphone. With it the test pattern turns the lower half of the first frame of each second white,
 /// so the offset between sound and picture can be measured from the output alone.
-public final class TestToneSource: SoundSource, @unchecked Sendable {
+public final class TestToneSource: SoundSource {
     public let format: AudioFormat
     public var summary: String { "test tone \(format)" }
     /// A 1 kHz burst this long at the start of every second.

@@ -51,7 +51,7 @@ extension RecordCommand {
         }
         if let vaapi = plan.videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
-        if let report = plan.sound?.source.report { printLine("camrec: \(report)") }
+        if let report = plan.sound?.report { printLine("camrec: \(report)") }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
         if let raw = plan.source as? RawFrameSource, raw.trailingBytes > 0 {
             printLine("camrec: warning: the input ended \(raw.trailingBytes) bytes into a frame of \(raw.frameBytes); those bytes "
@@ -142,9 +142,8 @@ extension RecordCommand {
                 try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
                 // Sound starts with the first frame and ends where the last one does, before the hubs close.
                 if let sound {
-                    sound.onFailure = { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
                     recorder.onVideoEnded = { end in sound.finish(atPresentation: end) }
-                    sound.start()
+                    sound.start { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
                 }
                 var result = recorder.run()
                 // Motion's last triggers before the clips are finished.

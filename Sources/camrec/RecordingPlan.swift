@@ -171,11 +171,12 @@ struct RecordingPlan {
                                 limits: .init(frames: command.frames, durationSeconds: command.duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         rtspServer?.use(timeline: recorder.timeline)
-        let sound = soundParts.map { parts in
-            AudioCapture(source: parts.source, encoder: parts.encoder, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
+        var sound: AudioCapture?
+        if let parts = soundParts {
+            sound = AudioCapture(sound: parts, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
         }
         if let sound {
-            logger.info("sound: \(sound.source.summary), \(sound.encoder.codec.displayName) at \(sound.encoder.bitrate) bit/s")
+            logger.info("sound: \(sound.summary)")
             notices.append(command.soundRouting(clips: eventRecorder?.configuration.files.takesAudio == true))
         }
         (self.source, self.codecs, self.encoders, self.keyframeInterval, self.keyframes) = (source, codecs, encoders, interval, keyframes)
