@@ -4,8 +4,9 @@ import Frames
 extension Recorder {
     /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its
     /// buffers are mapped GPU surfaces); with several, one plain pool in the format they share,
-    /// big enough for each one's frames in flight and queued.
-    func makePool() throws -> PixelBufferPool {
+    /// big enough for each one's frames in flight and queued; `tapped`: frames are encoded for `/stream.mjpg` too.
+    func makePool(tapped: Bool = false) throws -> PixelBufferPool {
+        let pictureTapBuffers = tapped ? 1 : 0
         let (width, height) = (source.frameSize.width, source.frameSize.height)
         if branches.count == 1 {
             let encoder = branches[0].encoder
@@ -28,9 +29,6 @@ extension Recorder {
         return PixelBufferPool(format: format, width: width, height: height,
                                capacity: sharedPoolEncodingCapacity + source.poolBuffersHeld + pictureTapBuffers)
     }
-
-    /// The frame the JPEG tap may be encoding for `/stream.mjpg` (none for an MJPEG camera, whose own JPEGs go).
-    var pictureTapBuffers: Int { pictures == nil ? 0 : 1 }
 
     /// Buffers several encodings of one source need between them. A live source's branches may each fall
     /// behind on their own, so each gets its frames in flight and its queue, plus spares for the capture side.

@@ -60,11 +60,12 @@ extension Recorder {
     }
 
     /// After `lost` stopped delivering: nil ends the recording (a stop, an end of file, no
-    /// `sourceReturn`, or the camera not back in time); otherwise the camera that came back, streaming
+    /// `Hooks.sourceReturn`, or the camera not back in time); otherwise the camera that came back, streaming
     /// into the same pool. Before waiting, everything captured is encoded and published, and
-    /// `onSourceLost` lets the outputs end their files there.
-    func awaitReturn(after lost: FrameSource, frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool) -> FrameSource? {
-        guard let sourceReturn, let end = lost.end, end != .finished else { return nil }
+    /// `Hooks.onSourceLost` lets the outputs end their files there.
+    func awaitReturn(after lost: FrameSource, frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool,
+                     hooks: Hooks) -> FrameSource? {
+        guard let sourceReturn = hooks.sourceReturn, let end = lost.end, end != .finished else { return nil }
         // A stop that came with the loss (SIGINT as the camera went) ends the recording as asked, not as lost.
         if shared.withLock({ s -> Bool in if s.stopRequested { s.stoppedWhileWaiting = true }; return s.stopRequested }) {
             return nil
@@ -72,7 +73,7 @@ extension Recorder {
         let done = BlockingQueue<Bool>(capacity: branches.count)
         _ = frames.push(.sourceGap(done))
         for _ in branches { _ = done.pop() }
-        onSourceLost?(end)
+        hooks.onSourceLost?(end)
         let lostAt = MonotonicClock.now()
         while true {
             switch sourceReturn.waitForReturn(of: lost) {
@@ -109,7 +110,7 @@ extension Recorder {
                 currentSource.withLock { $0 = next }
                 // A stop that came while it was starting: the loop sees it at the next frame.
                 if shared.withLock({ $0.stopRequested }) { next.stop() }
-                onSourceReturned?(next, Double(MonotonicClock.now() - lostAt) / 1e9)
+                hooks.onSourceReturned?(next, Double(MonotonicClock.now() - lostAt) / 1e9)
                 return next
             }
         }

@@ -17,7 +17,7 @@ import Synchronization
 /// into its branch's hub and knows no output: they subscribe there (`OutputSet`). A
 /// stop from any thread (signal, failed output) ends capture, and everything captured
 /// so far is encoded, flushed and published before `run()` closes the hubs and returns.
-public final class Recorder: @unchecked Sendable {
+public final class Recorder: Sendable {
     public struct Limits: Sendable {
         public var frames: Int?
         public var durationSeconds: Double?
@@ -44,14 +44,35 @@ public final class Recorder: @unchecked Sendable {
         /// From capture (the buffer's monotonic timestamp) to the access unit being handed to the outputs.
         public var captureToOutputsNanoseconds: UInt64?
     }
-    /// Called on the encoder thread for every access unit; must be quick.
-    public var onFrameTimed: (@Sendable (FrameTiming) -> Void)?
-    /// Called on the recording thread with each frame before it is encoded (motion detection reads
-    /// its luma here, with no copy); it must be quick and must not keep the buffer. Set before `run`.
-    public var onFrameBeforeEncoding: ((PixelBuffer) -> Void)?
-    /// `/stream.mjpg`'s pictures: an MJPEG camera's own JPEGs, or one JPEG encode (`PictureTap`) of each
-    /// frame a viewer is due for. Closed when the recording ends. Set before `run`.
-    public var pictures: JPEGFeed?
+    /// What the rest of camrec hears of the recording, and lends it: given to `run`, before any of its
+    /// threads exist, and read by each as its own copy (no lock per frame).
+    public struct Hooks: Sendable {
+        /// Called on the encoder thread for every access unit; must be quick.
+        public var onFrameTimed: (@Sendable (FrameTiming) -> Void)?
+        /// Called on the recording thread with each frame before it is encoded (motion detection reads
+        /// its luma here, with no copy); it must be quick and must not keep the buffer.
+        public var onFrameBeforeEncoding: (@Sendable (PixelBuffer) -> Void)?
+        /// `/stream.mjpg`'s pictures: an MJPEG camera's own JPEGs, or one JPEG encode (`PictureTap`) of each
+        /// frame a viewer is due for. Closed when the recording ends.
+        public var pictures: JPEGFeed?
+        /// With `--on-camera-lost wait`: where a lost camera is waited for. nil ends the recording at a loss.
+        public var sourceReturn: SourceReturn?
+        /// Called on the capture thread after a loss, once every frame captured before it is encoded and
+        /// published (files may end there), before waiting for the camera.
+        public var onSourceLost: (@Sendable (SourceEnd) -> Void)?
+        /// Called on the capture thread when the camera is back and streaming, with the seconds it was away.
+        public var onSourceReturned: (@Sendable (FrameSource, Double) -> Void)?
+        /// Called on the recording thread once every frame is encoded and published, before the hubs close,
+        /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
+        /// finished up to there, so both tracks end together.
+        public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
+        /// Called on the capture thread when a live source dropped frames because no pool buffer was free,
+        /// that is the encoder is behind the camera, with how many so far: when it first happens, then at
+        /// most once every `EncoderBehindNotice.interval` while it goes on.
+        public var onEncoderBehind: (@Sendable (_ droppedSoFar: UInt64) -> Void)?
+
+        public init() {}
+    }
     /// When recent frames went into the encoder, by sequence number modulo its size.
     private let encodeStarts = Mutex([(sequence: UInt64, nanoseconds: UInt64)](repeating: (.max, 0), count: 64))
 
@@ -60,24 +81,9 @@ public final class Recorder: @unchecked Sendable {
     var source: FrameSource { currentSource.withLock { $0 } }
     /// Counters of the sources before the current one.
     let earlierStatistics = Mutex(SourceStatistics())
-    /// With `--on-camera-lost wait`: where a lost camera is waited for. nil ends the recording at a loss.
-    public var sourceReturn: SourceReturn?
-    /// Called on the capture thread after a loss, once every frame captured before it is encoded and
-    /// published (files may end there), before waiting for the camera.
-    public var onSourceLost: (@Sendable (SourceEnd) -> Void)?
-    /// Called on the capture thread when the camera is back and streaming, with the seconds it was away.
-    public var onSourceReturned: (@Sendable (FrameSource, Double) -> Void)?
     /// Capture times to presentation times, anchored at the first frame (and the first after a camera
     /// came back): how the recording's sound is stamped on the video's clock.
     public let timeline = PresentationTimeline()
-    /// Called on the recording thread once every frame is encoded and published, before the hubs close,
-    /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
-    /// finished up to there, so both tracks end together.
-    public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
-    /// Called on the capture thread when a live source dropped frames because no pool buffer was free,
-    /// that is the encoder is behind the camera, with how many so far: when it first happens, then at
-    /// most once every `EncoderBehindNotice.interval` while it goes on. Set before `run`.
-    public var onEncoderBehind: (@Sendable (_ droppedSoFar: UInt64) -> Void)?
     /// One encoding, or one per codec; the first is the one `progress` and the result count.
     let branches: [EncodingBranch]
     private let keyframeInterval: Int
@@ -92,6 +98,8 @@ public final class Recorder: @unchecked Sendable {
         var keyframeRequested = false
         /// A stop came while waiting for a lost camera: the loss does not end the recording with a failure.
         var stoppedWhileWaiting = false
+        /// The run's `Hooks.sourceReturn`, for a stop to cancel its wait.
+        var sourceReturn: SourceReturn?
     }
 
     /// Several encodings of one capture: every branch gets every frame (or skips it when it is behind).
@@ -122,9 +130,9 @@ public final class Recorder: @unchecked Sendable {
 
     /// Ends the recording cleanly; safe from any thread, any number of times.
     public func stop() {
-        let first = shared.withLock { s -> Bool in
+        let (first, sourceReturn) = shared.withLock { s -> (Bool, SourceReturn?) in
             defer { s.stopRequested = true }
-            return !s.stopRequested
+            return (!s.stopRequested, s.sourceReturn)
         }
         if first {
             source.stop()
@@ -148,8 +156,10 @@ public final class Recorder: @unchecked Sendable {
         stop()
     }
 
-    public func run() -> RecordingResult {
+    public func run(hooks: Hooks = Hooks()) -> RecordingResult {
         var result = RecordingResult()
+        // A stop from now on cancels a wait for the camera; one before it finds none to cancel.
+        shared.withLock { $0.sourceReturn = hooks.sourceReturn }
         // However it ends, the hubs close: every subscriber takes what it holds, then sees the end.
         defer {
             timeline.close()
@@ -162,7 +172,8 @@ public final class Recorder: @unchecked Sendable {
                 // SPS/PPS the encoder gave out of band (VA-API drivers that write none in the stream).
                 if let sets = branch.encoder.parameterSets { branch.writer.rememberParameterSets(fromAnnexB: sets) }
             }
-            pool = try makePool()
+            // One more for the frame the JPEG tap may be encoding (an MJPEG camera's own JPEGs need none).
+            pool = try makePool(tapped: hooks.pictures != nil)
             try source.start(pool: pool)
             // A signal may have asked to stop before the source existed: stop it now.
             if shared.withLock({ $0.stopRequested }) { source.stop() }
@@ -171,10 +182,10 @@ public final class Recorder: @unchecked Sendable {
             result.failure = Self.classify(error)
             return result
         }
-        defer { pictures?.close() }
+        defer { hooks.pictures?.close() }
         // An MJPEG camera hands on its own JPEGs; any other source's frames are encoded here for viewers.
         var tap: PictureTap?
-        if let pictures {
+        if let pictures = hooks.pictures {
             if let camera = source as? V4L2CaptureSource, camera.pixelFormat.isJPEG {
                 camera.jpegSink = pictures
             } else if let camera = source as? V4L2CaptureSource, camera.deliversCompressedVideo {
@@ -193,13 +204,15 @@ public final class Recorder: @unchecked Sendable {
         tap?.start(release: release)
         for branch in branches {
             branch.encoder.onBufferDone = { buffer in release.release(buffer) }
-            branch.encoder.onPacket = { [unowned self, unowned branch] packet in self.publish(packet, from: branch) }
+            branch.encoder.onPacket = { [unowned self, unowned branch] packet in
+                self.publish(packet, from: branch, onFrameTimed: hooks.onFrameTimed)
+            }
         }
         startBranchThreads(release: release)
 
         let frames = BlockingQueue<CaptureItem>(capacity: pool.capacity)
         let capture = WorkerThread(name: "capture") { [unowned self] in
-            self.captureLoop(into: frames, pool: pool)
+            self.captureLoop(into: frames, pool: pool, hooks: hooks)
         }
         capture.start()
 
@@ -231,11 +244,11 @@ public final class Recorder: @unchecked Sendable {
                 if !passthrough { for branch in branches { branch.hub.keyframes.noteForced(sequence: buffer.sequence) } }
             }
             sinceKeyframe += 1
-            if onFrameTimed != nil {
+            if hooks.onFrameTimed != nil {
                 let entry = (buffer.sequence, MonotonicClock.now())
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
-            onFrameBeforeEncoding?(buffer)
+            hooks.onFrameBeforeEncoding?(buffer)
             hand(buffer, forceKeyframe: force, release: release, tap: tap)
         }
         capture.join()
@@ -261,7 +274,7 @@ public final class Recorder: @unchecked Sendable {
             Double(progress.lastPresentationNanoseconds - first) / 1e9 + 1 / source.framesPerSecond
         } ?? 0
         let fps = source.framesPerSecond
-        onVideoEnded?(branches[0].firstPresentation == nil ? nil
+        hooks.onVideoEnded?(branches[0].firstPresentation == nil ? nil
                       : progress.lastPresentationNanoseconds + (fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0))
         switch shared.withLock({ $0.stoppedWhileWaiting }) ? nil : source.end {
         case .deviceLost(let m): fail(.deviceLost(m))
@@ -273,7 +286,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
 
-    private func captureLoop(into frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool) {
+    private func captureLoop(into frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool, hooks: Hooks) {
         defer { frames.close() }
         var delivered = 0
         let durationLimit = limits.durationSeconds.map { UInt64($0 * 1e9) }
@@ -293,14 +306,14 @@ public final class Recorder: @unchecked Sendable {
                 break
             }
             guard let buffer else {
-                guard let next = awaitReturn(after: source, frames: frames, pool: pool) else { break }
+                guard let next = awaitReturn(after: source, frames: frames, pool: pool, hooks: hooks) else { break }
                 source = next
                 continuity.sourceChanged()
                 anchorPending = true
                 continue
             }
             continuity.carryOn(buffer)
-            if let onEncoderBehind, case let dropped = sourceStatistics.poolEmpty,
+            if let onEncoderBehind = hooks.onEncoderBehind, case let dropped = sourceStatistics.poolEmpty,
                behind.isDue(poolEmpty: dropped, now: MonotonicClock.now()) {
                 onEncoderBehind(dropped)
             }
@@ -328,7 +341,7 @@ public final class Recorder: @unchecked Sendable {
     }
 
     /// Runs on a branch's encoder thread for every access unit its encoder produces.
-    private func publish(_ packet: EncodedPacket, from branch: EncodingBranch) {
+    private func publish(_ packet: EncodedPacket, from branch: EncodingBranch, onFrameTimed: (@Sendable (FrameTiming) -> Void)?) {
         let chunk = chunkPool.take()
         let info: AccessUnitInfo
         do {

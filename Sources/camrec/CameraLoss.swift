@@ -59,19 +59,18 @@ final class CameraPresence: Sendable {
 extension RecordCommand {
     /// With `--on-camera-lost wait` and a camera: the recorder waits for it at a loss, the files end
     /// there, and each loss and return is said on stderr, counted, and handed to `--on-camera-change`.
-    func prepareForCameraLoss(_ plan: RecordingPlan, presence: CameraPresence, clearStatus: String) {
+    func prepareForCameraLoss(_ plan: RecordingPlan, presence: CameraPresence, clearStatus: String, hooks: inout Recorder.Hooks) {
         guard onCameraLost.waits, let camera = plan.source as? V4L2CaptureSource else { return }
         let say: @Sendable (String) -> Void = { writeStandardError(clearStatus + "camrec: " + $0 + "\n") }
         let watcher = CameraReturnWatcher(camera: camera, timeoutSeconds: onCameraLost.waitSeconds,
                                           recordPriority: recordPriority, log: { say("camera lost: " + $0) })
         say("if \(camera.path) goes away, camrec waits for it\(onCameraLost.waitSeconds.map { " up to \(formatWait($0)) s" } ?? ""): "
             + "it is known \(watcher.identity.matchedBy)")
-        let recorder = plan.recorder
-        recorder.sourceReturn = watcher
+        hooks.sourceReturn = watcher
         let files = plan.fileOutputs
         let events = plan.events
         let command = onCameraChange
-        recorder.onSourceLost = { end in
+        hooks.onSourceLost = { end in
             let reason = switch end {
             case .deviceLost(let m), .stalled(let m): m
             case .finished: "it ended"
@@ -83,7 +82,7 @@ extension RecordCommand {
                 + (onCameraLost.waitSeconds.map { " (up to \(formatWait($0)) s)" } ?? ""))
             command.map { runCameraChange($0, event: "lost", device: camera.path, detail: reason) }
         }
-        recorder.onSourceReturned = { source, away in
+        hooks.onSourceReturned = { source, away in
             presence.returned()
             let path = (source as? V4L2CaptureSource)?.path ?? camera.path
             say("camera back after \(formatWait(away)) s as \(path); recording on")

@@ -13,11 +13,12 @@ extension RecordCommand {
     /// `--http`'s server, a service of camrec's group; the recording waits for it (`waitForHTTPServer`).
     func makeHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
                         encoder: VideoEncoder, actions: LiveActions,
-                        fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence) throws -> LiveHTTPServer {
+                        fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence,
+                        hooks: inout Recorder.Hooks) throws -> LiveHTTPServer {
         // `/stream.mjpg`: an MJPEG camera's own JPEGs, or any other source's frames encoded while someone watches.
         let isMJPEGCamera = (source as? V4L2CaptureSource)?.pixelFormat.isJPEG == true
         let pictures = JPEGFeed(maximumReaders: 32, everyFrame: isMJPEGCamera)
-        recorder.pictures = pictures
+        hooks.pictures = pictures
         guard let http, let endpoint = try? TCPEndpoint(listenSpec: http) else { preconditionFailure("validated") }
         let access: HTTPAccess
         do {
@@ -43,7 +44,7 @@ extension RecordCommand {
             status.cameraLosses = presence.losses
             status.cameraReturns = presence.returns
             return status
-        }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera), recordings: RecordingShelf(shelves: fileOutputs.map { output in
+        }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera, hooks: &hooks), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
         }), pictures: pictures, webRTC: webRTC(live: live), logger: Logger(label: "camrec"))
         return server
@@ -76,7 +77,8 @@ extension RecordCommand {
     }
 
     /// `/metrics`: the recorder's and every output's counters, and each access unit's timing.
-    private func makeMetrics(recorder: Recorder, outputs: [StreamOutput], camera: CameraPresence) -> LiveMetrics {
+    private func makeMetrics(recorder: Recorder, outputs: [StreamOutput], camera: CameraPresence,
+                             hooks: inout Recorder.Hooks) -> LiveMetrics {
         let metrics = LiveMetrics { [weak recorder] in
             var now = LiveMetrics.Snapshot()
             let presence = camera.now
@@ -102,7 +104,7 @@ extension RecordCommand {
             }
             return now
         }
-        recorder.onFrameTimed = { timing in
+        hooks.onFrameTimed = { timing in
             metrics.record(encodeNanoseconds: timing.encodeNanoseconds, captureToOutputsNanoseconds: timing.captureToOutputsNanoseconds)
         }
         return metrics

@@ -18,11 +18,18 @@ extension RecordCommand {
         // On a terminal the status line is being redrawn: clear it before a line of its own.
         let clearStatus = StatusLine.stderrIsTerminal && logLevel <= .notice ? "\r\u{1B}[2K" : ""
         let camera = CameraPresence()
-        prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus)
+        // What the recording tells, gathered here and given to it when it runs.
+        var hooks = Recorder.Hooks()
+        prepareForCameraLoss(plan, presence: camera, clearStatus: clearStatus, hooks: &hooks)
         prepareEvents(plan.events, clearStatus: clearStatus)
-        sayWhenTheEncoderFallsBehind(plan, clearStatus: clearStatus)
-        let motion = try watchMotion(plan, clearStatus: clearStatus)
-        let httpServer = try plan.liveView.map { try makeHTTPServer(plan, live: $0, camera: camera, clearStatus: clearStatus) }
+        sayWhenTheEncoderFallsBehind(plan, clearStatus: clearStatus, hooks: &hooks)
+        let motion = try watchMotion(plan, clearStatus: clearStatus, hooks: &hooks)
+        let httpServer: LiveHTTPServer?
+        if let live = plan.liveView {
+            httpServer = try makeHTTPServer(plan, live: live, camera: camera, clearStatus: clearStatus, hooks: &hooks)
+        } else {
+            httpServer = nil
+        }
         for output in plan.fileOutputs {
             output.onFileFinished = { [weak recorder = plan.recorder] file in
                 let progress = recorder?.progress
@@ -39,7 +46,7 @@ extension RecordCommand {
             : nil
         status?.start()
         let httpRefused = Mutex<String?>(nil)
-        let recording = recordingService(plan, httpServer: httpServer, motion: motion, clearStatus: clearStatus,
+        let recording = recordingService(plan, hooks: hooks, httpServer: httpServer, motion: motion, clearStatus: clearStatus,
                                          refused: { reason in httpRefused.withLock { $0 = reason } })
         // The live view stops after the recording (its page shows the end), the signals last.
         await runServiceGroup(signals: signals, services: (httpServer.map { [$0] } ?? []) + [recording])
@@ -64,27 +71,27 @@ extension RecordCommand {
     }
 
     /// Frames dropped for want of encoder time are said as they happen, not only counted in `dropped=`.
-    private func sayWhenTheEncoderFallsBehind(_ plan: RecordingPlan, clearStatus: String) {
+    private func sayWhenTheEncoderFallsBehind(_ plan: RecordingPlan, clearStatus: String, hooks: inout Recorder.Hooks) {
         let (videoEncoder, source) = (plan.videoEncoder, plan.source)
         let behind = EncoderBehindWarning(encoder: videoEncoder.name, oneX264Thread: videoEncoder is X264Encoder && threads == 1 && slices == 1,
                                           threads: threads, preset: videoEncoder is VAAPIEncoder ? nil : preset, size: source.frameSize, framesPerSecond: source.framesPerSecond)
-        plan.recorder.onEncoderBehind = { dropped in printLine(clearStatus + behind.line(droppedSoFar: dropped)) }
+        hooks.onEncoderBehind = { dropped in printLine(clearStatus + behind.line(droppedSoFar: dropped)) }
     }
 
     /// `--motion`: the watcher started, looking at every frame before it is encoded; nil without it.
-    private func watchMotion(_ plan: RecordingPlan, clearStatus: String) throws -> MotionWatcher? {
+    private func watchMotion(_ plan: RecordingPlan, clearStatus: String, hooks: inout Recorder.Hooks) throws -> MotionWatcher? {
         guard let motion = try events.makeMotionWatcher(events: plan.events, size: plan.source.frameSize) else { return nil }
         motion.start { outcome in
             if let line = Self.describe(outcome, via: .motion) { printLine(clearStatus + "camrec: " + line) }
         }
-        plan.recorder.onFrameBeforeEncoding = { buffer in motion.look(at: buffer) }
+        hooks.onFrameBeforeEncoding = { buffer in motion.look(at: buffer) }
         return motion
     }
 
     /// `--http`: the server with the page's actions (an IDR, new files, an event) and, with event clips,
     /// each event's first picture as its thumbnail.
     private func makeHTTPServer(_ plan: RecordingPlan, live: LiveViewOutput, camera: CameraPresence,
-                                clearStatus: String) throws -> LiveHTTPServer {
+                                clearStatus: String, hooks: inout Recorder.Hooks) throws -> LiveHTTPServer {
         let eventClips = plan.events
         let thumbnails = eventClips != nil ? EventThumbnails(hevc: defaultCodec == .hevc) : nil
         if let thumbnails {
@@ -106,7 +113,7 @@ extension RecordCommand {
                                   event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
         return try makeHTTPServer(live: live, recorder: plan.recorder, source: plan.source,
                                   encoder: plan.encoders[defaultCodec] ?? plan.videoEncoder, actions: actions,
-                                  fileOutputs: plan.fileOutputs, outputs: plan.outputs, camera: camera)
+                                  fileOutputs: plan.fileOutputs, outputs: plan.outputs, camera: camera, hooks: &hooks)
     }
 
     /// SIGINT and SIGTERM end cleanly: the group's shutdown stops the recording first. SIGHUP starts new
@@ -128,7 +135,7 @@ extension RecordCommand {
 
     /// The recording on a thread of its own: the HTTP server listening first (else `refused` hears why),
     /// the outputs opened, the sound started with the first frame, then capture to the end.
-    private func recordingService(_ plan: RecordingPlan, httpServer: LiveHTTPServer?, motion: MotionWatcher?, clearStatus: String,
+    private func recordingService(_ plan: RecordingPlan, hooks: Recorder.Hooks, httpServer: LiveHTTPServer?, motion: MotionWatcher?, clearStatus: String,
                                   refused: @escaping @Sendable (String) -> Void) -> BlockingWorkService<RecordingResult> {
         let (outputSet, recorder, sound) = (plan.outputSet, plan.recorder, plan.sound)
         return BlockingWorkService(name: "recording", work: { () -> RecordingResult in
@@ -141,11 +148,12 @@ extension RecordCommand {
             do throws(OutputError) {
                 try outputSet.open { [weak recorder] error in recorder?.stop(failing: .output(error)) }
                 // Sound starts with the first frame and ends where the last one does, before the hubs close.
+                var hooks = hooks
                 if let sound {
-                    recorder.onVideoEnded = { end in sound.finish(atPresentation: end) }
+                    hooks.onVideoEnded = { end in sound.finish(atPresentation: end) }
                     sound.start { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
                 }
-                var result = recorder.run()
+                var result = recorder.run(hooks: hooks)
                 // Motion's last triggers before the clips are finished.
                 motion?.stop()
                 result.settle(outputs: outputSet.finish())

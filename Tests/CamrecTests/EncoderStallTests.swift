@@ -67,9 +67,10 @@ final class EncoderStallTests: ScratchDirectoryTestCase {
         let recorder = Recorder(source: TestPatternSource(size: size, fps: fps), encoder: encoder, hub: hub,
                                 keyframeInterval: 10, limits: .init(frames: frames), logger: Logger(label: "test"))
         let warnings = Mutex([UInt64]())
-        recorder.onEncoderBehind = { dropped in warnings.withLock { $0.append(dropped) } }
+        var hooks = Recorder.Hooks()
+        hooks.onEncoderBehind = { dropped in warnings.withLock { $0.append(dropped) } }
         try outputs.open { error in recorder.stop(failing: .output(error)) }
-        var result = recorder.run()
+        var result = recorder.run(hooks: hooks)
         result.settle(outputs: outputs.finish())
         XCTAssertNil(result.failure)
         return (result, try Tools.patternCounters(path), warnings.withLock { $0 })

@@ -118,7 +118,8 @@ final class RecorderTests: XCTestCase {
         let late = Mutex<Collected?>(nil)
         // Joins (and asks for its first IDR, as a TCP receiver does) after frame 0 is made an IDR and
         // before the encoder has it: frame 0 is on its way, so the cadence must stay 0, 30.
-        recorder.onFrameBeforeEncoding = { buffer in
+        var hooks = Recorder.Hooks()
+        hooks.onFrameBeforeEncoding = { buffer in
             guard buffer.sequence == 0,
                   let joined = hub.subscribe("late", from: .nextIDR, policy: .lossless(depth: 64), askForIDR: true) else { return }
             let collected = Collected(joined)
@@ -127,7 +128,7 @@ final class RecorderTests: XCTestCase {
         }
         let collected = Collected(all)
         collected.start()
-        XCTAssertNil(recorder.run().failure)
+        XCTAssertNil(recorder.run(hooks: hooks).failure)
         collected.waitUntilEnded()
         XCTAssertEqual(collected.units.filter(\.isIDR).map(\.sequence), [0, 30])
         let lateOne = try XCTUnwrap(late.withLock { $0 })

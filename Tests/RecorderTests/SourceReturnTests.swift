@@ -24,15 +24,15 @@ final class SourceReturnTests: XCTestCase {
         // Three frame threads: libx264 holds two frames back, which the loss must not strand.
         let recorder = Recorder(source: LosingSource(size: size, frames: 25), encoder: try encoder(threads: 3), hub: hub,
                                 keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
-        let returns = ScriptedReturn(size: size, frames: 25, times: 2)
-        recorder.sourceReturn = returns
+        var hooks = Recorder.Hooks()
+        hooks.sourceReturn = ScriptedReturn(size: size, frames: 25, times: 2)
         let publishedAtLoss = Mutex([Int]())
-        recorder.onSourceLost = { _ in publishedAtLoss.withLock { $0.append(hub.publishedCount) } }
+        hooks.onSourceLost = { _ in publishedAtLoss.withLock { $0.append(hub.publishedCount) } }
         let returned = Atomic<Int>(0)
-        recorder.onSourceReturned = { _, _ in returned.add(1, ordering: .relaxed) }
+        hooks.onSourceReturned = { _, _ in returned.add(1, ordering: .relaxed) }
         let got = Collected(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 128))))
         got.start()
-        let result = recorder.run()
+        let result = recorder.run(hooks: hooks)
         got.waitUntilEnded()
 
         XCTAssertEqual(publishedAtLoss.withLock { $0 }, [25, 50, 75], "each stretch wholly published before the outputs hear of the loss")
@@ -55,14 +55,15 @@ final class SourceReturnTests: XCTestCase {
                         EncodingBranch(encoder: try EncoderSelection.software(settings.1), hub: hubs.1, codec: .hevc)]
         let recorder = Recorder(source: LosingSource(size: size, frames: 20, live: false), branches: branches, keyframeInterval: 100,
                                 limits: .init(), logger: Logger(label: "test"))
-        recorder.sourceReturn = ScriptedReturn(size: size, frames: 20, times: 1, live: false)
+        var hooks = Recorder.Hooks()
+        hooks.sourceReturn = ScriptedReturn(size: size, frames: 20, times: 1, live: false)
         let atLoss = Mutex([[Int]]())
-        recorder.onSourceLost = { _ in atLoss.withLock { $0.append([hubs.0.publishedCount, hubs.1.publishedCount]) } }
+        hooks.onSourceLost = { _ in atLoss.withLock { $0.append([hubs.0.publishedCount, hubs.1.publishedCount]) } }
         let h264 = Collected(try XCTUnwrap(hubs.0.subscribe("a", from: .nextIDR, policy: .lossless(depth: 64))))
         let hevc = Collected(try XCTUnwrap(hubs.1.subscribe("b", from: .nextIDR, policy: .lossless(depth: 64))))
         h264.start()
         hevc.start()
-        _ = recorder.run()
+        _ = recorder.run(hooks: hooks)
         h264.waitUntilEnded()
         hevc.waitUntilEnded()
         XCTAssertEqual(atLoss.withLock { $0 }, [[20, 20], [40, 40]], "both encoders flushed before the outputs hear of each loss")
@@ -77,12 +78,13 @@ final class SourceReturnTests: XCTestCase {
         let recorder = Recorder(source: LosingSource(size: size, frames: 10), encoder: try encoder(threads: 1), hub: hub,
                                 keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
         let returns = ScriptedReturn(size: size, frames: 10, times: 0, waitForCancel: true)
-        recorder.sourceReturn = returns
+        var hooks = Recorder.Hooks()
+        hooks.sourceReturn = returns
         let stopper = recorder
-        recorder.onSourceLost = { _ in
+        hooks.onSourceLost = { _ in
             DispatchQueue.global().asyncAfter(deadline: .now() + 0.2) { stopper.stop() }
         }
-        let result = recorder.run()
+        let result = recorder.run(hooks: hooks)
         XCTAssertNil(result.failure, "a stop while waiting is a clean end")
         XCTAssertEqual(result.framesEncoded, 10)
         XCTAssertTrue(returns.wasCancelled)
@@ -93,9 +95,10 @@ final class SourceReturnTests: XCTestCase {
         let source = LosingSource(size: size, frames: 10)
         let recorder = Recorder(source: source, encoder: try encoder(threads: 1), hub: hub,
                                 keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
-        recorder.sourceReturn = ScriptedReturn(size: size, frames: 10, times: 1)
+        var hooks = Recorder.Hooks()
+        hooks.sourceReturn = ScriptedReturn(size: size, frames: 10, times: 1)
         source.onLoss = { recorder.stop() }
-        let result = recorder.run()
+        let result = recorder.run(hooks: hooks)
         XCTAssertNil(result.failure, "SIGINT as the camera went: a clean end, not 71")
         XCTAssertEqual(result.framesEncoded, 10)
     }
