@@ -27,6 +27,9 @@ public final class AudioCapture: Sendable {
     /// What the sound is, for the recording's first lines ("test tone 48000 Hz, mono, AAC at 128000 bit/s").
     public let summary: String
     private let engine: Monitor<Engine?>
+    /// Outlives the engine: the outputs and their muxers hold the last packets after `finish` (a chunk
+    /// returns to its pool through an unowned reference).
+    private let chunks = StreamChunkPool()
     private let hubs: [StreamHub]
     private let timeline: PresentationTimeline
     private let worker = Mutex<WorkerThread?>(nil)
@@ -154,7 +157,7 @@ public final class AudioCapture: Sendable {
         guard firstInput >= 0, real > 0, !hubs.isEmpty else { return }
         let capture = engine.source.captureTime(ofSample: UInt64(firstInput))
         guard let presentation = timeline.presentation(ofCapture: capture) else { return }
-        let chunk = engine.chunks.take()
+        let chunk = chunks.take()
         chunk.fill { $0.append(contentsOf: packet.bytes) }
         chunk.kind = .audio
         chunk.isIDR = false
@@ -172,7 +175,6 @@ public final class AudioCapture: Sendable {
     private final class Engine {
         let source: any SoundSource
         let encoder: SoundEncoder
-        let chunks = StreamChunkPool()
         var onFailure: @Sendable (EncoderError) -> Void = { _ in }
         var started = false
         var sequence: UInt64 = 0
