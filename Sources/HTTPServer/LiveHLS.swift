@@ -11,8 +11,11 @@ import Synchronization
 /// fragments) and strings the fragments from each IDR into a segment; the init segment is its
 /// `ftyp`+`moov` (`EXT-X-MAP`). Nothing is re-encoded or muxed twice.
 ///
-/// It runs only while asked: the first request starts it (from the newest IDR the hub holds), and it stops `idleSeconds` after the last one. It holds a window of at most
-/// `windowSegments` finished segments and `maximumBytes` in all; a segment is an immutable `ByteBuffer`
+/// It runs only while asked: the first request starts it (from the newest IDR the hub holds), and it stops
+/// `idleSeconds` after the last one. It lists a window of at most `windowSegments` finished segments; a
+/// segment that leaves the list stays fetchable for its own duration plus the playlist's (RFC 8216 6.2.2:
+/// a player that read the list just before may still ask for it), and all of them together stay within
+/// half of `maximumBytes`, the segment being made the other half. A segment is an immutable `ByteBuffer`
 /// that every fetcher shares, so fetchers cost no copies, and the packager never waits for them: it is a
 /// `.skipToIDR` subscriber, so neither it nor a slow fetcher can hold up capture.
 final class LiveHLS: Sendable {
@@ -31,6 +34,8 @@ final class LiveHLS: Sendable {
         var lastAsked: UInt64 = 0
         var initSegment: ByteBuffer?
         var segments: [Segment] = []
+        /// Segments that left the list, each fetchable until its monotonic deadline (nanoseconds).
+        var retired: [(segment: Segment, until: UInt64)] = []
         var nextSequence = 0
         /// At least 2: a viewer's IDR can make a segment of up to two picture groups of a second, and
         /// players expect the target to stay as it is.
@@ -86,7 +91,12 @@ final class LiveHLS: Sendable {
     /// A segment still in the window.
     func segment(_ sequence: Int) -> ByteBuffer? {
         askedNow()
-        return state.withLock { s in s.segments.first { $0.sequence == sequence }?.bytes }
+        let now = MonotonicClock.now()
+        return state.withLock { s in
+            s.retired.removeAll { $0.until <= now }
+            return s.segments.first { $0.sequence == sequence }?.bytes
+                ?? s.retired.first { $0.segment.sequence == sequence }?.segment.bytes
+        }
     }
 
     private func askedNow() {
@@ -149,6 +159,7 @@ final class LiveHLS: Sendable {
                 s.running = false
                 s.initSegment = nil
                 s.segments = []
+                s.retired = []
             }
         }
         guard let (subscription, fragmenter) = live.packagerFeed() else { return }
@@ -190,8 +201,18 @@ final class LiveHLS: Sendable {
             s.nextSequence += 1
             // EXTINF rounded must not exceed the target; it only grows, as players expect it to stay.
             s.targetSeconds = max(s.targetSeconds, Int(seconds.rounded()))
-            var total = s.segments.reduce(0) { $0 + $1.bytes.readableBytes }
-            while s.segments.count > Self.windowSegments || (s.segments.count > 1 && total > Self.maximumBytes / 2) {
+            let now = MonotonicClock.now()
+            let listed = s.segments.reduce(0) { $0 + $1.seconds }
+            s.retired.removeAll { $0.until <= now }
+            while s.segments.count > Self.windowSegments {
+                let gone = s.segments.removeFirst()
+                s.retired.append((gone, now + UInt64((gone.seconds + listed) * 1e9)))
+            }
+            var total = (s.segments + s.retired.map(\.segment)).reduce(0) { $0 + $1.bytes.readableBytes }
+            while total > Self.maximumBytes / 2, !s.retired.isEmpty {
+                total -= s.retired.removeFirst().segment.bytes.readableBytes
+            }
+            while s.segments.count > 1 && total > Self.maximumBytes / 2 {
                 total -= s.segments.removeFirst().bytes.readableBytes
             }
         }

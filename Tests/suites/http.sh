@@ -479,7 +479,8 @@ check "a viewer that never reads is dropped (after ${closed:-never} s) and held 
 # ManagedMediaSource in place of MediaSource (as on an iPhone); Chromium is asked to play the playlist
 # natively; a fetcher asks for a segment and never reads; 7 s in, Tests/tools/hls-check.py reads the
 # playlist and every segment in it. And 13 s after the first request the window (6 segments of about a
-# second) has moved on.
+# second) has moved on, the segment that left it last still served (RFC 8216 6.2.2: for its own duration
+# plus the playlist's, about 7 s), and 21 s after it the first segment is gone.
 next_port; P=$PORT; U="http://127.0.0.1:$P"
 "$CAMREC" --test-pattern --size 640x360 --fps 30 --keyframe-interval 30 --frames 720 --http "127.0.0.1:$P" "$W/hls.h264" 2>"$W/hls.log" & CAM=$!; PIDS+=($CAM)
 wait_listen "$P"
@@ -496,9 +497,14 @@ head = s.recv(65536).decode(errors="replace"); segment = [l for l in head.split(
 for _ in range(3): s.sendall(b"GET " + segment.encode() + b" HTTP/1.1\r\nHost: camrec\r\n\r\n")
 time.sleep(15)' "$P" 2>"$W/slow.err" & SLOW=$!; PIDS+=($SLOW)
 (sleep 7; python3 "$TOOLS/hls-check.py" "$U/live.m3u8" "$W/hls-segments" 30 >"$W/hls-check.json" 2>"$W/hls-check.err") & CHECKER=$!; PIDS+=($CHECKER)
-# 13 s after the first request the window has moved on: at most 6 segments, and the first is gone.
+# 13 s after the first request the window has moved on: at most 6 segments, the one before them still
+# served; 21 s after it the first is gone.
 (while awk -v a="$t_ask" -v b="$(now)" 'BEGIN { exit !(b - a < 13) }'; do sleep 0.5; done
- curl -s -m 15 "$U/live.m3u8" >"$W/late.m3u8"; curl -s -o /dev/null -w '%{http_code}' "$U/hls/0.m4s" >"$W/gone") & LATE=$!; PIDS+=($LATE)
+ curl -s -m 15 "$U/live.m3u8" >"$W/late.m3u8"
+ left=$(( $(sed -n 's/^#EXT-X-MEDIA-SEQUENCE://p' "$W/late.m3u8" | tr -d '\r') - 1 ))
+ curl -s -o /dev/null -w "$left %{http_code}" "$U/hls/$left.m4s" >"$W/recent"
+ while awk -v a="$t_ask" -v b="$(now)" 'BEGIN { exit !(b - a < 21) }'; do sleep 0.5; done
+ curl -s -o /dev/null -w '%{http_code}' "$U/hls/0.m4s" >"$W/gone") & LATE=$!; PIDS+=($LATE)
 MMS=$(python3 "$TOOLS/browser-edge.py" "$U/?mse" 5 "$U/api/status" --managed 2>"$W/mms.err") ||
     MMS="{\"error\": \"browser-edge failed: $(tail -1 "$W/mms.err" | tr -d '"\\')\"}"
 # After the page, not beside it: two Chromiums beside ffmpeg, GStreamer and the netem minute made the
@@ -548,8 +554,9 @@ check "Chromium plays /live.m3u8 itself in a <video> (canPlayType $(field "$NATI
 check "the page where only ManagedMediaSource exists: it used it ($(field "$MMS" managed_used)) with remote playback off ($(field "$MMS" disable_remote_playback)), played ($(field "$MMS" frames) frames, error $(field "$MMS" error), numbers backwards $(field "$MMS" counters_backwards)) and says so ($(field "$MMS" shown_text))" \
     eval "[ '$(field "$MMS" managed_used)/$(field "$MMS" disable_remote_playback)/$(field "$MMS" error)/$(field "$MMS" counters_backwards)' = 1/True//0 ] && at_least '$(field "$MMS" frames)' 60 && grep -q ManagedMediaSource <<<'$(field "$MMS" shown_text)'"
 late_segments=$(grep -c '\.m4s$' "$W/late.m3u8")
-check "the HLS window moved on: 13 s after the first request the playlist lists $late_segments segments (1 to 6) and the first has left it ($(cat "$W/gone")): 404)" \
-    eval "[ $late_segments -ge 1 -a $late_segments -le 6 ] && [ '$(cat "$W/gone")' = 404 ]"
+read -r recent_seq recent_code <"$W/recent"
+check "the HLS window moved on: 13 s after the first request the playlist lists $late_segments segments (1 to 6), segment $recent_seq, which just left it, is still served ($recent_code: 200), and 21 s after it the first is gone ($(cat "$W/gone"): 404)" \
+    eval "[ $late_segments -ge 1 -a $late_segments -le 6 ] && [ '$recent_seq' -ge 1 ] && [ '$recent_code' = 200 ] && [ '$(cat "$W/gone")' = 404 ]"
 hls_dropped=$(dropped_of "$W/hls.log")
 check "HLS fetchers, Chromium and one that never reads held nothing up: camrec exits 0 (status $rc) and the file beside holds 720 frames from 0, the missing exactly the ${hls_dropped:-?} reported dropped (at most $MAX_DROPPED)" \
     eval "[ $rc -eq 0 ] && accounts '$W/hls.h264' 720 '$W/hls.log'"
