@@ -196,7 +196,7 @@ public final class LiveHTTPServer: Sendable {
                             body: ResponseBody(byteBuffer: bytes))
         }
         router.ws("/live", shouldUpgrade: { [live] _, _ in
-            guard live.viewerCount < live.maximumViewers else {
+            guard live.reservePlace() else {
                 throw HTTPError(.serviceUnavailable, message: "\(live.maximumViewers) viewers are watching already")
             }
             return .upgrade([:])

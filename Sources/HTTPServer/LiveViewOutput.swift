@@ -1,5 +1,6 @@
 import Audio
 import Containers
+import Frames
 import Hub
 import Outputs
 import Synchronization
@@ -16,6 +17,8 @@ public final class LiveViewOutput: StreamOutput, Sendable {
     private struct State {
         var hub: StreamHub?
         var viewers: [LiveViewer] = []
+        /// Places promised by `reservePlace` to upgrades not yet joined: each one's monotonic deadline.
+        var promised: [UInt64] = []
         var servedViewers = 0
         /// Fragments sent to browsers that have left, and access units they skipped.
         var sentToViewers = (frames: 0, bytes: 0)
@@ -55,6 +58,7 @@ public final class LiveViewOutput: StreamOutput, Sendable {
     /// a fragment per access unit. Nil when `maximumViewers` are watching or the recording is over.
     func join() -> LiveViewer? {
         let joined: LiveViewer?? = state.withLock { s in
+            if !s.promised.isEmpty { s.promised.removeFirst() }
             guard !s.ended, let hub = s.hub, s.viewers.count < maximumViewers else { return .some(nil) }
             guard let subscription = hub.subscribe("viewer", from: .nextIDR, policy: .skipToIDR(depth: queueLimit),
                                                    withAudio: audio != nil) else {
@@ -117,6 +121,19 @@ public final class LiveViewOutput: StreamOutput, Sendable {
     }
 
     public var viewerCount: Int { state.withLock { $0.viewers.count } }
+
+    /// Promises an upgrade a place before it is answered 101, so that many upgrades at once cannot all pass
+    /// a count that only `join` raises. A promise not taken by `join` (the upgrade never completed) lapses
+    /// after 10 s.
+    func reservePlace() -> Bool {
+        let now = MonotonicClock.now()
+        return state.withLock { s in
+            s.promised.removeAll { $0 <= now }
+            guard !s.ended, s.viewers.count + s.promised.count < maximumViewers else { return false }
+            s.promised.append(now + 10_000_000_000)
+            return true
+        }
+    }
 
     /// The recording's sound goes to browsers with the picture.
     var hasSound: Bool { audio != nil }
