@@ -268,6 +268,20 @@ public final class Subscription: @unchecked Sendable {
         return .timedOut
     }
 
+    /// A writer thread's loop: every access unit until the stream ends goes to `body` (and back to its
+    /// pool after it), and `woken` runs where a `wake()` falls in the stream.
+    public func drain(woken: () -> Void, _ body: (StreamChunk) -> Void) {
+        while true {
+            switch nextUnlessWoken() {
+            case .chunk(let chunk):
+                defer { chunk.release() }
+                body(chunk)
+            case .timedOut: woken()
+            case .ended: return
+            }
+        }
+    }
+
     /// Wakes the thread in `nextUnlessWoken()` once what is queued now has been taken.
     public func wake() {
         lock()

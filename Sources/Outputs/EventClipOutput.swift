@@ -83,17 +83,9 @@ final class EventClipOutput: @unchecked Sendable {
     }
 
     private func run() {
-        while let subscription {
-            let chunk: StreamChunk
-            switch subscription.nextUnlessWoken() {
-            case .chunk(let next): chunk = next
-            case .timedOut:
-                endIfAtGap()
-                continue
-            case .ended: return
-            }
-            defer { chunk.release() }
-            if shared.withLock({ $0.failure != nil }) { continue }
+        guard let subscription else { return }
+        subscription.drain(woken: endIfAtGap) { chunk in
+            if shared.withLock({ $0.failure != nil }) { return }
             do {
                 try write(chunk)
             } catch {

@@ -130,17 +130,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     private func run() {
-        while let subscription {
-            let chunk: StreamChunk
-            switch subscription.nextUnlessWoken() {
-            case .chunk(let next): chunk = next
-            case .timedOut:
-                endFileIfAtGap()
-                continue
-            case .ended: return
-            }
-            defer { chunk.release() }
-            if shared.withLock({ $0.failure != nil }) { continue }
+        subscription?.drain(woken: endFileIfAtGap) { chunk in
+            if shared.withLock({ $0.failure != nil }) { return }
             do {
                 try write(chunk)
             } catch {
