@@ -59,17 +59,17 @@ let package = Package(
             .product(name: "SystemPackage", package: "swift-system"),
         ]),
         .target(name: "Encoder", dependencies: ["CFFmpeg", "CX264", "CX265", "Libav", "Frames", "Bitstream", "SystemSupport"]),
-        .target(name: "Pipeline", dependencies: [
+        .target(name: "Threading", dependencies: [
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         // Motion in the picture, from the pool buffers' luma before encoding (pure Swift).
         .target(name: "Motion", dependencies: ["Frames"]),
         // The seam between encoders and everything that takes their stream: a hub per encoded
         // stream with the recent access units, the one keyframe gate, and subscriptions.
-        .target(name: "Hub", dependencies: ["Frames", "Pipeline"]),
+        .target(name: "Hub", dependencies: ["Frames", "Threading"]),
         // The recording's sound: sources (the test tone), the AAC encoder (libavcodec), and the thread
         // that stamps packets on the video's clock and publishes them into the hubs.
-        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Capture", "Frames", "Hub", "Pipeline", "Encoder", "SystemSupport"]),
+        .target(name: "Audio", dependencies: ["CALSA", "CFFmpeg", "Libav", "Capture", "Frames", "Hub", "Threading", "Encoder", "SystemSupport"]),
         // The network layer both the outputs and the receiver use: TCP sockets and endpoints (every
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.
@@ -80,7 +80,7 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Outputs", dependencies: [
-            "Bitstream", "Pipeline", "NetStream", "Hub", "Frames", "SystemSupport",
+            "Bitstream", "Threading", "NetStream", "Hub", "Frames", "SystemSupport",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
@@ -89,7 +89,7 @@ let package = Package(
         .target(name: "Containers", dependencies: ["CFFmpeg", "Libav", "Outputs", "NetStream", "Bitstream", "Hub", "Audio", "SystemSupport"]),
         // `--http`: the live page (WebRTC through /whep, else fragmented MP4 over a WebSocket), status, snapshot, metrics.
         .target(name: "HTTPServer", dependencies: [
-            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Pipeline", "SystemSupport", "CGStreamer",
+            "Containers", "Outputs", "Bitstream", "Frames", "Libav", "Hub", "Audio", "NetStream", "Threading", "SystemSupport", "CGStreamer",
             .product(name: "Hummingbird", package: "hummingbird"),
             .product(name: "HummingbirdCore", package: "hummingbird"),
             .product(name: "HummingbirdWebSocket", package: "hummingbird-websocket"),
@@ -110,18 +110,18 @@ let package = Package(
             .product(name: "NIOPosix", package: "swift-nio"),
         ]),
         .target(name: "Receiver", dependencies: [
-            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Pipeline", "SystemSupport",
+            "CFFmpeg", "Libav", "Bitstream", "Frames", "NetStream", "Outputs", "Threading", "SystemSupport",
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .target(name: "Recorder", dependencies: [
-            "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Pipeline", "Hub",
+            "Frames", "Capture", "Encoder", "Outputs", "Bitstream", "Threading", "Hub",
             .product(name: "Logging", package: "swift-log"),
         ]),
         .executableTarget(name: "camrec", dependencies: [
             "Recorder", "Hub", "Bitstream", "Frames", "Capture", "Containers", "Encoder", "Libav", "NetStream", "Outputs", "Receiver", "HTTPServer", "RTSP", "RTSPServer",
-            "Pipeline", "Motion", "Audio", "SystemSupport",
+            "Threading", "Motion", "Audio", "SystemSupport",
             .product(name: "ArgumentParser", package: "swift-argument-parser"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
             .product(name: "Logging", package: "swift-log"),
@@ -139,23 +139,23 @@ let package = Package(
         // reference the direct encoders are compared with) and `visibleBytes`. camrec itself never uses it.
         .target(name: "TestSupport", dependencies: ["Encoder", "Frames", "Bitstream", "CFFmpeg", "Libav"], path: "Tests/TestSupport"),
         .testTarget(name: "SystemSupportTests", dependencies: ["SystemSupport"]),
-        .testTarget(name: "FramesTests", dependencies: ["Frames", "Pipeline", "TestSupport"]),
+        .testTarget(name: "FramesTests", dependencies: ["Frames", "Threading", "TestSupport"]),
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream", "SystemSupport"]),
-        .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Pipeline", "CFFmpeg", "TestSupport"]),
+        .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Threading", "CFFmpeg", "TestSupport"]),
         .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream", "TestSupport"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub", "Libav"]),
-        .testTarget(name: "HubTests", dependencies: ["Hub", "Pipeline"]),
-        .testTarget(name: "PipelineTests", dependencies: ["Pipeline", "Frames"]),
+        .testTarget(name: "HubTests", dependencies: ["Hub", "Threading"]),
+        .testTarget(name: "ThreadingTests", dependencies: ["Threading", "Frames"]),
         // What --motion costs, measured: swift run -c release motion-benchmark
         .executableTarget(name: "motion-benchmark", dependencies: ["Motion", "Capture", "Frames"], path: "benchmarks/motion-benchmark"),
         .testTarget(name: "MotionTests", dependencies: ["Motion", "Capture", "Frames"]),
         .testTarget(name: "RecorderTests", dependencies: [
-            "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs", "Pipeline",
+            "Recorder", "Hub", "Capture", "Encoder", "Frames", "Bitstream", "Outputs", "Threading",
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio"]),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Pipeline"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Threading"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "NetStream", "Outputs"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Bitstream"]),

@@ -29,7 +29,7 @@ cd "$(dirname "$0")/.."
 export PATH="/opt/swift/usr/bin:$PATH"
 
 MODULES=(AudioTests BitstreamTests CaptureTests ContainersTests EncoderTests FramesTests HTTPServerTests HubTests
-         NetStreamTests OutputsTests PipelineTests RTSPTests ReceiverTests RecorderTests SystemSupportTests CamrecTests)
+         NetStreamTests OutputsTests ThreadingTests RTSPTests ReceiverTests RecorderTests SystemSupportTests CamrecTests)
 LEFT_OUT=(CamrecTests.CommandLineErrorTests CamrecTests.EncoderStallTests CamrecTests.EventClipTests
           CamrecTests.FileTroubleEndToEndTests CamrecTests.HEVCRecordingEndToEndTests
           CamrecTests.HostileOptionsAndSignalsTests CamrecTests.HostileNamesTests

@@ -2,7 +2,7 @@ import Capture
 import Encoder
 import Frames
 import Hub
-import Pipeline
+import Threading
 import Synchronization
 
 /// The recording's sound, a producer beside the video encoders: a source, the AAC encoder and the

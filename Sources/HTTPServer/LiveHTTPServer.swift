@@ -5,7 +5,7 @@ import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
 import NIOCore
-import Pipeline
+import Threading
 import ServiceLifecycle
 import Synchronization
 

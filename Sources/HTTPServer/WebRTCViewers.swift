@@ -3,7 +3,7 @@ import CGStreamer
 import Glibc
 import Hub
 import Libav
-import Pipeline
+import Threading
 import Synchronization
 
 /// `POST /whep` (WHEP): browsers watching over WebRTC, each a GStreamer webrtcbin session

@@ -1,4 +1,4 @@
-import Pipeline
+import Threading
 
 /// How a recording's monotonic capture times (V4L2 buffer stamps, ALSA period stamps, the test
 /// sources' schedule: all CLOCK_MONOTONIC) map onto its presentation times, which start at zero with

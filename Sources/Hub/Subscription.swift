@@ -1,5 +1,5 @@
 import Glibc
-import Pipeline
+import Threading
 
 /// Told when a subscription has something to take (an access unit queued, or the end), so that one
 /// consumer can serve many subscriptions without a task waiting on each (`Subscription.poll`). Rung on

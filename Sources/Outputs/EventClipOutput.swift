@@ -1,5 +1,5 @@
 import Hub
-import Pipeline
+import Threading
 import Synchronization
 
 /// One event clip of an `EventRecorder`: the stream from an IDR in the hub's ring (the pre-roll) to

@@ -1,7 +1,7 @@
 import Frames
 import Glibc
 import Hub
-import Pipeline
+import Threading
 import NetStream
 import Synchronization
 

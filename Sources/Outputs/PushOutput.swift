@@ -3,7 +3,7 @@ import Frames
 import Glibc
 import Hub
 import NetStream
-import Pipeline
+import Threading
 import Synchronization
 
 /// Pushes the stream to a media server (`rtsp://`, `rtmp://`, `srt://`, through libavformat, whose

@@ -1,7 +1,7 @@
 import Bitstream
 import Glibc
 import Hub
-import Pipeline
+import Threading
 import Synchronization
 
 /// An output stage with its own thread and a `.lossless` hub subscription in front of a `ByteSink`,

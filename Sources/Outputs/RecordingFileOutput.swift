@@ -1,7 +1,7 @@
 import Bitstream
 import Glibc
 import Hub
-import Pipeline
+import Threading
 import Synchronization
 
 /// Recording to files: a name pattern, optional segments, a timestamps sidecar, retention, and

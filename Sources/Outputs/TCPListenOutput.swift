@@ -4,7 +4,7 @@ import Hub
 import NIOCore
 import NIOPosix
 import NetStream
-import Pipeline
+import Threading
 import Synchronization
 import SystemPackage
 import SystemSupport

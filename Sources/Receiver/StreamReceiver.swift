@@ -4,7 +4,7 @@ import Glibc
 import NIOCore
 import NetStream
 import Outputs
-import Pipeline
+import Threading
 import ServiceLifecycle
 import Synchronization
 import SystemPackage

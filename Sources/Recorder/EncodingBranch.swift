@@ -3,7 +3,7 @@ import Encoder
 import Frames
 import Hub
 import Outputs
-import Pipeline
+import Threading
 import Synchronization
 
 /// One encoder, the stream writer that keeps its output to camrec's contract, and the hub its stream

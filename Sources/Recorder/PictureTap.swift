@@ -2,7 +2,7 @@ import Encoder
 import Frames
 import Hub
 import Logging
-import Pipeline
+import Threading
 import Synchronization
 
 /// `/stream.mjpg` for a raw camera or the test pattern: one JPEG encode of a frame, on a thread of its

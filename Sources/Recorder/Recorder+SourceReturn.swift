@@ -1,6 +1,6 @@
 import Capture
 import Frames
-import Pipeline
+import Threading
 
 /// What the capture thread hands the encoding loop.
 enum CaptureItem {

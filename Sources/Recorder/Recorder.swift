@@ -6,7 +6,7 @@ import Encoder
 import Glibc
 import Logging
 import Outputs
-import Pipeline
+import Threading
 import Synchronization
 
 /// Runs one recording: source → pool buffer → encoder → stream writer → hub.

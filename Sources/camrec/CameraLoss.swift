@@ -2,7 +2,7 @@ import ArgumentParser
 import Capture
 import Glibc
 import Outputs
-import Pipeline
+import Threading
 import Recorder
 import Synchronization
 import SystemSupport

@@ -6,7 +6,7 @@ import Containers
 import Frames
 import Hub
 import Motion
-import Pipeline
+import Threading
 import Outputs
 import SystemSupport
 

@@ -1,5 +1,5 @@
 import Glibc
-import Pipeline
+import Threading
 
 /// Runs a user's command (`--on-camera-change`, `--on-event-end`) through /bin/sh without waiting for
 /// it. What happened reaches it in environment variables, never in the command line, so nothing from

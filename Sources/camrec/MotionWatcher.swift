@@ -2,7 +2,7 @@ import Frames
 import Hub
 import Motion
 import Outputs
-import Pipeline
+import Threading
 import Synchronization
 
 /// Motion, as triggers: confirmed motion starts or extends an event, at most every half second of

@@ -3,7 +3,7 @@ import Glibc
 import Logging
 import NetStream
 import Outputs
-import Pipeline
+import Threading
 import Receiver
 import Recorder
 import Synchronization

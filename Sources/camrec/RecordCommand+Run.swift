@@ -4,7 +4,7 @@ import Glibc
 import HTTPServer
 import Logging
 import Outputs
-import Pipeline
+import Threading
 import Recorder
 import Synchronization
 import SystemSupport

@@ -12,7 +12,7 @@ import NetStream
 import Outputs
 import Recorder
 import Libav
-import Pipeline
+import Threading
 import Synchronization
 import SystemSupport
 

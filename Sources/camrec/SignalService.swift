@@ -1,6 +1,6 @@
 import Glibc
 import Logging
-import Pipeline
+import Threading
 import ServiceLifecycle
 import Synchronization
 

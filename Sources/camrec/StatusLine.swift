@@ -1,6 +1,6 @@
 import Frames
 import Glibc
-import Pipeline
+import Threading
 import Synchronization
 
 /// One line on a terminal, redrawn in place twice a second. It measures frame and bit rates from

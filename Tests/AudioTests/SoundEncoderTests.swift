@@ -1,5 +1,5 @@
 import CFFmpeg
-import Pipeline
+import Threading
 import Synchronization
 import XCTest
 

@@ -1,6 +1,6 @@
 import Frames
 import Glibc
-import Pipeline
+import Threading
 import Synchronization
 import XCTest
 

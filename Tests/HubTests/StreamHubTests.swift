@@ -1,4 +1,4 @@
-import Pipeline
+import Threading
 import Synchronization
 import XCTest
 

@@ -1,5 +1,5 @@
 import Logging
-import Pipeline
+import Threading
 import ServiceLifecycle
 import Synchronization
 import XCTest

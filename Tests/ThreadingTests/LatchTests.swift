@@ -1,7 +1,7 @@
 import Frames
 import Foundation
 import Glibc
-import Pipeline
+import Threading
 import Synchronization
 import XCTest
 

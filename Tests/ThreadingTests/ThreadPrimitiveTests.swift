@@ -1,10 +1,10 @@
 import Frames
 import Glibc
-import Pipeline
+import Threading
 import Synchronization
 import XCTest
 
-/// The invariants the `@unchecked Sendable` primitives of Pipeline rest on, exercised from several
+/// The invariants the `@unchecked Sendable` primitives of Threading rest on, exercised from several
 /// threads at once (scripts/tsan.sh runs this class under ThreadSanitizer, which sees any access
 /// outside them).
 final class ThreadPrimitiveTests: XCTestCase {
