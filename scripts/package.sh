@@ -44,7 +44,12 @@ quietly() {   # a build's output goes to a log; its last lines are shown when it
 }
 # The runtime's link arguments export every symbol of camrec's own objects (-export-dynamic: 1.8 MiB of
 # .dynsym/.dynstr/.gnu.hash, read at every start); nothing looks camrec's symbols up, so they stay local.
+# Every function in a section of its own (Swift and C, dependencies too), laid out in the order of
+# packaging/camrec.order (scripts/code-order.sh): the code a recording runs lies together instead of in
+# ~140 of the 64 KiB blocks the kernel maps at a time, and functions nothing calls are left out.
 quietly "$scratch/camrec-build.log" swift build -c release --static-swift-stdlib -Xlinker --no-export-dynamic \
+    -Xswiftc -Xfrontend -Xswiftc -function-sections -Xcc -ffunction-sections \
+    -Xlinker --symbol-ordering-file="$PWD/packaging/camrec.order" -Xlinker --no-warn-symbol-ordering \
     --scratch-path "$scratch" --product camrec
 bin=$scratch/release/camrec
 [[ -x $bin ]] || { echo "package.sh: the build made no $bin" >&2; exit 70; }
