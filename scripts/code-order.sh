@@ -4,7 +4,7 @@
 #
 # Why: the kernel maps a cached file's pages 64 KiB at a time around each one touched (fault-around), so a
 # function run once keeps its whole 64 KiB block of the binary resident. The code a recording runs is about
-# 1 MB, but left where the linker puts it (object by object) it is spread over some 140 blocks, 8 MiB of
+# 1.1 MB, but left where the linker puts it (object by object) it is spread over some 180 blocks, 8 MiB of
 # resident code. Compiled with function sections (package.sh) and laid out in this order, it lies together.
 #
 # How: BINARY (camrec unstripped, linked as the package is: --static-swift-stdlib; valgrind 3.19 stops in
