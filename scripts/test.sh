@@ -18,9 +18,10 @@
 # (optimised). --quick uses the same build: a debug bundle ran the XCTests in 405 s in one process
 # (2026-11-27), over --quick's whole budget, and two debug processes side by side were flaky.
 # The suites that boot the VM (they source Tests/lib/vm-suite.sh; qemu runs mostly on one core) run
-# in a lane of their own beside the rest; the suites that may run beside anything (FLOATING below)
-# wait in a queue that each lane takes from when its own list is done, so both lanes end together
-# whichever is slower that day (1598 s in all on 0a94237, 2026-11-26: build 388 s, then the lanes). The
+# in a lane of their own beside the rest, and the suites that mostly wait (WAITING below) in a third;
+# the suites that may run beside anything (FLOATING below) wait in a queue that each lane takes from
+# when its own list is done, so the lanes end together whichever is slower that day (1598 s in all on
+# 0a94237, 2026-11-26: build 388 s, then the lanes). The
 # table's cpu-s column says where the time goes: the VM suites take most of it (every process started in
 # the emulated guest costs it over 0.1 s of CPU, camrec's own start-up 1-2 s). Each suite's output goes
 # to its own log; the side lane's suites are printed whole when they end.
@@ -30,7 +31,7 @@
 #              TEST_JOBS=1   one suite at a time, in the old order (swift test, then
 #                            Tests/suites/*.sh by name): if running side by side proves flaky
 #              TEST_JOBS=2   (default) the side lane (the VM suites) beside the rest, and the queue;
-#                            the WAITING suites in a third lane beside both
+#                            the WAITING suites in a third lane beside both, then the queue
 #
 # It fails (besides any failed check) when:
 #   - an XCTest is skipped that is not in EXPECTED_SKIPS below;
@@ -327,13 +328,16 @@ T_BUILD=$(( $(date +%s) - T_BUILD ))
 
 # --- the suites: the side lane (VM suites), the rest, and a queue both lanes take from ---
 # FLOATING suites may run beside any other (no fixed port, no X display, no shared file; a VM suite
-# boots its own VM): each lane, when its own list is done, takes the next one nobody has taken
-# (mkdir is the claim), so the lanes end together whichever is slower that day. Longest first.
-FLOATING=(fuzz vm-microphone vm-mjpeg vm-unattended readme-promises)
+# boots its own VM): each of the three lanes, when its own list is done, takes the next one nobody has
+# taken (mkdir is the claim), so the lanes end together whichever is slower that day. Longest first
+# (226, 200, 130, 115 and 44 s beside stress-ng --cpu 1, 2026-11-27).
+FLOATING=(vm-mjpeg vm-microphone fuzz vm-unattended readme-promises)
 # WAITING suites spend most of their time waiting on real time at little CPU (rtsp: clients held for
-# 3 minutes past the session timeout, 5 fps) and may run beside anything: a third lane of their own,
-# from the start, so their minutes of waiting overlap the two busy lanes instead of adding to one.
-WAITING=(rtsp)
+# 3 minutes past the session timeout, 5 fps; cpu-s a third to a half of their seconds) and may run
+# beside anything: a third lane of their own, in this order, then the queue, so their minutes of
+# waiting overlap the two busy lanes instead of adding to one. On 898f652 the rest's lane (build 440 s,
+# then 1370 s of suites) was the run's whole 1810 s while this lane, rtsp alone, idled from 630 s on.
+WAITING=(rtsp publish seed-receivers network network-load)
 SEEN=()
 HOST=(swift-tests) SIDE=() ALL=(swift-tests) FLOAT=() WAIT_LANE=()
 if ((QUICK)); then
@@ -344,11 +348,12 @@ else
     name=$(basename "$s" .sh)
     ALL+=("$name")
     if [[ " ${FLOATING[*]} " == *" $name "* ]]; then continue
-    elif [[ " ${WAITING[*]} " == *" $name "* ]]; then WAIT_LANE+=("$name")
+    elif [[ " ${WAITING[*]} " == *" $name "* ]]; then continue
     elif grep -q 'lib/vm-suite.sh' "$s"; then SIDE+=("$name")
     else HOST+=("$name"); fi
   done
   for name in "${FLOATING[@]}"; do [[ " ${ALL[*]} " == *" $name "* ]] && FLOAT+=("$name"); done
+  for name in "${WAITING[@]}"; do [[ " ${ALL[*]} " == *" $name "* ]] && WAIT_LANE+=("$name"); done
   if [[ -n ${ONLY:-} ]]; then
     # only() keeps the names of an array that ONLY lists.
     only() { local n; for n; do [[ " ${ONLY//,/ } " == *" $n "* ]] && echo "$n"; done; }
@@ -416,10 +421,15 @@ else
   # After the test targets' build: started beside its two compile jobs and the VM, the rtsp suite's
   # H.265 clients got 58-71 frames in 5 s of a 30 fps recording (load 13, 2026-11-27).
   if ((${#WAIT_LANE[@]})); then
-    echo "== the waiting lane, beside both: ${WAIT_LANE[*]} (printed whole when it ends)"
+    echo "== the waiting lane, beside both: ${WAIT_LANE[*]}, then from the queue what the others have not taken (each printed whole when it ends)"
     (
       trap '[[ -n $RUNNING ]] && kill -TERM "$RUNNING" 2>/dev/null; exit 143' TERM
       for name in "${WAIT_LANE[@]}"; do
+        suite_command "$name"
+        run_suite "$name" "$(limit_of "$name")" 0 "${CMD[@]}"
+      done
+      for name in "${FLOAT[@]}"; do
+        claim "$name" || continue
         suite_command "$name"
         run_suite "$name" "$(limit_of "$name")" 0 "${CMD[@]}"
       done
