@@ -4,7 +4,7 @@ must pass the camera's H.264/H.265 on without touching a picture. Shares no code
 Annex B itself and compares the slice NAL units (H.264 types 1-5, H.265 types 0-31) of RECORDED with
 those of SENT (the stream as the camera wrote it, start codes and all other units ignored).
 
-Usage: slices-match.py SENT RECORDED [--hevc] [--from-first] [--gaps-to-idr] [--torn-by-writer]
+Usage: slices-match.py SENT RECORDED [--hevc] [--from-first] [--gaps-to-idr] [--torn-by-writer [--torn-out FILE]]
        slices-match.py SENT SENT [--hevc] --count-units
 The recording's slices must be a run of consecutive source slices (no slice changed, left out,
 repeated or reordered); with --from-first the run must begin with the source's first slice. With
@@ -14,7 +14,9 @@ With --torn-by-writer a slice may be torn by v4l2loopback, which writes into the
 or not a reader still holds one (a driver that owns its buffers never does): the source's next slice, of its
 length, but for one stretch that begins with 64 bytes or more of one of the next 16 source slices and
 holds its bytes up to the stretch's or that slice's end, with the writer's gap right after it (the
-recording ends, or its next slice is not the source's next).
+recording ends, or its next slice is not the source's next). --torn-out writes the torn slices, as the
+recording holds them, to FILE (Annex B; empty when none): Tests/tools/rtsp-compare.py --torn leaves their
+pictures out, a decoder's picture of a damaged slice being no truth to compare copies with.
 Exit status: 0 when they are, 1 when not, 2 for a file with no slices. The last line says what was found:
   slices=N first=K missing=M stretches=S (the recording's N slices are the source's from K on, M left out in S stretches)
 and with --torn-by-writer " torn=T" after it (T of the N were torn so).
@@ -74,7 +76,12 @@ def main():
     parser.add_argument("--count-units", action="store_true")
     parser.add_argument("--gaps-to-idr", action="store_true")
     parser.add_argument("--torn-by-writer", action="store_true")
+    parser.add_argument("--torn-out", metavar="FILE")
     args = parser.parse_args()
+    if args.torn_out and not args.torn_by_writer:
+        parser.error("--torn-out needs --torn-by-writer")
+    if args.torn_out:
+        open(args.torn_out, "wb").close()   # none known until the recording has matched
     if args.count_units:
         types = [(u[0] >> 1) & 0x3F if args.hevc else u[0] & 0x1F for u in units(args.sent)]
         sets, aud, sei = ((32, 33, 34), 35, (39, 40)) if args.hevc else ((7, 8), 9, (6,))
@@ -92,6 +99,7 @@ def main():
         return 1
     k = first
     missing = stretches = torn = 0
+    torn_slices = []
     idr = (lambda u: (u[0] >> 1) & 0x3F in (19, 20)) if args.hevc else (lambda u: u[0] & 0x1F == 5)
     for i, unit in enumerate(got):
         if k < len(sent) and sent[k] == unit:
@@ -106,6 +114,7 @@ def main():
         if args.torn_by_writer and k < len(sent) and torn_from(unit, sent[k], sent[k + 1:k + 17]) \
                 and (i + 1 == len(got) or k + 1 == len(sent) or got[i + 1] != sent[k + 1]):
             torn += 1
+            torn_slices.append(unit)
             k += 1
             continue
         where = next((j for j, s in enumerate(sent) if s == unit), None)
@@ -113,6 +122,9 @@ def main():
               + (f" but its slice {where}" if where is not None else ", nor any other")
               + (" (and not an IDR after left-out slices)" if args.gaps_to_idr else ""))
         return 1
+    if args.torn_out:
+        with open(args.torn_out, "wb") as out:
+            out.write(b"".join(b"\x00\x00\x00\x01" + unit for unit in torn_slices))
     if args.from_first and first != 0:
         print(f"the recording begins at the source's slice {first}, not its first")
         return 1
