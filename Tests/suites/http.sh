@@ -37,7 +37,8 @@
 # hlsdemux decode every segment they fetch with no error, nothing left out; Chromium plays it itself; the
 # window moves on; the page uses ManagedMediaSource where MediaSource is missing, remote playback off; a
 # fetcher that never reads holds nothing up. Beside sections 8 and 9 (section 10): a minute of the page through
-# netem 50 ms ± 20 ms and 1% loss in the test VM ends within 0.5 s of live.
+# netem 50 ms ± 20 ms and 1% loss in the test VM, over MSE and over WebRTC at once, each ends within 0.5 s
+# of live, live being the test pattern's clock as an independent reader of a --listen output finds it.
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -418,13 +419,15 @@ check "shelf: the segments hold the ${shelf_frames:-?} frames their summaries co
 # --- 10, beside sections 8 and 9: the live page on a bad network ---------------------------------------
 # Started here, not first: beside sections 1-4 (booting the emulated VM takes a core, Chromium and camrec
 # more) their recordings dropped 19-299 frames at load 22-25; with it here, 10-16 at load 18-21.
-# Chromium watches the page for 60 s through `netem delay 50ms 20ms loss 1%` in the test VM
-# (Tests/lib/netem-live.sh; this machine's kernel has no netem); its checks are at the end. Ten minutes
-# of the same are Tests/soak/live-edge.sh, run by hand. Without the page's catch-up it ended 633 ms behind
-# capture (it rose from 400 to 600 ms in the first 20 s, one stall after another), with it 200 ms.
+# Two Chromiums watch the page for 60 s, one over MSE and one over WebRTC, at once, through `netem delay
+# 50ms 20ms loss 1%` in the test VM (Tests/lib/netem-live.sh; this machine's kernel has no netem), each
+# picture held against live by the test pattern's own clock, read outside camrec
+# (Tests/tools/pattern_clock.py); the checks are at the end. Ten minutes of the same are
+# Tests/soak/live-edge.sh, run by hand. Without the page's catch-up MSE ended 633 ms behind capture (it
+# rose from 400 to 600 ms in the first 20 s, one stall after another), with it 200 ms.
 source Tests/lib/netem-live.sh
-next_port; EDGE_P1=$PORT; next_port; EDGE_P2=$PORT
-netem_live 60 edge "$EDGE_P1" "$EDGE_P2" & EDGE=$!; PIDS+=($EDGE)
+EDGE_PORTS=(); for _ in 1 2 3 4 5; do next_port; EDGE_PORTS+=($PORT); done
+netem_live 60 edge "${EDGE_PORTS[*]}" & EDGE=$!; PIDS+=($EDGE)
 
 # --- 8. /stream.mjpg from the test pattern: one JPEG encode per frame, shared by every viewer -----------
 # 1280x720 at 15 fps. A viewer that never reads (Tests/tools/mjpeg-parts.py --never-read) joins first: it
@@ -505,7 +508,7 @@ time.sleep(15)' "$P" 2>"$W/slow.err" & SLOW=$!; PIDS+=($SLOW)
  curl -s -o /dev/null -w "$left %{http_code}" "$U/hls/$left.m4s" >"$W/recent"
  while awk -v a="$t_ask" -v b="$(now)" 'BEGIN { exit !(b - a < 21) }'; do sleep 0.5; done
  curl -s -o /dev/null -w '%{http_code}' "$U/hls/0.m4s" >"$W/gone") & LATE=$!; PIDS+=($LATE)
-MMS=$(python3 "$TOOLS/browser-edge.py" "$U/?mse" 5 "$U/api/status" --managed 2>"$W/mms.err") ||
+MMS=$(python3 "$TOOLS/browser-edge.py" "$U/?mse" 5 --managed 2>"$W/mms.err") ||
     MMS="{\"error\": \"browser-edge failed: $(tail -1 "$W/mms.err" | tr -d '"\\')\"}"
 # After the page, not beside it: two Chromiums beside ffmpeg, GStreamer and the netem minute made the
 # recording drop 23 frames at load 14-17.
@@ -563,11 +566,14 @@ check "HLS fetchers, Chromium and one that never reads held nothing up: camrec e
 
 # --- 10. (started before section 8) The live page on a bad network -----------------------------------
 wait $EDGE
-EDGE_R=$(cat "$W/edge.json" 2>/dev/null)
-echo "   bad network: $EDGE_R; load $(cut -d' ' -f1-3 /proc/loadavg)"
-check "bad network (netem 50 ms ± 20 ms, 1% loss): the page played through it for 60 s (error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, numbers backwards $(field "$EDGE_R" counters_backwards))" \
-    eval "[ -z '$(field "$EDGE_R" error)' ] && [ '$(field "$EDGE_R" corrupted)/$(field "$EDGE_R" counters_backwards)' = 0/0 ] && at_least '$(field "$EDGE_R" frames)' 1200"
-check "bad network: at the end the page is within 0.5 s of live: the picture behind capture by $(field "$EDGE_R" end_behind_ms_median) ms, the median of the last 10 s (at most 500; by 10 s: $(field "$EDGE_R" behind_ms_by_10s))" \
-    at_most "$(field "$EDGE_R" end_behind_ms_median)" 500
+echo "   bad network, load $(cut -d' ' -f1-3 /proc/loadavg): MSE $(cat "$W/edge-mse.json" 2>/dev/null); WebRTC $(cat "$W/edge-webrtc.json" 2>/dev/null); $(grep 'relayed' "$W/edge-vm.log")"
+for kind in MSE WebRTC; do
+    EDGE_R=$(cat "$W/edge-${kind,,}.json" 2>/dev/null)
+    [[ $kind == MSE ]] && plays="'playing MSE'*" || plays="'playing WebRTC'"
+    check "bad network (netem 50 ms ± 20 ms, 1% loss), $kind: the page played it through for 60 s ($(field "$EDGE_R" transport); error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, numbers backwards $(field "$EDGE_R" counters_backwards))" \
+        eval "[[ -z '$(field "$EDGE_R" error)' && '$(field "$EDGE_R" transport)' == $plays ]] && [ '$(field "$EDGE_R" corrupted)/$(field "$EDGE_R" counters_backwards)' = 0/0 ] && at_least '$(field "$EDGE_R" frames)' 1200"
+    check "bad network, $kind: at the end the picture is within 0.5 s of live by the pattern's clock (read outside camrec from $(field "$EDGE_R" truth_frames) pictures, $(field "$EDGE_R" truth_unread) unreadable, spread $(field "$EDGE_R" truth_spread_ms) ms): behind by $(field "$EDGE_R" end_behind_ms_median) ms, the median of the last 10 s (at most 500; by 10 s: $(field "$EDGE_R" behind_ms_by_10s))" \
+        eval "at_most '$(field "$EDGE_R" end_behind_ms_median)' 500 && at_least '$(field "$EDGE_R" truth_frames)' 1500 && [ '$(field "$EDGE_R" truth_unread)/$(field "$EDGE_R" truth_backwards)' = 0/0 ]"
+done
 
 finish

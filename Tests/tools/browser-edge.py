@@ -1,34 +1,45 @@
 #!/usr/bin/env python3
-"""How far camrec's live page is behind capture, over time, in headless Chromium (Debian's chromium +
+"""How far camrec's live page is behind live, over time, in headless Chromium (Debian's chromium +
 chromium-driver, driven by Selenium); one line of JSON on stdout:
 
-  browser-edge.py URL SECONDS STATUS_URL [--managed] [--log FILE]
+  browser-edge.py URL SECONDS [--truth PORT] [--webrtc-through UDP1:UDP2] [--managed] [--log FILE]
 
 Loads URL (the page, possibly through a delayed, lossy path), waits up to 30 s for the video to start,
-then every 0.25 s for SECONDS: asks STATUS_URL (camrec's /api/status over loopback, past the delay)
-how many frames camrec has made (encoded, and dropped before encoding: the pattern numbers both), and
-at once reads the frame number burned into the picture the <video> shows (the test pattern's 32
-blocks between two white markers at x=16, y=16, drawn into a canvas at the video's own size).
-Behind capture = (made - 1 - shown) / fps. Also "buffered
-behind": Chromium's newest buffered time minus currentTime.
+then every 0.25 s for SECONDS reads the frame number burned into the picture the <video> shows (the
+test pattern's 32 blocks between two white markers at x=16, y=16, drawn into a canvas at the video's
+own size), stamped with this host's CLOCK_MONOTONIC (the middle of the read). With --truth PORT (a camrec
+`--listen` output on 127.0.0.1, 30 fps), live is what Tests/tools/pattern_clock.py measures outside
+camrec: the newest frame the test pattern had captured at that moment, by its pacing on the same clock,
+found from the pictures an independent loopback reader decodes. Behind live = (newest - shown) / fps.
+Also "buffered behind" (MSE): Chromium's newest buffered time minus currentTime.
 
-Reports "started_after", "error", "frames", "corrupted" (getVideoPlaybackQuality), "samples",
-"behind_ms_by_10s" (median behind capture in each 10 s of the run), "end_behind_ms_median" and
-"end_behind_ms_max" (the last 10 s), "end_buffered_behind" (the last sample), "counters_backwards"
-(samples whose number was lower than the one before), "shown_text" (the page's state line).
+Reports "started_after", "error", "transport" (the page's #transport line), "frames", "corrupted"
+(getVideoPlaybackQuality), "samples", "counters_backwards" (samples whose number was lower than the
+one before), "shown_text" (the page's state line); with --truth: "behind_ms_by_10s" (median behind
+live in each 10 s of the run), "end_behind_ms_median" and "end_behind_ms_max" (the last 10 s),
+"end_buffered_behind" (the last sample), and the reader's "truth_frames", "truth_unread",
+"truth_backwards", "truth_spread_ms" (pattern_clock.py).
 With --managed, window.MediaSource is removed before the page runs and window.ManagedMediaSource
 offered (MediaSource under that name, counting its construction), as on an iPhone: adds "managed_used"
 and "disable_remote_playback" (what the page set on the <video>).
---log FILE writes every sample (seconds, behind capture in ms, buffered behind in s).
+With --webrtc-through UDP1:UDP2 (WebRTC's media through a relay, Tests/lib/netem-live.sh): the page's
+WHEP exchange is rewritten in the browser before the page sees it, so that each side's only ICE
+candidate is a port into the relay: camrec's answer names 127.0.0.1:UDP1 (the relay takes it on to
+camrec) and the offer camrec gets names 127.0.0.1:UDP2 (the relay takes it on to Chromium); neither
+side can reach the other directly. Adds "whep_rewritten" (candidates replaced in the offer and the
+answer).
+--log FILE writes every sample (seconds, behind live in ms, buffered behind in s or -1).
 """
-import json, sys, time, urllib.request
+import json, sys, time
 
 from chromium import run_reporting
+from pattern_clock import PatternClock
 
 STATE = ("const v = document.getElementById('live'); const q = v.getVideoPlaybackQuality(); const b = v.buffered;"
          " return {error: v.error ? v.error.code : null, ready: v.readyState, t: v.currentTime,"
          " end: b.length ? b.end(b.length - 1) : null, frames: q.totalVideoFrames, corrupted: q.corruptedVideoFrames,"
-         " text: document.getElementById('state').textContent, managed: window.__camrecManaged || 0,"
+         " text: document.getElementById('state').textContent,"
+         " transport: document.getElementById('transport').textContent, managed: window.__camrecManaged || 0,"
          " remote: v.disableRemotePlayback};")
 
 SHOWN = """
@@ -50,72 +61,125 @@ window.ManagedMediaSource = class extends Real { constructor() { super(); window
 delete window.MediaSource;
 """
 
+# Each SDP's candidates replaced by one that points into the relay: UDP1 for camrec's, UDP2 for Chromium's.
+THROUGH = """
+const [host, toCamrec, toBrowser] = ["%s", %d, %d];
+window.__camrecRewritten = [0, 0];
+const only = (sdp, port, which) => {
+  const out = [];
+  for (const line of sdp.split(/\\r?\\n/)) {
+    if (line.startsWith("a=candidate:") || line === "a=end-of-candidates") { window.__camrecRewritten[which]++; continue; }
+    out.push(line);
+    if (line.startsWith("a=mid:")) out.push("a=candidate:1 1 udp 2130706431 " + host + " " + port + " typ host", "a=end-of-candidates");
+  }
+  return out.join("\\r\\n");
+};
+const realFetch = window.fetch.bind(window);
+window.fetch = async (url, init) => {
+  if (url !== "/whep" || !init || init.method !== "POST") return realFetch(url, init);
+  const response = await realFetch(url, Object.assign({}, init, {body: only(init.body, toBrowser, 0)}));
+  if (response.status !== 201) return response;
+  return new Response(only(await response.text(), toCamrec, 1), {status: 201, headers: response.headers});
+};
+"""
+
 
 def median(values):
     values = sorted(values)
     return values[len(values) // 2] if values else None
 
 
-def status(url):
-    with urllib.request.urlopen(url, timeout=5) as r:
-        s = json.load(r)
-    # The pattern numbers every frame it makes, those dropped before encoding too.
-    return s["frames"] + s["dropped"], s["framesPerSecond"]
-
-
-def watch(url, seconds, status_url, managed, log, driver, result):
+def watch(url, seconds, truth, through, managed, log, driver, result):
     if managed:
         driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": MANAGED})
+    if through:
+        driver.execute_cdp_cmd("Page.addScriptToEvaluateOnNewDocument", {"source": THROUGH % through})
     loaded = time.time()
     driver.get(url)
     s = driver.execute_script(STATE)
-    while time.time() < loaded + 30 and s["error"] is None and not (s["ready"] >= 2 and s["t"] > 0):
+    # WebRTC first: the page says "playing ..." once it has settled on WebRTC or fallen back to MSE.
+    while time.time() < loaded + 30 and s["error"] is None and not (
+            s["ready"] >= 2 and s["t"] > 0 and s["transport"].startswith("playing")):
         time.sleep(0.1)
         s = driver.execute_script(STATE)
     if managed:
         result.update(managed_used=s["managed"], disable_remote_playback=s["remote"])
+    if through:
+        result.update(whep_rewritten=driver.execute_script("return window.__camrecRewritten"))
+    result.update(transport=s["transport"])
     if s["error"] is not None or s["t"] <= 0:
         result.update(error=s["error"] or "did not start", ready=s["ready"], shown_text=s["text"])
         return
     result.update(error=None, started_after=round(time.time() - loaded, 2))
-    start = time.time()
+    start = time.monotonic()
     samples, backwards, previous = [], 0, None
-    while time.time() < start + seconds:
+    while time.monotonic() < start + seconds:
         time.sleep(0.25)
-        captured, fps = status(status_url)
+        before = time.monotonic()
         shown = driver.execute_script(SHOWN)
+        at = (before + time.monotonic()) / 2
         s = driver.execute_script(STATE)
-        if shown is None or s["end"] is None:
+        if shown is None:
             continue
         if previous is not None and shown < previous:
             backwards += 1
         previous = shown
-        samples.append((time.time() - start, (captured - 1 - shown) / fps * 1000, s["end"] - s["t"]))
+        samples.append((at, shown, -1 if s["end"] is None else s["end"] - s["t"]))
+    result.update(error=s["error"], frames=s["frames"], corrupted=s["corrupted"], samples=len(samples),
+                  counters_backwards=backwards, shown_text=s["text"], transport=s["transport"])
+    if not truth:
+        return
+    # Behind live by the truth's estimate at the end (its best, from every picture it read).
+    behind = [(at - start, (truth.newest_at(at) - shown) / truth.fps * 1000, buffered)
+              for at, shown, buffered in samples if truth.newest_at(at) is not None]
     if log:
         with open(log, "w") as f:
-            for t, behind, buffered in samples:
-                f.write(f"{t:.2f} {behind:.0f} {buffered:.3f}\n")
-    last = [b for t, b, _ in samples if t >= seconds - 10]
-    result.update(error=s["error"], frames=s["frames"], corrupted=s["corrupted"], samples=len(samples),
-                  counters_backwards=backwards, shown_text=s["text"],
-                  behind_ms_by_10s=[round(median([b for t, b, _ in samples if k <= t < k + 10]) or -1)
+            for t, b, buffered in behind:
+                f.write(f"{t:.2f} {b:.0f} {buffered:.3f}\n")
+    last = [b for t, b, _ in behind if t >= seconds - 10]
+    result.update(behind_ms_by_10s=[round(median([b for t, b, _ in behind if k <= t < k + 10]) or -1)
                                     for k in range(0, int(seconds), 10)],
                   end_behind_ms_median=round(median(last)) if last else None,
                   end_behind_ms_max=round(max(last)) if last else None,
-                  end_buffered_behind=round(samples[-1][2], 3) if samples else None)
+                  end_buffered_behind=round(behind[-1][2], 3) if behind else None)
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    log = None
-    if "--log" in sys.argv:
-        log = sys.argv[sys.argv.index("--log") + 1]
-        args.remove(log)
-    if len(args) != 3:
+    args, options = [], {}
+    argv = sys.argv[1:]
+    while argv:
+        a = argv.pop(0)
+        if a in ("--truth", "--webrtc-through", "--log"):
+            if not argv:
+                sys.exit(__doc__)
+            options[a] = argv.pop(0)
+        elif a == "--managed":
+            options[a] = True
+        elif a.startswith("--"):
+            sys.exit(__doc__)
+        else:
+            args.append(a)
+    if len(args) != 2:
         sys.exit(__doc__)
-    url, seconds, status_url = args[0], float(args[1]), args[2]
-    run_reporting("browser-edge.py",
-                  lambda driver, result: watch(url, seconds, status_url, "--managed" in sys.argv, log, driver, result))
+    url, seconds = args[0], float(args[1])
+    through = None
+    if "--webrtc-through" in options:
+        host, udp1, udp2 = options["--webrtc-through"].split(":")
+        through = (host, int(udp1), int(udp2))
+    truth = None
+    if "--truth" in options:
+        # Started before the page, so that its estimate has every picture from then on.
+        truth = PatternClock(int(options["--truth"]), 30)
+        truth.start()
+
+    def body(driver, result):
+        try:
+            watch(url, seconds, truth, through, "--managed" in options, options.get("--log"), driver, result)
+        finally:
+            if truth:
+                truth.stop()
+                result.update(truth.report())
+    run_reporting("browser-edge.py", body)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@
 #   --forward HPORT:GPORT  a NIC on qemu's restricted user network, with the host's loopback
 #                       TCP port HPORT forwarded to the VM's GPORT (the VM reaches nothing else);
 #                       repeatable (one NIC, a port each)
+#   --forward-udp [HADDR:]HPORT:GPORT  the same for UDP: datagrams to the host's HADDR:HPORT
+#                       (default 127.0.0.1) reach the VM's GPORT, and its replies go back to their sender;
+#                       the NIC is then unrestricted (qemu's restricted one drops every datagram sent)
 #   --guest-forward GPORT:HPORT  on that NIC, the VM's connections to 10.0.2.100:GPORT relayed to
 #                       the host's 127.0.0.1:HPORT (Tests/tools/tcp-relay.py); needs a --forward
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
@@ -24,10 +27,10 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,22p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
-VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0
+VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0 UDP_FORWARDED=0
 FORWARDS=()
 GUEST_FORWARDS=()
 ENVS=()
@@ -49,6 +52,10 @@ while (($#)); do
         --forward)
             [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward ${2:-}: give HOSTPORT:GUESTPORT" >&2; exit 2; }
             FORWARDS+=("hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"); shift 2 ;;
+        --forward-udp)
+            [[ ${2:-} =~ ^(([0-9]{1,3}\.){3}[0-9]{1,3}:)?[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward-udp ${2:-}: give [HOSTADDR:]HOSTPORT:GUESTPORT" >&2; exit 2; }
+            [[ $2 == *.* ]] && f=$2 || f=127.0.0.1:$2
+            FORWARDS+=("hostfwd=udp:${f%:*}-:${f##*:}"); UDP_FORWARDED=1; shift 2 ;;
         --guest-forward)
             [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --guest-forward ${2:-}: give GUESTPORT:HOSTPORT" >&2; exit 2; }
             # restrict=on leaves explicit forwarding rules working; cmd: starts the relay per connection.
@@ -122,7 +129,9 @@ qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -virtfs "local,path=$RESULTS,mount_tag=results,security_model=none,multidevs=remap"
     -virtfs "local,path=$CTL,mount_tag=ctl,security_model=none,multidevs=remap")
 if ((${#FORWARDS[@]})); then
-    nic="user,model=virtio-net-pci,restrict=on"
+    # qemu's restricted network drops every datagram the VM sends, replies on a forwarded port too: with
+    # UDP forwarded, it is unrestricted (the VM can then reach what this host reaches).
+    nic="user,model=virtio-net-pci,restrict=$( ((UDP_FORWARDED)) && echo off || echo on)"
     for f in "${FORWARDS[@]}" "${GUEST_FORWARDS[@]}"; do nic+=",$f"; done
     qemu+=(-nic "$nic")
 fi
