@@ -52,7 +52,7 @@ let package = Package(
         .systemLibrary(name: "CYUV"),
         // Frames, as CoreVideo stands under capture and encoding: pixel buffers, formats, pools,
         // conversions, the clock that stamps them. Swift, but for libyuv's SIMD rows (YUYV/UYVY).
-        .target(name: "Frames", dependencies: ["CYUV"]),
+        .target(name: "Frames", dependencies: ["CYUV", "Threading"]),
         // CJPEG: libjpeg-turbo for MJPEG cameras; Libav for LazyLibrary's one-line reasons.
         .target(name: "Capture", dependencies: [
             "Frames", "CV4L2", "CJPEG", "Libav", "SystemSupport",

@@ -1,4 +1,5 @@
 import Glibc
+import Threading
 
 /// A fixed set of frame buffers allocated once (the role CVPixelBufferPool plays
 /// on iOS). Sources take a buffer, fill it and pass it on; whoever consumes it last
@@ -8,7 +9,7 @@ import Glibc
 /// A pool made with a `PixelBufferBacking` (the VA-API encoder's, whose buffers are mapped
 /// GPU surfaces) lends each buffer the backing's memory when it is taken and gives it back
 /// when it is recycled; the buffer count and the taking and waiting are the same.
-/// Sendable by its invariant: `free`, `closed` and the counts are touched only with `mutex` held (PixelBufferPoolTests).
+/// Sendable by its invariant: `free`, `closed` and the counts are touched only with `lock` held (PixelBufferPoolTests).
 public final class PixelBufferPool: @unchecked Sendable {
     public let format: PixelFormat
     public let width: Int
@@ -20,9 +21,8 @@ public final class PixelBufferPool: @unchecked Sendable {
     private let buffers: [PixelBuffer]
     private var free: [Int]
     private var closed = false
-    // Heap-allocated so their addresses never move, as pthreads requires.
-    private let mutex = UnsafeMutablePointer<pthread_mutex_t>.allocate(capacity: 1)
-    private let available = UnsafeMutablePointer<pthread_cond_t>.allocate(capacity: 1)
+    /// Its "not empty" condition is a buffer being free again.
+    private let lock = QueueLock()
     /// How often a taker found the pool empty; a sign the encoder can't keep up.
     public private(set) var exhaustedCount = 0
 
@@ -46,15 +46,6 @@ public final class PixelBufferPool: @unchecked Sendable {
         free = Array((0..<capacity).reversed())
         for buffer in buffers { buffer.owner = self }
         free.reserveCapacity(capacity)
-        pthread_mutex_init(mutex, nil)
-        pthread_cond_init(available, nil)
-    }
-
-    deinit {
-        pthread_cond_destroy(available)
-        pthread_mutex_destroy(mutex)
-        available.deallocate()
-        mutex.deallocate()
     }
 
     /// Whether every buffer's `planes` stay the same memory for the pool's whole life (true for
@@ -64,36 +55,36 @@ public final class PixelBufferPool: @unchecked Sendable {
 
     /// How often the backing could not lend memory and a buffer used its own instead.
     public var backingFailureCount: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return backingFailures
     }
     private var backingFailures = 0
 
     /// Takes a free buffer without waiting; nil when all are in use.
     public func tryTake() -> PixelBuffer? {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         guard let i = free.popLast() else {
             exhaustedCount += 1
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
             return nil
         }
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
         return lend(buffers[i])
     }
 
     /// Takes a free buffer, waiting until one is recycled. Returns nil once the pool is closed.
     public func take() -> PixelBuffer? {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         if free.isEmpty { exhaustedCount += 1 }
         while free.isEmpty && !closed {
-            pthread_cond_wait(available, mutex)
+            lock.waitNotEmpty()
         }
         guard !closed, let i = free.popLast() else {
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
             return nil
         }
-        pthread_mutex_unlock(mutex)
+        lock.unlock()
         return lend(buffers[i])
     }
 
@@ -108,9 +99,9 @@ public final class PixelBufferPool: @unchecked Sendable {
         } catch {
             backing.detach(bufferIndex: buffer.index)
             buffer.useOwnMemory()
-            pthread_mutex_lock(mutex)
+            lock.lock()
             backingFailures += 1
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
         }
         return buffer
     }
@@ -120,29 +111,29 @@ public final class PixelBufferPool: @unchecked Sendable {
         if let backing {
             // A buffer recycled unencoded (a dropped frame) still holds the backing's memory.
             // Checked first: a second recycle must not end the loan of the buffer's next holder.
-            pthread_mutex_lock(mutex)
+            lock.lock()
             precondition(buffers[buffer.index] === buffer && !free.contains(buffer.index), "buffer recycled twice")
-            pthread_mutex_unlock(mutex)
+            lock.unlock()
             backing.detach(bufferIndex: buffer.index)
         }
-        pthread_mutex_lock(mutex)
+        lock.lock()
         precondition(buffers[buffer.index] === buffer && !free.contains(buffer.index), "buffer recycled twice")
         free.append(buffer.index)
-        pthread_cond_signal(available)
-        pthread_mutex_unlock(mutex)
+        lock.signalNotEmpty()
+        lock.unlock()
     }
 
     /// Wakes any waiting taker with nil; used when the recording stops.
     public func close() {
-        pthread_mutex_lock(mutex)
+        lock.lock()
         closed = true
-        pthread_cond_broadcast(available)
-        pthread_mutex_unlock(mutex)
+        lock.broadcast()
+        lock.unlock()
     }
 
     public var freeCount: Int {
-        pthread_mutex_lock(mutex)
-        defer { pthread_mutex_unlock(mutex) }
+        lock.lock()
+        defer { lock.unlock() }
         return free.count
     }
 }

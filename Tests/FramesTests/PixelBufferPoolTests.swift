@@ -63,8 +63,31 @@ final class PixelBufferPoolTests: XCTestCase {
     /// encoder thread reads and recycles it, and every byte it reads is the frame's own.
     func testABufferPassedBetweenThreadsHasOneOwnerAtATime() {
         let pool = PixelBufferPool(format: .nv12, width: 64, height: 32, capacity: 3)
+        let (handed, wrong) = handOverBetweenThreads(pool, frames: 300)
+        XCTAssertEqual(handed, 300, "the pool never closed")
+        XCTAssertEqual(wrong, 0, "a row read was not the frame's own")
+        XCTAssertEqual(pool.freeCount, 3)
+    }
+
+    /// The invariant `PlaneMemory` (and a backing's slots) are `@unchecked Sendable` on: lent memory is
+    /// used only by the buffer's holder until it is recycled. The loan is made on the capture thread at
+    /// each take and ended on the encoder thread at each recycle, and every byte read is that frame's own.
+    func testLentMemoryTakenOnOneThreadAndRecycledOnAnotherHasOneHolderAtATime() {
+        let backing = SlotBacking(width: 64, height: 32, capacity: 3)
+        let pool = PixelBufferPool(format: .nv12, width: 64, height: 32, capacity: 3, backing: backing)
+        let (handed, wrong) = handOverBetweenThreads(pool, frames: 300)
+        XCTAssertEqual(handed, 300, "the pool never closed")
+        XCTAssertEqual(wrong, 0, "a row read was not the frame's own")
+        XCTAssertEqual(backing.attaches.load(ordering: .relaxed), 300, "a loan at every take")
+        XCTAssertEqual(backing.detaches.load(ordering: .relaxed), 300, "every loan ended at its recycle")
+        XCTAssertEqual(pool.freeCount, 3)
+    }
+
+    /// A capture thread (this one) takes and fills `frames` buffers, each row with its frame's number; an
+    /// encoder thread reads and recycles them. Returns how many it handed over, and how many rows the
+    /// encoder read that were not their frame's.
+    private func handOverBetweenThreads(_ pool: PixelBufferPool, frames: Int) -> (handed: Int, wrong: Int) {
         let handed = BlockingQueue<PixelBuffer>(capacity: 2)
-        let frames = 300
         let wrong = Atomic<Int>(0)
         let encoder = WorkerThread(name: "encoder") {
             while let buffer = handed.pop() {
@@ -78,8 +101,10 @@ final class PixelBufferPoolTests: XCTestCase {
             }
         }
         encoder.start()
+        var handedOver = 0
         for sequence in 0..<frames {
-            guard let buffer = pool.take() else { return XCTFail("the pool closed") }
+            guard let buffer = pool.take() else { break }
+            handedOver += 1
             buffer.sequence = UInt64(sequence)
             for plane in buffer.planes {
                 for row in 0..<plane.height { memset(plane.base + row * plane.stride, Int32(sequence & 0xFF), plane.width) }
@@ -88,7 +113,38 @@ final class PixelBufferPoolTests: XCTestCase {
         }
         handed.close()
         encoder.join()
-        XCTAssertEqual(wrong.load(ordering: .relaxed), 0, "a row read was not the frame's own")
-        XCTAssertEqual(pool.freeCount, 3)
+        return (handedOver, wrong.load(ordering: .relaxed))
+    }
+}
+
+/// Lends slot `i` to buffer `i`, keeping per slot only what the holder of buffer `i` touches (as the
+/// VA-API backing does), and counts loans in atomics: safe to take on one thread and recycle on another.
+private final class SlotBacking: PixelBufferBacking, @unchecked Sendable {
+    let memory: [UnsafeMutablePointer<UInt8>]
+    let planeBytes: Int, stride: Int
+    /// Slot `i`'s loan, touched only by the holder of buffer `i`.
+    private var lent: [Bool]
+    let attaches = Atomic<Int>(0), detaches = Atomic<Int>(0)
+
+    init(width: Int, height: Int, capacity: Int) {
+        stride = width + 13
+        planeBytes = stride * height
+        // NV12: the luma plane, then the interleaved chroma plane of half the rows.
+        memory = (0..<capacity).map { _ in .allocate(capacity: (width + 13) * (height + height / 2)) }
+        lent = Array(repeating: false, count: capacity)
+    }
+
+    deinit { memory.forEach { $0.deallocate() } }
+
+    func attach(bufferIndex: Int, planes: inout [PlaneMemory]) throws {
+        attaches.add(1, ordering: .relaxed)
+        lent[bufferIndex] = true
+        planes.append(PlaneMemory(base: memory[bufferIndex], stride: stride))
+        planes.append(PlaneMemory(base: memory[bufferIndex] + planeBytes, stride: stride))
+    }
+
+    func detach(bufferIndex: Int) {
+        if lent[bufferIndex] { detaches.add(1, ordering: .relaxed) }
+        lent[bufferIndex] = false
     }
 }
