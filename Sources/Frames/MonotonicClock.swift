@@ -12,7 +12,7 @@ public enum MonotonicClock {
     /// Sleeps until the given monotonic time; returns at once if it has passed.
     public static func sleep(until deadline: UInt64) {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
-        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
+        while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}  // a deadline, not a poll: a paced frame or sample is due then
     }
 }
 

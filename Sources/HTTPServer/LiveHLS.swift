@@ -4,6 +4,7 @@ import Glibc
 import Hub
 import NIOCore
 import Synchronization
+import SystemSupport
 
 /// `/live.m3u8`: the live stream as HLS, for players without Media Source Extensions (iPhones before
 /// iOS 17.1, smart TVs, Home Assistant's stream). One packager takes the hub's access units into the
@@ -40,6 +41,18 @@ final class LiveHLS: Sendable {
         /// At least 2: a viewer's IDR can make a segment of up to two picture groups of a second, and
         /// players expect the target to stay as it is.
         var targetSeconds = 2
+        /// Playlist requests waiting for the first segment, by number (`nextSegment`).
+        var waits: [Int: SegmentWait] = [:]
+        var nextWait = 0
+    }
+    /// One playlist request's wait for a segment: resumed with true when the packager finishes one, false
+    /// when it ends, or at the request's deadline or cancellation.
+    private enum SegmentWait {
+        /// Its task has not stored its continuation yet.
+        case pending
+        case waiting(CheckedContinuation<Bool, Never>)
+        /// Decided before the continuation was stored.
+        case over(Bool)
     }
     private let state = Mutex(State())
     private let live: LiveViewOutput
@@ -73,13 +86,79 @@ final class LiveHLS: Sendable {
     /// Nil when there is none yet (no IDR within the wait, or the recording is over).
     func playlist() async -> String? {
         let deadline = MonotonicClock.now() + UInt64(Self.firstSegmentWaitSeconds * 1e9)
+        askedNow()
         while true {
-            // Each time round: a packager that could not start (the stream not begun yet) is started again.
-            askedNow()
-            if let text = state.withLock({ Self.playlistText($0) }) { return text }
-            // Only while the first segment is made (about a picture group): a short poll, cancelled with the request.
-            guard MonotonicClock.now() < deadline, (try? await Task.sleep(for: .milliseconds(100))) != nil else { return nil }
+            // The wait is set up with the look, so a segment finished between the two is not missed.
+            let (text, wait) = state.withLock { s -> (String?, Int) in
+                if let text = Self.playlistText(s) { return (text, 0) }
+                s.nextWait += 1
+                s.waits[s.nextWait] = .pending
+                return (nil, s.nextWait)
+            }
+            if let text { return text }
+            // Only while the first segment is made (about a picture group): woken by its arrival.
+            guard await nextSegment(wait, before: deadline) else { return state.withLock { Self.playlistText($0) } }
         }
+    }
+
+    /// Waits until the packager finishes a segment (true), or ends, or `deadline` (monotonic) passes, or
+    /// the task is cancelled (false).
+    private func nextSegment(_ id: Int, before deadline: UInt64) async -> Bool {
+        let now = MonotonicClock.now()
+        guard now < deadline, !Task.isCancelled else {
+            state.withLock { _ = $0.waits.removeValue(forKey: id) }
+            return false
+        }
+        let arrived = await withTaskGroup(of: Bool?.self) { group in
+            group.addTask {
+                await withTaskCancellationHandler {
+                    await withCheckedContinuation { self.store($0, for: id) }
+                } onCancel: {
+                    self.endWait(id, arrived: false)
+                }
+            }
+            group.addTask {
+                try? await Task.sleep(nanoseconds: deadline - now)  // a deadline, not a poll: cancelled once a segment came
+                return nil
+            }
+            let first = await group.next() ?? nil
+            group.cancelAll()
+            return first ?? false
+        }
+        state.withLock { _ = $0.waits.removeValue(forKey: id) }
+        return arrived
+    }
+
+    private func store(_ continuation: CheckedContinuation<Bool, Never>, for id: Int) {
+        let decided = state.withLock { s -> Bool? in
+            guard case .pending = s.waits[id] else {
+                if case .over(let arrived) = s.waits[id] { return arrived }
+                return false
+            }
+            s.waits[id] = .waiting(continuation)
+            return nil
+        }
+        if let decided { continuation.resume(returning: decided) }
+    }
+
+    /// Ends one request's wait with `arrived`.
+    private func endWait(_ id: Int, arrived: Bool) {
+        let waiter = state.withLock { s -> CheckedContinuation<Bool, Never>? in
+            switch s.waits[id] {
+            case .pending: s.waits[id] = .over(arrived)
+            case .waiting(let continuation):
+                s.waits[id] = .over(arrived)
+                return continuation
+            case .over, nil: break
+            }
+            return nil
+        }
+        waiter?.resume(returning: arrived)
+    }
+
+    /// Ends every request's wait: `arrived` when a segment is finished, false when the packager ended.
+    private func endWaits(arrived: Bool) {
+        for id in state.withLock({ Array($0.waits.keys) }) { endWait(id, arrived: arrived) }
     }
 
     /// The init segment of the running packager, if `generation` is its.
@@ -115,32 +194,10 @@ final class LiveHLS: Sendable {
             + "#EXT-X-MEDIA-SEQUENCE:\(first.sequence)\n#EXT-X-INDEPENDENT-SEGMENTS\n"
             + "#EXT-X-MAP:URI=\"/hls/init-\(s.generation).mp4\"\n"
         for segment in s.segments {
-            text += "#EXT-X-PROGRAM-DATE-TIME:\(iso8601(segment.programDate))\n"
-            text += "#EXTINF:" + decimal(segment.seconds) + ",\n/hls/\(segment.sequence).m4s\n"
+            text += "#EXT-X-PROGRAM-DATE-TIME:\(iso8601UTC(segment.programDate))\n"
+            text += "#EXTINF:" + segment.seconds.decimalText(places: 3) + ",\n/hls/\(segment.sequence).m4s\n"
         }
         return text
-    }
-
-    /// `2026-11-27T18:01:02.345Z`.
-    static func iso8601(_ seconds: Double) -> String {
-        var whole = time_t(seconds.rounded(.down))
-        var parts = tm()
-        gmtime_r(&whole, &parts)
-        let millis = min(999, Int(((seconds - seconds.rounded(.down)) * 1000).rounded()))
-        let date = "\(Int(parts.tm_year) + 1900)-\(digits(Int(parts.tm_mon) + 1, 2))-\(digits(Int(parts.tm_mday), 2))"
-        let time = "\(digits(Int(parts.tm_hour), 2)):\(digits(Int(parts.tm_min), 2)):\(digits(Int(parts.tm_sec), 2))"
-        return date + "T" + time + "." + digits(millis, 3) + "Z"
-    }
-
-    /// `seconds` with three decimals, as EXTINF gives them.
-    static func decimal(_ seconds: Double) -> String {
-        let millis = Int((seconds * 1000).rounded())
-        return "\(millis / 1000)." + digits(millis % 1000, 3)
-    }
-
-    private static func digits(_ value: Int, _ count: Int) -> String {
-        let text = String(value)
-        return String(repeating: "0", count: max(0, count - text.count)) + text
     }
 
     /// Wall-clock seconds of a monotonic capture time.
@@ -161,8 +218,9 @@ final class LiveHLS: Sendable {
                 s.segments = []
                 s.retired = []
             }
+            endWaits(arrived: false)
         }
-        guard let (subscription, fragmenter) = live.packagerFeed() else { return }
+        guard let (subscription, fragmenter) = await feed() else { return }
         defer { subscription.cancel() }
         state.withLock { $0.generation += 1 }
         let frameNanoseconds = UInt64((1e9 / live.framesPerSecond).rounded())
@@ -172,6 +230,7 @@ final class LiveHLS: Sendable {
             if chunk.kind == .video && chunk.isIDR, let segment = open,
                chunk.presentationTimeNanoseconds >= segment.first + UInt64(Self.minimumSegmentSeconds * 1e9) {
                 finish(segment.bytes, seconds: Double(segment.last + frameNanoseconds - segment.first) / 1e9, programDate: segment.programDate)
+                endWaits(arrived: true)
                 open = nil
             }
             let fragment: [UInt8]?
@@ -192,6 +251,13 @@ final class LiveHLS: Sendable {
             let idle = state.withLock { MonotonicClock.now() - $0.lastAsked > Self.idleSeconds * 1_000_000_000 }
             if idle { return }
         }
+    }
+
+    /// The hub's feed for the packager; asked before the recording has started, it waits for the start.
+    private func feed() async -> (Subscription, LiveMP4Fragmenter)? {
+        if let feed = live.packagerFeed() { return feed }
+        await live.started()
+        return live.packagerFeed()
     }
 
     /// A finished segment joins the window; the oldest leave it past its bounds.

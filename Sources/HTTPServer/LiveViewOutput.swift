@@ -24,6 +24,9 @@ public final class LiveViewOutput: StreamOutput, Sendable {
         var sentToViewers = (frames: 0, bytes: 0)
         var skippedByViewers = 0
         var ended = false
+        /// Waiting for the recording to start (`started`), by number; nil once they are resumed.
+        var startWaiters: [Int: CheckedContinuation<Void, Never>]? = [:]
+        var nextStartWaiter = 0
     }
     private let state = Mutex(State())
     private let queueLimit: Int
@@ -51,7 +54,31 @@ public final class LiveViewOutput: StreamOutput, Sendable {
 
     /// A viewer's failure is its own (`viewerFailed`): the live view never fails the recording.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        state.withLock { $0.hub = hub }
+        let waiters = state.withLock { s in
+            s.hub = hub
+            return s.startWaiters.take()
+        }
+        waiters?.values.forEach { $0.resume() }
+    }
+
+    /// Returns once the recording has started (`open`), or ended, or the task is cancelled.
+    func started() async {
+        let id = state.withLock { s in
+            s.nextStartWaiter += 1
+            return s.nextStartWaiter
+        }
+        await withTaskCancellationHandler {
+            await withCheckedContinuation { continuation in
+                let now = state.withLock { s -> Bool in
+                    guard s.startWaiters != nil, !Task.isCancelled else { return true }
+                    s.startWaiters?[id] = continuation
+                    return false
+                }
+                if now { continuation.resume() }
+            }
+        } onCancel: {
+            state.withLock { $0.startWaiters?.removeValue(forKey: id) }?.resume()
+        }
     }
 
     /// A browser joins: it gets the stream's description and init segment with its first IDR, then
@@ -156,10 +183,11 @@ public final class LiveViewOutput: StreamOutput, Sendable {
     }
 
     public func finish() -> OutputReport {
-        let viewers = state.withLock { s -> [LiveViewer] in
+        let (viewers, waiters) = state.withLock { s in
             s.ended = true
-            return s.viewers
+            return (s.viewers, s.startWaiters.take())
         }
+        waiters?.values.forEach { $0.resume() }
         for viewer in viewers { leave(viewer) }
         let (served, sent, skipped) = state.withLock { ($0.servedViewers, $0.sentToViewers, $0.skippedByViewers) }
         var report = OutputReport(kind: kind, label: label)

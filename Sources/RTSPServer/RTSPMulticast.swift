@@ -7,6 +7,7 @@ import NetStream
 import Outputs
 import RTSP
 import Synchronization
+import SystemSupport
 
 /// `--rtsp-multicast GROUP[:PORT]`: one encoding's RTP to a multicast group, one send per packet for
 /// every multicast client of it (RFC 2326 §12.39: the server names `destination`, `port` and `ttl`).
@@ -64,7 +65,7 @@ final class RTSPMulticast: Sendable {
         state.withLock { s -> Bool in
             guard let hub = s.hub, let channel = s.channel else { return false }
             if s.subscription == nil {
-                guard let subscription = hub.subscribe("rtsp multicast \(group):\(port)", from: .nextIDR, policy: .skipToIDR(depth: 60)),
+                guard let subscription = hub.subscribe("rtsp multicast " + hostAndPort(group, port), from: .nextIDR, policy: .skipToIDR(depth: 60)),
                       let rtp = try? SocketAddress(ipAddress: group, port: port),
                       let rtcp = try? SocketAddress(ipAddress: group, port: port + 1) else { return false }
                 s.subscription = subscription
