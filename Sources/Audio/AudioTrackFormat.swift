@@ -4,14 +4,16 @@ import Libav
 
 /// What a muxer needs to describe an encoded sound track (codec, rate, channels, the AAC
 /// AudioSpecificConfig or the OpusHead, the encoder's priming), copied from the encoder when it opened; immutable.
-/// Sendable by its invariant: its AVCodecParameters are written in `init` only, then read (SoundEncoderTests).
-public final class AudioTrackFormat: @unchecked Sendable {
+public final class AudioTrackFormat: Sendable {
     public let format: AudioFormat
     /// Samples the encoder put before the first real one; players drop them.
     public let primingSamples: Int
     public let codec: SoundCodec
     public var codecName: String { codec.displayName }
-    private let parameters: UnsafeMutablePointer<AVCodecParameters>
+    /// The AVCodecParameters, as an address (a plain value, like a file descriptor): written in `init`,
+    /// then only read, by any number of threads at once, until `deinit` frees them.
+    private let parametersAddress: UInt
+    private var parameters: UnsafeMutablePointer<AVCodecParameters> { UnsafeMutablePointer(bitPattern: parametersAddress)! }
 
     init(context: UnsafeMutablePointer<AVCodecContext>, format: AudioFormat, codec: SoundCodec) throws {
         let codecName = codec.displayName
@@ -24,7 +26,7 @@ public final class AudioTrackFormat: @unchecked Sendable {
             avcodec_parameters_free(&freed)
             throw EncoderError(.unavailable, "describing the \(codecName) track failed: \(libavErrorDescription(status))")
         }
-        self.parameters = parameters
+        parametersAddress = UInt(bitPattern: parameters)
         self.format = format
         self.codec = codec
         primingSamples = Int(context.pointee.initial_padding)

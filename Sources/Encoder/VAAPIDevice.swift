@@ -36,18 +36,21 @@ public struct VAAPICapabilities: Sendable {
 /// `device` is a DRM render node (`/dev/dri/renderD128`) — what users pass — or, for
 /// testing on machines without a GPU, an X11 display name starting with ':' (`:99` under
 /// Xvfb): libva's DRM path only accepts real DRM nodes, its X11 path works with any X server.
-/// Sendable by its invariant: its C pointers are set in `init` and never change; libva locks its display itself.
-public final class VAAPIDevice: @unchecked Sendable {
+public final class VAAPIDevice: Sendable {
     public let device: String
     public let capabilities: VAAPICapabilities
-    let deviceRef: UnsafeMutablePointer<AVBufferRef>
-    let display: VADisplay
+    /// The C handles as addresses, a plain value like a file descriptor: set in `init`, never changed.
+    /// libva locks its display itself, and libavutil counts the device's references atomically.
+    private let deviceAddress: UInt
+    private let displayAddress: UInt
+    var deviceRef: UnsafeMutablePointer<AVBufferRef> { UnsafeMutablePointer(bitPattern: deviceAddress)! }
+    var display: VADisplay { UnsafeMutableRawPointer(bitPattern: displayAddress)! }
 
     private init(device: String, deviceRef: UnsafeMutablePointer<AVBufferRef>, display: VADisplay,
                  capabilities: VAAPICapabilities) {
         self.device = device
-        self.deviceRef = deviceRef
-        self.display = display
+        deviceAddress = UInt(bitPattern: deviceRef)
+        displayAddress = UInt(bitPattern: display)
         self.capabilities = capabilities
     }
 

@@ -14,7 +14,8 @@ import Synchronization
 public final class JPEGFeed: JPEGPictureSink, Sendable {
     /// One JPEG, shared by every reader that takes it; read it only while holding it (between `next`
     /// and the reader's next call or `leave`).
-    /// Sendable by its invariant: filled by the producer only while no reader holds it (`holders`, under the feed's lock).
+    /// A pooled buffer, like `PixelBuffer`: Sendable by its invariant, filled by the producer only while no
+    /// reader holds it (`holders`, under the feed's lock), read by readers only while they hold it (JPEGFeedTests).
     public final class Picture: @unchecked Sendable {
         private var storage = UnsafeMutableRawBufferPointer(start: nil, count: 0)
         public fileprivate(set) var count = 0
@@ -40,29 +41,13 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
         deinit { storage.deallocate() }
     }
 
-    /// One viewer: takes pictures at its own rate through `next`.
-    /// Sendable by its invariant: its fields other than `interval` are touched only with the feed's lock held.
-    public final class Reader: @unchecked Sendable {
-        /// Time between two pictures it takes (0: every picture), on a schedule of its own: the picture
-        /// due next is the first at or after `nextDue` (less an eighth of the interval, for a camera's
-        /// jitter), so it gets its rate on average whatever the source's rate.
-        fileprivate let interval: UInt64
-        fileprivate var nextDue: UInt64?
-        fileprivate var lastSequence: UInt64?
-        fileprivate var held: Picture?
-        fileprivate var waiting: CheckedContinuation<Picture?, Never>?
-        fileprivate var left = false
+    /// One viewer: takes pictures at its own rate through `next`. What it has taken is the feed's,
+    /// under the feed's lock (`ReaderState`).
+    public final class Reader: Sendable {
         fileprivate unowned let feed: JPEGFeed
 
-        fileprivate init(feed: JPEGFeed, interval: UInt64) {
+        fileprivate init(feed: JPEGFeed) {
             self.feed = feed
-            self.interval = interval
-        }
-
-        /// Whether a picture presented at `time` is due for this reader.
-        fileprivate func isDue(_ time: UInt64) -> Bool {
-            guard let nextDue else { return true }
-            return time &+ interval / 8 >= nextDue
         }
 
         /// The newest picture it is due for, once there is one (the one it held goes back); nil when
@@ -78,10 +63,30 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
         }
     }
 
+    /// A reader's place in the feed, under its lock.
+    private struct ReaderState {
+        let reader: Reader
+        /// Time between two pictures it takes (0: every picture), on a schedule of its own: the picture
+        /// due next is the first at or after `nextDue` (less an eighth of the interval, for a camera's
+        /// jitter), so it gets its rate on average whatever the source's rate.
+        let interval: UInt64
+        var nextDue: UInt64?
+        var lastSequence: UInt64?
+        var held: Picture?
+        var waiting: CheckedContinuation<Picture?, Never>?
+
+        /// Whether a picture presented at `time` is due for this reader.
+        func isDue(_ time: UInt64) -> Bool {
+            guard let nextDue else { return true }
+            return time &+ interval / 8 >= nextDue
+        }
+    }
+
     private struct State {
         var slots: [Picture]
         var newest: Picture?
-        var readers: [Reader] = []
+        /// The readers that have joined and not left.
+        var readers: [ReaderState] = []
         var ended = false
         var published = 0
         /// Pictures the producer had no free slot for (cannot happen with the slots counted above).
@@ -103,10 +108,10 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
     /// `maximumReaders` are reading or the feed has ended.
     public func join(framesPerSecond: Double?) -> Reader? {
         let interval = framesPerSecond.map { UInt64(1e9 / $0) } ?? 0
-        let reader = Reader(feed: self, interval: interval)
+        let reader = Reader(feed: self)
         return state.withLock { s in
             guard !s.ended, s.readers.count < maximumReaders else { return nil }
-            s.readers.append(reader)
+            s.readers.append(ReaderState(reader: reader, interval: interval))
             return reader
         }
     }
@@ -114,12 +119,10 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
     /// The reader is done: the picture it held goes back, a wait ends with nil.
     public func leave(_ reader: Reader) {
         let waiting = state.withLock { s -> CheckedContinuation<Picture?, Never>? in
-            reader.left = true
-            if let held = reader.held { held.holders -= 1 }
-            reader.held = nil
-            s.readers.removeAll { $0 === reader }
-            defer { reader.waiting = nil }
-            return reader.waiting
+            guard let index = s.readers.firstIndex(where: { $0.reader === reader }) else { return nil }
+            let gone = s.readers.remove(at: index)
+            if let held = gone.held { held.holders -= 1 }
+            return gone.waiting
         }
         waiting?.resume(returning: nil)
     }
@@ -168,15 +171,15 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
     /// One waiting reader due for the newest picture, given it (so resumed outside the lock).
     private func handOutOne(_ s: inout State) -> (CheckedContinuation<Picture?, Never>, Picture)? {
         guard let newest = s.newest else { return nil }
-        for reader in s.readers where reader.waiting != nil && take(newest, for: reader) {
-            defer { reader.waiting = nil }
-            return (reader.waiting!, newest)
+        for i in s.readers.indices where s.readers[i].waiting != nil && take(newest, for: &s.readers[i]) {
+            defer { s.readers[i].waiting = nil }
+            return (s.readers[i].waiting!, newest)
         }
         return nil
     }
 
     /// Gives `picture` to `reader` if it is new to it and due; under the lock.
-    private func take(_ picture: Picture, for reader: Reader) -> Bool {
+    private func take(_ picture: Picture, for reader: inout ReaderState) -> Bool {
         if let last = reader.lastSequence, picture.sequence <= last { return false }
         guard reader.isDue(picture.presentationTimeNanoseconds) else { return false }
         picture.holders += 1
@@ -191,11 +194,13 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
 
     fileprivate func ask(_ reader: Reader, _ continuation: CheckedContinuation<Picture?, Never>) {
         let answer = state.withLock { s -> Picture?? in
-            if let held = reader.held { held.holders -= 1 }
-            reader.held = nil
-            if reader.left || s.ended { return .some(nil) }
-            if let newest = s.newest, take(newest, for: reader) { return .some(newest) }
-            reader.waiting = continuation
+            // A reader that left (or was never let in) gets nil.
+            guard let i = s.readers.firstIndex(where: { $0.reader === reader }) else { return .some(nil) }
+            if let held = s.readers[i].held { held.holders -= 1 }
+            s.readers[i].held = nil
+            if s.ended { return .some(nil) }
+            if let newest = s.newest, take(newest, for: &s.readers[i]) { return .some(newest) }
+            s.readers[i].waiting = continuation
             return .none
         }
         if let answer { continuation.resume(returning: answer) }
@@ -205,7 +210,7 @@ public final class JPEGFeed: JPEGPictureSink, Sendable {
     public func close() {
         let waiting = state.withLock { s -> [CheckedContinuation<Picture?, Never>] in
             s.ended = true
-            defer { for reader in s.readers { reader.waiting = nil } }
+            defer { for i in s.readers.indices { s.readers[i].waiting = nil } }
             return s.readers.compactMap(\.waiting)
         }
         for continuation in waiting { continuation.resume(returning: nil) }

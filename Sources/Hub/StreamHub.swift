@@ -99,8 +99,7 @@ public final class StreamHub: Sendable {
                 for chunk in backlog { chunk.retain() }
             }
             let subscription = Subscription(name: name, policy: policy, backlog: backlog, takesAudio: withAudio,
-                                            onCatchUp: onCatchUp, doorbell: doorbell)
-            subscription.hub = self
+                                            hub: self, onCatchUp: onCatchUp, doorbell: doorbell)
             s.subscribers.append(subscription)
             joinedAfter = s.newest?.sequence
             return subscription

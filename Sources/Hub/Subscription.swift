@@ -18,8 +18,7 @@ public protocol SubscriptionDoorbell: AnyObject, Sendable {
 ///   the capture side drops and counts instead);
 /// - `.skipToIDR(depth)`: when the queue is full, what waits is dropped and the subscriber resumes at the
 ///   next IDR, so a slow peer never holds up capture or gets a picture whose references it lacks.
-/// Sendable by its invariant: the queue and its flags are touched only with `queueLock` held (StreamHubTests).
-public final class Subscription: @unchecked Sendable {
+public final class Subscription: Sendable {
     public enum Start: Sendable, Equatable {
         /// From the next IDR published (a file, a receiver that joins now).
         case nextIDR
@@ -75,197 +74,205 @@ public final class Subscription: @unchecked Sendable {
     public let onCatchUp: CatchUpHandler?
     /// Rung when an access unit is queued (not when one is handed to a waiting `nextAsync`) and at the end.
     public let doorbell: SubscriptionDoorbell?
+    /// The hub it is in, for `cancel`.
+    weak let hub: StreamHub?
 
-    private var ring: [StreamChunk?]
-    private var head = 0
-    private var count = 0
-    private var capacity: Int
-    private var waitingForIDR: Bool
-    /// Sound that came while waiting for an IDR (retained), newest last: a packet of sound can come
-    /// before the picture of its moment (the video encoder takes longer), so what belongs at or after
-    /// the IDR is delivered after it rather than lost.
-    private var soundBeforeIDR: [StreamChunk] = []
+    /// The queue and its flags, touched only with the monitor's lock held: the encoder thread gives,
+    /// the subscriber's thread or task takes.
+    private struct Queue {
+        var ring: [StreamChunk?]
+        var head = 0
+        var count = 0
+        let capacity: Int
+        var waitingForIDR: Bool
+        /// Sound that came while waiting for an IDR (retained), newest last: a packet of sound can come
+        /// before the picture of its moment (the video encoder takes longer), so what belongs at or after
+        /// the IDR is delivered after it rather than lost.
+        var soundBeforeIDR: [StreamChunk] = []
+        var ended = false
+        var woken = false
+        var stoppedTaking = false
+        var counters = Counters()
+        var waiter: CheckedContinuation<StreamChunk?, Never>?
+        var waiterCancelled = false
+
+        var isFull: Bool { count == capacity }
+
+        mutating func append(_ chunk: StreamChunk) {
+            ring[(head + count) % capacity] = chunk
+            count += 1
+        }
+
+        mutating func removeFirst() -> StreamChunk? {
+            guard count > 0 else { return nil }
+            let chunk = ring[head]
+            ring[head] = nil
+            head = (head + 1) % capacity
+            count -= 1
+            return chunk
+        }
+
+        mutating func releaseSoundBeforeIDR() {
+            for chunk in soundBeforeIDR { chunk.release() }
+            soundBeforeIDR.removeAll(keepingCapacity: true)
+        }
+    }
+    private let queue: Monitor<Queue>
     /// About 2.7 s of sound at 48 kHz: far more than any encoder's delay.
     static let mostSoundBeforeIDR = 128
-    private var ended = false
-    private var woken = false
-    private var stoppedTaking = false
-    private var counters = Counters()
-    private var waiter: CheckedContinuation<StreamChunk?, Never>?
-    private var waiterCancelled = false
-    private let queueLock = QueueLock()
-    weak var hub: StreamHub?
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
-    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false,
+    init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false, hub: StreamHub? = nil,
          onCatchUp: CatchUpHandler? = nil, doorbell: SubscriptionDoorbell? = nil) {
         self.name = name
         self.onCatchUp = onCatchUp
         self.doorbell = doorbell
         self.policy = policy
         self.takesAudio = takesAudio
+        self.hub = hub
         // Audio packets come between the frames (about 47 a second at 48 kHz, 94 at 96 kHz against
         // 30 frames): room for them, so the depth still means as much picture.
-        capacity = policy.depth * (takesAudio ? 4 : 1) + backlog.count
-        ring = Array(repeating: nil, count: capacity)
-        waitingForIDR = backlog.isEmpty
-        if takesAudio { soundBeforeIDR.reserveCapacity(Self.mostSoundBeforeIDR) }
-        for chunk in backlog { append(chunk) }
-        counters.offered = backlog.count { $0.kind == .video }
+        let capacity = policy.depth * (takesAudio ? 4 : 1) + backlog.count
+        var q = Queue(ring: Array(repeating: nil, count: capacity), capacity: capacity, waitingForIDR: backlog.isEmpty)
+        if takesAudio { q.soundBeforeIDR.reserveCapacity(Self.mostSoundBeforeIDR) }
+        for chunk in backlog { q.append(chunk) }
+        q.counters.offered = backlog.count { $0.kind == .video }
+        queue = Monitor(q)
     }
 
     deinit {
-        for i in 0..<count { ring[(head + i) % capacity]?.release() }
-        for chunk in soundBeforeIDR { chunk.release() }
+        queue.withLock { q in
+            while let chunk = q.removeFirst() { chunk.release() }
+            q.releaseSoundBeforeIDR()
+        }
     }
 
-    private func lock() { queueLock.lock() }
-    private func unlock() { queueLock.unlock() }
-
-    private func append(_ chunk: StreamChunk) {
-        ring[(head + count) % capacity] = chunk
-        count += 1
-    }
-
-    private func removeFirst() -> StreamChunk? {
-        guard count > 0 else { return nil }
-        let chunk = ring[head]
-        ring[head] = nil
-        head = (head + 1) % capacity
-        count -= 1
-        return chunk
+    private enum Offered {
+        case kept
+        case letGo
+        /// `.lossless` with a full queue: the encoder waits for room.
+        case mustWait
+        case caughtUp(dropped: Int, resumes: Bool, catchUps: Int)
     }
 
     /// Called by the hub on the encoder thread with one reference to `chunk`, which this takes over.
     /// Waits only under `.lossless` with a full queue.
     func offer(_ chunk: StreamChunk) {
-        lock()
         let frame = chunk.kind == .video ? 1 : 0
-        counters.offered += frame
-        if ended || stoppedTaking {
-            counters.notTaken += frame
-            unlock()
-            chunk.release()
-            return
-        }
-        if waitingForIDR {
-            guard chunk.isIDR else {
-                // Sound before the picture starts (or resumes) waits: what belongs at or after the
-                // IDR follows it; the rest is let go then (both start at the IDR).
-                if chunk.kind == .audio {
-                    if soundBeforeIDR.count == Self.mostSoundBeforeIDR { soundBeforeIDR.removeFirst().release() }
-                    soundBeforeIDR.append(chunk)
-                    unlock()
-                    return
+        let offered = queue.withLock { q -> Offered in
+            q.counters.offered += frame
+            if q.ended || q.stoppedTaking {
+                q.counters.notTaken += frame
+                return .letGo
+            }
+            if q.waitingForIDR {
+                guard chunk.isIDR else {
+                    // Sound before the picture starts (or resumes) waits: what belongs at or after the
+                    // IDR follows it; the rest is let go then (both start at the IDR).
+                    if chunk.kind == .audio {
+                        if q.soundBeforeIDR.count == Self.mostSoundBeforeIDR { q.soundBeforeIDR.removeFirst().release() }
+                        q.soundBeforeIDR.append(chunk)
+                        return .kept
+                    }
+                    if q.counters.catchUps > 0 { q.counters.skipped += 1 } else { q.counters.beforeStart += 1 }
+                    return .letGo
                 }
-                if counters.catchUps > 0 { counters.skipped += 1 } else { counters.beforeStart += 1 }
-                unlock()
-                chunk.release()
-                return
+                q.waitingForIDR = false
             }
-            waitingForIDR = false
+            if q.isFull {
+                if case .lossless = policy { return .mustWait }
+                // Too slow: drop what waits and go on from this IDR, or wait for the next one. (Releasing
+                // under the lock only takes the chunk pool's lock, which never calls back here.)
+                var dropped = 0
+                while let old = q.removeFirst() {
+                    if old.kind == .video { dropped += 1 }
+                    old.release()
+                }
+                let resumes = chunk.isIDR
+                q.counters.skipped += dropped + (resumes ? 0 : frame)
+                q.counters.catchUps += 1
+                q.waitingForIDR = !resumes
+                if resumes {
+                    deliver(chunk, &q)
+                    deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds, &q)
+                }
+                return .caughtUp(dropped: dropped + (resumes ? 0 : frame), resumes: resumes, catchUps: q.counters.catchUps)
+            }
+            deliver(chunk, &q)
+            if chunk.isIDR && !q.soundBeforeIDR.isEmpty { deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds, &q) }
+            return .kept
         }
-        if case .lossless = policy {
-            while count == capacity && !ended && !stoppedTaking { queueLock.waitNotFull() }
-            if ended || stoppedTaking {
-                counters.notTaken += frame
-                unlock()
-                chunk.release()
-                return
-            }
-        } else if count == capacity {
-            // Too slow: drop what waits and go on from this IDR, or wait for the next one. (Releasing
-            // under the lock only takes the chunk pool's lock, which never calls back here.)
-            var dropped = 0
-            while let old = removeFirst() {
-                if old.kind == .video { dropped += 1 }
-                old.release()
-            }
-            let resumes = chunk.isIDR
-            counters.skipped += dropped + (resumes ? 0 : frame)
-            counters.catchUps += 1
-            waitingForIDR = !resumes
-            let catchUps = counters.catchUps
-            if resumes {
-                deliver(chunk)
-                deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds)
-            }
-            unlock()
+        switch offered {
+        case .kept: return
+        case .letGo: chunk.release()
+        case .caughtUp(let dropped, let resumes, let catchUps):
             if !resumes { chunk.release() }
-            onCatchUp?(dropped + (resumes ? 0 : frame), resumes, catchUps)
-            return
+            onCatchUp?(dropped, resumes, catchUps)
+        case .mustWait:
+            let kept = queue.wait(as: .givers, until: { !$0.isFull || $0.ended || $0.stoppedTaking }) { q -> Bool in
+                if q.ended || q.stoppedTaking {
+                    q.counters.notTaken += frame
+                    return false
+                }
+                deliver(chunk, &q)
+                if chunk.isIDR && !q.soundBeforeIDR.isEmpty { deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds, &q) }
+                return true
+            }
+            if !kept { chunk.release() }
         }
-        deliver(chunk)
-        if chunk.isIDR && !soundBeforeIDR.isEmpty { deliverSoundBeforeIDR(from: chunk.presentationTimeNanoseconds) }
-        unlock()
     }
 
     /// After the IDR at `start`: the sound that came before it but belongs at or after it, while there
     /// is room. Called with the lock held.
-    private func deliverSoundBeforeIDR(from start: UInt64) {
-        for chunk in soundBeforeIDR {
-            if chunk.presentationTimeNanoseconds >= start && count < capacity && !ended && !stoppedTaking {
-                deliver(chunk)
+    private func deliverSoundBeforeIDR(from start: UInt64, _ q: inout Queue) {
+        for i in q.soundBeforeIDR.indices {
+            let chunk = q.soundBeforeIDR[i]
+            if chunk.presentationTimeNanoseconds >= start && !q.isFull && !q.ended && !q.stoppedTaking {
+                deliver(chunk, &q)
             } else {
                 chunk.release()
             }
         }
-        soundBeforeIDR.removeAll(keepingCapacity: true)
-    }
-
-    /// Called with the lock held.
-    private func releaseSoundBeforeIDR() {
-        for chunk in soundBeforeIDR { chunk.release() }
-        soundBeforeIDR.removeAll(keepingCapacity: true)
+        q.soundBeforeIDR.removeAll(keepingCapacity: true)
     }
 
     /// Hands `chunk` to a waiting task, or queues it. Called with the lock held; leaves it held.
-    private func deliver(_ chunk: StreamChunk) {
-        if let waiter {
-            self.waiter = nil
-            if chunk.kind == .video { counters.taken += 1 }
+    private func deliver(_ chunk: StreamChunk, _ q: inout Queue) {
+        if let waiter = q.waiter {
+            q.waiter = nil
+            if chunk.kind == .video { q.counters.taken += 1 }
             waiter.resume(returning: chunk)
             return
         }
-        append(chunk)
-        queueLock.signalNotEmpty()
+        q.append(chunk)
+        queue.signal(.takers)
         doorbell?.ring()
     }
 
     /// The next access unit (one reference, for the caller to release), waiting while there is
     /// none; nil once the stream has ended and everything queued was taken.
     public func next() -> StreamChunk? {
-        lock()
-        defer { unlock() }
-        while count == 0 && !ended { queueLock.waitNotEmpty() }
-        return take()
+        queue.wait(as: .takers, until: { $0.count > 0 || $0.ended }) { q in take(&q) }
     }
 
     /// Like `next()`, but gives up after `timeoutNanoseconds`.
     public func next(timeoutNanoseconds: UInt64) -> Next {
-        lock()
-        defer { unlock() }
-        if count == 0 && !ended {
-            var deadline = QueueLock.deadline(afterNanoseconds: timeoutNanoseconds)
-            while count == 0 && !ended {
-                if !queueLock.waitNotEmpty(until: &deadline) { break }
-            }
+        queue.wait(until: { $0.count > 0 || $0.ended }, nanoseconds: timeoutNanoseconds) { q, _ in
+            if let chunk = take(&q) { return .chunk(chunk) }
+            return q.ended ? .ended : .timedOut
         }
-        if let chunk = take() { return .chunk(chunk) }
-        return ended ? .ended : .timedOut
     }
 
     /// Like `next()`, but returns `.timedOut` once everything queued before a `wake()` has been taken:
     /// how a subscriber hears, in order with the stream, of something that is not an access unit (the
     /// camera went away after the last one).
     public func nextUnlessWoken() -> Next {
-        lock()
-        defer { unlock() }
-        while count == 0 && !ended && !woken { queueLock.waitNotEmpty() }
-        if let chunk = take() { return .chunk(chunk) }
-        if ended { return .ended }
-        woken = false
-        return .timedOut
+        queue.wait(as: .takers, until: { $0.count > 0 || $0.ended || $0.woken }) { q in
+            if let chunk = take(&q) { return .chunk(chunk) }
+            if q.ended { return .ended }
+            q.woken = false
+            return .timedOut
+        }
     }
 
     /// A writer thread's loop: every access unit until the stream ends goes to `body` (and back to its
@@ -284,38 +291,32 @@ public final class Subscription: @unchecked Sendable {
 
     /// Wakes the thread in `nextUnlessWoken()` once what is queued now has been taken.
     public func wake() {
-        lock()
-        woken = true
-        queueLock.broadcast()
-        unlock()
+        queue.withLock { q in
+            q.woken = true
+            queue.broadcast()
+        }
     }
 
     /// The next access unit for async code (a WebSocket handler): suspends, never blocks a thread.
     /// Nil once the stream has ended, or when the calling task is cancelled. One task at a time.
     public func nextAsync() async -> StreamChunk? {
-        lock()
-        waiterCancelled = false
-        unlock()
+        queue.withLock { $0.waiterCancelled = false }
         return await withTaskCancellationHandler {
             await withCheckedContinuation { (continuation: CheckedContinuation<StreamChunk?, Never>) in
-                lock()
-                if let chunk = take() {
-                    unlock()
-                    continuation.resume(returning: chunk)
-                } else if ended || waiterCancelled {
-                    unlock()
-                    continuation.resume(returning: nil)
-                } else {
-                    waiter = continuation
-                    unlock()
+                let answer = queue.withLock { q -> StreamChunk?? in
+                    if let chunk = take(&q) { return .some(chunk) }
+                    if q.ended || q.waiterCancelled { return .some(nil) }
+                    q.waiter = continuation
+                    return .none
                 }
+                if let answer { continuation.resume(returning: answer) }
             }
         } onCancel: {
-            lock()
-            waiterCancelled = true
-            let waiter = self.waiter
-            self.waiter = nil
-            unlock()
+            let waiter = queue.withLock { q -> CheckedContinuation<StreamChunk?, Never>? in
+                q.waiterCancelled = true
+                defer { q.waiter = nil }
+                return q.waiter
+            }
             waiter?.resume(returning: nil)
         }
     }
@@ -323,32 +324,32 @@ public final class Subscription: @unchecked Sendable {
     /// The next access unit if one is queued, without waiting: `.timedOut` when none is, `.ended` once
     /// the stream has ended and everything queued was taken. For a consumer woken by its doorbell.
     public func poll() -> Next {
-        lock()
-        defer { unlock() }
-        if let chunk = take() { return .chunk(chunk) }
-        return ended ? .ended : .timedOut
+        queue.withLock { q in
+            if let chunk = take(&q) { return .chunk(chunk) }
+            return q.ended ? .ended : .timedOut
+        }
     }
 
     /// Called with the lock held.
-    private func take() -> StreamChunk? {
-        guard let chunk = removeFirst() else { return nil }
-        if chunk.kind == .video { counters.taken += 1 }
-        queueLock.signalNotFull()
+    private func take(_ q: inout Queue) -> StreamChunk? {
+        guard let chunk = q.removeFirst() else { return nil }
+        if chunk.kind == .video { q.counters.taken += 1 }
+        queue.signal(.givers)
         return chunk
     }
 
     /// The subscriber takes nothing more (it failed or left): what is queued is dropped and later
     /// offers are only counted, until it is removed from the hub with `cancel()`.
     public func stopTaking() {
-        lock()
-        stoppedTaking = true
-        while let chunk = removeFirst() {
-            if chunk.kind == .video { counters.notTaken += 1 }
-            chunk.release()
+        queue.withLock { q in
+            q.stoppedTaking = true
+            while let chunk = q.removeFirst() {
+                if chunk.kind == .video { q.counters.notTaken += 1 }
+                chunk.release()
+            }
+            q.releaseSoundBeforeIDR()
+            queue.broadcast()
         }
-        releaseSoundBeforeIDR()
-        queueLock.broadcast()
-        unlock()
     }
 
     /// Leaves the hub: nothing more is offered; what is queued is dropped and `next` returns nil.
@@ -360,26 +361,18 @@ public final class Subscription: @unchecked Sendable {
 
     /// The stream ended (the hub closed, or `cancel`): `next` returns what is queued, then nil.
     func end() {
-        lock()
-        ended = true
-        let waiter = self.waiter
-        self.waiter = nil
-        queueLock.broadcast()
-        unlock()
+        let waiter = queue.withLock { q -> CheckedContinuation<StreamChunk?, Never>? in
+            q.ended = true
+            defer { q.waiter = nil }
+            queue.broadcast()
+            return q.waiter
+        }
         waiter?.resume(returning: nil)
         doorbell?.ring()
     }
 
-    public var snapshot: Counters {
-        lock()
-        defer { unlock() }
-        return counters
-    }
+    public var snapshot: Counters { queue.withLock { $0.counters } }
 
     /// Access units queued now.
-    public var queued: Int {
-        lock()
-        defer { unlock() }
-        return count
-    }
+    public var queued: Int { queue.withLock { $0.count } }
 }

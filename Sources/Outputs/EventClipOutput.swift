@@ -10,23 +10,22 @@ import Synchronization
 /// Past its end the clip's picture is complete; its sound comes a little later, and the clip waits for
 /// it as a cut file does (a second at most), then leaves the hub so the recording never waits for it.
 /// A clip that cannot be written, or whose camera goes away, ends at once; the recording goes on.
-final class EventClipOutput: @unchecked Sendable {
+final class EventClipOutput: Sendable {
     let label: String
     private let queueCapacity: Int
     private let end: ClipEnd
     private let takesAudio: Bool
     private let onFailure: @Sendable (OutputError) -> Void
     private let onClipEnded: @Sendable (EventClipOutput) -> Void
-    private var subscription: Subscription?
-    private var worker: WorkerThread?
+    /// Set by `open`; read by `endAtSourceGap` from the trigger's thread and by `finish`.
+    private let running = Mutex((subscription: Subscription?.none, worker: WorkerThread?.none))
     private let shared = Mutex((failure: OutputError?.none, endAtGap: false))
     /// Stream bytes and access units handed to files so far (a container's own bytes are not counted).
     private let framesWritten = Atomic<Int>(0)
     private let bytesWritten = Atomic<Int>(0)
-    /// Owned by the clip's thread once `open` has started it (by the caller before and after).
-    private let files: SegmentWriter
-    /// The clip's last picture is written; its sound may still be on the way.
-    private var pictureEnded = false
+    /// The clip's files until `open` takes them and gives them to the clip's thread, whose alone they
+    /// are from then on (so no lock per frame); it finishes them before it ends.
+    private let unopenedFiles: Mutex<SegmentWriter?>
 
     /// - Parameter endingAfter: the presentation time of the clip's last access unit, for now.
     /// - Parameter onFileFinished: called on the clip's thread with each file finished.
@@ -43,30 +42,32 @@ final class EventClipOutput: @unchecked Sendable {
         self.onFailure = onFailure
         self.onClipEnded = onClipEnded
         // A clip is never rotated: its files are cut at segment boundaries only.
-        files = SegmentWriter(configuration: configuration, takeRotationRequest: { false },
-                              fileFinished: onFileFinished, fileDeleted: onFileDeleted)
+        unopenedFiles = Mutex(SegmentWriter(configuration: configuration, takeRotationRequest: { false },
+                                          fileFinished: onFileFinished, fileDeleted: onFileDeleted))
     }
 
     /// The first file opens now; the stream starts at `start` in the hub's ring.
     func open(hub: StreamHub, from start: Subscription.Start) throws {
+        guard let files = unopenedFiles.withLock({ $0.take() }) else { throw OutputError(.unwritable, "\(label): opened twice") }
         try files.openNextFile()
         guard let subscription = hub.subscribe(label, from: start, policy: .lossless(depth: queueCapacity),
                                                withAudio: takesAudio) else {
             try? files.finishCurrentFile()
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
-        self.subscription = subscription
+        // From here the files are the clip thread's alone.
         let worker = WorkerThread(name: "event-clip") { [unowned self] in
-            run()
+            run(subscription, files)
             // The recording ended during the clip: its file is finished here, before the event ends.
             do {
                 try files.finishCurrentFile()
             } catch {
-                fail(error)
+                fail(error, files)
             }
+            files.releaseCarriedSound()
             onClipEnded(self)
         }
-        self.worker = worker
+        running.withLock { $0 = (subscription, worker) }
         worker.start()
     }
 
@@ -79,17 +80,19 @@ final class EventClipOutput: @unchecked Sendable {
     /// The camera went away: the clip ends after the last access unit before the gap.
     func endAtSourceGap() {
         shared.withLock { $0.endAtGap = true }
-        subscription?.wake()
+        running.withLock { $0.subscription }?.wake()
     }
 
-    private func run() {
-        guard let subscription else { return }
-        subscription.drain(woken: endIfAtGap) { chunk in
+    /// On the clip's thread, which owns `files` while it runs.
+    private func run(_ subscription: Subscription, _ files: SegmentWriter) {
+        /// The clip's last picture is written; its sound may still be on the way.
+        var pictureEnded = false
+        subscription.drain(woken: { self.endIfAtGap(subscription, files) }) { chunk in
             if shared.withLock({ $0.failure != nil }) { return }
             do {
-                try write(chunk)
+                try write(chunk, subscription, files, pictureEnded: &pictureEnded)
             } catch {
-                fail(error)
+                fail(error, files)
                 // A clip that cannot be written ends; the recording it came from goes on.
                 end.endNow()
                 subscription.cancel()
@@ -97,9 +100,9 @@ final class EventClipOutput: @unchecked Sendable {
         }
     }
 
-    private func write(_ chunk: StreamChunk) throws {
+    private func write(_ chunk: StreamChunk, _ subscription: Subscription, _ files: SegmentWriter, pictureEnded: inout Bool) throws {
         if chunk.kind == .audio {
-            if try files.writeSound(chunk), pictureEnded { try endClip() }
+            if try files.writeSound(chunk), pictureEnded { try endClip(subscription, files) }
             return
         }
         let pts = chunk.presentationTimeNanoseconds
@@ -109,7 +112,7 @@ final class EventClipOutput: @unchecked Sendable {
                 pictureEnded = true
                 try files.cutCurrentFile(nextAt: pts)
             }
-            if files.endingDeadline.map({ pts >= $0 }) ?? true { try endClip() }
+            if files.endingDeadline.map({ pts >= $0 }) ?? true { try endClip(subscription, files) }
             return
         }
         guard let written = try files.writePicture(chunk) else { return }
@@ -118,25 +121,25 @@ final class EventClipOutput: @unchecked Sendable {
     }
 
     /// The clip is complete, sound and all: its file is finished and it leaves the hub.
-    private func endClip() throws {
-        subscription?.cancel()
+    private func endClip(_ subscription: Subscription, _ files: SegmentWriter) throws {
+        subscription.cancel()
         try files.finishCurrentFile()
     }
 
     /// A clip ends at the gap: the camera that returns is a new event's.
-    private func endIfAtGap() {
+    private func endIfAtGap(_ subscription: Subscription, _ files: SegmentWriter) {
         guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
               shared.withLock({ $0.failure == nil }), files.isFileOpen else { return }
         end.endNow()
-        subscription?.cancel()
+        subscription.cancel()
         do {
             try files.finishCurrentFile()
         } catch {
-            fail(error)
+            fail(error, files)
         }
     }
 
-    private func fail(_ error: Error) {
+    private func fail(_ error: Error, _ files: SegmentWriter) {
         let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
         shared.withLock { $0.failure = $0.failure ?? failure }
         files.markFailed(failure)
@@ -150,11 +153,8 @@ final class EventClipOutput: @unchecked Sendable {
         return counters
     }
 
-    /// Waits for the clip's thread (after the clip has ended, or the hub has closed) and settles it.
+    /// Waits for the clip's thread (after the clip has ended, or the hub has closed), which has settled its files.
     func finish() {
-        worker?.join()
-        worker = nil
-        try? files.finishCurrentFile()
-        files.releaseCarriedSound()
+        running.withLock { $0.worker.take() }?.join()
     }
 }

@@ -1,6 +1,7 @@
 import Glibc
 import Hub
 import Synchronization
+import SystemSupport
 
 /// Event clips (`--event-output`): the minute around each trigger, beginning before it.
 ///
@@ -14,7 +15,7 @@ import Synchronization
 /// Writing a clip never holds up capture longer than a file output can: the pre-roll is already
 /// encoded and waits in the clip's queue (on top of its own depth), drained by the clip's thread.
 /// A clip that cannot be written ends with its error; the recording it came from goes on.
-public final class EventRecorder: StreamOutput, @unchecked Sendable {
+public final class EventRecorder: StreamOutput, Sendable {
     public struct Configuration: Sendable {
         public var preRollSeconds: Double
         public var postRollSeconds: Double
@@ -80,19 +81,37 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     public let configuration: Configuration
     public var kind: OutputKind { .events }
     public var label: String { "events " + configuration.files.pattern.template }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
     /// Never set: a clip that fails ends with its error in its event, and the recording goes on.
     public var failure: OutputError? { nil }
+    /// What the recorder tells, each set before `open` (behind a lock: the clips' threads read them).
+    private struct Callbacks {
+        var onEventEnded: (@Sendable (Event) -> Void)?
+        var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+        var onFileDeleted: (@Sendable (String) -> Void)?
+        var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
+    }
+    private let callbacks = Mutex(Callbacks())
     /// Called on the clip's thread when its last file is finished (the event as it ended).
-    public var onEventEnded: (@Sendable (Event) -> Void)?
+    public var onEventEnded: (@Sendable (Event) -> Void)? {
+        get { callbacks.withLock { $0.onEventEnded } }
+        set { callbacks.withLock { $0.onEventEnded = newValue } }
+    }
     /// Called on the clip's thread with each clip file finished.
-    public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+    public var onFileFinished: (@Sendable (FinishedFile) -> Void)? {
+        get { callbacks.withLock { $0.onFileFinished } }
+        set { callbacks.withLock { $0.onFileFinished = newValue } }
+    }
     /// Called with each old clip file retention (`--event-keep-files`, `--event-keep-for`) deleted.
-    public var onFileDeleted: (@Sendable (String) -> Void)?
+    public var onFileDeleted: (@Sendable (String) -> Void)? {
+        get { callbacks.withLock { $0.onFileDeleted } }
+        set { callbacks.withLock { $0.onFileDeleted = newValue } }
+    }
     /// Called on the trigger's thread when an event starts, with a copy of its clip's first access unit
     /// (the IDR with its parameter sets, for a thumbnail) and that picture's frame number.
-    public var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
+    public var onEventStarted: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)? {
+        get { callbacks.withLock { $0.onEventStarted } }
+        set { callbacks.withLock { $0.onEventStarted = newValue } }
+    }
 
     private struct Current {
         var clip: EventClipOutput
@@ -146,7 +165,6 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
     /// Checks that the clips' folder can be made and written now, so a bad `--event-output` fails
     /// before anything is recorded; clips open only when an event comes.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
         let path = configuration.files.pattern.render(time: time(nil), segment: 1, device: configuration.files.device)
         let slash = path.lastIndex(of: "/")
         let directory = slash.map { String(path[..<$0]) }.map { $0.isEmpty ? "/" : $0 } ?? "."
@@ -169,6 +187,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
                         motionScore: Double? = nil) -> Outcome {
         joinEndedClips()
         var firstPicture: (accessUnit: [UInt8], sequence: UInt64)?
+        var told: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
         let outcome = state.withLock { s -> Outcome in
             guard let hub = s.hub, !hub.isClosed, !s.finishing else { return .refused("the recording is not running") }
             guard let newest = frame ?? hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
@@ -185,13 +204,12 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             let id = s.nextID
             s.nextID += 1
             s.totals.events[trigger, default: 0] += 1
-            let event = Event(id: id, trigger: trigger, label: label, start: Self.isoNow(), end: nil, triggers: 1,
+            let event = Event(id: id, trigger: trigger, label: label, start: iso8601UTCNow(), end: nil, triggers: 1,
                               triggerFrame: newest.sequence, lastTriggerFrame: newest.sequence, firstFrame: nil,
                               lastFrame: nil, prerollSeconds: nil, files: [], error: nil, motionScore: motionScore)
-            let onFileDeleted = onFileDeleted
             let clip = EventClipOutput(configuration: configuration.files, endingAfter: end,
                                        onFileFinished: { [weak self] file in self?.clipFileFinished(id: id, file) },
-                                       onFileDeleted: { path in onFileDeleted?(path) },
+                                       onFileDeleted: { [weak self] path in self?.onFileDeleted?(path) },
                                        onFailure: { [weak self] error in self?.clipFailed(id: id, error) },
                                        onClipEnded: { [weak self] clip in self?.clipEnded(id: id, clip) })
             let pre = UInt64(configuration.preRollSeconds * 1e9)
@@ -203,14 +221,17 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             } catch {
                 let message = (error as? OutputError)?.message ?? "\(error)"
                 s.events[s.events.count - 1].error = message
-                s.events[s.events.count - 1].end = Self.isoNow()
+                s.events[s.events.count - 1].end = iso8601UTCNow()
                 return .refused("event \(id): \(message)")
             }
             s.current = Current(clip: clip, id: id, triggerPresentation: newest.presentationTimeNanoseconds)
-            if onEventStarted != nil { firstPicture = hub.keyframe(atOrBefore: from) }
+            if let onEventStarted {
+                firstPicture = hub.keyframe(atOrBefore: from)
+                told = onEventStarted
+            }
             return .started(event)
         }
-        if case .started(let event) = outcome { onEventStarted?(event, firstPicture) }
+        if case .started(let event) = outcome { told?(event, firstPicture) }
         return outcome
     }
 
@@ -260,7 +281,7 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
             s.endedClips.frames += written.frames
             s.endedClips.bytes += written.bytes
             guard let i = index(of: id, in: s) else { return nil }
-            s.events[i].end = Self.isoNow()
+            s.events[i].end = iso8601UTCNow()
             return s.events[i]
         }
         if let event { onEventEnded?(event) }
@@ -295,19 +316,6 @@ public final class EventRecorder: StreamOutput, @unchecked Sendable {
         }
         for clip in clips { clip.finish() }
         return state.withLock { $0.report }
-    }
-
-    static func isoNow() -> String {
-        var now = timespec()
-        clock_gettime(CLOCK_REALTIME, &now)
-        var seconds = now.tv_sec
-        var parts = tm()
-        gmtime_r(&seconds, &parts)
-        func two(_ v: Int32) -> String { v < 10 ? "0\(v)" : "\(v)" }
-        let millis = Int(now.tv_nsec / 1_000_000)
-        let ms = millis < 10 ? "00\(millis)" : millis < 100 ? "0\(millis)" : "\(millis)"
-        return "\(parts.tm_year + 1900)-\(two(parts.tm_mon + 1))-\(two(parts.tm_mday))T"
-            + "\(two(parts.tm_hour)):\(two(parts.tm_min)):\(two(parts.tm_sec)).\(ms)Z"
     }
 }
 

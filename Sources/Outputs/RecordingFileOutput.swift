@@ -8,7 +8,7 @@ import Synchronization
 /// rotation on demand (SIGHUP), written by a `SegmentWriter` on a thread of its own behind a
 /// `.lossless` hub subscription. When the camera goes away the file ends at the gap, and the camera's
 /// first IDR after it opens the next.
-public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
+public final class RecordingFileOutput: StreamOutput, Sendable {
     public struct Configuration: Sendable {
         public var pattern: OutputNamePattern
         /// The source's stable name, for `{device}`.
@@ -47,18 +47,21 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     public var kind: OutputKind { .file }
     public var label: String { configuration.pattern.template }
-    /// Given at `open`, before any thread of this output runs.
-    private var onFailure: (@Sendable (OutputError) -> Void)?
-    /// Called on the output's thread each time a file is finished.
-    public var onFileFinished: (@Sendable (FinishedFile) -> Void)?
-    /// Called with each path retention deleted.
-    public var onFileDeleted: (@Sendable (String) -> Void)?
+    /// Called on the output's thread each time a file is finished; set before `open`.
+    public var onFileFinished: (@Sendable (FinishedFile) -> Void)? {
+        get { shared.withLock { $0.onFileFinished } }
+        set { shared.withLock { $0.onFileFinished = newValue } }
+    }
+    /// Called with each path retention deleted; set before `open`.
+    public var onFileDeleted: (@Sendable (String) -> Void)? {
+        get { shared.withLock { $0.onFileDeleted } }
+        set { shared.withLock { $0.onFileDeleted = newValue } }
+    }
 
     let configuration: Configuration
     private let queueCapacity: Int
-    private var subscription: Subscription?
-    private var hub: StreamHub?
-    private var worker: WorkerThread?
+    /// Set by `open`; read by the signal and camera threads (`requestNewFile`, `endFileAtSourceGap`) and by `finish`.
+    private let running = Mutex((hub: StreamHub?.none, subscription: Subscription?.none, worker: WorkerThread?.none))
     private let shared = Mutex(Shared())
     /// Stream bytes and access units handed to files so far (a container's own bytes are not counted).
     private let framesWritten = Atomic<Int>(0)
@@ -69,25 +72,38 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         /// The camera went away: end the file once everything before the gap is written.
         var endAtGap = false
         var finished: [FinishedFile] = []
+        /// Finishing the last file failed (at the end of the stream).
+        var finalError: OutputError?
+        /// Given at `open`, before any thread of this output runs.
+        var onFailure: (@Sendable (OutputError) -> Void)?
+        var onFileFinished: (@Sendable (FinishedFile) -> Void)?
+        var onFileDeleted: (@Sendable (String) -> Void)?
     }
-    /// Owned by the output's thread once `open` has started it (by the caller before and after).
-    private lazy var files = SegmentWriter(
-        configuration: configuration,
-        takeRotationRequest: { [unowned self] in
-            shared.withLock { s in
-                defer { s.rotateRequested = false }
-                return s.rotateRequested
-            }
-        },
-        fileFinished: { [unowned self] file in
-            shared.withLock { $0.finished.append(file) }
-            onFileFinished?(file)
-        },
-        fileDeleted: { [unowned self] path in onFileDeleted?(path) })
+    /// The files until `open` takes them and gives them to the output's thread, whose alone they are
+    /// from then on (so no lock per frame); it finishes them before it ends.
+    private let unopenedFiles = Mutex<SegmentWriter?>(nil)
 
     public init(configuration: Configuration, queueCapacity: Int = 240) {
         self.configuration = configuration
         self.queueCapacity = max(1, queueCapacity)
+        unopenedFiles.withLock {
+            $0 = SegmentWriter(
+                configuration: configuration,
+                takeRotationRequest: { [unowned self] in
+                    shared.withLock { s in
+                        defer { s.rotateRequested = false }
+                        return s.rotateRequested
+                    }
+                },
+                fileFinished: { [unowned self] file in
+                    let told = shared.withLock { s in
+                        s.finished.append(file)
+                        return s.onFileFinished
+                    }
+                    told?(file)
+                },
+                fileDeleted: { [unowned self] path in shared.withLock { $0.onFileDeleted }?(path) })
+        }
     }
 
     public var failure: OutputError? { shared.withLock { $0.failure } }
@@ -101,17 +117,25 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
 
     /// Opens the first file now, so a bad path fails before anything is recorded.
     public func open(hub: StreamHub, onFailure: @escaping @Sendable (OutputError) -> Void) throws {
-        self.onFailure = onFailure
+        shared.withLock { $0.onFailure = onFailure }
+        guard let files = unopenedFiles.withLock({ $0.take() }) else { throw OutputError(.unwritable, "\(label): opened twice") }
         try files.openNextFile()
         guard let subscription = hub.subscribe(label, from: .nextIDR, policy: .lossless(depth: queueCapacity),
                                                        withAudio: configuration.takesAudio) else {
             try? files.finishCurrentFile()
             throw OutputError(.unwritable, "\(label): the recording has already ended")
         }
-        self.hub = hub
-        self.subscription = subscription
-        let worker = WorkerThread(name: "file-out") { [unowned self] in self.run() }
-        self.worker = worker
+        // From here the files are the output thread's alone; it finishes the last when the stream ends.
+        let worker = WorkerThread(name: "file-out") { [unowned self] in
+            run(subscription, files)
+            do {
+                try files.finishCurrentFile()
+            } catch {
+                shared.withLock { $0.finalError = error as? OutputError ?? OutputError(.unwritable, "\(error)") }
+            }
+            files.releaseCarriedSound()
+        }
+        running.withLock { $0 = (hub, subscription, worker) }
         worker.start()
     }
 
@@ -119,28 +143,29 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     public func requestNewFile() {
         shared.withLock { $0.rotateRequested = true }
         // Through the gate: a rotation waits at most for the next regular IDR when one was just asked for.
-        hub?.requestIDR()
+        running.withLock { $0.hub }?.requestIDR()
     }
 
     /// The camera went away and every access unit before it has been published: the current file (or
     /// segment) ends after them, now, not when the camera returns; the next IDR opens the next file.
     public func endFileAtSourceGap() {
         shared.withLock { $0.endAtGap = true }
-        subscription?.wake()
+        running.withLock { $0.subscription }?.wake()
     }
 
-    private func run() {
-        subscription?.drain(woken: endFileIfAtGap) { chunk in
+    /// On the output's thread, which owns `files` while it runs.
+    private func run(_ subscription: Subscription, _ files: SegmentWriter) {
+        subscription.drain(woken: { self.endFileIfAtGap(files) }) { chunk in
             if shared.withLock({ $0.failure != nil }) { return }
             do {
-                try write(chunk)
+                try write(chunk, files)
             } catch {
-                fail(error)
+                fail(error, files)
             }
         }
     }
 
-    private func write(_ chunk: StreamChunk) throws {
+    private func write(_ chunk: StreamChunk, _ files: SegmentWriter) throws {
         if chunk.kind == .audio {
             _ = try files.writeSound(chunk)
             return
@@ -151,22 +176,25 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
         bytesWritten.add(written, ordering: .relaxed)
     }
 
-    private func endFileIfAtGap() {
+    private func endFileIfAtGap(_ files: SegmentWriter) {
         guard shared.withLock({ s -> Bool in defer { s.endAtGap = false }; return s.endAtGap }),
               shared.withLock({ $0.failure == nil }), files.isFileOpen else { return }
         do {
             // The file takes the sound of its last moments, which comes after them, as at a cut.
             try files.cutCurrentFile(nextAt: files.lastPresentation)
         } catch {
-            fail(error)
+            fail(error, files)
         }
     }
 
-    private func fail(_ error: Error) {
+    private func fail(_ error: Error, _ files: SegmentWriter) {
         let failure = error as? OutputError ?? OutputError(.unwritable, "\(label): \(error)")
-        shared.withLock { $0.failure = failure }
+        let told = shared.withLock { s in
+            s.failure = failure
+            return s.onFailure
+        }
         files.markFailed(failure)
-        onFailure?(failure)
+        told?(failure)
     }
 
     public var counters: OutputCounters {
@@ -177,11 +205,8 @@ public final class RecordingFileOutput: StreamOutput, @unchecked Sendable {
     }
 
     public func finish() -> OutputReport {
-        worker?.join()
-        worker = nil
-        var finalError: OutputError?
-        do { try files.finishCurrentFile() } catch { finalError = error as? OutputError ?? OutputError(.unwritable, "\(error)") }
-        files.releaseCarriedSound()
+        running.withLock { $0.worker.take() }?.join()
+        let finalError = shared.withLock { $0.finalError }
         let finished = shared.withLock { $0.finished }
         var report = OutputReport(kind: kind, label: label, path: finished.last?.path)
         report.frames = finished.reduce(0) { $0 + $1.frames }
