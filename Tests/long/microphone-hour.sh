@@ -15,8 +15,8 @@ echo "microphone-hour: $SECS s, results in $RESULTS"
 Tests/vm/run.sh --timeout $((SECS + 900)) --results "$RESULTS" --env "CAMREC=$CAMREC" --env "HOUR_SECONDS=$SECS" \
     --vivid 'n_devs=1 node_types=0x1' -- Tests/vm-cases/microphone-hour.sh
 R=$RESULTS/hour
-pass=0 fail=0
-check() { local what=$1; shift; if "$@"; then echo "PASS: $what"; pass=$((pass + 1)); else echo "FAIL: $what"; fail=$((fail + 1)); fi; }
+PASS=0 FAIL=0
+source Tests/lib/checks.sh
 sync_out=$(python3 Tests/tools/mic-sync.py "$R/hour.mkv" "$R/camrec.err" "$R/clicks.log" $((SECS - 30)) 10 8 2>&1); sync_rc=$?
 echo "$sync_out" | awk 'NR <= 4 || /FAIL|OK/'
 echo "$sync_out" | python3 -c '
@@ -32,4 +32,4 @@ check "the sound starts and ends with the picture, within 30 ms" python3 Tests/t
 grep -o "the microphone hw:[^ ]*: .*" "$R/camrec.err" | tail -1
 n=$(sed -n 's/.*; \([0-9]*\) overruns\{0,1\} (samples lost.*/\1/p' "$R/camrec.err")
 check "two overruns counted (${n:-none})" test "${n:-0}" = 2
-echo "$pass passed, $fail failed"
+finish
