@@ -20,7 +20,22 @@ typedef struct { uint32_t domain; int code; char *message; } GError;
 typedef struct GstElement GstElement;
 typedef struct GstPad GstPad;
 typedef struct GstCaps GstCaps;
-typedef struct GstBuffer GstBuffer;
+typedef uint64_t GstClockTime;
+// gst/gstminiobject.h and gst/gstbuffer.h: a buffer's timestamps are public fields (GST_BUFFER_PTS).
+typedef struct {
+    GType type;
+    int refcount, lockstate;
+    unsigned flags;
+    void *copy, *dispose, *free;
+    unsigned priv_uint;
+    void *priv_pointer;
+} GstMiniObject;
+typedef struct {
+    GstMiniObject mini_object;
+    void *pool;
+    GstClockTime pts, dts, duration;
+    uint64_t offset, offset_end;
+} GstBuffer;
 typedef struct GstEvent GstEvent;
 typedef struct GstStructure GstStructure;
 typedef struct GstPromise GstPromise;
@@ -57,6 +72,9 @@ static struct {
     void (*gst_object_unref)(void *);
     GstElement *(*gst_parse_launch)(const char *, GError **);
     GstElement *(*gst_bin_get_by_name)(GstElement *, const char *);
+    GstClockTime (*gst_element_get_base_time)(GstElement *);
+    void (*gst_pipeline_use_clock)(GstElement *, void *);
+    void *(*gst_system_clock_obtain)(void);
     int (*gst_element_set_state)(GstElement *, int);
     GstPad *(*gst_element_get_static_pad)(GstElement *, const char *);
     gulong (*gst_pad_add_probe)(GstPad *, int, GstPadProbeCallback, void *, void *);
@@ -118,6 +136,9 @@ int camrec_webrtc_load(char *error, size_t size) {
         {(void **)&g.gst_object_unref, 2, "gst_object_unref"},
         {(void **)&g.gst_parse_launch, 2, "gst_parse_launch"},
         {(void **)&g.gst_bin_get_by_name, 2, "gst_bin_get_by_name"},
+        {(void **)&g.gst_element_get_base_time, 2, "gst_element_get_base_time"},
+        {(void **)&g.gst_pipeline_use_clock, 2, "gst_pipeline_use_clock"},
+        {(void **)&g.gst_system_clock_obtain, 2, "gst_system_clock_obtain"},
         {(void **)&g.gst_element_set_state, 2, "gst_element_set_state"},
         {(void **)&g.gst_element_get_static_pad, 2, "gst_element_get_static_pad"},
         {(void **)&g.gst_pad_add_probe, 2, "gst_pad_add_probe"},
@@ -170,6 +191,10 @@ int camrec_webrtc_start(char *error, size_t size) {
                 {"appsrc", "gstreamer1.0-plugins-base"}, {"rtph264pay", "gstreamer1.0-plugins-good"},
                 {"webrtcbin", "gstreamer1.0-plugins-bad"}, {"dtlssrtpenc", "gstreamer1.0-plugins-bad"},
                 {"srtpenc", "gstreamer1.0-plugins-bad"}, {"nicesrc", "gstreamer1.0-nice"},
+                // The sound, as Opus: AAC decoded, then encoded again; Opus as it is.
+                {"rtpopuspay", "gstreamer1.0-plugins-good"}, {"opusenc", "gstreamer1.0-plugins-base"},
+                {"audioconvert", "gstreamer1.0-plugins-base"}, {"audioresample", "gstreamer1.0-plugins-base"},
+                {"faad", "gstreamer1.0-plugins-bad"},
             };
             void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_LOCAL);
             if (nice) g.nice_agent_remove_stream = (void (*)(void *, unsigned))dlsym(nice, "nice_agent_remove_stream");
@@ -193,7 +218,8 @@ int camrec_webrtc_start(char *error, size_t size) {
 }
 
 struct camrec_webrtc_session {
-    GstElement *pipeline, *webrtc, *source, *rtpbin;
+    // `sound` is the sound's appsrc, NULL when the session sends the picture only.
+    GstElement *pipeline, *webrtc, *source, *sound, *rtpbin;
     // libnice's agent, whose sockets are closed by hand at the end.
     void *agent;
     pthread_mutex_t lock;
@@ -278,7 +304,20 @@ static int run_promise(camrec_webrtc_session *session, const char *action, void 
     return ok;
 }
 
-camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int payload_type, const char *stun, const char *turn,
+// Points a transceiver of webrtcbin (numbered in the order the pipeline linked its pads) at one send-only
+// format: the offer's payload type for it.
+static void send_only(camrec_webrtc_session *session, int index, const char *caps_text) {
+    void *transceiver = NULL;
+    g.g_signal_emit_by_name(session->webrtc, "get-transceiver", index, &transceiver);
+    if (!transceiver) return;
+    GstCaps *caps = g.gst_caps_from_string(caps_text);
+    g.g_object_set(transceiver, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", caps, NULL);
+    g.gst_mini_object_unref(caps);
+    g.gst_object_unref(transceiver);
+}
+
+camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int payload_type, const camrec_webrtc_sound *sound,
+                                                    const char *stun, const char *turn,
                                                     camrec_webrtc_event_handler handler, void *context,
                                                     char *error, size_t size) {
     error[0] = 0;
@@ -291,15 +330,35 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     camrec_webrtc_session *session = calloc(1, sizeof *session);
     pthread_mutex_init(&session->lock, NULL);
     session->heard = now_seconds();
-    char description[1024];
+    char description[2048];
     // Access units as the hub has them (4-byte start codes, SPS and PPS before every IDR), stamped with
-    // the pipeline clock when pushed; config-interval=-1 sends SPS and PPS with every IDR, and
-    // zero-latency aggregation sends each picture as soon as its last NAL unit is in.
-    snprintf(description, sizeof description,
-             "appsrc name=source is-live=true do-timestamp=true format=time max-bytes=8000000 leaky-type=upstream "
+    // their capture time (camrec_webrtc_session_push); config-interval=-1 sends SPS and PPS with every IDR,
+    // and zero-latency aggregation sends each picture as soon as its last NAL unit is in.
+    int length = snprintf(description, sizeof description,
+             "appsrc name=source is-live=true do-timestamp=false format=time max-bytes=8000000 leaky-type=upstream "
              "caps=video/x-h264,stream-format=byte-stream,alignment=au "
              "! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency mtu=1200 pt=%d "
              "! webrtcbin name=webrtc bundle-policy=max-bundle latency=0", payload_type);
+    // The sound on webrtcbin's second pad, stamped with the same capture clock as the picture: Opus as the
+    // recording has it, or AAC decoded and encoded as Opus at 48 kHz (what every browser decodes).
+    if (sound && sound->codec == CAMREC_WEBRTC_SOUND_OPUS)
+        length += snprintf(description + length, sizeof description - length,
+             " appsrc name=sound is-live=true do-timestamp=false format=time max-bytes=1000000 leaky-type=upstream "
+             "caps=audio/x-opus,channel-mapping-family=0,channels=%d,rate=48000 "
+             "! rtpopuspay mtu=1200 pt=%d ! webrtc.", sound->channels, sound->payload_type);
+    else if (sound && sound->codec == CAMREC_WEBRTC_SOUND_AAC)
+        length += snprintf(description + length, sizeof description - length,
+             " appsrc name=sound is-live=true do-timestamp=false format=time max-bytes=1000000 leaky-type=upstream "
+             "caps=\"audio/mpeg,mpegversion=4,stream-format=raw,rate=%d,channels=%d,codec_data=(buffer)%s\" "
+             "! faad ! audioconvert ! audioresample ! audio/x-raw,rate=48000,channels=[1,2] "
+             "! opusenc bitrate=64000 frame-size=20 ! rtpopuspay mtu=1200 pt=%d ! webrtc.",
+             sound->rate, sound->channels, sound->aac_configuration, sound->payload_type);
+    if (length >= (int)sizeof description) {
+        snprintf(error, size, "the sound's description is too long for the WebRTC pipeline");
+        g.gst_sdp_message_free(message);
+        free(session);
+        return NULL;
+    }
     GError *failure = NULL;
     session->pipeline = g.gst_parse_launch(description, &failure);
     if (!session->pipeline || failure) {
@@ -310,8 +369,14 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
         free(session);
         return NULL;
     }
+    // The monotonic system clock (CLOCK_MONOTONIC, camrec's capture clock): a buffer's running time is its
+    // capture time less the pipeline's base time.
+    void *clock = g.gst_system_clock_obtain();
+    g.gst_pipeline_use_clock(session->pipeline, clock);
+    g.gst_object_unref(clock);
     session->webrtc = g.gst_bin_get_by_name(session->pipeline, "webrtc");
     session->source = g.gst_bin_get_by_name(session->pipeline, "source");
+    session->sound = g.gst_bin_get_by_name(session->pipeline, "sound");
     session->rtpbin = g.gst_bin_get_by_name(session->webrtc, "rtpbin");
     // Host candidates over UDP (and STUN/TURN when given): no ICE-TCP listening sockets, and no UPnP, which
     // libnice would otherwise use to ask the router to forward ports to camrec.
@@ -325,17 +390,14 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     }
     if (stun && stun[0]) g.g_object_set(session->webrtc, "stun-server", stun, NULL);
     if (turn && turn[0]) g.g_object_set(session->webrtc, "turn-server", turn, NULL);
-    // The one transceiver (made when the payloader linked): send only, H.264 on the offer's payload type.
-    void *transceiver = NULL;
-    g.g_signal_emit_by_name(session->webrtc, "get-transceiver", 0, &transceiver);
-    if (transceiver) {
-        char caps_text[160];
-        snprintf(caps_text, sizeof caps_text,
-                 "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=%d", payload_type);
-        GstCaps *caps = g.gst_caps_from_string(caps_text);
-        g.g_object_set(transceiver, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", caps, NULL);
-        g.gst_mini_object_unref(caps);
-        g.gst_object_unref(transceiver);
+    // The transceivers (made when the payloaders linked): send only, H.264 and Opus on the offer's payload types.
+    char caps_text[160];
+    snprintf(caps_text, sizeof caps_text, "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=%d", payload_type);
+    send_only(session, 0, caps_text);
+    if (session->sound) {
+        snprintf(caps_text, sizeof caps_text, "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=%d",
+                 sound->payload_type);
+        send_only(session, 1, caps_text);
     }
     GstElement *pay = g.gst_bin_get_by_name(session->pipeline, "pay");
     GstPad *pay_source = pay ? g.gst_element_get_static_pad(pay, "src") : NULL;
@@ -348,6 +410,9 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     g.g_signal_connect_data(session->webrtc, "notify::ice-connection-state", (GCallback)on_connection, session, NULL, 0);
     g.g_signal_connect_data(session->webrtc, "notify::connection-state", (GCallback)on_connection, session, NULL, 0);
     if (session->rtpbin) {
+        // Sender reports tie each stream's RTP time to its capture time, not to when it was sent: the sound
+        // leaves later after its capture than the picture does, and the browser lines them up by these.
+        g.g_object_set(session->rtpbin, "rtcp-sync-send-time", 0, NULL);
         g.g_signal_connect_data(session->rtpbin, "on-ssrc-active", (GCallback)on_ssrc_active, session, NULL, 0);
         g.g_signal_connect_data(session->rtpbin, "on-bye-ssrc", (GCallback)on_bye, session, NULL, 0);
     }
@@ -379,9 +444,24 @@ char *camrec_webrtc_session_answer(camrec_webrtc_session *session) {
     return copy;
 }
 
-int camrec_webrtc_session_push(camrec_webrtc_session *session, const uint8_t *data, size_t size) {
+// Stamps a buffer with its capture time as running time; what was captured before the pipeline started is dropped.
+static int push(camrec_webrtc_session *session, GstElement *source, const uint8_t *data, size_t size,
+                uint64_t capture, uint64_t duration) {
+    GstClockTime base = g.gst_element_get_base_time(session->pipeline);
+    if (!source || capture < base) return 0;
     GstBuffer *buffer = g.gst_buffer_new_memdup(data, size);
-    return g.gst_app_src_push_buffer(session->source, buffer) == GST_FLOW_OK ? 0 : -1;
+    buffer->pts = capture - base;
+    if (duration) buffer->duration = duration;
+    return g.gst_app_src_push_buffer(source, buffer) == GST_FLOW_OK ? 0 : -1;
+}
+
+int camrec_webrtc_session_push(camrec_webrtc_session *session, const uint8_t *data, size_t size, uint64_t capture) {
+    return push(session, session->source, data, size, capture, 0);
+}
+
+int camrec_webrtc_session_push_sound(camrec_webrtc_session *session, const uint8_t *data, size_t size,
+                                     uint64_t capture, uint64_t duration) {
+    return push(session, session->sound, data, size, capture, duration);
 }
 
 double camrec_webrtc_session_silent_seconds(camrec_webrtc_session *session) {
@@ -402,6 +482,7 @@ void camrec_webrtc_session_destroy(camrec_webrtc_session *session) {
     g.gst_element_set_state(session->pipeline, GST_STATE_NULL);
     if (session->rtpbin) g.gst_object_unref(session->rtpbin);
     g.gst_object_unref(session->source);
+    if (session->sound) g.gst_object_unref(session->sound);
     g.gst_object_unref(session->webrtc);
     g.gst_object_unref(session->pipeline);
     // GStreamer 1.22.0's ICE objects keep each other alive after webrtcbin is gone (its ICE object held

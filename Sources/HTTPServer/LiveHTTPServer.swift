@@ -161,9 +161,10 @@ public final class LiveHTTPServer: Sendable {
                 }
             }
         }
+        let page = LivePage.html(sound: live.hasSound)
         router.get("/") { _, _ -> Response in
             Response(status: .ok, headers: [.contentType: "text/html; charset=utf-8", .cacheControl: "no-store"],
-                     body: ResponseBody(byteBuffer: ByteBuffer(string: LivePage.html)))
+                     body: ResponseBody(byteBuffer: ByteBuffer(string: page)))
         }
         router.post("/whep") { [webRTC] request, _ -> Response in
             try await Self.whepOffer(request, webRTC: webRTC)

@@ -7,7 +7,9 @@
 /// finished recordings (MP4 plays in the page, anything downloads). File names and event labels
 /// reach the page only through `textContent` and URL attributes, never as HTML.
 enum LivePage {
-    static let html = #"""
+    /// - Parameter sound: the recording has sound, so the page asks WebRTC for it too.
+    static func html(sound: Bool) -> String {
+        #"""
 <!doctype html>
 <html lang="en">
 <head>
@@ -138,12 +140,21 @@ soundButton.addEventListener("click", () => {
 // answer says why), when the connection fails, or with ?mse in the address.
 const transport = document.getElementById("transport");
 let peer = null, whepResource = null;
+const recordingHasSound = \#(sound);
 async function playWebRTC() {
   if (new URLSearchParams(location.search).has("mse")) throw new Error("?mse asks for it");
   if (!window.RTCPeerConnection) throw new Error("this browser has no WebRTC");
   peer = new RTCPeerConnection();
   peer.addTransceiver("video", { direction: "recvonly" });
-  peer.ontrack = (event) => { video.srcObject = new MediaStream([event.track]); video.play().catch(() => {}); };
+  // The sound (Opus) on a second transceiver; both tracks play in the one <video>, the page muted until asked.
+  if (recordingHasSound) peer.addTransceiver("audio", { direction: "recvonly" });
+  const remote = new MediaStream();
+  peer.ontrack = (event) => {
+    remote.addTrack(event.track);
+    if (event.track.kind === "audio") soundButton.hidden = false;
+    if (video.srcObject !== remote) video.srcObject = remote;
+    video.play().catch(() => {});
+  };
   await peer.setLocalDescription(await peer.createOffer());
   // camrec takes no trickled candidates: the offer carries those gathered within a second.
   await new Promise((resolve) => {
@@ -273,4 +284,5 @@ setInterval(refreshEvents, 3000);
 </body>
 </html>
 """#
+    }
 }

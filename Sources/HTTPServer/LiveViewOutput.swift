@@ -164,6 +164,7 @@ public final class LiveViewOutput: StreamOutput, Sendable {
 
     /// The recording's sound goes to browsers with the picture.
     var hasSound: Bool { audio != nil }
+    var sound: AudioTrackFormat? { audio }
 
     /// The hub this view subscribes to (for snapshots).
     var hub: StreamHub? { state.withLock { $0.hub } }

@@ -4,7 +4,8 @@
 /// offer a fixed list (Chromium here: 42001f, 42e01f, 4d001f, f4001f, no High): the offer's format
 /// closest to the stream is taken, its profile-level-id replaced by the stream's before webrtcbin reads
 /// it, and the answer's fmtp for it says the stream's (webrtcbin 1.22 leaves profile-level-id out).
-/// Chromium plays a High stream answered this way.
+/// Chromium plays a High stream answered this way. An audio m-line after the video one that takes Opus
+/// (`opus/48000/2`, as every browser offers it) is where the recording's sound goes.
 struct WHEPOffer: Sendable, Equatable {
     /// Why an offer is refused: one line for a 400.
     struct Refusal: Error, Equatable, CustomStringConvertible {
@@ -17,6 +18,9 @@ struct WHEPOffer: Sendable, Equatable {
     let sdp: String
     /// The stream's profile-level-id (six hex digits, from its SPS).
     let profileLevelID: String
+    /// The payload type the offer's Opus is on (its audio m-line after the video one), or nil when it
+    /// takes no sound.
+    let opusPayloadType: Int?
 
     /// - Parameter profileLevelID: the stream's, as `profileLevelID(sps:)` gives it.
     init(sdp text: String, profileLevelID: String) throws(Refusal) {
@@ -49,6 +53,13 @@ struct WHEPOffer: Sendable, Equatable {
                 ?? candidates.first else {
             throw Refusal(description: "the offer has no H.264 with packetization-mode=1 (camrec sends H.264 as it is encoded)")
         }
+        // Sound: the first audio m-line after the video, not rejected, and its Opus at 48 kHz.
+        opusPayloadType = lines[end...].firstIndex { $0.hasPrefix("m=audio ") && !$0.hasPrefix("m=audio 0 ") }.flatMap { audio in
+            let audioEnd = lines[(audio + 1)...].firstIndex { $0.hasPrefix("m=") } ?? lines.endIndex
+            let offered = Set(lines[audio].split(separator: " ").dropFirst(3).compactMap { Int($0) })
+            return lines[(audio + 1)..<audioEnd].lazy.compactMap { Self.attribute("a=rtpmap:", $0) }
+                .first { offered.contains($0.type) && $0.rest.lowercased().hasPrefix("opus/48000") }?.type
+        }
         var edited = lines
         let fmtp = parameters[chosen]!
         edited[fmtp.line] = "a=fmtp:\(chosen) " + Self.settingProfile(ours, in: fmtp.text)
@@ -57,9 +68,16 @@ struct WHEPOffer: Sendable, Equatable {
         self.profileLevelID = ours
     }
 
-    /// webrtcbin's answer with the stream's profile-level-id in the fmtp of the payload type sent.
+    /// webrtcbin's answer with the stream's profile-level-id in the fmtp of the payload type sent, and
+    /// each section's track in one media stream (`a=msid`, which webrtcbin 1.22 leaves out): browsers
+    /// play in step only the tracks of one stream.
     func answer(_ text: String) -> String {
         var lines = Self.lines(text)
+        for index in lines.indices.reversed() where lines[index].hasPrefix("a=mid:") {
+            let section = lines[..<index].last { $0.hasPrefix("m=") } ?? ""
+            let kind = section.dropFirst(2).prefix { $0 != " " }
+            lines.insert("a=msid:camrec camrec-\(kind)", at: index + 1)
+        }
         if let index = lines.firstIndex(where: { Self.attribute("a=fmtp:", $0)?.type == payloadType }) {
             lines[index] = "a=fmtp:\(payloadType) " + Self.settingProfile(profileLevelID, in: Self.attribute("a=fmtp:", lines[index])!.rest)
         } else if let index = lines.firstIndex(where: { Self.attribute("a=rtpmap:", $0)?.type == payloadType }) {

@@ -1,3 +1,4 @@
+import Audio
 import Bitstream
 import CGStreamer
 import Glibc
@@ -7,13 +8,15 @@ import Threading
 import Synchronization
 
 /// `POST /whep` (WHEP): browsers watching over WebRTC, each a GStreamer webrtcbin session
-/// (Sources/CGStreamer) fed the live view's H.264 access units as they are, never re-encoded. A viewer's
+/// (Sources/CGStreamer) fed the live view's H.264 access units as they are, never re-encoded, and the
+/// recording's sound as Opus (as it is, or from AAC encoded again per viewer), both stamped with their
+/// capture time so that the browser plays them in step. A viewer's
 /// subscription starts at an IDR asked of the hub's gate and skips to the next IDR when it falls behind
 /// (the hub's `.skipToIDR`), so a slow viewer never stalls capture; its PLI or FIR asks the gate for an
 /// IDR (rate-limited there). The threads are GStreamer's own (its streaming, ICE and RTCP threads);
-/// camrec adds a task per viewer that hands it access units, one thread that runs the blocking
-/// GStreamer calls (setting a session up or down, made at the first viewer) and one task that ends
-/// sessions whose viewer went silent.
+/// camrec adds a task per viewer that hands it access units, one that waits for its viewer to go (ICE
+/// failing, or no RTCP for `silenceSeconds`), and one thread that runs the blocking GStreamer calls
+/// (setting a session up or down, made at the first viewer).
 public final class WebRTCViewers: Sendable {
     public struct Configuration: Sendable {
         /// webrtcbin's stun-server (`stun://host:port`) and turn-server (`turn(s)://user:password@host:port`):
@@ -54,7 +57,6 @@ public final class WebRTCViewers: Sendable {
         /// Sessions being set up: counted against the maximum.
         var opening = 0
         var executor: ThreadExecutor?
-        var sweeper: Task<Void, Never>?
         var ended = false
         var served = 0
     }
@@ -72,10 +74,6 @@ public final class WebRTCViewers: Sendable {
     /// candidate gathered (no trickle), or a refusal.
     func open(offer text: String) async throws(Refusal) -> (id: String, answer: String) {
         guard let hub = live.hub, !hub.isClosed else { throw Refusal(status: 503, message: "the recording has ended") }
-        // Without Opus here, WebRTC would play the picture without its sound: MSE carries both.
-        guard !live.hasSound else {
-            throw Refusal(status: 409, message: "this recording has sound, which camrec's WebRTC does not send yet (no Opus): the page plays MSE, which carries it")
-        }
         guard let group = live.newestPictureGroup, let idr = group.accessUnits.first else {
             throw Refusal(status: 503, message: "no picture yet: the recording has not reached its first IDR", retryAfter: true)
         }
@@ -84,12 +82,13 @@ public final class WebRTCViewers: Sendable {
         }
         let offer: WHEPOffer
         do { offer = try WHEPOffer(sdp: text, profileLevelID: profile) } catch { throw Refusal(status: 400, message: error.description) }
+        // The sound when the offer takes Opus (a viewer that offers no audio gets the picture only).
+        let sound = offer.opusPayloadType.flatMap { type in live.sound.flatMap { WebRTCSound(track: $0, payloadType: type) } }
         let configuration = self.configuration
         let executor: ThreadExecutor? = state.withLock { s in
             guard !s.ended, s.sessions.count + s.opening < configuration.maximumSessions else { return nil }
             s.opening += 1
             if s.executor == nil { s.executor = ThreadExecutor(name: "webrtc") }
-            if s.sweeper == nil { s.sweeper = Task { [weak self] in await self?.sweep() } }
             return s.executor
         }
         guard let executor else {
@@ -98,7 +97,7 @@ public final class WebRTCViewers: Sendable {
         // The blocking part (gst_init at the first viewer, the pipeline, the offer and answer, ICE
         // gathering) on the WebRTC thread, never on the cooperative pool.
         let made: Result<WebRTCSession, Refusal> = await withTaskExecutorPreference(executor) {
-            WebRTCSession.make(offer: offer, hub: hub, configuration: configuration)
+            WebRTCSession.make(offer: offer, sound: sound, hub: hub, configuration: configuration)
         }
         let outcome: Result<(id: String, answer: String), Refusal> = state.withLock { s in
             s.opening -= 1
@@ -114,6 +113,9 @@ public final class WebRTCViewers: Sendable {
         switch (outcome, made) {
         case (.success(let answer), .success(let session)):
             session.startFeeding()
+            session.watch(silenceSeconds: configuration.silenceSeconds) { [weak self, log] in
+                if await self?.close(id: answer.id) == true { log("http live view: a WebRTC viewer went away without closing; its session ended") }
+            }
             return answer
         case (.failure(let refusal), .success(let session)):
             await close(session, executor: executor)
@@ -134,30 +136,18 @@ public final class WebRTCViewers: Sendable {
     }
 
     private func close(_ session: WebRTCSession, executor: ThreadExecutor) async {
+        session.stopWatching()
         await session.stopFeeding()
         await withTaskExecutorPreference(executor) { session.destroy() }
     }
 
-    /// Every second: ends the sessions whose ICE failed or whose viewer has been silent too long.
-    private func sweep() async {
-        while !Task.isCancelled {
-            try? await Task.sleep(for: .seconds(1))
-            let silence = configuration.silenceSeconds
-            let gone = state.withLock { s in s.sessions.values.filter { $0.hasFailed || $0.silentSeconds > silence }.map(\.id) }
-            for id in gone {
-                if await close(id: id) { log("http live view: a WebRTC viewer went away without closing; its session ended") }
-            }
-        }
-    }
-
     /// The recording is over: every session ends, then the WebRTC thread.
     public func finish() async {
-        let (sessions, executor, sweeper, served) = state.withLock { s in
+        let (sessions, executor, served) = state.withLock { s in
             s.ended = true
             defer { s.sessions = [:] }
-            return (Array(s.sessions.values), s.executor, s.sweeper, s.served)
+            return (Array(s.sessions.values), s.executor, s.served)
         }
-        sweeper?.cancel()
         if let executor {
             for session in sessions { await close(session, executor: executor) }
             executor.shutdown()
@@ -166,42 +156,108 @@ public final class WebRTCViewers: Sendable {
     }
 }
 
-/// One WebRTC viewer: its webrtcbin session, its hub subscription and the task that feeds one to the other.
+/// The recording's sound as a viewer's session sends it: Opus on the offer's payload type.
+struct WebRTCSound: Sendable {
+    let payloadType: Int
+    let codec: SoundCodec
+    let rate: Int
+    let channels: Int
+    /// AAC's AudioSpecificConfig, for the decoder.
+    let configuration: [UInt8]
+    /// How far the encoder's priming puts a packet's first sample before the capture time it is stamped with.
+    let primingNanoseconds: UInt64
+
+    /// Nil for Opus with more than two channels, which browsers do not take (the picture goes alone).
+    init?(track: AudioTrackFormat, payloadType: Int) {
+        guard track.codec == .aac || track.format.channels <= 2 else { return nil }
+        self.payloadType = payloadType
+        codec = track.codec
+        rate = track.format.sampleRate
+        channels = track.format.channels
+        configuration = track.codecConfiguration
+        primingNanoseconds = track.format.nanoseconds(ofSample: UInt64(track.primingSamples))
+    }
+}
+
+/// One WebRTC viewer: its webrtcbin session, its hub subscription, the task that feeds one to the other,
+/// and the one that waits for the viewer to go.
 final class WebRTCSession: Sendable {
     let id: String
     let answer: String
     private let session: Handle
     private let subscription: Subscription
     private let hub: StreamHub
+    private let sound: WebRTCSound?
     private let failed = Atomic<Bool>(false)
     private let feeder = Mutex<Task<Void, Never>?>(nil)
+    private let watchdog = Mutex<Task<Void, Never>?>(nil)
 
-    /// The C session, used by the feeding task, then destroyed once it has ended.
-    struct Handle: @unchecked Sendable {
-        let pointer: OpaquePointer
+    /// The C session: fed by the feeding task, asked by the watchdog, then destroyed (and nil) once both end.
+    final class Handle: Sendable {
+        private let pointer: Mutex<OpaquePointer?>
+
+        init(_ pointer: sending OpaquePointer) {
+            self.pointer = Mutex(pointer)
+        }
+
+        func push(_ chunk: StreamChunk, sound: WebRTCSound?) {
+            pointer.withLock { pointer in
+                guard let pointer else { return }
+                _ = chunk.bytes.withUnsafeBufferPointer { bytes in
+                    if let sound {
+                        camrec_webrtc_session_push_sound(pointer, bytes.baseAddress, bytes.count,
+                                                         chunk.captureTimeNanoseconds &- sound.primingNanoseconds, chunk.durationNanoseconds)
+                    } else {
+                        camrec_webrtc_session_push(pointer, bytes.baseAddress, bytes.count, chunk.captureTimeNanoseconds)
+                    }
+                }
+            }
+        }
+
+        /// Seconds since the viewer's newest RTCP; 0 once destroyed.
+        var silentSeconds: Double { pointer.withLock { $0.map { camrec_webrtc_session_silent_seconds($0) } ?? 0 } }
+
+        func destroy() {
+            pointer.withLock { pointer in
+                camrec_webrtc_session_destroy(pointer)
+                pointer = nil
+            }
+        }
     }
 
-    private init(id: String, answer: String, session: Handle, subscription: Subscription, hub: StreamHub) {
+    private init(id: String, answer: String, session: Handle, subscription: Subscription, hub: StreamHub, sound: WebRTCSound?) {
         self.id = id
         self.answer = answer
         self.session = session
         self.subscription = subscription
         self.hub = hub
+        self.sound = sound
     }
 
     /// Sets a session up and waits (up to 3 s) for its ICE candidates: blocking, on the WebRTC thread.
-    static func make(offer: WHEPOffer, hub: StreamHub, configuration: WebRTCViewers.Configuration) -> Result<WebRTCSession, WebRTCViewers.Refusal> {
+    static func make(offer: WHEPOffer, sound: WebRTCSound?, hub: StreamHub,
+                     configuration: WebRTCViewers.Configuration) -> Result<WebRTCSession, WebRTCViewers.Refusal> {
         // The events come before the session object exists: a box they reach it through.
         let events = EventBox()
         let context = Unmanaged.passRetained(events).toOpaque()
         var made: OpaquePointer?
         let failure = LazyLibrary.loadFailure { buffer, size in
+            let hex: String = (sound?.configuration ?? []).map { byte in (byte < 16 ? "0" : "") + String(byte, radix: 16) }.joined()
             made = offer.sdp.withCString { sdp in
                 configuration.stun.withOptionalCString { stun in
                     configuration.turn.withOptionalCString { turn in
-                        camrec_webrtc_session_create(sdp, Int32(offer.payloadType), stun, turn, { context, event in
-                            Unmanaged<EventBox>.fromOpaque(context!).takeUnretainedValue().tell(event)
-                        }, context, buffer, size)
+                        hex.withCString { hex in
+                            let description = sound.map {
+                                camrec_webrtc_sound(payload_type: Int32($0.payloadType),
+                                                    codec: Int32($0.codec == .aac ? CAMREC_WEBRTC_SOUND_AAC : CAMREC_WEBRTC_SOUND_OPUS),
+                                                    rate: Int32($0.rate), channels: Int32($0.channels), aac_configuration: hex)
+                            }
+                            return description.withOptionalPointer { description in
+                                camrec_webrtc_session_create(sdp, Int32(offer.payloadType), description, stun, turn, { context, event in
+                                    Unmanaged<EventBox>.fromOpaque(context!).takeUnretainedValue().tell(event)
+                                }, context, buffer, size)
+                            }
+                        }
                     }
                 }
             }
@@ -219,28 +275,58 @@ final class WebRTCSession: Sendable {
         }
         // Starts at an IDR asked of the gate now (rate-limited), so the picture shows within about a frame.
         guard let answerText,
-              let subscription = hub.subscribe("webrtc viewer", from: .nextIDR, policy: .skipToIDR(depth: 60), askForIDR: true) else {
+              let subscription = hub.subscribe("webrtc viewer", from: .nextIDR, policy: .skipToIDR(depth: 60), askForIDR: true,
+                                               withAudio: sound != nil) else {
             camrec_webrtc_session_destroy(made)
             Unmanaged<EventBox>.fromOpaque(context).release()
             return .failure(WebRTCViewers.Refusal(status: 503, message: answerText == nil ? "webrtcbin made no answer" : "the recording has ended"))
         }
-        let session = WebRTCSession(id: randomID(), answer: offer.answer(answerText), session: Handle(pointer: made),
-                                    subscription: subscription, hub: hub)
+        // Only the handle uses the C session from here on.
+        nonisolated(unsafe) let pointer = made
+        let session = WebRTCSession(id: randomID(), answer: offer.answer(answerText), session: Handle(pointer),
+                                    subscription: subscription, hub: hub, sound: sound)
         events.attach(session, context: context)
         return .success(session)
     }
 
-    /// The task that hands each access unit to the session's appsrc (a copy; stamped there).
+    /// The task that hands each access unit and sound packet to the session's appsrcs (a copy), the sound
+    /// from the first picture on.
     func startFeeding() {
-        let (subscription, session) = (self.subscription, self.session)
+        let (subscription, session, sound) = (self.subscription, self.session, self.sound)
         feeder.withLock {
             $0 = Task {
+                var pictured = false
                 while let chunk = await subscription.nextAsync() {
-                    _ = chunk.bytes.withUnsafeBufferPointer { camrec_webrtc_session_push(session.pointer, $0.baseAddress, $0.count) }
+                    if chunk.kind == .video {
+                        pictured = true
+                        session.push(chunk, sound: nil)
+                    } else if pictured, let sound {
+                        session.push(chunk, sound: sound)
+                    }
                     chunk.release()
                 }
             }
         }
+    }
+
+    /// Ends the session through `gone` when its viewer has gone: at once when ICE or the connection fails
+    /// (`connectionFailed` cancels the wait), or once it has sent no RTCP for `silenceSeconds`: the wait is
+    /// to that deadline, moved on by each report that came meanwhile.
+    func watch(silenceSeconds: Double, gone: @escaping @Sendable () async -> Void) {
+        let task = Task { [self] in
+            while !hasFailed {
+                let left = silenceSeconds - session.silentSeconds
+                if left <= 0 { break }
+                do { try await Task.sleep(for: .seconds(left)) } catch { if !hasFailed { return } }
+            }
+            await gone()
+        }
+        watchdog.withLock { $0 = task }
+    }
+
+    /// The session is being closed: its watchdog stops waiting.
+    func stopWatching() {
+        watchdog.withLock { $0 }?.cancel()
     }
 
     func stopFeeding() async {
@@ -250,15 +336,17 @@ final class WebRTCSession: Sendable {
 
     /// Stops the pipeline (blocking: GStreamer joins its threads); on the WebRTC thread, after `stopFeeding`.
     func destroy() {
-        camrec_webrtc_session_destroy(session.pointer)
+        session.destroy()
         events?.detach()
     }
 
-    var hasFailed: Bool { failed.load(ordering: .relaxed) }
-    var silentSeconds: Double { camrec_webrtc_session_silent_seconds(session.pointer) }
+    private var hasFailed: Bool { failed.load(ordering: .relaxed) }
 
     fileprivate func keyframeWanted() { hub.requestIDR() }
-    fileprivate func connectionFailed() { failed.store(true, ordering: .relaxed) }
+    fileprivate func connectionFailed() {
+        failed.store(true, ordering: .relaxed)
+        stopWatching()
+    }
 
     private let eventBox = Mutex<EventBox?>(nil)
     private var events: EventBox? { eventBox.withLock { $0 } }
@@ -302,6 +390,15 @@ final class WebRTCSession: Sendable {
             let digits = String(generator.next() as UInt64, radix: 16)
             return String(repeating: "0", count: 16 - digits.count) + digits
         }.joined()
+    }
+}
+
+private extension Optional {
+    func withOptionalPointer<R>(_ body: (UnsafePointer<Wrapped>?) -> R) -> R {
+        switch self {
+        case .some(let value): return withUnsafePointer(to: value) { body($0) }
+        case .none: return body(nil)
+        }
     }
 }
 

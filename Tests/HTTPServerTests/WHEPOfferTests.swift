@@ -51,6 +51,19 @@ final class WHEPOfferTests: XCTestCase {
         }
     }
 
+    /// The sound goes on the offer's Opus in its audio m-line after the video one; none without one.
+    func testOpusIsTakenFromTheAudioSectionAfterTheVideo() throws {
+        let audio = ["m=audio 9 UDP/TLS/RTP/SAVPF 111 63 9", "c=IN IP4 0.0.0.0", "a=mid:1", "a=recvonly",
+                     "a=rtpmap:111 opus/48000/2", "a=fmtp:111 minptime=10;useinbandfec=1", "a=rtpmap:63 red/48000/2",
+                     "a=rtpmap:9 G722/8000"].joined(separator: "\r\n") + "\r\n"
+        XCTAssertEqual(try WHEPOffer(sdp: chromium + audio, profileLevelID: "64001e").opusPayloadType, 111)
+        XCTAssertNil(try WHEPOffer(sdp: chromium, profileLevelID: "64001e").opusPayloadType, "no audio offered")
+        let rejected = audio.replacingOccurrences(of: "m=audio 9 ", with: "m=audio 0 ")
+        XCTAssertNil(try WHEPOffer(sdp: chromium + rejected, profileLevelID: "64001e").opusPayloadType, "audio rejected")
+        let withoutOpus = audio.replacingOccurrences(of: "opus/48000/2", with: "PCMU/8000")
+        XCTAssertNil(try WHEPOffer(sdp: chromium + withoutOpus, profileLevelID: "64001e").opusPayloadType, "no Opus")
+    }
+
     func testTheProfileLevelIDIsReadFromAnH264SPSOnly() {
         XCTAssertEqual(WHEPOffer.profileLevelID(sps: [0x67, 0x64, 0x00, 0x1E, 0xAC]), "64001e")
         XCTAssertEqual(WHEPOffer.profileLevelID(sps: [0x27, 0x42, 0xE0, 0x1F]), "42e01f")

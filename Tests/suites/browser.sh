@@ -9,15 +9,20 @@
 # as it is, once given its extension back.
 #
 # The live page over WebRTC (issue 52: WHEP at /whep, GStreamer's webrtcbin), with MSE beside it: one
-# camrec serves WebRTC, another the same test pattern with libgstreamer hidden from it (an empty file
+# camrec serves WebRTC, with the test tone (--audio test: AAC, sent as Opus), another the same test
+# pattern without sound and with libgstreamer hidden from it (an empty file
 # bound over it in a mount namespace, as LibraryLoadingTests hide libx265). Both also send their stream
 # to a TCP listen output with the timing SEI, whose capture time of each frame Tests/tools/browser-latency.py
 # sets against the time the page shows that frame (requestVideoFrameCallback; the frame number burned
 # into the picture says which): glass-to-browser latency, on one clock, WebRTC and MSE side by side.
 # Checks: the page plays WebRTC and says so, the pictures' numbers rise, none corrupted, the answer
-# states the profile-level-id of the stream's own SPS, the latency median within the bound; DELETE ends
+# states the profile-level-id of the stream's own SPS, the latency median within the bound; the sound
+# plays (getStats: the audio track's packets and samples over the seconds measured, little concealed) and
+# the gap between each second's white frame and its burst closes while it plays, to within 350 ms (Chromium
+# lines the tracks up by their sender reports over some seconds: measured 450 ms at the start, 130-270 ms
+# six seconds in, the sound taken through its Web Audio path); DELETE ends
 # the session (the browser's getStats sees no RTP after it, camrec's UDP sockets close, a second DELETE
-# is 404); a viewer killed with SIGKILL is cleaned up (its UDP sockets closed) within 30 s; without
+# is 404); a viewer killed with SIGKILL is cleaned up (its UDP sockets closed, its resource 404) within 30 s; without
 # GStreamer camrec says in one line what to install, /whep answers 503 saying so, and the page plays
 # MSE and says why; /whep refuses a wrong content type (415), a 100 KiB offer (413) and a non-SDP one (400).
 #
@@ -85,8 +90,8 @@ latency() {
 r() { json_field "$REPORT" "$1"; }
 GST_LIB=$(readlink -f "$(ldconfig -p | awk '/libgstreamer-1.0.so.0 .*x86-64/ { print $NF; exit }')")
 next_port; WP=$PORT; next_port; WT=$PORT; next_port; MP=$PORT; next_port; MT=$PORT
-"$CAMREC" --test-pattern --size 640x360 --fps 30 --duration 120 --timing-sei --http "127.0.0.1:$WP" \
-    --listen "127.0.0.1:$WT" "$W/webrtc.h264" 2>"$W/webrtc.log" & WCAM=$!; PIDS+=($WCAM)
+"$CAMREC" --test-pattern --size 640x360 --fps 30 --duration 120 --timing-sei --audio test --http "127.0.0.1:$WP" \
+    --listen "127.0.0.1:$WT" "$W/webrtc.ts" 2>"$W/webrtc.log" & WCAM=$!; PIDS+=($WCAM)
 unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$GST_LIB" "$CAMREC" --test-pattern --size 640x360 \
     --fps 30 --duration 120 --timing-sei --http "127.0.0.1:$MP" --listen "127.0.0.1:$MT" 2>"$W/mse.log" & MCAM=$!; PIDS+=($MCAM)
 wait_listen "$WP"; wait_listen "$WT"; wait_listen "$MP"; wait_listen "$MT"
@@ -94,7 +99,7 @@ wait_listen "$WP"; wait_listen "$WT"; wait_listen "$MP"; wait_listen "$MT"
 # A viewer that vanishes without a word: its Chromium killed once the page plays WebRTC. What camrec holds
 # for it is read from the kernel (its UDP sockets), polled beside the MSE run below.
 latency "http://127.0.0.1:$WP/" "$WT" kill
-killed_transport=$(r transport) killed_at=$(r killed_at) udp_killed=$(udp_of $WCAM)
+killed_transport=$(r transport) killed_at=$(r killed_at) killed_resource=$(r resource) udp_killed=$(udp_of $WCAM)
 ( while (( $(udp_of $WCAM) > 0 )) && python3 -c "import sys, time; sys.exit(time.monotonic() - $killed_at > 40)"; do sleep 0.5; done
   python3 -c "import time; print(round(time.monotonic() - $killed_at, 1))" >"$W/cleaned" ) & CLEAN=$!; PIDS+=($CLEAN)
 
@@ -116,6 +121,10 @@ check "MSE: glass-to-browser latency measured on $(r latency_samples) frames (at
 wait $CLEAN 2>/dev/null
 check "WebRTC viewer killed without closing: it played WebRTC ($killed_transport), camrec's $udp_killed UDP sockets for it closed $(cat "$W/cleaned" 2>/dev/null) s after (within 30 s)" \
     bash -c '[[ $1 == "playing WebRTC" ]] && (( $2 > 0 )) && awk -v s="$3" "BEGIN { exit !(s != \"\" && s <= 30) }"' _ "$killed_transport" "$udp_killed" "$(cat "$W/cleaned" 2>/dev/null)"
+# A DELETE would end it if it were still there (200): 404 says camrec ended it itself.
+killed_delete=$(curl -s -o /dev/null -w '%{http_code}' -X DELETE "http://127.0.0.1:$WP${killed_resource:-/whep/none}")
+check "WebRTC viewer killed without closing: its session's resource (${killed_resource:-none}) answers DELETE with $killed_delete (404: ended)" \
+    [ -n "$killed_resource" -a "$killed_delete" = 404 ]
 
 latency "http://127.0.0.1:$WP/" "$WT" delete
 WEBRTC_PROFILE=$(r answer_profile)
@@ -128,6 +137,12 @@ check "WebRTC: frame numbers in the picture rise from $(r counter_first) to $(r 
 # Measured on loopback (2-core machine, other builds beside): see the commit. The target is 150 ms.
 check "WebRTC: glass-to-browser latency on $(r latency_samples) frames: median $(r latency_ms) ms (at most 150; MSE beside it: $MSE_LATENCY ms), 90th percentile $(r latency_p90_ms) ms" \
     bash -c 'awk -v n="$1" -v m="$2" "BEGIN { exit !(n >= 100 && m != \"\" && m <= 150) }"' _ "$(r latency_samples)" "$(r latency_ms)"
+# The test tone's sound: Opus at 48 kHz, 50 packets a second; the getStats counters over the seconds measured.
+check "WebRTC with sound: the browser's audio track got $(r audio_packets) packets, $(r audio_samples) samples in $(r audio_window) s (at least 90% of 48000 a second), $(r audio_concealed) concealed (at most 2%)" \
+    python3 -c 'import sys; p, n, c, w = (float(x or 0) for x in sys.argv[1:]); sys.exit(not (w > 0 and p >= 45 * w and n >= 0.9 * 48000 * w and c <= 0.02 * n))' \
+        "$(r audio_packets)" "$(r audio_samples)" "$(r audio_concealed)" "$(r audio_window)"
+check "WebRTC with sound: the gap between each second's white frame and its burst closes, the last within 350 ms (frame minus burst: $(r sync_ms) ms; $(r bursts) bursts, $(r flashes) white frames; at least 3 pairs)" \
+    python3 -c 'import json, sys; p = json.loads(sys.argv[1] or "[]"); sys.exit(not (len(p) >= 3 and abs(p[-1]) <= 350 and abs(p[-1]) < abs(p[0])))' "$(r sync_ms)"
 check "WebRTC: DELETE on the session's resource is $(r delete_status); then the browser got $(r packets_after_delete) RTP packets (getStats, 1.5 s) and camrec holds $udp_deleted UDP sockets" \
     [ "$(r delete_status)" = 200 -a "$(r packets_after_delete)" = 0 -a "$udp_deleted" = 0 ]
 check "WebRTC: a second DELETE on it is 404 ($(r delete_again_status))" [ "$(r delete_again_status)" = 404 ]
@@ -141,8 +156,8 @@ check "WebRTC: /whep refuses a text/plain body, a 100 KiB offer and one that is 
     [ "$codes" = "415:1 413:1 400:1 " ]
 kill -INT $WCAM $MCAM 2>/dev/null
 wait_for $WCAM 20 >/dev/null; wait_for $MCAM 20 >/dev/null
-# The recording beside it, read once written: the bytes after its first SPS's NAL header.
-sps=$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); i = d.find(b"\x00\x00\x01\x67"); print(d[i + 4:i + 7].hex())' "$W/webrtc.h264" 2>/dev/null)
+# The recording beside it (MPEG-TS: Annex B inside), read once written: the bytes after its first SPS's NAL header.
+sps=$(python3 -c 'import sys; d = open(sys.argv[1], "rb").read(); i = d.find(b"\x00\x00\x01\x67"); print(d[i + 4:i + 7].hex())' "$W/webrtc.ts" 2>/dev/null)
 check "WebRTC: the answer states the stream's profile-level-id ($WEBRTC_PROFILE; the SPS: $sps)" [ -n "$sps" -a "$WEBRTC_PROFILE" = "$sps" ]
 
 finish

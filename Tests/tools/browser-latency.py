@@ -21,7 +21,14 @@ With "delete" (a WebRTC page): afterwards DELETE on the session's resource from 
 the RTP packets the browser received in the 1.5 s after a 1 s grace ("packets_after_delete", from
 getStats), and a second DELETE ("delete_again_status"). With "kill": once it plays, the whole Chromium
 process tree is killed with SIGKILL (a viewer that vanishes without a word); "killed_at" is
-CLOCK_MONOTONIC then.
+CLOCK_MONOTONIC then, "resource" the session's Location.
+When a WebRTC page gets an audio track (a recording with --audio test), the same seconds also measure
+the sound: "audio_packets", "audio_samples" and "audio_concealed" (getStats' inbound-rtp audio over the
+window, "audio_window" s), and, the sound taken through a Web Audio ScriptProcessor (256 samples a block)
+with each block's time put on the page's clock by getOutputTimestamp, "sync_ms": for each burst heard
+after half a second of quiet (level above 0.1), the display time of the nearest frame whose lower half is
+white (mean luma above 200, as Tests/tools/av-sync.py judges a file) minus the time the burst sounds:
+positive when the picture comes after its sound.
 """
 import json, os, re, signal, socket, statistics, subprocess, sys, threading, time
 
@@ -45,9 +52,52 @@ const step = (now, meta) => {
   let value = null;
   if (white(0) && white(33)) { value = 0; for (let b = 1; b <= 32; b++) value = value * 2 + (white(b) ? 1 : 0); }
   window.shown.push([value, performance.timeOrigin + meta.expectedDisplayTime]);
+  if (window.flashes) {
+    small.drawImage(v, 0, 0, 32, 18);
+    const d = small.getImageData(0, 9, 32, 9).data;
+    let sum = 0;
+    for (let i = 0; i < d.length; i += 4) sum += (d[i] + d[i + 1] + d[i + 2]) / 3;
+    if (sum / (d.length / 4) > 200) window.flashes.push(meta.expectedDisplayTime);
+  }
   if (!window.stopWatching) v.requestVideoFrameCallback(step);
 };
+const sc = document.createElement('canvas');
+sc.width = 32; sc.height = 18;
+const small = sc.getContext('2d', {willReadFrequently: true});
 v.requestVideoFrameCallback(step);
+"""
+# The sound's bursts (performance.now() ms when each sounds) and its getStats counters, when there is an audio track.
+HEAR = """
+const v = document.getElementById('live');
+const tracks = v.srcObject ? v.srcObject.getAudioTracks() : [];
+if (tracks.length === 0) return false;
+window.flashes = [];
+window.bursts = [];
+const context = new AudioContext();
+const source = context.createMediaStreamSource(new MediaStream([tracks[0]]));
+const processor = context.createScriptProcessor(256, 1, 1);
+let quiet = 0;
+processor.onaudioprocess = (e) => {
+  const x = e.inputBuffer.getChannelData(0), rate = context.sampleRate;
+  const stamp = context.getOutputTimestamp();
+  for (let i = 0; i < x.length; i++) {
+    if (Math.abs(x[i]) > 0.1) {
+      if (quiet > rate / 2 && stamp.contextTime > 0)
+        window.bursts.push(stamp.performanceTime + (e.playbackTime - stamp.contextTime + i / rate) * 1000);
+      quiet = 0;
+    } else quiet++;
+  }
+};
+source.connect(processor);
+processor.connect(context.destination);
+context.resume();
+window.hearing = context;
+return true;
+"""
+AUDIO_STATS = """
+const done = arguments[arguments.length - 1];
+peer.getStats().then(r => { let a = null; r.forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'audio') a = s; });
+  done(a ? [performance.now(), a.packetsReceived, a.totalSamplesReceived, a.concealedSamples] : null); }).catch(e => done(null));
 """
 PACKETS = """
 const done = arguments[arguments.length - 1];
@@ -122,6 +172,7 @@ def main():
             return
         result.update(error=None, started_after=round(time.time() - loaded, 2))
         if mode == "kill":
+            result["resource"] = driver.execute_script("return typeof whepResource !== 'undefined' ? whepResource : null;")
             pids = tree(driver.service.process.pid)
             result["killed_at"] = time.monotonic()
             for pid in pids:
@@ -132,8 +183,20 @@ def main():
             driver = None
             return
         driver.execute_script(WATCH)
+        hearing = driver.execute_script(HEAR)
+        audio_before = driver.execute_async_script(AUDIO_STATS) if hearing else None
         time.sleep(seconds)
         driver.execute_script("window.stopWatching = true;")
+        if hearing:
+            audio_after = driver.execute_async_script(AUDIO_STATS)
+            flashes, bursts = driver.execute_script("window.hearing.close(); return [window.flashes, window.bursts];")
+            if audio_before and audio_after:
+                result.update(audio_window=round((audio_after[0] - audio_before[0]) / 1000, 2),
+                              audio_packets=audio_after[1] - audio_before[1], audio_samples=audio_after[2] - audio_before[2],
+                              audio_concealed=audio_after[3] - audio_before[3])
+            # Each burst against the nearest flash within half a second (a flash a second).
+            pairs = [min(flashes, key=lambda f: abs(f - b)) - b for b in bursts if flashes]
+            result.update(flashes=len(flashes), bursts=len(bursts), sync_ms=[round(p, 1) for p in pairs if abs(p) < 500])
         shown = driver.execute_script("return window.shown;")
         s = driver.execute_script(STATE)
         offset_ns = time.time_ns() - time.monotonic_ns()
