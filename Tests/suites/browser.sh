@@ -18,9 +18,9 @@
 # Checks: the page plays WebRTC and says so, the pictures' numbers rise, none corrupted, the answer
 # states the profile-level-id of the stream's own SPS, the latency median within the bound; the sound
 # plays (getStats: the audio track's packets and samples over the seconds measured, little concealed) and
-# the gap between each second's white frame and its burst closes while it plays, to within 350 ms (Chromium
-# lines the tracks up by their sender reports over some seconds: measured 450 ms at the start, 130-270 ms
-# six seconds in, the sound taken through its Web Audio path); DELETE ends
+# each second's burst is heard within 350 ms of its white frame at the end of the seconds measured (Chromium
+# lines the tracks up by their sender reports over some seconds: measured 450 ms at the start under load,
+# a steady 175 ms at load 5, the sound taken through its Web Audio path); DELETE ends
 # the session (the browser's getStats sees no RTP after it, camrec's UDP sockets close, a second DELETE
 # is 404); a viewer killed with SIGKILL is cleaned up (its UDP sockets closed, its resource 404) within 30 s; without
 # GStreamer camrec says in one line what to install, /whep answers 503 saying so, and the page plays
@@ -141,8 +141,8 @@ check "WebRTC: glass-to-browser latency on $(r latency_samples) frames: median $
 check "WebRTC with sound: the browser's audio track got $(r audio_packets) packets, $(r audio_samples) samples in $(r audio_window) s (at least 90% of 48000 a second), $(r audio_concealed) concealed (at most 2%)" \
     python3 -c 'import sys; p, n, c, w = (float(x or 0) for x in sys.argv[1:]); sys.exit(not (w > 0 and p >= 45 * w and n >= 0.9 * 48000 * w and c <= 0.02 * n))' \
         "$(r audio_packets)" "$(r audio_samples)" "$(r audio_concealed)" "$(r audio_window)"
-check "WebRTC with sound: the gap between each second's white frame and its burst closes, the last within 350 ms (frame minus burst: $(r sync_ms) ms; $(r bursts) bursts, $(r flashes) white frames; at least 3 pairs)" \
-    python3 -c 'import json, sys; p = json.loads(sys.argv[1] or "[]"); sys.exit(not (len(p) >= 3 and abs(p[-1]) <= 350 and abs(p[-1]) < abs(p[0])))' "$(r sync_ms)"
+check "WebRTC with sound: the last second's burst is heard within 350 ms of its white frame (frame minus burst: $(r sync_ms) ms; $(r bursts) bursts, $(r flashes) white frames; at least 3 pairs)" \
+    python3 -c 'import json, sys; p = json.loads(sys.argv[1] or "[]"); sys.exit(not (len(p) >= 3 and abs(p[-1]) <= 350))' "$(r sync_ms)"
 check "WebRTC: DELETE on the session's resource is $(r delete_status); then the browser got $(r packets_after_delete) RTP packets (getStats, 1.5 s) and camrec holds $udp_deleted UDP sockets" \
     [ "$(r delete_status)" = 200 -a "$(r packets_after_delete)" = 0 -a "$udp_deleted" = 0 ]
 check "WebRTC: a second DELETE on it is 404 ($(r delete_again_status))" [ "$(r delete_again_status)" = 404 ]
