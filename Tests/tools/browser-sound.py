@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Listens to camrec's live page in headless Chromium (Selenium) while it records --audio test: waits
 for the video to play, clicks the page's "Sound on" button as a viewer would, routes the <video>'s
-sound into a Web Audio AnalyserNode and samples its level every 20 ms for SECONDS. Reports JSON:
+sound (its MediaStream when the page plays WebRTC) into a Web Audio AnalyserNode and samples its level every 20 ms for SECONDS. Reports JSON:
 "sound_button" (the page offered it), "muted" (the element after the click), "peaks" (times in s,
 from the first sample, where the level rose above 0.1 after at least half a second below it: the
 tone's bursts), "peak" (the loudest sample), "error".
@@ -19,7 +19,9 @@ const done = arguments[arguments.length - 1];
 const seconds = arguments[0];
 const v = document.getElementById('live');
 const context = new AudioContext();
-const source = context.createMediaElementSource(v);
+// With WebRTC the page plays a MediaStream (srcObject), whose sound Chromium does not route through
+// createMediaElementSource (silence); the stream's own source is the same sound the element plays.
+const source = v.srcObject ? context.createMediaStreamSource(v.srcObject) : context.createMediaElementSource(v);
 const analyser = context.createAnalyser();
 analyser.fftSize = 1024;
 source.connect(analyser);
@@ -43,7 +45,7 @@ context.resume().then(() => {
     }
     if (now - start > seconds * 1000) {
       clearInterval(timer);
-      done({peaks: peaks, peak: loudest, state: context.state, muted: v.muted});
+      done({peaks: peaks, peak: loudest, state: context.state, muted: v.muted, through: v.srcObject ? "MediaStream (WebRTC)" : "the element"});
     }
   }, 20);
 });
@@ -68,7 +70,7 @@ def listen(url, seconds, driver, result):
         button.click()
     heard = driver.execute_async_script(LISTEN, seconds)
     result.update(error=None, peaks=[round(p, 3) for p in heard["peaks"]], peak=round(heard["peak"], 3),
-                  context=heard["state"], muted=heard["muted"])
+                  context=heard["state"], muted=heard["muted"], through=heard["through"])
 
 
 def main():
