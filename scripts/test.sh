@@ -82,13 +82,13 @@ EXPECTED_SUITES=(
   "hostile-input       26   900    60"   # files and peers built to break the readers
   "readme-promises     33   900    90"   # the README's command lines, run as written
   "seed-receivers      83  1200   140"   # the seeds' receivers, ported literally, decode every frame
-  "network-load        21  1200    60"   # many receivers and floods at once
+  "network-load        21  1200    90"   # many receivers and floods at once
   "rtsp                87   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   230"   # --audio in every container and output, in sync
   "browser             40   600   145"   # the live page in headless Chromium
-  "http               122   600   230"   # the HTTP server: status, metrics, snapshots, events, limits
+  "http               122   600   300"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
   "tsan               75     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
