@@ -73,9 +73,9 @@ EXPECTED_SUITES=(
   "network            104  1200   150"   # TCP push and listen, receivers that join late, fall behind or never read
   "vaapi-host          84   900   160"   # the VA-API path against the test VA driver under Xvfb
   "vaapi-vm            37  1200   300"   # VA-API through vgem's render node in the VM; drops bounded by the kernel's DQBUF log
-  "vm-capture         192  2400   380"   # V4L2 against vivid: formats, sizes, fidelity, faults; drops bounded by the kernel's DQBUF log
+  "vm-capture         192  2400   450"   # V4L2 against vivid: formats, sizes, fidelity, faults; drops bounded by the kernel's DQBUF log
   "vm-camera-return    33  1200   440"   # a camera unplugged and back, with receivers, a media server and a browser watching
-  "vm-mjpeg            75  1200   340"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
+  "vm-mjpeg            75  1200   420"   # MJPEG cameras (v4l2loopback); frame times held to the writer's logged times
   "vm-microphone       40  1200   300"   # --audio from snd-aloop and snd-dummy; sync against a camera's logged writes
   "vm-unattended       49  1200   210"   # cron, systemd, udev, --wait and a full disk with vivid
   "fuzz                 4   900   230"   # the parsers under libFuzzer, 20 s a target (FUZZ_SECONDS=N for a longer campaign)
