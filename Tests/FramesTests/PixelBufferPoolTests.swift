@@ -122,8 +122,10 @@ final class PixelBufferPoolTests: XCTestCase {
 private final class SlotBacking: PixelBufferBacking, @unchecked Sendable {
     let memory: [UnsafeMutablePointer<UInt8>]
     let planeBytes: Int, stride: Int
-    /// Slot `i`'s loan, touched only by the holder of buffer `i`.
-    private var lent: [Bool]
+    /// Slot `i`'s loan, touched only by the holder of buffer `i`: one allocation written through
+    /// element by element, as the VA-API backing's `let` arrays are (a Swift `var` array written from
+    /// two threads, even at two indexes, is one variable modified by both: TSan reported it, 2026-11-28).
+    private let lent: UnsafeMutableBufferPointer<Bool>
     let attaches = Atomic<Int>(0), detaches = Atomic<Int>(0)
 
     init(width: Int, height: Int, capacity: Int) {
@@ -131,10 +133,14 @@ private final class SlotBacking: PixelBufferBacking, @unchecked Sendable {
         planeBytes = stride * height
         // NV12: the luma plane, then the interleaved chroma plane of half the rows.
         memory = (0..<capacity).map { _ in .allocate(capacity: (width + 13) * (height + height / 2)) }
-        lent = Array(repeating: false, count: capacity)
+        lent = .allocate(capacity: capacity)
+        lent.initialize(repeating: false)
     }
 
-    deinit { memory.forEach { $0.deallocate() } }
+    deinit {
+        memory.forEach { $0.deallocate() }
+        lent.deallocate()
+    }
 
     func attach(bufferIndex: Int, planes: inout [PlaneMemory]) throws {
         attaches.add(1, ordering: .relaxed)
