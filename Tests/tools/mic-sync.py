@@ -69,6 +69,12 @@ for click in inside:
     print(f"  click at {(click - start) / 1e9:8.3f} s  offset {offsets[-1]:+.2f} ms")
 bad = [o for o in offsets if abs(o) > bound_ms]
 if len(offsets) < min_clicks or missing > lost or bad:
+    # What a failure needs to be understood: the pictures whose tie to the feeder's clock is not the
+    # median's (a picture stamped apart from the rest), and where the sound's bursts are.
+    apart = [(n, t, (tie - offset) / 1e6) for (t, n), tie in zip(found, ties) if abs(tie - offset) > 1_000_000]
+    for n, t, off in apart[:8]:
+        print(f"  picture {n} at {t:.3f} s in the file: its tie {off:+.2f} ms from the median")
+    print(f"  bursts at (s in the file's span): {' '.join(f'{(b - start) / 1e9:.3f}' for b in bursts[:20])}")
     print(f"FAIL: {len(offsets)} clicks found (want at least {min_clicks}), {missing} missing (at most {lost}), {len(bad)} beyond ±{bound_ms} ms")
     sys.exit(1)
 print(f"OK: {len(offsets)} clicks{f' ({missing} lost)' if missing else ''}, largest |offset| {max(abs(o) for o in offsets):.2f} ms, last {offsets[-1]:+.2f} ms")
