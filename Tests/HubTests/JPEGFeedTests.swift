@@ -10,6 +10,10 @@ final class JPEGFeedTests: XCTestCase {
     func testReadersOnManyTasksSeeEveryPictureTheyTakeWholeAndInOrderWhileTheProducerRefillsSlots() async {
         let feed = JPEGFeed(maximumReaders: 4, everyFrame: true)
         let pictures = 3_000
+        // Readers that have taken a picture: the producer ends the feed only once all have (up to 10 s).
+        // Optimised, it publishes all 3000 in about 70 ms, and a reader task first run after the feed
+        // ended took none (every reader, on a loaded machine, 2026-11-28).
+        let readersServed = Counter()
         // Each picture is its sequence number's byte over and over, its size changing so slots regrow.
         let producer = WorkerThread(name: "jpeg-producer") {
             var bytes = [UInt8](repeating: 0, count: 9_000)
@@ -21,6 +25,8 @@ final class JPEGFeedTests: XCTestCase {
                                  presentationTimeNanoseconds: sequence * 1_000_000)
                 }
             }
+            let deadline = ContinuousClock.now + .seconds(10)
+            while readersServed.value.load(ordering: .acquiring) < 4 && ContinuousClock.now < deadline { usleep(1_000) }
             feed.close()
         }
         let readers = (0..<4).compactMap { _ in feed.join(framesPerSecond: nil) }
@@ -32,6 +38,7 @@ final class JPEGFeedTests: XCTestCase {
                     var taken = 0, torn = 0, outOfOrder = 0
                     var last: UInt64 = 0
                     while let picture = await reader.next() {
+                        if taken == 0 { readersServed.value.add(1, ordering: .releasing) }
                         taken += 1
                         let expected = UInt8(picture.sequence % 251)
                         if picture.jpeg.contains(where: { $0 != expected }) { torn += 1 }
@@ -56,4 +63,9 @@ final class JPEGFeedTests: XCTestCase {
         XCTAssertEqual(feed.readerCount, 0, "every reader left")
         XCTAssertEqual(feed.publishedCount, pictures, "the producer always found a free slot")
     }
+}
+
+/// An atomic count that closures on other threads and tasks share.
+private final class Counter: Sendable {
+    let value = Atomic<Int>(0)
 }
