@@ -24,7 +24,7 @@ struct WHEPOffer: Sendable, Equatable {
 
     /// - Parameter profileLevelID: the stream's, as `profileLevelID(sps:)` gives it.
     init(sdp text: String, profileLevelID: String) throws(Refusal) {
-        let lines = Self.lines(text)
+        let lines = Self.openingBundleOnly(Self.lines(text))
         guard lines.first == "v=0" else { throw Refusal(description: "the offer is not SDP (it does not begin with v=0)") }
         guard let video = lines.firstIndex(where: { $0.hasPrefix("m=video ") && !$0.hasPrefix("m=video 0 ") }) else {
             throw Refusal(description: "the offer has no video to receive")
@@ -94,6 +94,37 @@ struct WHEPOffer: Sendable, Equatable {
             let digits = String(byte, radix: 16)
             return digits.count == 1 ? "0" + digits : digits
         }.joined()
+    }
+
+    /// A section offered bundle-only (RFC 8843: port 0 and `a=bundle-only`, inside the BUNDLE group) is
+    /// offered, not rejected: GStreamer's webrtcbin offers every section but the first so under
+    /// max-bundle (as its whepsrc does), and webrtcbin 1.22 answering one such section marks it inactive.
+    /// So it is read, and given to webrtcbin, as Chromium offers a bundled section: port 9, no
+    /// `a=bundle-only`. A port 0 without it is still a section the viewer rejected.
+    static func openingBundleOnly(_ lines: [String]) -> [String] {
+        let bundled = lines.first { $0.hasPrefix("a=group:BUNDLE ") }.map { Set($0.split(separator: " ").dropFirst().map(String.init)) } ?? []
+        var out: [String] = []
+        out.reserveCapacity(lines.count)
+        var index = lines.startIndex
+        while index < lines.endIndex {
+            guard lines[index].hasPrefix("m="), case let fields = lines[index].split(separator: " ", omittingEmptySubsequences: false),
+                  fields.count > 1, fields[1] == "0" else {
+                out.append(lines[index])
+                index += 1
+                continue
+            }
+            let end = lines[(index + 1)...].firstIndex { $0.hasPrefix("m=") } ?? lines.endIndex
+            let section = lines[(index + 1)..<end]
+            let mid = section.first { $0.hasPrefix("a=mid:") }.map { String($0.dropFirst("a=mid:".count)) }
+            if section.contains("a=bundle-only"), let mid, bundled.contains(mid) {
+                out.append(([fields[0], "9"] + fields.dropFirst(2)).joined(separator: " "))
+                out.append(contentsOf: section.filter { $0 != "a=bundle-only" })
+            } else {
+                out.append(contentsOf: lines[index..<end])
+            }
+            index = end
+        }
+        return out
     }
 
     private static func lines(_ text: String) -> [String] {

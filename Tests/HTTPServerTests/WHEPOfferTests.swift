@@ -64,6 +64,30 @@ final class WHEPOfferTests: XCTestCase {
         XCTAssertNil(try WHEPOffer(sdp: chromium + withoutOpus, profileLevelID: "64001e").opusPayloadType, "no Opus")
     }
 
+    /// GStreamer's webrtcbin under max-bundle (what its whepsrc uses) offers the audio bundle-only: port 0
+    /// and `a=bundle-only` (RFC 8843). That is sound offered, and webrtcbin is given it as Chromium's shape
+    /// (port 9); a port 0 without `a=bundle-only`, or outside the BUNDLE group, is still sound refused.
+    func testASectionOfferedBundleOnlyIsOfferedAndAPortZeroWithoutItIsRefused() throws {
+        func offer(group: String, audioPort: String, bundleOnly: Bool) -> String {
+            (["v=0", "o=- 1 0 IN IP4 0.0.0.0", "s=-", "t=0 0", group,
+             "m=video 9 UDP/TLS/RTP/SAVPF 102", "c=IN IP4 0.0.0.0", "a=mid:video0", "a=recvonly",
+             "a=rtpmap:102 H264/90000", "a=fmtp:102 packetization-mode=1;profile-level-id=42e01f",
+             "m=audio \(audioPort) UDP/TLS/RTP/SAVPF 111", "c=IN IP4 0.0.0.0"]
+                + (bundleOnly ? ["a=bundle-only"] : []) + ["a=mid:audio1", "a=recvonly", "a=rtpmap:111 OPUS/48000/2"])
+                .joined(separator: "\r\n") + "\r\n"
+        }
+        let bundled = try WHEPOffer(sdp: offer(group: "a=group:BUNDLE video0 audio1", audioPort: "0", bundleOnly: true), profileLevelID: "42e01f")
+        XCTAssertEqual(bundled.opusPayloadType, 111, "the bundle-only audio is offered")
+        XCTAssertTrue(bundled.sdp.contains("m=audio 9 UDP/TLS/RTP/SAVPF 111\r\n"), bundled.sdp)
+        XCTAssertFalse(bundled.sdp.contains("a=bundle-only"), bundled.sdp)
+        XCTAssertTrue(bundled.sdp.contains("a=mid:audio1\r\na=recvonly\r\na=rtpmap:111 OPUS/48000/2\r\n"), "the rest of the section kept")
+        let rejected = try WHEPOffer(sdp: offer(group: "a=group:BUNDLE video0 audio1", audioPort: "0", bundleOnly: false), profileLevelID: "42e01f")
+        XCTAssertNil(rejected.opusPayloadType, "port 0 without a=bundle-only: the viewer rejected sound")
+        let outside = try WHEPOffer(sdp: offer(group: "a=group:BUNDLE video0", audioPort: "0", bundleOnly: true), profileLevelID: "42e01f")
+        XCTAssertNil(outside.opusPayloadType, "bundle-only outside the BUNDLE group is no offer")
+        XCTAssertTrue(outside.sdp.contains("m=audio 0 UDP/TLS/RTP/SAVPF 111\r\n"), outside.sdp)
+    }
+
     func testTheProfileLevelIDIsReadFromAnH264SPSOnly() {
         XCTAssertEqual(WHEPOffer.profileLevelID(sps: [0x67, 0x64, 0x00, 0x1E, 0xAC]), "64001e")
         XCTAssertEqual(WHEPOffer.profileLevelID(sps: [0x27, 0x42, 0xE0, 0x1F]), "42e01f")
