@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # camrec's CPU per WebRTC viewer (issue 52): the test pattern at 1280x720, 30 fps, recorded to an MP4 with
-# --http open, first with no viewer, then with N WHEP viewers (benchmarks/whep-clients.py: N webrtcbin peer
+# --http open, first with no viewer, then with N WHEP viewers (Tests/tools/whep-clients.py: N webrtcbin peer
 # connections in a process of their own, no decoding), camrec's utime+stime (/proc/PID/stat) read over a
 # window of SECONDS in each phase: (with N - without) / N is the CPU one viewer costs. camrec's threads are
 # counted at both ends. Judged from outside camrec: every viewer got video RTP (and audio RTP with --sound)
@@ -37,7 +37,7 @@ sleep 5
 read -r idle idle_h0 idle_h1 < <(window)
 load_idle=$(cut -d' ' -f1 /proc/loadavg)
 
-/usr/bin/python3 benchmarks/whep-clients.py "http://127.0.0.1:$port" "$N" "$((S + 3))" $SOUND >"$W/clients.out" 2>"$W/clients.err" & CLIENTS=$!
+/usr/bin/python3 Tests/tools/whep-clients.py "http://127.0.0.1:$port" "$N" "$((S + 3))" $SOUND >"$W/clients.out" 2>"$W/clients.err" & CLIENTS=$!
 for _ in $(seq 600); do grep -q "^connected $N\$" "$W/clients.out" && break; kill -0 $CLIENTS 2>/dev/null || break; sleep 0.1; done
 grep -q "^connected $N\$" "$W/clients.out" || echo "only $(grep connected "$W/clients.out" | tail -1) of $N viewers connected" >&2
 read -r busy busy_h0 busy_h1 < <(window)

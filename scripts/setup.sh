@@ -15,7 +15,8 @@ packages=(pkg-config libavcodec-dev libavformat-dev libavutil-dev libswresample-
 if [[ "${1:-}" == "--test" ]]; then
   packages+=(ffmpeg v4l-utils alsa-utils qemu-system-x86 busybox-static kmod cpio xvfb vainfo udev gcc make python3 tmux systemd
             nginx libnginx-mod-rtmp srt-tools curl chromium chromium-driver
-            gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice g++)
+            gstreamer1.0-tools gstreamer1.0-plugins-base gstreamer1.0-plugins-good gstreamer1.0-plugins-bad gstreamer1.0-nice g++
+            python3-gi gir1.2-gst-plugins-bad-1.0)
 fi
 if [[ "${1:-}" == "--package" ]]; then
   packages+=(dpkg-dev binutils debootstrap lintian systemd-container python3)

@@ -146,6 +146,12 @@ check "WebRTC with sound: the last second's burst is heard within 350 ms of its 
 check "WebRTC: DELETE on the session's resource is $(r delete_status); then the browser got $(r packets_after_delete) RTP packets (getStats, 1.5 s) and camrec holds $udp_deleted UDP sockets" \
     [ "$(r delete_status)" = 200 -a "$(r packets_after_delete)" = 0 -a "$udp_deleted" = 0 ]
 check "WebRTC: a second DELETE on it is 404 ($(r delete_again_status))" [ "$(r delete_again_status)" = 404 ]
+# Another client than Chromium: a GStreamer webrtcbin viewer (Tests/tools/whep-clients.py, no decoding)
+# offers as GStreamer's whepsrc does, max-bundle, so its audio section is bundle-only (port 0). Its own
+# RTP counts over 3 s after ICE connects: at 30 fps and Opus's 50 packets a second, 2 s of each at least.
+gst_viewer=$(timeout 60 /usr/bin/python3 "$TOOLS/whep-clients.py" "http://127.0.0.1:$WP" 1 3 --sound 2>"$W/gst-viewer.err" | tail -1)
+check "WebRTC to a GStreamer webrtcbin viewer offering max-bundle (audio bundle-only): picture and sound RTP (${gst_viewer:-no report}; at least 60 and 100 packets)" \
+    python3 -c 'import json, sys; r = json.loads(sys.argv[1] or "{}"); p = (r.get("packets") or [{}])[0]; sys.exit(not (r.get("connected") == 1 and p.get("video", 0) >= 60 and p.get("audio", 0) >= 100))' "$gst_viewer"
 head -c 102400 /dev/zero | tr '\0' a >"$W/big.sdp"
 codes=$(for args in "-H Content-Type:text/plain --data-binary v=0" \
                     "-H Content-Type:application/sdp --data-binary @$W/big.sdp" \

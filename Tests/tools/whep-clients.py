@@ -2,7 +2,9 @@
 """WHEP viewers that do not decode (issue 52): N independent WebRTC peer connections in one process, each a
 GStreamer webrtcbin of its own that offers to receive H.264 (and Opus with --sound), POSTs its offer to
 camrec's /whep, sets the answer and counts the RTP packets of each track into a fakesink. Their CPU is
-theirs, not camrec's (a process of its own).
+theirs, not camrec's (a process of its own). Each offers as GStreamer's whepsrc does: max-bundle, so every
+section but the first is bundle-only (port 0). Used by benchmarks/webrtc-viewers.sh (20 of them) and the
+browser suite (one, with sound).
 
   whep-clients.py URL N SECONDS [--sound]
 
