@@ -305,13 +305,16 @@ static int run_promise(camrec_webrtc_session *session, const char *action, void 
 }
 
 // Points a transceiver of webrtcbin (numbered in the order the pipeline linked its pads) at one send-only
-// format: the offer's payload type for it.
-static void send_only(camrec_webrtc_session *session, int index, const char *caps_text) {
+// format: the offer's payload type for it. With `nack`, webrtcbin answers the offer's NACK feedback and
+// its RTX payload type for that format (a=rtcp-fb:PT nack, a=rtpmap:RTX rtx/90000 with apt=PT) and
+// resends the packets a viewer reports lost (rtprtxsend, on RTX's own payload type and SSRC, RFC 4588).
+static void send_only(camrec_webrtc_session *session, int index, const char *caps_text, int nack) {
     void *transceiver = NULL;
     g.g_signal_emit_by_name(session->webrtc, "get-transceiver", index, &transceiver);
     if (!transceiver) return;
     GstCaps *caps = g.gst_caps_from_string(caps_text);
-    g.g_object_set(transceiver, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", caps, NULL);
+    g.g_object_set(transceiver, "direction", GST_WEBRTC_RTP_TRANSCEIVER_DIRECTION_SENDONLY, "codec-preferences", caps,
+                   "do-nack", nack, NULL);
     g.gst_mini_object_unref(caps);
     g.gst_object_unref(transceiver);
 }
@@ -330,6 +333,10 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     camrec_webrtc_session *session = calloc(1, sizeof *session);
     pthread_mutex_init(&session->lock, NULL);
     session->heard = now_seconds();
+    // The picture's SSRC, chosen here so that the answer can name it: with NACK on, webrtcbin's answer
+    // lists the SSRCs of the transceiver's format (and RTX's beside it, a=ssrc-group:FID), and the browser
+    // then plays the SSRCs named only; rtph264pay's own random one would go unplayed.
+    uint32_t video_ssrc = arc4random();
     char description[2048];
     // Access units as the hub has them (4-byte start codes, SPS and PPS before every IDR), stamped with
     // their capture time (camrec_webrtc_session_push); config-interval=-1 sends SPS and PPS with every IDR,
@@ -337,8 +344,8 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     int length = snprintf(description, sizeof description,
              "appsrc name=source is-live=true do-timestamp=false format=time max-bytes=8000000 leaky-type=upstream "
              "caps=video/x-h264,stream-format=byte-stream,alignment=au "
-             "! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency mtu=1200 pt=%d "
-             "! webrtcbin name=webrtc bundle-policy=max-bundle latency=0", payload_type);
+             "! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency mtu=1200 pt=%d ssrc=%u "
+             "! webrtcbin name=webrtc bundle-policy=max-bundle latency=0", payload_type, video_ssrc);
     // The sound on webrtcbin's second pad, stamped with the same capture clock as the picture: Opus as the
     // recording has it, or AAC decoded and encoded as Opus at 48 kHz (what every browser decodes).
     if (sound && sound->codec == CAMREC_WEBRTC_SOUND_OPUS)
@@ -392,12 +399,15 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
     if (turn && turn[0]) g.g_object_set(session->webrtc, "turn-server", turn, NULL);
     // The transceivers (made when the payloaders linked): send only, H.264 and Opus on the offer's payload types.
     char caps_text[160];
-    snprintf(caps_text, sizeof caps_text, "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=%d", payload_type);
-    send_only(session, 0, caps_text);
+    snprintf(caps_text, sizeof caps_text, "application/x-rtp,media=video,encoding-name=H264,clock-rate=90000,payload=%d,ssrc=(uint)%u",
+             payload_type, video_ssrc);
+    // The picture with retransmission: through loss without it, a lost packet leaves every picture up to
+    // the next IDR undecodable. The sound without: a lost Opus packet is concealed for its 20 ms.
+    send_only(session, 0, caps_text, 1);
     if (session->sound) {
         snprintf(caps_text, sizeof caps_text, "application/x-rtp,media=audio,encoding-name=OPUS,clock-rate=48000,payload=%d",
                  sound->payload_type);
-        send_only(session, 1, caps_text);
+        send_only(session, 1, caps_text, 0);
     }
     GstElement *pay = g.gst_bin_get_by_name(session->pipeline, "pay");
     GstPad *pay_source = pay ? g.gst_element_get_static_pad(pay, "src") : NULL;

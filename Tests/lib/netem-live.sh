@@ -19,6 +19,7 @@
 # builds (a 4 MB download through it with the same netem: 86-106 KB/s), near the 0.68 Mbit/s the pattern
 # takes by default, and then what lags is the relay, not the page (the picture was 3-4 s behind capture
 # while Chromium's own buffer stayed under 0.5 s). NETEM_BITRATE=... changes it.
+# NETEM_LOSS=5% changes the loss (both ways), NETEM_WATCH=webrtc watches one player only (by hand).
 # Writes $W/NAME-mse.json and $W/NAME-webrtc.json (browser-edge's reports), $W/NAME-{mse,webrtc}.samples
 # (every sample), $W/NAME-*.log/err, and the UDP relay's counts at the end of $W/NAME-vm.log.
 # Returns once camrec and the VM have ended. The five ports are given (from next_port) so that it can run
@@ -39,7 +40,7 @@ netem_live() {
     for attempt in 1 2; do
         Tests/vm/run.sh --timeout $((seconds + 300)) --results "$vmres" --forward "$hport:8080" --guest-forward "8080:$cport" \
             --forward-udp "${addr:-127.0.0.1}:$udp1:9001" --forward-udp "${addr:-127.0.0.1}:$udp2:9002" -- \
-            bash -c "tc qdisc add dev eth0 root netem delay 50ms 20ms loss 1% || exit 3
+            bash -c "tc qdisc add dev eth0 root netem delay 50ms 20ms loss ${NETEM_LOSS:-1%} || exit 3
                      ip route add default via 10.0.2.2   # replies to the host's own addresses, not only loopback
                      /usr/bin/python3 Tests/tools/tcp-relay.py listen 8080 10.0.2.100 8080 $((seconds + 240)) &
                      /usr/bin/python3 Tests/tools/udp-relay.py 9001 9002 $((seconds + 240)) & udp=\$!
@@ -53,7 +54,7 @@ netem_live() {
         wait "$vm_pid" 2>/dev/null
     done
     local kind watchers=()
-    for kind in mse webrtc; do
+    for kind in ${NETEM_WATCH:-mse webrtc}; do
         local page="http://127.0.0.1:$hport/" through=()
         [[ $kind == mse ]] && page+="?mse" || through=(--webrtc-through "${addr:-127.0.0.1}:$udp1:$udp2")
         python3 Tests/tools/browser-edge.py "$page" "$seconds" --truth "$lport" "${through[@]}" \

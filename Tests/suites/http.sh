@@ -570,15 +570,31 @@ echo "   bad network, load $(cut -d' ' -f1-3 /proc/loadavg): MSE $(cat "$W/edge-
 for kind in MSE WebRTC; do
     EDGE_R=$(cat "$W/edge-${kind,,}.json" 2>/dev/null)
     [[ $kind == MSE ]] && plays="'playing MSE'*" || plays="'playing WebRTC'"
-    # WebRTC's frame numbers are not held to "never backwards": through 1% loss without retransmission
-    # (camrec's webrtcbin negotiates no NACK/RTX yet) a sample went backwards once in some minutes, cause
-    # not yet known; it is printed, not bounded, until that is understood. MSE's must never go backwards.
-    [[ $kind == MSE ]] && backwards=$(field "$EDGE_R" counters_backwards) && back_text="numbers backwards $backwards (none allowed)" \
-        || { backwards=0; back_text="numbers backwards $(field "$EDGE_R" counters_backwards), not bounded"; }
-    check "bad network (netem 50 ms ± 20 ms, 1% loss), $kind: the page played it through for 60 s ($(field "$EDGE_R" transport); error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, $back_text)" \
-        eval "[[ -z '$(field "$EDGE_R" error)' && '$(field "$EDGE_R" transport)' == $plays ]] && [ '$(field "$EDGE_R" corrupted)/$backwards' = 0/0 ] && at_least '$(field "$EDGE_R" frames)' 1200"
+    # A sample of WebRTC's picture read a lower number than the one before once in a minute (the http suite,
+    # before NACK/RTX) and once in ten (a soak); never since in 28 minutes at 0-5% loss with and without
+    # NACK/RTX, nor in any of 23 900 presented pictures each read (requestVideoFrameCallback). The cause is
+    # not known (docs/HTTP.md, "Keeping up with live"), so WebRTC is held to what was measured, at most one;
+    # MSE to none. Each presented picture's counts are printed to tell, if it comes again, which layer it was.
+    backwards=$(field "$EDGE_R" counters_backwards)
+    [[ $kind == MSE ]] && allowed=0 || allowed=1
+    each=$(python3 -c 'import json, sys; e = json.loads(sys.argv[1]).get("each") or {}
+print("%s presented, numbers back %s %s, mediaTime back %s, RTP time back %s" % tuple(e.get(k) for k in
+      ("presented", "numbers_back", "back_at", "media_time_back", "rtp_back")))' "$EDGE_R" 2>/dev/null)
+    check "bad network (netem 50 ms ± 20 ms, 1% loss), $kind: the page played it through for 60 s ($(field "$EDGE_R" transport); error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, numbers backwards ${backwards:-?} (at most $allowed; of each picture: $each))" \
+        eval "[[ -z '$(field "$EDGE_R" error)' && '$(field "$EDGE_R" transport)' == $plays ]] && [ '$(field "$EDGE_R" corrupted)' = 0 ] && at_most '$backwards' $allowed && at_least '$(field "$EDGE_R" frames)' 1200"
     check "bad network, $kind: at the end the picture is within 0.5 s of live by the pattern's clock (read outside camrec from $(field "$EDGE_R" truth_frames) pictures, $(field "$EDGE_R" truth_unread) unreadable, spread $(field "$EDGE_R" truth_spread_ms) ms): behind by $(field "$EDGE_R" end_behind_ms_median) ms, the median of the last 10 s (at most 500; by 10 s: $(field "$EDGE_R" behind_ms_by_10s))" \
         eval "at_most '$(field "$EDGE_R" end_behind_ms_median)' 500 && at_least '$(field "$EDGE_R" truth_frames)' 1500 && [ '$(field "$EDGE_R" truth_unread)/$(field "$EDGE_R" truth_backwards)' = 0/0 ]"
 done
+# What camrec sent the browser, read from the RTP headers by the relay in the VM (udp-relay.py: SRTP leaves
+# them in the clear), one "rtp SSRC/PT packets N timestamps back K" a stream: the picture's (the most packets) and RTX's.
+read -r rtp_ssrc rtp_packets rtp_back <<<"$(grep -o 'rtp [0-9]*/[0-9]* packets [0-9]* timestamps back [0-9]*' "$W/edge-vm.log" | sort -k4 -n | tail -1 | awk '{ print $2, $4, $7 }')"
+rtx_packets=$(grep -o 'rtp [0-9]*/[0-9]* packets [0-9]*' "$W/edge-vm.log" | grep -v "rtp $rtp_ssrc " | awk '{ n += $4 } END { print n + 0 }')
+check "bad network, WebRTC: camrec's RTP timestamps never went back: of the ${rtp_packets:-0} packets of its picture (SSRC/PT ${rtp_ssrc:-none}) the relay read, ${rtp_back:-?} had a lower timestamp than the packet before by sequence number (none allowed; at least 1500 read)" \
+    eval "[ '$rtp_back' = 0 ] && at_least '$rtp_packets' 1500"
+# Through the 1% loss Chromium asks for each packet it misses (NACK) and camrec sends it again on RTX
+# (RFC 4588; NACKs come also for packets netem's jitter only reordered). Chromium's own counters say so.
+EDGE_R=$(cat "$W/edge-webrtc.json" 2>/dev/null)
+check "bad network, WebRTC: lost packets are sent again: the answer offers NACK ($(field "$EDGE_R" answer_nack)) and RTX for H.264 ($(field "$EDGE_R" answer_rtx)); Chromium lost $(field "$EDGE_R" packets_lost) packets, sent $(field "$EDGE_R" nack_count) NACKs and received $(field "$EDGE_R" retransmitted_received) packets again (at least 1; the relay passed $rtx_packets on RTX), $(field "$EDGE_R" freeze_count) freezes" \
+    eval "[ '$(field "$EDGE_R" answer_nack)/$(field "$EDGE_R" answer_rtx)' = True/True ] && at_least '$(field "$EDGE_R" nack_count)' 1 && at_least '$(field "$EDGE_R" retransmitted_received)' 1"
 
 finish

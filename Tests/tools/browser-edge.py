@@ -28,7 +28,13 @@ candidate is a port into the relay: camrec's answer names 127.0.0.1:UDP1 (the re
 camrec) and the offer camrec gets names 127.0.0.1:UDP2 (the relay takes it on to Chromium); neither
 side can reach the other directly. Adds "whep_rewritten" (candidates replaced in the offer and the
 answer).
---log FILE writes every sample (seconds, behind live in ms, buffered behind in s or -1).
+When the page plays WebRTC, also what Chromium's own receiver counted (getStats, the inbound-rtp video):
+"packets_received", "packets_lost", "nack_count" (NACKs it sent), "retransmitted_received" (packets it
+got again over RTX; null when RTX was not negotiated), "pli_count", "key_frames_decoded", "frames_decoded",
+"frames_dropped" and "freeze_count"; and what camrec's answer offered: "answer_nack" (an
+a=rtcp-fb:PT nack for the H.264 payload type) and "answer_rtx" (an rtx rtpmap whose fmtp has apt=PT).
+"backwards_at" lists each backwards sample as [seconds into the watch, number before, number read].
+--log FILE writes every sample (seconds, behind live in ms, buffered behind in s or -1, the number read).
 """
 import json, sys, time
 
@@ -52,6 +58,38 @@ const white = (i) => { const p = g.getImageData(16 + i * 16 + 8, 24, 1, 1).data;
 if (!(white(0) && white(33))) return null;
 let value = 0; for (let b = 1; b <= 32; b++) value = value * 2 + (white(b) ? 1 : 0);
 return value;
+"""
+
+# Every picture the <video> presents (requestVideoFrameCallback): its burned-in number read in the callback,
+# its mediaTime and (WebRTC) RTP timestamp, each held against the picture presented before it.
+EACH = """
+const v = document.getElementById('live');
+// Only the strip of blocks is drawn and read, once a picture (cheap beside the suite's other sections).
+const c = document.createElement('canvas'); c.width = 34 * 16 + 16; c.height = 1;
+const g = c.getContext('2d', {willReadFrequently: true});
+const f = window.__camrecFrames = {presented: 0, numbers_back: 0, media_time_back: 0, rtp_back: 0, unread: 0, back_at: []};
+let row = null;
+const white = (i) => { const p = (16 + i * 16 + 8) * 4; return (row[p] + row[p + 1] + row[p + 2]) / 3 > 128; };
+let last = null;
+const each = (now, m) => {
+  g.drawImage(v, 0, 24, c.width, 1, 0, 0, c.width, 1);
+  row = g.getImageData(0, 0, c.width, 1).data;
+  let n = null;
+  if (white(0) && white(33)) { n = 0; for (let b = 1; b <= 32; b++) n = n * 2 + (white(b) ? 1 : 0); } else f.unread++;
+  const rtp = m.rtpTimestamp === undefined ? null : m.rtpTimestamp;
+  f.presented++;
+  if (last) {
+    if (m.mediaTime < last.t) f.media_time_back++;
+    if (rtp !== null && last.rtp !== null && ((rtp - last.rtp) | 0) < 0) f.rtp_back++;
+    if (n !== null && last.n !== null && n < last.n) {
+      f.numbers_back++;
+      if (f.back_at.length < 20) f.back_at.push([last.n, n, last.rtp, rtp, last.t, m.mediaTime, m.presentedFrames - last.p]);
+    }
+  }
+  last = {n: n === null && last ? last.n : n, t: m.mediaTime, rtp: rtp, p: m.presentedFrames};
+  v.requestVideoFrameCallback(each);
+};
+v.requestVideoFrameCallback(each);
 """
 
 MANAGED = """
@@ -84,6 +122,30 @@ window.fetch = async (url, init) => {
 """
 
 
+# The inbound video's receiver counters, and the answer camrec gave, when the page plays WebRTC.
+RTP_STATS = """
+const done = arguments[arguments.length - 1];
+if (typeof peer === 'undefined' || !peer) return done(null);
+const answer = peer.remoteDescription ? peer.remoteDescription.sdp : '';
+peer.getStats().then(r => { let v = null; r.forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'video') v = s; });
+  done(Object.assign({answer: answer}, v && {packets_received: v.packetsReceived, packets_lost: v.packetsLost,
+    nack_count: v.nackCount, retransmitted_received: v.retransmittedPacketsReceived, pli_count: v.pliCount,
+    key_frames_decoded: v.keyFramesDecoded, frames_decoded: v.framesDecoded, frames_dropped: v.framesDropped,
+    freeze_count: v.freezeCount})); }).catch(() => done(null));
+"""
+
+
+def answer_offers(sdp):
+    """(nack, rtx) for the answer's H.264 payload type: an a=rtcp-fb:PT nack, and an rtx rtpmap with apt=PT."""
+    lines = sdp.splitlines()
+    h264 = {l.split()[0].split(":")[1] for l in lines if l.startswith("a=rtpmap:") and " H264/" in l}
+    rtx = {l.split()[0].split(":")[1] for l in lines if l.startswith("a=rtpmap:") and " rtx/" in l}
+    nack = any(l.split()[0].split(":")[1] in h264 and l.split()[1:] == ["nack"] for l in lines if l.startswith("a=rtcp-fb:"))
+    apt = any(l.split()[0].split(":")[1] in rtx and l.split(None, 1)[1] in {f"apt={p}" for p in h264}
+              for l in lines if l.startswith("a=fmtp:") and len(l.split()) == 2)
+    return nack, apt
+
+
 def median(values):
     values = sorted(values)
     return values[len(values) // 2] if values else None
@@ -111,8 +173,9 @@ def watch(url, seconds, truth, through, managed, log, driver, result):
         result.update(error=s["error"] or "did not start", ready=s["ready"], shown_text=s["text"])
         return
     result.update(error=None, started_after=round(time.time() - loaded, 2))
+    driver.execute_script(EACH)
     start = time.monotonic()
-    samples, backwards, previous = [], 0, None
+    samples, backwards, previous = [], [], None
     while time.monotonic() < start + seconds:
         time.sleep(0.25)
         before = time.monotonic()
@@ -122,22 +185,27 @@ def watch(url, seconds, truth, through, managed, log, driver, result):
         if shown is None:
             continue
         if previous is not None and shown < previous:
-            backwards += 1
+            backwards.append([round(at - start, 2), previous, shown])
         previous = shown
         samples.append((at, shown, -1 if s["end"] is None else s["end"] - s["t"]))
     result.update(error=s["error"], frames=s["frames"], corrupted=s["corrupted"], samples=len(samples),
-                  counters_backwards=backwards, shown_text=s["text"], transport=s["transport"])
+                  counters_backwards=len(backwards), backwards_at=backwards, shown_text=s["text"], transport=s["transport"])
+    result.update(each=driver.execute_script("return window.__camrecFrames"))
+    webrtc = driver.execute_async_script(RTP_STATS) if s["transport"] == "playing WebRTC" else None
+    if webrtc:
+        nack, rtx = answer_offers(webrtc.pop("answer"))
+        result.update(webrtc, answer_nack=nack, answer_rtx=rtx)
     if not truth:
         return
     # Behind live by the truth's estimate at the end (its best, from every picture it read).
-    behind = [(at - start, (truth.newest_at(at) - shown) / truth.fps * 1000, buffered)
+    behind = [(at - start, (truth.newest_at(at) - shown) / truth.fps * 1000, buffered, shown)
               for at, shown, buffered in samples if truth.newest_at(at) is not None]
     if log:
         with open(log, "w") as f:
-            for t, b, buffered in behind:
-                f.write(f"{t:.2f} {b:.0f} {buffered:.3f}\n")
-    last = [b for t, b, _ in behind if t >= seconds - 10]
-    result.update(behind_ms_by_10s=[round(median([b for t, b, _ in behind if k <= t < k + 10]) or -1)
+            for t, b, buffered, shown in behind:
+                f.write(f"{t:.2f} {b:.0f} {buffered:.3f} {shown}\n")
+    last = [b for t, b, _, _ in behind if t >= seconds - 10]
+    result.update(behind_ms_by_10s=[round(median([b for t, b, _, _ in behind if k <= t < k + 10]) or -1)
                                     for k in range(0, int(seconds), 10)],
                   end_behind_ms_median=round(median(last)) if last else None,
                   end_behind_ms_max=round(max(last)) if last else None,

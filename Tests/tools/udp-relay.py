@@ -11,9 +11,37 @@ reaches it). A WebRTC peer checks connectivity from each of its addresses (STUN,
 sends DTLS and media (first byte 20 and up, RFC 7983) from the one pair ICE chose: once a side has
 sent those, its peer is the address that sent them last, and STUN from its other addresses no longer
 moves it. What arrives before the other side is known is dropped (ICE sends its checks again).
-Prints the datagrams relayed and dropped each way at the end.
+Prints the datagrams relayed and dropped each way at the end, and what the RTP headers (SRTP leaves
+them in the clear) of the datagrams that came to the second port (camrec's, in Tests/lib/netem-live.sh)
+said: for each SSRC and payload type the packets, and how often a packet's RTP timestamp was lower than
+that of the packet before it in sequence-number order, as "rtp SSRC/PT packets N timestamps back K".
 """
-import select, signal, socket, sys, time
+import select, signal, socket, struct, sys, time
+
+
+class RTPCount:
+    """Per (SSRC, payload type): packets, and timestamps lower than the previous sequence number's."""
+
+    def __init__(self):
+        self.streams = {}
+
+    def add(self, data):
+        # RTP (RFC 7983: first byte 128-191) and not RTCP (payload types 64-95 with the marker bit: 192-223).
+        if len(data) < 12 or not 128 <= data[0] <= 191 or 64 <= data[1] & 0x7f <= 95:
+            return
+        seq, ts, ssrc = struct.unpack("!HII", data[2:12])
+        key = (ssrc, data[1] & 0x7f)
+        n, back, last_seq, last_ts = self.streams.get(key, (0, 0, None, None))
+        if last_seq is not None and 0 < (seq - last_seq) & 0xffff < 0x8000:
+            back += 1 if 0 < (last_ts - ts) & 0xffffffff < 0x80000000 else 0
+            last_seq, last_ts = seq, ts
+        elif last_seq is None:
+            last_seq, last_ts = seq, ts
+        self.streams[key] = (n + 1, back, last_seq, last_ts)
+
+    def __str__(self):
+        return ", ".join(f"rtp {ssrc}/{pt} packets {n} timestamps back {back}"
+                         for (ssrc, pt), (n, back, _, _) in sorted(self.streams.items()))
 
 
 def main():
@@ -29,6 +57,7 @@ def main():
     peer = [None, None]          # where each side's datagrams go back to
     media = [False, False]       # whether that address sent DTLS or media
     relayed, dropped = [0, 0], [0, 0]
+    rtp = RTPCount()
     print(f"udp-relay: {ports[0]} <-> {ports[1]}", flush=True)
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     end = time.monotonic() + seconds
@@ -49,11 +78,13 @@ def main():
                 try:
                     sides[other].sendto(data, peer[other])
                     relayed[i] += 1
+                    if i == 1:
+                        rtp.add(data)
                 except OSError:
                     dropped[i] += 1
     finally:
         print(f"udp-relay: {ports[0]}->{ports[1]} relayed {relayed[0]} dropped {dropped[0]}, "
-              f"{ports[1]}->{ports[0]} relayed {relayed[1]} dropped {dropped[1]}", flush=True)
+              f"{ports[1]}->{ports[0]} relayed {relayed[1]} dropped {dropped[1]}; {rtp}", flush=True)
 
 
 if __name__ == "__main__":
