@@ -142,7 +142,7 @@ let package = Package(
         .testTarget(name: "FramesTests", dependencies: ["Frames", "Threading", "TestSupport"]),
         .testTarget(name: "BitstreamTests", dependencies: ["Bitstream", "SystemSupport"]),
         .testTarget(name: "CaptureTests", dependencies: ["Frames", "Capture", "Threading", "CFFmpeg", "TestSupport"]),
-        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream", "TestSupport"]),
+        .testTarget(name: "EncoderTests", dependencies: ["Encoder", "Frames", "Capture", "Bitstream", "Threading", "TestSupport"]),
         .testTarget(name: "OutputsTests", dependencies: ["Outputs", "NetStream", "Bitstream", "Hub", "Libav"]),
         .testTarget(name: "HubTests", dependencies: ["Hub", "Threading"]),
         .testTarget(name: "ThreadingTests", dependencies: ["Threading", "Frames"]),

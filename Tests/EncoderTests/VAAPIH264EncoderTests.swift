@@ -1,8 +1,10 @@
 import Bitstream
 import Capture
+import Foundation
 import Frames
 @testable import Encoder
 import Glibc
+import Threading
 import XCTest
 
 /// The VA-API backend against the test VA driver (Tests/fixtures/va-test-driver), through X11.
@@ -122,6 +124,127 @@ final class VAAPIH264EncoderTests: XCTestCase {
         XCTAssertTrue(encoder.uploadSummary.hasPrefix("8 frames took 1 CPU pass (source converted straight into the VA surface"),
                       encoder.uploadSummary)
         print("VAAPI upload \(width)x\(height), surface pool: \(encoder.uploadSummary)")
+    }
+
+    /// `VAAPISurfaceBacking`'s invariant, that slot `i` (surface, mapping, VA image) is touched only by
+    /// whoever holds pool buffer `i`, across threads as a recording runs it: a capture thread takes buffers
+    /// (attach: surface and mapping made there) and writes the pattern into them; an encoder thread unmaps
+    /// and submits them (finishUpload), and each thread recycles some unencoded (detach, on either side of
+    /// the hand-off). For each upload path: derived mappings, VA images only, and derived mappings that
+    /// start failing mid-run (those frames through a VA image made on the capture thread, put on the
+    /// encoder's). Truth from outside camrec: ffmpeg decodes the stream the test driver made (lossless),
+    /// and each picture must equal, byte for byte, the pattern frame of its number drawn in ordinary memory.
+    /// scripts/tsan.sh leaves this class out (it skips without the driver); run it under TSan by hand with
+    /// the environment above.
+    func testSurfaceSlotsHandedBetweenCaptureAndEncoderThreadsKeepEachFramesPixels() throws {
+        let (width, height) = (640, 480)
+        let size = FrameSize(width: width, height: height)
+        let frames = 60
+        // Unencoded recycles, by frame number: the capture thread's (before the hand-off) and the encoder thread's.
+        let droppedByCapture: (UInt64) -> Bool = { $0 % 5 == 3 }
+        let droppedByEncoder: (UInt64) -> Bool = { $0 % 7 == 6 }
+        let encodedNumbers = (0..<UInt64(frames)).filter { !droppedByCapture($0) && !droppedByEncoder($0) }
+        let frameBytes = width * height * 3 / 2
+
+        // The reference: each frame number's pattern in ordinary memory, as tightly packed NV12.
+        let referencePool = PixelBufferPool(format: .nv12, width: width, height: height, capacity: 1)
+        let reference = TestPatternSource(size: size, fps: 30, realTime: false)
+        try reference.start(pool: referencePool)
+        var expected: [UInt64: [UInt8]] = [:]
+        for _ in 0..<frames {
+            let frame = try XCTUnwrap(reference.nextFrame())
+            if encodedNumbers.contains(frame.sequence) {
+                var bytes: [UInt8] = []
+                bytes.reserveCapacity(frameBytes)
+                for plane in frame.planes.prefix(2) {
+                    for row in 0..<plane.height {
+                        bytes.append(contentsOf: UnsafeBufferPointer(start: plane.base + row * plane.stride, count: plane.width))
+                    }
+                }
+                expected[frame.sequence] = bytes
+            }
+            frame.recycle()
+        }
+
+        for (mode, environment) in [("derived mappings", [String: String]()),
+                                    ("VA images only", ["CAMREC_TEST_VA_NO_DERIVE": "1"]),
+                                    ("derived mappings failing after 20", ["CAMREC_TEST_VA_DERIVE_FAIL_AFTER": "20"])] {
+            // The test driver reads its hooks when the display is initialised, in openDevice.
+            for (name, value) in environment { setenv(name, value, 1) }
+            defer { for name in environment.keys { unsetenv(name) } }
+            let device = try openDevice()
+            let encoder = try VAAPIEncoder(settings: EncoderSettings(size: size, framesPerSecond: 30, keyframeInterval: 30),
+                                           device: device)
+            try encoder.start()
+            let pool = encoder.makePool(width: width, height: height, capacity: 4)
+            let backing = try XCTUnwrap(encoder.backing, mode)
+            let source = TestPatternSource(size: size, fps: 30, realTime: false)
+            try source.start(pool: pool)
+            var stream: [UInt8] = []
+            encoder.onBufferDone = { $0.recycle() }
+            encoder.onPacket = { stream.append(contentsOf: $0.data) }
+
+            let handOff = BlockingQueue<PixelBuffer>(capacity: 2)
+            let capture = WorkerThread(name: "test-capture") {
+                defer { handOff.close() }
+                for _ in 0..<frames {
+                    guard let frame = try? source.nextFrame() else { return }
+                    if droppedByCapture(frame.sequence) { frame.recycle() } else if !handOff.push(frame) { frame.recycle() }
+                }
+            }
+            capture.start()
+            var encoded: [UInt64] = [], inOwnMemory = 0
+            while let frame = handOff.pop() {
+                if droppedByEncoder(frame.sequence) { frame.recycle(); continue }
+                if frame.isInOwnMemory { inOwnMemory += 1 }
+                // Its number before encode: the buffer is back in the pool, the capture thread's, when encode returns.
+                encoded.append(frame.sequence)
+                try encoder.encode(frame, forceKeyframe: encoded.count == 1)
+            }
+            capture.join()
+            try encoder.flush()
+            source.stop()
+
+            XCTAssertEqual(encoder.uploadIsDirect, environment["CAMREC_TEST_VA_NO_DERIVE"] == nil, "\(mode): the upload path")
+            XCTAssertEqual(encoded, encodedNumbers, mode)
+            XCTAssertEqual(inOwnMemory, 0, "\(mode): every frame was written into a surface's mapping")
+            XCTAssertEqual(encoder.framesWrittenInPlace, encodedNumbers.count, mode)
+            XCTAssertEqual(backing.statistics.releasedUnencoded, frames - encodedNumbers.count,
+                           "\(mode): each frame recycled unencoded, on either thread, gave its surface back")
+            XCTAssertEqual(backing.statistics.failures, 0, mode)
+            let fallbacks = backing.statistics.imageFallbacks
+            if environment["CAMREC_TEST_VA_DERIVE_FAIL_AFTER"] != nil {
+                XCTAssertTrue(fallbacks > 0 && fallbacks < encodedNumbers.count, "\(mode): \(fallbacks) frames through a VA image")
+            } else {
+                XCTAssertEqual(fallbacks, 0, mode)
+            }
+
+            let decoded = try Self.decodeWithFFmpeg(stream, frameBytes: frameBytes)
+            XCTAssertEqual(decoded.count, encodedNumbers.count, "\(mode): ffmpeg's picture count")
+            var differing: [UInt64] = []
+            for (number, picture) in zip(encodedNumbers, decoded) where picture != expected[number] { differing.append(number) }
+            XCTAssertEqual(differing, [], "\(mode): frames whose decoded picture is not the pattern frame of their number")
+            print("VAAPI surface slots across two threads, \(mode): \(encodedNumbers.count) of \(frames) frames encoded, "
+                + "\(frames - encodedNumbers.count) recycled unencoded, \(encoder.uploadIsDirect ? "\(fallbacks)" : "all") through a VA image, "
+                + "\(decoded.count - differing.count) decoded pictures identical to their pattern frame")
+        }
+    }
+
+    /// The NV12 pictures ffmpeg decodes from an H.264 stream, one array of `frameBytes` each.
+    private static func decodeWithFFmpeg(_ stream: [UInt8], frameBytes: Int) throws -> [[UInt8]] {
+        let dir = FileManager.default.temporaryDirectory.appendingPathComponent("camrec-vaapi-slots-\(getpid())")
+        try FileManager.default.createDirectory(at: dir, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: dir) }
+        let input = dir.appendingPathComponent("in.h264"), output = dir.appendingPathComponent("out.nv12")
+        try Data(stream).write(to: input)
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: "/usr/bin/env")
+        ffmpeg.arguments = ["ffmpeg", "-v", "error", "-f", "h264", "-i", input.path, "-f", "rawvideo", "-pix_fmt", "nv12", "-y", output.path]
+        try ffmpeg.run()
+        ffmpeg.waitUntilExit()
+        XCTAssertEqual(ffmpeg.terminationStatus, 0, "ffmpeg decoding the stream")
+        let bytes = [UInt8](try Data(contentsOf: output))
+        return stride(from: 0, to: bytes.count - frameBytes + 1, by: frameBytes).map { Array(bytes[$0..<$0 + frameBytes]) }
     }
 
     func testProfileIsTheBestTheDriverHasAtOrBelowTheOneAskedFor() throws {

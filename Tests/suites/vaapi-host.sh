@@ -606,8 +606,8 @@ else
     (cd "$REPO" && LIBVA_DRIVER_NAME=camrec_test LIBVA_DRIVERS_PATH=$DRVDIR CAMREC_VA_TEST_DISPLAY=$DISP \
         swift test ${CAMREC_SWIFT_BUILD_FLAGS:+$CAMREC_SWIFT_BUILD_FLAGS --skip-build} --filter VAAPIH264EncoderTests) >xctest.log 2>&1
     grep -E '^VAAPI upload' xctest.log | sed 's/^/      /'
-    if grep -qE 'Executed 3 tests, with 0 failures' xctest.log && ! grep -q 'skipped' xctest.log; then
-        pass "XCTest VAAPIH264EncoderTests: 3 tests, none skipped (surface pool: in place, released when unencoded; copy path; IDRs)"
+    if grep -qE 'Executed 4 tests, with 0 failures' xctest.log && ! grep -q 'skipped' xctest.log; then
+        pass "XCTest VAAPIH264EncoderTests: 4 tests, none skipped (surface pool: in place, released when unencoded, slots across two threads; copy path; IDRs)"
     else
         fail "XCTest VAAPIH264EncoderTests: $(grep -E 'error:|failed|skipped|Executed' xctest.log | head -5)"
         # Seen once (a full run, 2026-11-25): the first test could not open $DISP, the next two could.
