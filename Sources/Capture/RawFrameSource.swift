@@ -5,7 +5,7 @@ import Frames
 
 /// Raw frames from a file or a pipe (`-` is stdin), read as fast as the pipeline
 /// takes them, so `ffmpeg … -f rawvideo - | camrec --input - …` works.
-public final class RawFrameSource: FrameSource, @unchecked Sendable {
+public final class RawFrameSource: FrameSource, Sendable {
     public var isLive: Bool { false }
     public let frameSize: FrameSize
     public let framesPerSecond: Double
@@ -23,17 +23,25 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
     /// needs its two), straight into the pool buffer; other formats are read whole into `staging`.
     static let stripRows = 32
     private let stripBytes: Int?
-    /// A strip of a packed frame (120 KiB at 1920 wide), or a whole planar frame.
-    private var staging: UnsafeMutableRawBufferPointer
-    private var pool: PixelBufferPool?
-    private var sequence: UInt64 = 0
     private let frameInterval: UInt64
+    /// What `stop()` and the readers of `statistics` share with the capture thread.
     private let state = Mutex(State())
     private struct State {
         var statistics = SourceStatistics()
         var end: SourceEnd?
-        var stopped = false
         var trailingBytes = 0
+        var pool: PixelBufferPool?
+    }
+    /// Seen at every frame without a lock.
+    private let stopped = Atomic(false)
+    /// The capture thread's own: only `nextFrame` takes this lock (the one a frame took to see a stop
+    /// is now `stopped`), so it is never contended, even while a read from a pipe waits.
+    private let reading: Mutex<Reading>
+    private struct Reading {
+        /// A strip of a packed frame (120 KiB at 1920 wide), or a whole planar frame.
+        let staging: UnsafeMutableRawBufferPointer
+        var pool: PixelBufferPool?
+        var sequence: UInt64 = 0
     }
 
     public var statistics: SourceStatistics { state.withLock { $0.statistics } }
@@ -53,26 +61,32 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
         ownsDescriptor = input.ownsDescriptor
         let packedRowBytes = (size.width + 1) / 2 * 4
         stripBytes = format.isEncoderNative ? nil : packedRowBytes * min(Self.stripRows, size.height)
-        staging = .allocate(byteCount: stripBytes ?? frameBytes, alignment: 64)
+        reading = Mutex(Reading(staging: .allocate(byteCount: stripBytes ?? frameBytes, alignment: 64)))
     }
 
     deinit {
-        staging.deallocate()
+        reading.withLock { $0.staging.deallocate() }
         if ownsDescriptor { try? descriptor.close() }
     }
 
     public func start(pool: PixelBufferPool) throws {
-        self.pool = pool
+        state.withLock { $0.pool = pool }
+        reading.withLock { $0.pool = pool }
     }
 
     public func stop() {
-        state.withLock { $0.stopped = true }
-        pool?.close()
+        stopped.store(true, ordering: .relaxed)
+        state.withLock { $0.pool }?.close()
     }
 
     public func nextFrame() throws -> PixelBuffer? {
-        guard let pool else { preconditionFailure("start(pool:) first") }
-        if state.withLock({ $0.stopped }) { return finish(.finished) }
+        try reading.withLock { try nextFrame(&$0) }
+    }
+
+    private func nextFrame(_ reading: inout Reading) throws -> PixelBuffer? {
+        guard let pool = reading.pool else { preconditionFailure("start(pool:) first") }
+        if stopped.load(ordering: .relaxed) { return finish(.finished) }
+        let staging = reading.staging, sequence = reading.sequence
         let buffer: PixelBuffer
         if let stripBytes {
             // A file source waits for the encoder rather than dropping: nothing is lost.
@@ -92,7 +106,7 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
                 read += got
                 if got < rows * rowBytes {
                     buffer.recycle()
-                    return try endOfInput(afterReading: read)
+                    return try endOfInput(afterReading: read, frames: sequence)
                 }
                 FrameConverter.convertStrip(packed: pixelFormat, base: UnsafeRawPointer(staging.baseAddress!), rows: rows,
                                             into: buffer, firstRow: row)
@@ -100,7 +114,7 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
             }
         } else {
             let got = try readFully(staging)
-            if got < frameBytes { return try endOfInput(afterReading: got) }
+            if got < frameBytes { return try endOfInput(afterReading: got, frames: sequence) }
             guard let taken = pool.take() else { return finish(.finished) }
             buffer = taken
             let image = FrameConverter.SourceImage.packed(format: pixelFormat, width: frameSize.width,
@@ -110,16 +124,17 @@ public final class RawFrameSource: FrameSource, @unchecked Sendable {
         buffer.sequence = sequence
         buffer.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
         buffer.captureTimeNanoseconds = MonotonicClock.now()
-        sequence += 1
+        reading.sequence += 1
         state.withLock { $0.statistics.delivered += 1 }
         return buffer
     }
 
-    /// The input ended `read` bytes into a frame: at a frame boundary after a frame, the end; before the
-    /// first whole frame, a one-line error; mid-frame, the end with those bytes counted as trailing.
-    private func endOfInput(afterReading read: Int) throws -> PixelBuffer? {
-        if read == 0 && sequence > 0 { return finish(.finished) }
-        if sequence == 0 {
+    /// The input ended `read` bytes into a frame after `frames` whole ones: at a frame boundary after a
+    /// frame, the end; before the first whole frame, a one-line error; mid-frame, the end with those bytes
+    /// counted as trailing.
+    private func endOfInput(afterReading read: Int, frames: UInt64) throws -> PixelBuffer? {
+        if read == 0 && frames > 0 { return finish(.finished) }
+        if frames == 0 {
             throw CaptureError(.invalidInput, "input \(path == "-" ? "stdin" : path) holds \(read) bytes, less than one "
                 + "\(pixelFormat) \(frameSize) frame (\(frameBytes) bytes); check --size and --input-format")
         }

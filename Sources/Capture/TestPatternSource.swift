@@ -11,7 +11,7 @@ import SystemSupport
 /// burned into the top-left corner as 32 blocks of 16x16 pixels, most significant
 /// bit first, white for 1 and black for 0, between two white marker blocks; tests
 /// read it back from decoded pictures to prove no frame was lost or repeated.
-public final class TestPatternSource: FrameSource, @unchecked Sendable {
+public final class TestPatternSource: FrameSource, Sendable {
     public static let counterBlockSize = 16
     public static let counterBits = 32
     /// Top-left corner of the counter strip (first marker block).
@@ -32,25 +32,27 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
         "\(picture == .eventScene ? "test scene" : "test pattern") \(frameSize) @ \(formatRate(framesPerSecond)) fps"
     }
 
+    /// What `stop()` and the readers of `statistics` share with the capture thread, and the frame
+    /// counter the capture thread takes from it in the one lock a frame already took (to see a stop).
     private let state = Mutex(State())
     private struct State {
         var statistics = SourceStatistics()
         var end: SourceEnd?
         var stopped = false
+        var pool: PixelBufferPool?
+        var startTime: UInt64 = 0
+        var nextSequence: UInt64 = 0
     }
 
     public var statistics: SourceStatistics { state.withLock { $0.statistics } }
     public var end: SourceEnd? { state.withLock { $0.end } }
 
-    private var pool: PixelBufferPool?
-    private var startTime: UInt64 = 0
-    private var nextSequence: UInt64 = 0
     private let frameInterval: UInt64
     private let pacedInRealTime: Bool
-    /// A ramp twice as wide as the frame, so each row is one copy from an offset.
-    private var lumaRamp: [UInt8] = []
-    private var chromaRamp: [UInt8] = []
-    private var scene: TestScene?
+    /// A ramp twice as wide as the frame, so each row is one copy from an offset (empty for the scene).
+    private let lumaRamp: [UInt8]
+    private let chromaRamp: [UInt8]
+    private let scene: TestScene?
 
     /// - Parameter realTime: pace frames at `fps` like a camera (false in benchmarks and tests
     ///   that want frames as fast as the encoder takes them).
@@ -67,22 +69,20 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
         self.marksEachSecond = marksEachSecond
         frameInterval = UInt64(1_000_000_000 / fps)
         pacedInRealTime = realTime
-    }
-
-    public func start(pool: PixelBufferPool) throws {
-        self.pool = pool
-        startTime = MonotonicClock.now()
         if picture == .eventScene {
             // The scene draws its own picture: the moving pattern's ramps are not needed.
-            scene = TestScene(size: frameSize, fps: framesPerSecond)
+            scene = TestScene(size: size, fps: fps)
+            lumaRamp = []
+            chromaRamp = []
             return
         }
-        lumaRamp = (0..<(frameSize.width + 512)).map { i in
+        scene = nil
+        lumaRamp = (0..<(size.width + 512)).map { i in
             let phase = i & 511
             let tri = phase < 256 ? phase : 511 - phase
             return UInt8(16 + tri * 219 / 255)
         }
-        let chromaWidth = (frameSize.width + 1) / 2 * 2 + 1024
+        let chromaWidth = (size.width + 1) / 2 * 2 + 1024
         chromaRamp = (0..<chromaWidth).map { i in
             let band = (i / 2 / 40) % 6
             let u: [UInt8] = [90, 160, 110, 200, 60, 128]
@@ -91,20 +91,34 @@ public final class TestPatternSource: FrameSource, @unchecked Sendable {
         }
     }
 
+    public func start(pool: PixelBufferPool) throws {
+        let now = MonotonicClock.now()
+        state.withLock {
+            $0.pool = pool
+            $0.startTime = now
+        }
+    }
+
     public func stop() {
-        state.withLock { $0.stopped = true }
+        let pool = state.withLock {
+            $0.stopped = true
+            return $0.pool
+        }
         pool?.close()
     }
 
     public func nextFrame() throws -> PixelBuffer? {
-        guard let pool else { preconditionFailure("start(pool:) first") }
         while true {
-            if state.withLock({ $0.stopped }) {
-                state.withLock { if $0.end == nil { $0.end = .finished } }
-                return nil
+            let next: (pool: PixelBufferPool, startTime: UInt64, sequence: UInt64)? = state.withLock {
+                guard let pool = $0.pool else { preconditionFailure("start(pool:) first") }
+                if $0.stopped {
+                    if $0.end == nil { $0.end = .finished }
+                    return nil
+                }
+                $0.nextSequence += 1
+                return (pool, $0.startTime, $0.nextSequence - 1)
             }
-            let sequence = nextSequence
-            nextSequence += 1
+            guard let (pool, startTime, sequence) = next else { return nil }
             let due = startTime + sequence * frameInterval
             if pacedInRealTime {
                 let now = MonotonicClock.now()

@@ -1,7 +1,9 @@
 @testable import Capture
 import Foundation
 import Frames
+import Glibc
 import TestSupport
+import Threading
 import XCTest
 
 /// A raw-file source reads YUYV and UYVY frames strip by strip straight into pool buffers: every whole
@@ -33,13 +35,7 @@ final class RawFrameSourceTests: XCTestCase {
             try source.start(pool: pool)
             var frames = 0
             while let buffer = try source.nextFrame() {
-                let expected = PixelBufferPool(format: format, width: width, height: height, capacity: 1).tryTake()!
-                bytes.withUnsafeBytes { raw in
-                    FrameConverter.convert(.packed(format: .yuyv, width: width, height: height, base: raw.baseAddress! + frames * frameBytes),
-                                           into: expected)
-                }
-                XCTAssertEqual(buffer.sequence, UInt64(frames))
-                XCTAssertEqual(visibleBytes(buffer), visibleBytes(expected), "frame \(frames) into \(format)")
+                assertFrame(buffer, is: frames, of: bytes, width: width, height: height, format: format)
                 buffer.recycle()
                 frames += 1
             }
@@ -48,6 +44,45 @@ final class RawFrameSourceTests: XCTestCase {
             XCTAssertEqual(source.end, .finished)
             XCTAssertEqual(pool.freeCount, pool.capacity, "the buffer taken for the partial frame went back")
         }
+    }
+
+    /// From a pipe, as `ffmpeg … - | camrec --input -` runs it: a capture thread keeps the two frames it
+    /// took, so its third waits for a pool buffer; `stop()` from another thread (which reads `statistics`
+    /// meanwhile) ends that wait, and the two frames hold the pipe's bytes converted.
+    func testStopFromAnotherThreadEndsACaptureWaitingForABuffer() throws {
+        let (width, height) = (64, 70)
+        let frameBytes = width / 2 * 4 * height
+        var generator = SystemRandomNumberGenerator()
+        let bytes = (0..<(3 * frameBytes)).map { _ in UInt8.random(in: 0...255, using: &generator) }
+        var ends: [Int32] = [0, 0]
+        XCTAssertEqual(pipe(&ends), 0)
+        defer { close(ends[0]) }
+        // All three frames fit in the pipe (64 KiB), so the writer never waits on the reader.
+        XCTAssertEqual(bytes.withUnsafeBytes { write(ends[1], $0.baseAddress, $0.count) }, bytes.count)
+        defer { close(ends[1]) }
+        let source = try RawFrameSource(path: "/dev/fd/\(ends[0])", format: .yuyv, size: FrameSize(width: width, height: height), fps: 30)
+        let pool = PixelBufferPool(format: .nv12, width: width, height: height, capacity: 2)
+        try source.start(pool: pool)
+        let kept = BlockingQueue<PixelBuffer>(capacity: 3)
+        let capture = WorkerThread(name: "test-capture") {
+            defer { kept.close() }
+            while let frame = try? source.nextFrame() { _ = kept.push(frame) }
+        }
+        capture.start()
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while source.statistics.delivered < 2 && MonotonicClock.now() < deadline { usleep(1000) }
+        XCTAssertEqual(pool.freeCount, 0, "both buffers held: the capture thread waits for one")
+        source.stop()
+        capture.join()
+        XCTAssertEqual(source.end, .finished)
+        XCTAssertEqual(source.statistics.delivered, 2)
+        var frames = 0
+        while let buffer = kept.pop() {
+            assertFrame(buffer, is: frames, of: bytes, width: width, height: height, format: .nv12)
+            buffer.recycle()
+            frames += 1
+        }
+        XCTAssertEqual(frames, 2)
     }
 
     func testAYUYVInputShorterThanOneFrameIsAnError() throws {
@@ -60,5 +95,17 @@ final class RawFrameSourceTests: XCTestCase {
             XCTAssertTrue("\(error)".contains("holds 1000 bytes, less than one"), "\(error)")
         }
         XCTAssertEqual(pool.freeCount, pool.capacity, "no buffer kept")
+    }
+
+    /// `buffer` is YUYV frame `index` of `bytes`, numbered so, converted as the whole-frame conversion makes it.
+    private func assertFrame(_ buffer: PixelBuffer, is index: Int, of bytes: [UInt8], width: Int, height: Int, format: PixelFormat,
+                             file: StaticString = #filePath, line: UInt = #line) {
+        let expected = PixelBufferPool(format: format, width: width, height: height, capacity: 1).tryTake()!
+        bytes.withUnsafeBytes { raw in
+            FrameConverter.convert(.packed(format: .yuyv, width: width, height: height, base: raw.baseAddress! + index * width / 2 * 4 * height),
+                                   into: expected)
+        }
+        XCTAssertEqual(buffer.sequence, UInt64(index), file: file, line: line)
+        XCTAssertEqual(visibleBytes(buffer), visibleBytes(expected), "frame \(index) into \(format)", file: file, line: line)
     }
 }
