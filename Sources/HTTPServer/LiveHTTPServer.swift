@@ -58,7 +58,7 @@ public final class LiveHTTPServer: Sendable {
 
     /// Hummingbird's application with camrec's routes; it reports its start to `settle`.
     private func makeApplication() -> any Service {
-        let router = Router(context: BasicWebSocketRequestContext.self)
+        let router = Router(context: LiveRequestContext.self)
         router.add(middleware: HTTPAccessMiddleware(access: access))
         router.get("/api/status") { [status, live, webRTC] _, _ -> LiveStatus in
             var now = status()
@@ -127,14 +127,14 @@ public final class LiveHTTPServer: Sendable {
         router.get("/api/recordings") { [recordings] _, _ in RecordingShelf.Listing(recordings: recordings.list()) }
         router.get("/recordings/**") { [recordings] request, _ in try recordings.response(to: request) }
         let snapshot = LiveSnapshot(live: live)
-        router.get("/stream.mjpg") { [pictures] request, _ -> Response in
+        router.get("/stream.mjpg") { [pictures] request, context -> Response in
             guard let pictures else { throw HTTPError(.notFound, message: "this recording has no /stream.mjpg") }
             let rate = try MJPEGStream.rate(query: request.uri.queryParameters["fps"]).get()
             guard pictures.readerCount < pictures.maximumReaders else {
                 throw HTTPError(.serviceUnavailable, headers: [.retryAfter: "1"],
                                 message: "\(pictures.maximumReaders) viewers are watching /stream.mjpg already")
             }
-            return MJPEGStream.response(feed: pictures, framesPerSecond: rate)
+            return MJPEGStream.response(feed: pictures, framesPerSecond: rate, connection: context.connection)
         }
         router.get("/snapshot.jpg") { [pictures] _, _ -> Response in
             // An MJPEG camera's newest JPEG, as it came: nothing decoded or encoded.
@@ -303,7 +303,7 @@ public final class LiveHTTPServer: Sendable {
     /// something: 15 s for the first request head to arrive (`RequestHeadDeadline`), then 15 s idle
     /// between requests (Hummingbird's timer). The page asks for its status every 2 s; a WebSocket, once
     /// upgraded, and a response being sent are not subject to either.
-    private static func serverBuilder(router: Router<BasicWebSocketRequestContext>) -> HTTPServerBuilder {
+    private static func serverBuilder(router: Router<LiveRequestContext>) -> HTTPServerBuilder {
         let webSocketResponder = router.buildResponder()
         let configuration = HTTP1WebSocketUpgradeChannel.Configuration(http1: .init(idleTimeout: .seconds(15)))
         return HTTPServerBuilder { responder in
@@ -349,5 +349,19 @@ extension LiveHTTPServer: Service {
             await tasks.next()
             tasks.cancelAll()
         }
+    }
+}
+
+/// Hummingbird's WebSocket request context with the request's connection, which a streamed response's
+/// deadline closes (`/stream.mjpg`'s viewer that stopped reading): the writer stays in its own task.
+struct LiveRequestContext: RequestContext, WebSocketRequestContext {
+    var coreContext: CoreRequestContextStorage
+    let webSocket: WebSocketHandlerReference<Self>
+    let connection: any Channel
+
+    init(source: ApplicationRequestContextSource) {
+        coreContext = .init(source: source)
+        webSocket = .init()
+        connection = source.channel
     }
 }

@@ -28,18 +28,18 @@ enum MJPEGStream {
         return .success(rate)
     }
 
-    /// The response: the parts, until the feed ends, the viewer leaves or stops reading.
-    static func response(feed: JPEGFeed, framesPerSecond: Double?) -> Response {
+    /// The response: the parts, until the feed ends, the viewer leaves or stops reading. The writer
+    /// stays in the task Hummingbird gave it to; a part's deadline beside it closes `connection`.
+    static func response(feed: JPEGFeed, framesPerSecond: Double?, connection: any Channel) -> Response {
         Response(status: .ok, headers: [.contentType: contentType, .cacheControl: "no-store, no-cache, must-revalidate, max-age=0",
                                         HTTPFields.Element.Name("Pragma")!: "no-cache"],
                  body: ResponseBody { writer in
             guard let reader = feed.join(framesPerSecond: framesPerSecond) else { return try await writer.finish(nil) }
             defer { feed.leave(reader) }
-            let box = WriterBox(writer)
             var part = ByteBuffer()
             part.reserveCapacity(256 * 1024)
             part.writeString("--\(boundary)\r\n")
-            try await write(part, to: box)
+            try await write(part, to: &writer, closingOnStall: connection)
             while let picture = await reader.next() {
                 part.clear()
                 writeHead(of: picture, into: &part)
@@ -47,24 +47,22 @@ enum MJPEGStream {
                 part.writeStaticString("\r\n--")
                 part.writeStaticString("boundarydonotcross")
                 part.writeStaticString("\r\n")
-                try await write(part, to: box)
+                try await write(part, to: &writer, closingOnStall: connection)
             }
-            let finished = box.writer
-            try await finished.finish(nil)
+            try await writer.finish(nil)
         })
     }
 
-    /// Writes `part`, or ends the response when it has not gone within `stallSeconds` (the viewer
-    /// stopped reading): the write races its deadline, and whichever ends first cancels the other.
-    private static func write(_ part: ByteBuffer, to box: WriterBox) async throws {
-        try await withThrowingTaskGroup(of: Void.self) { group in
-            group.addTask { try await box.writer.write(part) }
-            group.addTask {
+    /// Writes `part` in this task, or ends the response when it has not gone within `stallSeconds` (the
+    /// viewer stopped reading): the deadline, a child task, closes the connection, which fails the write.
+    private static func write(_ part: ByteBuffer, to writer: inout any ResponseBodyWriter, closingOnStall connection: any Channel) async throws {
+        try await withThrowingTaskGroup(of: Void.self) { deadline in
+            deadline.addTask {
                 try await Task.sleep(for: .seconds(stallSeconds))  // a deadline, not a poll: cancelled once the part went
-                throw HTTPError(.requestTimeout, message: "the viewer took no picture for \(stallSeconds) s")
+                connection.close(promise: nil)
             }
-            try await group.next()
-            group.cancelAll()
+            defer { deadline.cancelAll() }
+            try await writer.write(part)
         }
     }
 
@@ -95,11 +93,4 @@ enum MJPEGStream {
             divisor /= 10
         }
     }
-}
-
-/// The response's writer, for the task that writes a part (its deadline beside it never touches it).
-/// Sendable by its invariant: one task at a time has it, a part's writing child, then the parent once its group has ended.
-private final class WriterBox: @unchecked Sendable {
-    var writer: any ResponseBodyWriter
-    init(_ writer: any ResponseBodyWriter) { self.writer = writer }
 }
