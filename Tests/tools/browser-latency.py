@@ -15,7 +15,7 @@ the frames read, "latency_p90_ms" the 90th percentile, "latency_samples" how man
 
 Also: "transport" (the page's #transport line), "started_after", "frames" and "corrupted"
 (getVideoPlaybackQuality), "counter_first"/"counter_last" and "counters_rising" (each number read
-greater than the one before), "width", "height", "error".
+greater than the one before; "counters_not_rising" the first pairs that were not), "width", "height", "error".
 "answer_profile": the profile-level-id in the SDP answer the page got (WebRTC).
 With "delete" (a WebRTC page): afterwards DELETE on the session's resource from the page ("delete_status"),
 the RTP packets the browser received in the 1.5 s after a 1 s grace ("packets_after_delete", from
@@ -214,6 +214,8 @@ def main():
         result.update(frames=s["frames"], corrupted=s["corrupted"], width=s["width"], height=s["height"], error=s["error"],
                       counter_first=counters[0] if counters else None, counter_last=counters[-1] if counters else None,
                       counters_read=len(counters), counters_rising=all(b > a for a, b in zip(counters, counters[1:])),
+                      # Where they did not rise (at most 5 pairs, the number before and the one after), for a failure to name.
+                      counters_not_rising=[[a, b] for a, b in zip(counters, counters[1:]) if b <= a][:5],
                       latency_samples=len(latencies),
                       latency_ms=round(statistics.median(latencies), 1) if latencies else None,
                       latency_p90_ms=round(latencies[int(len(latencies) * 0.9)], 1) if latencies else None)
