@@ -118,8 +118,11 @@ skipped=0
 logdir=$(mktemp -d /tmp/camrec-test.XXXXXX)
 T_START=$(date +%s)
 ROWS=()
+# What failed, said again in a digest above the table at the end (CI shows only the tail of the output).
+PROBLEMS=()
+FAILED_SUITES=()
 
-problem() { failed=$((failed + 1)); echo "== test.sh: $*; counted as one failure"; }
+problem() { failed=$((failed + 1)); PROBLEMS+=("$*"); echo "== test.sh: $*; counted as one failure"; }
 
 if [[ -n ${CI:-} ]]; then
   for v in SKIP_DEFAULT SKIP_MATRIX SKIP_XCTEST ONLY; do
@@ -148,12 +151,15 @@ count() {
     p=$(grep -cE "^Test Case '[^']+' passed" "$log"); f=$(grep -cE "^Test Case '[^']+' failed" "$log")
     s=$(grep -cE "^Test Case '[^']+' skipped" "$log")
     f=$((f + 1))
+    PROBLEMS+=("$name ended without its total (a crash?); the last case started: $(grep -oE "^Test Case '[^']+' started" "$log" | tail -n 1)")
     echo "test.sh: $name ended without its total; counted as one more failure; the last case started: $(grep -oE "^Test Case '[^']+' started" "$log" | tail -n 1)" >&2
   else
-    p=0; f=1; echo "test.sh: suite '$name' did not end with its summary line (its last line: ${last:0:200}); counted as one failure" >&2
+    p=0; f=1; PROBLEMS+=("$name did not end with its summary line (its last line: ${last:0:120})")
+    echo "test.sh: suite '$name' did not end with its summary line (its last line: ${last:0:200}); counted as one failure" >&2
   fi
   passed=$((passed + p)); failed=$((failed + f)); skipped=$((skipped + s))
   ran=$((p + f)); sp=$p; sf=$f; ss=$s
+  ((f == 0)) || FAILED_SUITES+=("$name")
   echo "== $name: $p passed, $f failed, $s skipped"
 }
 
@@ -512,6 +518,22 @@ if ((!QUICK)); then
   done
 fi
 
+# The digest: each failed suite's failing checks (our suites' "FAIL:" lines, XCTest's "error:" and
+# failed cases), then the run's own problems; at most 34 lines, so that a CI tail still holds the table.
+digest() {
+  local name
+  for name in "${FAILED_SUITES[@]}"; do
+    echo "-- $name ($logdir/$name.log):"
+    grep -E "^FAIL(:| )|\.swift:[0-9]+: error: |^Test Case '[^']+' failed|^test\.sh: " "$logdir/$name.log" 2>/dev/null |
+      awk '!seen[$0]++' | head -n 8 | cut -c1-220 | sed 's/^/   /'
+  done
+  for name in "${PROBLEMS[@]}"; do echo "-- test.sh: ${name:0:220}"; done
+}
+if ((${#FAILED_SUITES[@]} + ${#PROBLEMS[@]} > 0)); then
+  echo
+  echo "what failed:"
+  digest | head -n 34
+fi
 echo "logs: $logdir"
 echo "expected skips: ${#EXPECTED_SKIPS[@]} VA-API unit tests in swift test (run by vaapi-host with the test driver)"
 total=$(( $(date +%s) - T_START ))

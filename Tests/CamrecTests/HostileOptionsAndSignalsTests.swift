@@ -127,13 +127,17 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         try requireFFmpeg()
         let dir = try makeScratchDirectory()
         defer { try? FileManager.default.removeItem(atPath: dir) }
-        let port = 33_000 + Int(getpid() % 2000)
+        // Port 0: the kernel picks a free one and camrec names it. A fixed port in the ephemeral range
+        // (32768-60999) was once taken by another test's outgoing connection (CI, "Address already in use").
         let receiver = Process()
         receiver.executableURL = URL(fileURLWithPath: Tools.camrec)
-        receiver.arguments = ["receive", "--listen", "127.0.0.1:\(port)", "\(dir)/copy.h264"]
+        receiver.arguments = ["receive", "--listen", "127.0.0.1:0", "\(dir)/copy.h264"]
         let err = Pipe()
         receiver.standardError = err
         try receiver.run()
+        defer { if receiver.isRunning { kill(receiver.processIdentifier, SIGKILL) } }
+        let (listening, firstLines) = listeningPort(in: err)
+        guard let port = listening else { return XCTFail("camrec receive named no port it listens on: \(firstLines)") }
         let sender = Process()
         sender.executableURL = URL(fileURLWithPath: Tools.camrec)
         sender.arguments = ["--test-pattern", "--size", "640x360", "--duration", "60", "tcp://127.0.0.1:\(port)"]
@@ -147,13 +151,32 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         XCTAssertTrue(signalTaken(SIGTERM, by: receiver), "the first SIGTERM stayed pending")
         kill(receiver.processIdentifier, SIGTERM)
         guard exits(receiver, withinSeconds: 60, orFail: "camrec receive did not exit after two SIGTERMs") else { return }
-        let stderr = String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let stderr = firstLines + String(decoding: err.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(receiver.terminationStatus, 130, stderr)
         XCTAssertEqual(try FileManager.default.contentsOfDirectory(atPath: dir), ["copy.h264"], stderr)
         let frames = try Tools.decodedFrameCount("\(dir)/copy.h264")
         XCTAssertGreaterThan(frames, 0)
         XCTAssertTrue(stderr.contains("frames=\(frames) "), "the summary counts what the file holds: \(stderr)")
         XCTAssertEqual(try Tools.decodeErrors("\(dir)/copy.h264"), "")
+    }
+
+    /// Reads camrec's standard error up to its "waiting for a sender on tcp://HOST:PORT" line: that
+    /// port, and what was read (nil and all of it when camrec ended before saying so).
+    private func listeningPort(in pipe: Pipe) -> (port: Int?, read: String) {
+        let fd = pipe.fileHandleForReading.fileDescriptor
+        var bytes: [UInt8] = []
+        var lineStart = 0
+        var byte: UInt8 = 0
+        while read(fd, &byte, 1) == 1 {
+            bytes.append(byte)
+            guard byte == UInt8(ascii: "\n") else { continue }
+            let line = String(decoding: bytes[lineStart...], as: UTF8.self)
+            lineStart = bytes.count
+            if line.contains("waiting for a sender on tcp://"), let port = line.split(separator: ":").last {
+                return (Int(port.trimmingCharacters(in: .whitespacesAndNewlines)), String(decoding: bytes, as: UTF8.self))
+            }
+        }
+        return (nil, String(decoding: bytes, as: UTF8.self))
     }
 
     /// Waits until `signal` is no longer pending for the process (its watcher took it).
