@@ -3,6 +3,7 @@ import CFFmpeg
 import Frames
 import Glibc
 import SystemPackage
+import Threading
 import XCTest
 
 /// `--input-format mjpeg` reads concatenated JPEGs from a file nobody vouches for: damaged bytes cost
@@ -53,5 +54,45 @@ final class MJPEGFileSourceTests: XCTestCase {
         XCTAssertEqual(found.last, picture, "the picture after the damage was lost")
         XCTAssertGreaterThanOrEqual(damaged, 1, "the false start-of-image was not counted")
         XCTAssertLessThanOrEqual(largest, 1 << 20, "100 MB without a picture grew the buffer to \(largest) bytes")
+    }
+
+    /// A capture thread keeps the two pictures it took, so its third waits for a pool buffer; `stop()` from
+    /// another thread (which reads `statistics` meanwhile) ends that wait. The two it kept are the file's
+    /// first two JPEGs in order: each within the decoder's PSNR bounds of the pattern frame it was made of.
+    func testStopFromAnotherThreadEndsACaptureWaitingForABuffer() throws {
+        let (width, height) = (640, 360)
+        let references = try [3, 13, 23].map { try JPEGTestPictures.pattern(width: width, height: height, frame: $0) }
+        let jpegs = try references.map { try JPEGTestPictures.jpeg(of: $0, pixelFormat: AV_PIX_FMT_YUVJ420P) }
+        let path = FileManager.default.temporaryDirectory.appendingPathComponent("mjpeg-threads-\(getpid()).mjpg").path
+        defer { unlink(path) }
+        let file = try FileDescriptor.open(FilePath(path), .writeOnly, options: [.create, .truncate], permissions: .ownerReadWrite)
+        for jpeg in jpegs { _ = try file.writeAll(jpeg) }
+        try file.close()
+
+        let source = try MJPEGFileSource(path: path, size: nil, fps: 30)
+        let pool = PixelBufferPool(format: .i420, width: width, height: height, capacity: 2)
+        try source.start(pool: pool)
+        let kept = BlockingQueue<PixelBuffer>(capacity: 3)
+        let capture = WorkerThread(name: "test-capture") {
+            defer { kept.close() }
+            while let frame = try? source.nextFrame() { _ = kept.push(frame) }
+        }
+        capture.start()
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        while source.statistics.delivered < 2 && MonotonicClock.now() < deadline { usleep(1000) }
+        XCTAssertEqual(pool.freeCount, 0, "both buffers held: the capture thread waits for one")
+        source.stop()
+        capture.join()
+        XCTAssertEqual(source.end, .finished)
+        XCTAssertEqual(source.statistics.delivered, 2)
+        var frames = 0
+        while let buffer = kept.pop() {
+            XCTAssertEqual(buffer.sequence, UInt64(frames))
+            let psnr = JPEGTestPictures.psnr(buffer, references[frames], plane: 0) ?? .infinity
+            XCTAssertGreaterThan(psnr, MJPEGDecoderTests.lumaPSNRBound, "picture \(frames): luma PSNR \(psnr) dB against its pattern frame")
+            buffer.recycle()
+            frames += 1
+        }
+        XCTAssertEqual(frames, 2)
     }
 }

@@ -11,7 +11,7 @@ import Frames
 /// bytes to the marker after it), so a JPEG's bytes may hold FF D9 inside a segment. The size is the
 /// first JPEG's (its SOF), or `--size`'s, which must agree. A JPEG that does not decode is dropped and
 /// counted as errored, as a camera's would be.
-public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
+public final class MJPEGFileSource: FrameSource, Sendable {
     public var isLive: Bool { false }
     public let frameSize: FrameSize
     public let framesPerSecond: Double
@@ -20,19 +20,27 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
 
     private let descriptor: FileDescriptor
     private let ownsDescriptor: Bool
-    private let decoder: MJPEGDecoder
-    /// Bytes read and not yet used: `pending` of them from `start`; grown only for a larger JPEG.
-    private var buffer: UnsafeMutableRawBufferPointer
-    private var start = 0
-    private var pending = 0
-    private var atEnd = false
-    private var pool: PixelBufferPool?
-    private var sequence: UInt64 = 0
+    /// What `stop()` and the readers of `statistics` share with the capture thread.
     private let state = Mutex(State())
     private struct State {
         var statistics = SourceStatistics()
         var end: SourceEnd?
-        var stopped = false
+        var pool: PixelBufferPool?
+    }
+    /// Seen at every frame without a lock.
+    private let stopped = Atomic(false)
+    /// The capture thread's own: only `nextFrame` (and `deinit`) takes this lock (the one a frame took
+    /// to see a stop is now `stopped`), so it is never contended, even while a read from a pipe waits.
+    private let reading: Mutex<Reading>
+    private struct Reading {
+        let decoder: MJPEGDecoder
+        /// Bytes read and not yet used: `pending` of them from `start`; grown only for a larger JPEG.
+        var buffer: UnsafeMutableRawBufferPointer
+        var start: Int
+        var pending: Int
+        var atEnd: Bool
+        var pool: PixelBufferPool?
+        var sequence: UInt64 = 0
     }
 
     public var statistics: SourceStatistics { state.withLock { $0.statistics } }
@@ -44,11 +52,12 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
         let input = try InputFile(path: path, kind: "a file of JPEGs")
         descriptor = input.descriptor
         ownsDescriptor = input.ownsDescriptor
-        buffer = .allocate(byteCount: 1 << 20, alignment: 64)
+        var buffer = UnsafeMutableRawBufferPointer.allocate(byteCount: 1 << 20, alignment: 64)
+        var (start, pending, atEnd) = (0, 0, false)
         // The first JPEG says the size.
         let first: Range<Int>?
         do {
-            first = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd, descriptor: descriptor, path: path)
+            first = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd, descriptor: input.descriptor, path: path)
         } catch {
             buffer.deallocate()
             if ownsDescriptor { try? descriptor.close() }
@@ -69,6 +78,7 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
         // Keep the first JPEG for nextFrame: step back to its start.
         start = first.lowerBound
         pending += first.count
+        let decoder: MJPEGDecoder
         do {
             decoder = try MJPEGDecoder(frameSize: found)
         } catch {
@@ -76,34 +86,40 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
             if ownsDescriptor { try? descriptor.close() }
             throw error
         }
+        reading = Mutex(Reading(decoder: decoder, buffer: buffer, start: start, pending: pending, atEnd: atEnd))
     }
 
     deinit {
-        buffer.deallocate()
+        reading.withLock { $0.buffer.deallocate() }
         if ownsDescriptor { try? descriptor.close() }
     }
 
     public func start(pool: PixelBufferPool) throws {
-        self.pool = pool
+        state.withLock { $0.pool = pool }
+        reading.withLock { $0.pool = pool }
     }
 
     public func stop() {
-        state.withLock { $0.stopped = true }
-        pool?.close()
+        stopped.store(true, ordering: .relaxed)
+        state.withLock { $0.pool }?.close()
     }
 
     public func nextFrame() throws -> PixelBuffer? {
-        guard let pool else { preconditionFailure("start(pool:) first") }
+        try reading.withLock { try nextFrame(&$0) }
+    }
+
+    private func nextFrame(_ reading: inout Reading) throws -> PixelBuffer? {
+        guard let pool = reading.pool else { preconditionFailure("start(pool:) first") }
         while true {
-            if state.withLock({ $0.stopped }) { return finish(.finished) }
-            guard let range = try Self.nextJPEG(in: &buffer, start: &start, pending: &pending, atEnd: &atEnd,
-                                                descriptor: descriptor, path: path, damaged: countDamaged) else {
+            if stopped.load(ordering: .relaxed) { return finish(.finished) }
+            guard let range = try Self.nextJPEG(in: &reading.buffer, start: &reading.start, pending: &reading.pending,
+                                                atEnd: &reading.atEnd, descriptor: descriptor, path: path, damaged: countDamaged) else {
                 return finish(.finished)
             }
             // A file source waits for the encoder rather than dropping: nothing is lost.
             guard let out = pool.take() else { return finish(.finished) }
             do {
-                try decoder.decode(UnsafeRawBufferPointer(rebasing: buffer[range]), into: out)
+                try reading.decoder.decode(UnsafeRawBufferPointer(rebasing: reading.buffer[range]), into: out)
             } catch {
                 out.recycle()
                 state.withLock {
@@ -112,10 +128,10 @@ public final class MJPEGFileSource: FrameSource, @unchecked Sendable {
                 }
                 continue
             }
-            out.sequence = sequence
-            out.presentationTimeNanoseconds = presentationTime(of: sequence, fps: framesPerSecond)
+            out.sequence = reading.sequence
+            out.presentationTimeNanoseconds = presentationTime(of: reading.sequence, fps: framesPerSecond)
             out.captureTimeNanoseconds = MonotonicClock.now()
-            sequence += 1
+            reading.sequence += 1
             let written = UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height })
             state.withLock {
                 $0.statistics.delivered += 1
