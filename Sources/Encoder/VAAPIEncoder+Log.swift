@@ -16,6 +16,8 @@ extension VAAPIEncoder {
             : "1 CPU pass into a VA image, then the driver copies once more (vaPutImage)"
     }
 
+    public var closingSummary: String? { "VA-API upload: \(uploadSummary)" }
+
     /// What the upload did, for the end of a recording: frames, CPU passes, bytes, time.
     public var uploadSummary: String {
         func frames(_ n: Int) -> String { n == 1 ? "1 frame" : "\(n) frames" }

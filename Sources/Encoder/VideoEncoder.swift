@@ -47,11 +47,14 @@ public protocol VideoEncoder: AnyObject {
     /// The camera encodes and this only passes its access units on (`CameraStreamEncoder`): the recorder
     /// calls it inline, with no encoder thread, and leaves the IDR period to the camera.
     var isPassthrough: Bool { get }
+    /// A line for the info log once every frame is encoded (VA-API: how the frames were uploaded), or nil.
+    var closingSummary: String? { get }
 }
 
 extension VideoEncoder {
     public var parameterSets: [UInt8]? { nil }
     public var isPassthrough: Bool { false }
+    public var closingSummary: String? { nil }
 
     public func makePool(width: Int, height: Int, capacity: Int) -> PixelBufferPool {
         PixelBufferPool(format: inputFormat, width: width, height: height, capacity: capacity)

@@ -11,26 +11,29 @@ import Synchronization
 /// capture (`live.h264 archive.h265`); then each branch encodes on its own thread from a short
 /// queue of the shared pool buffers, and a branch that falls behind skips frames rather than make
 /// the other wait (a skipped forced IDR is forced at its next frame instead).
-public final class EncodingBranch: @unchecked Sendable {
+///
+/// Not Sendable: a recording's threads own it, in turn. The `Recorder` keeps its branches unused until
+/// `run()` takes them; run starts the encoder (writer, queue and worker set there), gives the branch to
+/// its encoder thread through `WorkerThread` (the thread bridge), and reads the counters after joining it.
+public final class EncodingBranch {
     public let encoder: VideoEncoder
     public let hub: StreamHub
     public let codec: VideoCodec
     var writer: AnnexBStreamWriter
 
-    // Touched only by the thread that runs this encoder (its callbacks included).
+    // Touched only by the thread that runs this encoder (its callbacks included), then by run after the join.
     var idrCount = 0
     var repairedCount = 0
     var firstPresentation: UInt64?
     var encoderFailed = false
 
-    /// Frames it skipped because its queue was full (several branches only).
-    let skippedFrames = Atomic<Int>(0)
-
-    // Several branches: the encoder thread and its queue of (frame, force an IDR).
+    // The recording thread's: the encoder thread and its queue of (frame, force an IDR).
     var queue: BlockingQueue<BranchWork>?
     var worker: WorkerThread?
     /// A forced IDR this branch had to skip: the next frame it takes becomes one.
     var owesIDR = false
+    /// Frames it skipped because its queue was full (several branches only).
+    var skippedFrames = 0
 
     /// Frames a branch may be behind before it skips: half a second, so an encoder's slow start
     /// (libx265 sets up its first frames) or a moment of contention costs nothing but pool memory.

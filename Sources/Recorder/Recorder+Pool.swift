@@ -5,7 +5,7 @@ extension Recorder {
     /// The pool every branch encodes from: with one encoder, the encoder's own (for VA-API its
     /// buffers are mapped GPU surfaces); with several, one plain pool in the format they share,
     /// big enough for each one's frames in flight and queued; `tapped`: frames are encoded for `/stream.mjpg` too.
-    func makePool(tapped: Bool = false) throws -> PixelBufferPool {
+    func makePool(for branches: [EncodingBranch], tapped: Bool = false) throws -> PixelBufferPool {
         let pictureTapBuffers = tapped ? 1 : 0
         let (width, height) = (source.frameSize.width, source.frameSize.height)
         if branches.count == 1 {
@@ -27,7 +27,15 @@ extension Recorder {
                 + "two encodings from one capture need one pixel format")
         }
         return PixelBufferPool(format: format, width: width, height: height,
-                               capacity: sharedPoolEncodingCapacity + source.poolBuffersHeld + pictureTapBuffers)
+                               capacity: sharedPoolEncodingCapacity(branches) + source.poolBuffersHeld + pictureTapBuffers)
+    }
+
+    /// The pool `run()` would make, before it runs (for tests).
+    func makePool(tapped: Bool = false) throws -> PixelBufferPool {
+        try unstartedBranches.withLock { branches in
+            guard let branches else { preconditionFailure("the recording has run") }
+            return try makePool(for: branches, tapped: tapped)
+        }
     }
 
     /// Buffers several encodings of one source need between them. A live source's branches may each fall
@@ -36,7 +44,7 @@ extension Recorder {
     /// encoder's in flight and the one queued behind them are enough to keep it busy (it takes the queued one
     /// the moment it hands one back, and the reader refills that one meanwhile). Each buffer more only held
     /// a frame read ahead, 3 MiB at 1080p.
-    var sharedPoolEncodingCapacity: Int {
+    func sharedPoolEncodingCapacity(_ branches: [EncodingBranch]) -> Int {
         guard source.isLive else {
             return (branches.map(\.encoder.maximumBuffersInFlight).max() ?? 1) + branchQueueDepth
         }

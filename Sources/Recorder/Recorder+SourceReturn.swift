@@ -70,9 +70,9 @@ extension Recorder {
         if shared.withLock({ s -> Bool in if s.stopRequested { s.stoppedWhileWaiting = true }; return s.stopRequested }) {
             return nil
         }
-        let done = BlockingQueue<Bool>(capacity: branches.count)
+        let done = BlockingQueue<Bool>(capacity: branchCount)
         _ = frames.push(.sourceGap(done))
-        for _ in branches { _ = done.pop() }
+        for _ in 0..<branchCount { _ = done.pop() }
         hooks.onSourceLost?(end)
         let lostAt = MonotonicClock.now()
         while true {

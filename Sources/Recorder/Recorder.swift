@@ -84,8 +84,10 @@ public final class Recorder: Sendable {
     /// Capture times to presentation times, anchored at the first frame (and the first after a camera
     /// came back): how the recording's sound is stamped on the video's clock.
     public let timeline = PresentationTimeline()
-    /// One encoding, or one per codec; the first is the one `progress` and the result count.
-    let branches: [EncodingBranch]
+    /// One encoding, or one per codec; the first is the one `progress` and the result count. Held here
+    /// only until `run()` takes them: from then on they are the recording's threads' (`EncodingBranch`).
+    let unstartedBranches: Mutex<[EncodingBranch]?>
+    let branchCount: Int
     private let keyframeInterval: Int
     private let limits: Limits
     let logger: Logger
@@ -103,17 +105,18 @@ public final class Recorder: Sendable {
     }
 
     /// Several encodings of one capture: every branch gets every frame (or skips it when it is behind).
-    public init(source: FrameSource, branches: [EncodingBranch], keyframeInterval: Int, limits: Limits, logger: Logger) {
+    public init(source: FrameSource, branches: sending [EncodingBranch], keyframeInterval: Int, limits: Limits, logger: Logger) {
         precondition(!branches.isEmpty, "at least one encoder")
         currentSource = Mutex(source)
-        self.branches = branches
+        branchCount = branches.count
+        unstartedBranches = Mutex(branches)
         self.keyframeInterval = max(1, keyframeInterval)
         self.limits = limits
         self.logger = logger
     }
 
     /// One encoding into `hub`; connects the hub's keyframe gate to this recorder.
-    public convenience init(source: FrameSource, encoder: VideoEncoder, hub: StreamHub, keyframeInterval: Int,
+    public convenience init(source: FrameSource, encoder: sending VideoEncoder, hub: StreamHub, keyframeInterval: Int,
                             limits: Limits, slicesPerPicture: Int = 1, codec: VideoCodec = .h264, logger: Logger) {
         self.init(source: source, branches: [EncodingBranch(encoder: encoder, hub: hub, codec: codec, slicesPerPicture: slicesPerPicture)],
                   keyframeInterval: keyframeInterval, limits: limits, logger: logger)
@@ -156,7 +159,9 @@ public final class Recorder: Sendable {
         stop()
     }
 
+    /// Runs the recording to its end; once.
     public func run(hooks: Hooks = Hooks()) -> RecordingResult {
+        guard let branches = unstartedBranches.withLock({ $0.take() }) else { preconditionFailure("a Recorder runs once") }
         var result = RecordingResult()
         // A stop from now on cancels a wait for the camera; one before it finds none to cancel.
         shared.withLock { $0.sourceReturn = hooks.sourceReturn }
@@ -173,7 +178,7 @@ public final class Recorder: Sendable {
                 if let sets = branch.encoder.parameterSets { branch.writer.rememberParameterSets(fromAnnexB: sets) }
             }
             // One more for the frame the JPEG tap may be encoding (an MJPEG camera's own JPEGs need none).
-            pool = try makePool(tapped: hooks.pictures != nil)
+            pool = try makePool(for: branches, tapped: hooks.pictures != nil)
             try source.start(pool: pool)
             // A signal may have asked to stop before the source existed: stop it now.
             if shared.withLock({ $0.stopRequested }) { source.stop() }
@@ -204,11 +209,12 @@ public final class Recorder: Sendable {
         tap?.start(release: release)
         for branch in branches {
             branch.encoder.onBufferDone = { buffer in release.release(buffer) }
+            let primary = branch === branches[0]
             branch.encoder.onPacket = { [unowned self, unowned branch] packet in
-                self.publish(packet, from: branch, onFrameTimed: hooks.onFrameTimed)
+                self.publish(packet, from: branch, primary: primary, onFrameTimed: hooks.onFrameTimed)
             }
         }
-        startBranchThreads(release: release)
+        startBranchThreads(branches, release: release)
 
         let frames = BlockingQueue<CaptureItem>(capacity: pool.capacity)
         let capture = WorkerThread(name: "capture") { [unowned self] in
@@ -249,7 +255,7 @@ public final class Recorder: Sendable {
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
             hooks.onFrameBeforeEncoding?(buffer)
-            hand(buffer, forceKeyframe: force, release: release, tap: tap)
+            hand(buffer, to: branches, forceKeyframe: force, release: release, tap: tap)
         }
         capture.join()
         for branch in branches { branch.queue?.close() }
@@ -257,6 +263,7 @@ public final class Recorder: Sendable {
         for branch in branches where branch.queue == nil && !branch.encoderFailed {
             do { try branch.encoder.flush() } catch { fail(Self.classify(error)) }
         }
+        for branch in branches { if let line = branch.encoder.closingSummary { logger.info("\(line)") } }
         tap?.finish()
         pool.close()
 
@@ -265,8 +272,8 @@ public final class Recorder: Sendable {
         result.bytes = progress.bytes
         result.idrFrames = branches[0].idrCount
         result.repairedAccessUnits = branches.reduce(0) { $0 + $1.repairedCount }
-        for branch in branches where branch.skippedFrames.load(ordering: .relaxed) > 0 {
-            logger.notice("\(branch.encoder.name) skipped \(branch.skippedFrames.load(ordering: .relaxed)) frames to keep up with the capture")
+        for branch in branches where branch.skippedFrames > 0 {
+            logger.notice("\(branch.encoder.name) skipped \(branch.skippedFrames) frames to keep up with the capture")
         }
         result.source = sourceStatistics
         logger.info("capture counters: \(result.source.fields)")
@@ -341,7 +348,7 @@ public final class Recorder: Sendable {
     }
 
     /// Runs on a branch's encoder thread for every access unit its encoder produces.
-    private func publish(_ packet: EncodedPacket, from branch: EncodingBranch, onFrameTimed: (@Sendable (FrameTiming) -> Void)?) {
+    private func publish(_ packet: EncodedPacket, from branch: EncodingBranch, primary: Bool, onFrameTimed: (@Sendable (FrameTiming) -> Void)?) {
         let chunk = chunkPool.take()
         let info: AccessUnitInfo
         do {
@@ -365,7 +372,6 @@ public final class Recorder: Sendable {
         if info.isIDR { branch.idrCount += 1 }
         if info.insertedParameterSets { branch.repairedCount += 1 }
         if branch.firstPresentation == nil { branch.firstPresentation = packet.presentationTimeNanoseconds }
-        let primary = branch === branches[0]
         if primary {
             shared.withLock {
                 $0.progress.frames += 1
@@ -386,7 +392,7 @@ public final class Recorder: Sendable {
     }
 
     /// Each branch encodes on a thread of its own from its queue, and flushes at the end.
-    private func startBranchThreads(release: SharedFrameRelease) {
+    private func startBranchThreads(_ branches: [EncodingBranch], release: SharedFrameRelease) {
         for branch in branches {
             // A camera's stream is only passed on: on the recording thread, no encoder thread (`hand`).
             if branch.encoder.isPassthrough && branches.count == 1 { continue }
@@ -425,7 +431,8 @@ public final class Recorder: Sendable {
     /// waited for: a file loses nothing, and one live encoding that falls behind backs up into the
     /// pool's headroom, where the source drops and counts what does not fit.
     /// The JPEG tap gets the frame too when a viewer is due for it and it is not busy with another.
-    private func hand(_ buffer: PixelBuffer, forceKeyframe force: Bool, release: SharedFrameRelease, tap: PictureTap?) {
+    private func hand(_ buffer: PixelBuffer, to branches: [EncodingBranch], forceKeyframe force: Bool, release: SharedFrameRelease,
+                      tap: PictureTap?) {
         let tapped = tap?.wants(buffer) == true
         release.hold(buffer, extra: tapped ? 1 : 0)
         if tapped, tap?.offer(buffer) != true { release.release(buffer) }
@@ -447,7 +454,7 @@ public final class Recorder: Sendable {
                 branch.owesIDR = false
             } else {
                 branch.owesIDR = forceHere
-                branch.skippedFrames.add(1, ordering: .relaxed)
+                branch.skippedFrames += 1
                 release.release(buffer)
             }
         }

@@ -12,7 +12,7 @@ import SystemSupport
 extension RecordCommand {
     /// `--http`'s server, a service of camrec's group; the recording waits for it (`waitForHTTPServer`).
     func makeHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
-                        encoder: VideoEncoder, actions: LiveActions,
+                        encoderName: String, actions: LiveActions,
                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence,
                         hooks: inout Recorder.Hooks) throws -> LiveHTTPServer {
         // `/stream.mjpg`: an MJPEG camera's own JPEGs, or any other source's frames encoded while someone watches.
@@ -29,7 +29,7 @@ extension RecordCommand {
         }
         let host = endpoint.host ?? "127.0.0.1"
         let started = ContinuousClock.now
-        let (size, rate, sourceSummary, encoderName) = (source.frameSize, source.framesPerSecond, source.summary, encoder.name)
+        let (size, rate, sourceSummary) = (source.frameSize, source.framesPerSecond, source.summary)
         let server = LiveHTTPServer(host: host, port: Int(endpoint.port), live: live, access: access, status: { [weak recorder] in
             let progress = recorder?.progress
             let elapsed = ContinuousClock.now - started

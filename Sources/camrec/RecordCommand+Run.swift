@@ -56,7 +56,6 @@ extension RecordCommand {
             printError(refused)
             throw ReportedFailure(status: .outputError)
         }
-        if let vaapi = plan.videoEncoder as? VAAPIEncoder { logger.info("VA-API upload: \(vaapi.uploadSummary)") }
         for line in summaryLines(result) { printLine(line) }
         if let report = plan.sound?.report { printLine("camrec: \(report)") }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
@@ -73,8 +72,8 @@ extension RecordCommand {
     /// Frames dropped for want of encoder time are said as they happen, not only counted in `dropped=`.
     private func sayWhenTheEncoderFallsBehind(_ plan: RecordingPlan, clearStatus: String, hooks: inout Recorder.Hooks) {
         let (videoEncoder, source) = (plan.videoEncoder, plan.source)
-        let behind = EncoderBehindWarning(encoder: videoEncoder.name, oneX264Thread: videoEncoder is X264Encoder && threads == 1 && slices == 1,
-                                          threads: threads, preset: videoEncoder is VAAPIEncoder ? nil : preset, size: source.frameSize, framesPerSecond: source.framesPerSecond)
+        let behind = EncoderBehindWarning(encoder: videoEncoder.name, oneX264Thread: videoEncoder.isX264 && threads == 1 && slices == 1,
+                                          threads: threads, preset: videoEncoder.isVAAPI ? nil : preset, size: source.frameSize, framesPerSecond: source.framesPerSecond)
         hooks.onEncoderBehind = { dropped in printLine(clearStatus + behind.line(droppedSoFar: dropped)) }
     }
 
@@ -112,7 +111,7 @@ extension RecordCommand {
                                   rotate: { rotatingFiles.forEach { $0.requestNewFile() }; return rotatingFiles.count },
                                   event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
         return try makeHTTPServer(live: live, recorder: plan.recorder, source: plan.source,
-                                  encoder: plan.encoders[defaultCodec] ?? plan.videoEncoder, actions: actions,
+                                  encoderName: plan.encoderNames[defaultCodec] ?? plan.videoEncoder.name, actions: actions,
                                   fileOutputs: plan.fileOutputs, outputs: plan.outputs, camera: camera, hooks: &hooks)
     }
 

@@ -23,7 +23,9 @@ struct RecordingPlan {
     let source: FrameSource
     /// The codecs in use, the default one first.
     let codecs: [VideoCodec]
-    let encoders: [VideoCodec: VideoEncoder]
+    /// The first encoding's encoder as the command speaks of it; the encoders themselves are the recorder's.
+    let videoEncoder: EncoderDescription
+    let encoderNames: [VideoCodec: String]
     let keyframeInterval: Int
     let keyframes: KeyframeGate
     let hubs: [VideoCodec: StreamHub]
@@ -40,8 +42,6 @@ struct RecordingPlan {
     /// Lines for stderr, in the order they arose, each starting "camrec: ": the encoder `auto` chose and
     /// why, the camera's codec controls, where the sound goes.
     let notices: [String]
-
-    var videoEncoder: VideoEncoder { encoders[codecs[0]]! }
 
     /// Opens the source and the encoders and wires the outputs to them, as `command` asks; throws a
     /// `RecordingFailure` (or the live view's own error) when one cannot be made.
@@ -167,6 +167,7 @@ struct RecordingPlan {
                            layout: command.encoderSei ? .encoderUnits : .bare)
         }
         let outputSet = OutputSet(codecs.flatMap { codec in (outputsByCodec[codec] ?? []).map { (output: $0, hub: hubs[codec]!) } })
+        let (videoEncoder, encoderNames) = (EncoderDescription(encoders[codecs[0]]!), encoders.mapValues(\.name))
         let recorder = Recorder(source: source, branches: branches, keyframeInterval: interval,
                                 limits: .init(frames: command.frames, durationSeconds: command.duration), logger: logger)
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
@@ -179,8 +180,23 @@ struct RecordingPlan {
             logger.info("sound: \(sound.summary)")
             notices.append(command.soundRouting(clips: eventRecorder?.configuration.files.takesAudio == true))
         }
-        (self.source, self.codecs, self.encoders, self.keyframeInterval, self.keyframes) = (source, codecs, encoders, interval, keyframes)
+        (self.source, self.codecs, self.keyframeInterval, self.keyframes) = (source, codecs, interval, keyframes)
+        (self.videoEncoder, self.encoderNames) = (videoEncoder, encoderNames)
         (self.hubs, self.outputs, self.fileOutputs, self.liveView, self.events) = (hubs, streamOutputs, fileOutputs, liveView, eventRecorder)
         (self.outputSet, self.recorder, self.sound, self.notices) = (outputSet, recorder, sound, notices)
+    }
+}
+
+/// What the command says of an encoder (its name, and what the warnings tell apart), kept apart from the
+/// encoder itself, which is the recording's.
+struct EncoderDescription: Sendable {
+    let name: String
+    let isX264: Bool
+    let isVAAPI: Bool
+
+    init(_ encoder: VideoEncoder) {
+        name = encoder.name
+        isX264 = encoder is X264Encoder
+        isVAAPI = encoder is VAAPIEncoder
     }
 }

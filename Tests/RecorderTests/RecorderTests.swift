@@ -15,7 +15,7 @@ import XCTest
 final class RecorderTests: XCTestCase {
     private let size = FrameSize(width: 320, height: 180)
 
-    private func encoder(_ codec: VideoCodec = .h264, planar: Bool = false, keyframeInterval: Int = 10) throws -> VideoEncoder {
+    private func encoder(_ codec: VideoCodec = .h264, planar: Bool = false, keyframeInterval: Int = 10) throws -> sending VideoEncoder {
         var settings = EncoderSettings(codec: codec, size: size, framesPerSecond: 30, keyframeInterval: keyframeInterval, preset: "ultrafast")
         settings.planarInput = planar
         return try EncoderSelection.software(settings)

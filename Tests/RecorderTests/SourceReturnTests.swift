@@ -14,7 +14,7 @@ import XCTest
 final class SourceReturnTests: XCTestCase {
     private let size = FrameSize(width: 320, height: 180)
 
-    private func encoder(threads: Int) throws -> VideoEncoder {
+    private func encoder(threads: Int) throws -> sending VideoEncoder {
         try EncoderSelection.software(EncoderSettings(codec: .h264, size: size, framesPerSecond: 30, keyframeInterval: 100,
                                                       preset: "ultrafast", softwareThreads: threads))
     }
