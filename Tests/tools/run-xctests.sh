@@ -16,6 +16,8 @@
 # A process that dies before its total (a crash) counts the cases that ended and one failure more,
 # naming the case it died in, as scripts/test.sh does for one process. Stopped by SIGTERM (the
 # suite's limit), both processes are stopped and their outputs printed, so the case that hung shows.
+# Last come the failures again, one "FAIL: Class.testName (File.swift:LINE): message" line each:
+# CI shows only the tail of a run, and the outputs above are thousands of lines.
 set -uo pipefail
 BUNDLE=${1:?usage: run-xctests.sh XCTEST_BUNDLE}
 [[ -x $BUNDLE ]] || { echo "run-xctests.sh: no test bundle at $BUNDLE (build with --build-tests)"; echo "0 passed, 1 failed"; exit 1; }
@@ -45,13 +47,25 @@ show() {
         [[ $last == *started ]] && echo "$last"
     done
 }
-trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; show; rm -rf "$dir"; exit 143' TERM INT
+# One line per failed case: its name, where its first assertion failed and that assertion's message.
+say_failures() {
+    local n name first count place
+    for n in 1 2; do
+        while IFS= read -r name; do
+            first=$(grep -m 1 -F ": error: $name : " "$dir/$n.log")
+            count=$(grep -cF ": error: $name : " "$dir/$n.log")
+            place=$(sed -n 's|^.*/\([^/]*\.swift:[0-9]*\): error: .*|\1|p' <<<"$first")
+            echo "FAIL: $name (${place:-no assertion}): ${first#*": error: $name : "}$( ((count > 1)) && echo " (and $((count - 1)) more)")" | cut -c1-400
+        done < <(sed -n "s/^Test Case '\([^']*\)' failed .*/\1/p" "$dir/$n.log")
+    done
+}
+trap 'kill -TERM "${pids[@]}" 2>/dev/null; wait; show; say_failures; rm -rf "$dir"; exit 143' TERM INT
 (IFS=,; exec "$BUNDLE" "${a[*]}") >"$dir/1.log" 2>&1 </dev/null & pids+=($!)
 (IFS=,; exec "$BUNDLE" "${b[*]}") >"$dir/2.log" 2>&1 </dev/null & pids+=($!)
 wait "${pids[0]}"; wait "${pids[1]}"
 show
 
-passed=0 failed=0 skipped=0
+passed=0 failed=0 skipped=0 died=()
 ((${#missing[@]} == 0)) || failed=1
 for n in 1 2; do
     log=$dir/$n.log
@@ -59,10 +73,13 @@ for n in 1 2; do
     s=$(grep -cE "^Test Case '[^']+' skipped" "$log")
     if ! grep -qE "^Test Suite 'Selected tests' (passed|failed)" "$log"; then
         f=$((f + 1))
-        echo "run-xctests.sh: process $n ended without its total; counted as one more failure; the last case started: $(grep -oE "^Test Case '[^']+' started" "$log" | tail -n 1)"
+        died+=("FAIL: process $n ended without its total (a crash?), in $(grep -oE "^Test Case '[^']+' started" "$log" | tail -n 1 | cut -d"'" -f2); counted as one more failure")
     fi
     passed=$((passed + p)) failed=$((failed + f)) skipped=$((skipped + s))
 done
+say_failures
+((${#died[@]} == 0)) || printf '%s\n' "${died[@]}"
+((${#missing[@]} == 0)) || echo "FAIL: the bundle has no test class ${missing[*]} (named in FIRST)"
 rm -rf "$dir"
 echo "XCTests in two processes: ${#a[@]} classes and ${#b[@]} classes"
 echo "$passed passed, $failed failed, $skipped skipped"
