@@ -7,7 +7,8 @@ import Synchronization
 /// its outcome kept for the caller. This is the one bridge between the media threads and async code.
 public final class BlockingWorkService<Outcome: Sendable>: Service, Sendable {
     private let name: String
-    private let work: @Sendable () -> Outcome
+    /// Taken by `run`: the work runs once, and what it holds goes before `run` returns.
+    private let work: Mutex<(@Sendable () -> Outcome)?>
     private let stop: @Sendable () -> Void
     private let kept = Mutex<Outcome?>(nil)
 
@@ -18,7 +19,7 @@ public final class BlockingWorkService<Outcome: Sendable>: Service, Sendable {
     ///     must then return soon (it may be called before the work has started, and more than once).
     public init(name: String, work: @escaping @Sendable () -> Outcome, stop: @escaping @Sendable () -> Void) {
         self.name = name
-        self.work = work
+        self.work = Mutex(work)
         self.stop = stop
     }
 
@@ -33,17 +34,18 @@ public final class BlockingWorkService<Outcome: Sendable>: Service, Sendable {
     }
 
     public func run() async {
-        let (name, work, stop) = (self.name, self.work, self.stop)
+        let (name, stop) = (self.name, self.stop)
+        let worker = Mutex<WorkerThread?>(nil)
         // Cancelled (another service failed) or shut down: either way the work is asked to stop, and the
         // service still waits for it, so that nothing it was writing is left half done.
         let outcome = await withTaskCancellationHandler {
             await withGracefulShutdownHandler {
                 await withCheckedContinuation { (done: CheckedContinuation<Outcome, Never>) in
-                    // Detached: the continuation is what waits for it, and a joinable thread nobody
-                    // joins keeps its stack until the process ends (one per run).
-                    let worker = WorkerThread(name: name) { done.resume(returning: work()) }
-                    worker.start()
-                    worker.detach()
+                    // The thread alone holds the work from here on.
+                    guard let work = self.work.withLock({ $0.take() }) else { preconditionFailure("\(name): run twice") }
+                    let thread = WorkerThread(name: name) { done.resume(returning: work()) }
+                    thread.start()
+                    worker.withLock { $0 = thread }
                 }
             } onGracefulShutdown: {
                 stop()
@@ -51,6 +53,11 @@ public final class BlockingWorkService<Outcome: Sendable>: Service, Sendable {
         } onCancel: {
             stop()
         }
+        // Joined, and the work released, before this returns: a detached thread still held the work (a
+        // recording: its encoders, the VA display) after resuming, and released it while main was already
+        // in exit(), which crashed camrec after its last line (exit 139 in vaapi-host, CI 2026-11-28).
+        // Only the thread's return is left to wait for.
+        worker.withLock { $0.take() }?.join()
         kept.withLock { $0 = outcome }
     }
 }

@@ -23,6 +23,16 @@ final class BlockingWorkServiceTests: XCTestCase {
         }
     }
 
+    /// Held by the work; slow to release, as a recording closing its VA display is, and says when it was.
+    private final class SlowToRelease: Sendable {
+        let events: Events
+        init(_ events: Events) { self.events = events }
+        deinit {
+            usleep(200_000)
+            events.note("released")
+        }
+    }
+
     private func group(_ services: [any Service]) -> ServiceGroup {
         var quiet = Logger(label: "test")
         quiet.logLevel = .critical
@@ -46,6 +56,20 @@ final class BlockingWorkServiceTests: XCTestCase {
         XCTAssertEqual(work.outcome, 42)
         XCTAssertEqual(events.all, ["work on thread work", "work done", "helper stopped"],
                        "on a thread of its own (named as given); no stop asked of work that ended; the helper stopped after it")
+    }
+
+    /// camrec exits right after the group ends: what the work held, released later on its thread, was
+    /// once torn down while main was in exit() (a crash, exit 139). The thread is joined instead.
+    func testWhatTheWorkHeldIsReleasedBeforeTheServiceEnds() async throws {
+        let events = Events()
+        let work = BlockingWorkService(name: "work", work: { [held = SlowToRelease(events)] () -> Int in
+            withExtendedLifetime(held) { events.note("work done") }
+            return 7
+        }, stop: {})
+        try await group([work]).run()
+        events.note("group ended")
+        XCTAssertEqual(work.outcome, 7)
+        XCTAssertEqual(events.all, ["work done", "released", "group ended"], "what the work held is released before the group ends, not later on the work's thread")
     }
 
     func testAShutdownAsksTheWorkToStopAndWaitsForItBeforeStoppingTheServicesBeforeIt() async throws {
