@@ -20,6 +20,11 @@ final class BytesBox: @unchecked Sendable {
     func withLock<R>(_ body: ([UInt8]) -> R) -> R { bytes.withLock { body($0) } }
 }
 
+/// How many bytes a helper thread has read so far.
+final class ReadCount: Sendable {
+    let bytes = Atomic<Int>(0)
+}
+
 final class TCPOutputTests: XCTestCase {
     let pool = StreamChunkPool()
     let events = EventBox()
@@ -63,13 +68,14 @@ final class TCPOutputTests: XCTestCase {
     }
 
     /// Everything a connection delivers until end of stream (or 3 s of silence).
-    static func readAll(_ c: TCPConnection) -> [UInt8] {
+    static func readAll(_ c: TCPConnection, read: ReadCount? = nil) -> [UInt8] {
         var all: [UInt8] = []
         var buffer = [UInt8](repeating: 0, count: 65536)
         while true {
             let r = try? buffer.withUnsafeMutableBytes { try c.receive(into: $0, timeoutMilliseconds: 3000) }
             guard case .bytes(let n)? = r else { return all }
             all += buffer[0..<n]
+            read?.bytes.store(all.count, ordering: .releasing)
         }
     }
 
@@ -98,16 +104,22 @@ final class TCPOutputTests: XCTestCase {
         let reader = try connect(output.boundPort)
         waitFor("both joined") { events.withLock { $0.filter { $0.contains("joined") }.count == 2 } }
         let received = BytesBox()
-        let thread = Thread { received.set(Self.readAll(reader)) }
+        let read = ReadCount()
+        let thread = Thread { received.set(Self.readAll(reader, read: read)) }
         thread.start()
         // 400 access units of 20 kB every 3 ms (6.7 MB/s): the stalled receiver's kernel buffers
         // fill within a few dozen, then its queue, and from then on it skips to IDRs. A submit
         // that waited for the stalled receiver would never return: the loop runs on its own thread
         // and must end within 60 s (it takes about 1.3 s), else the test fails instead of hanging.
+        // Each unit waits until the reader has read all but 30 (half its queue): the reader is then
+        // never too slow itself, however late its thread runs (under CI's load it once fell 72 behind
+        // and rightly skipped to an IDR).
         let submitted = DispatchSemaphore(value: 0)
         nonisolated(unsafe) let test = self  // only its chunk maker is used, on that one thread
         let submitter = Thread {
+            let deadline = DispatchTime.now() + 50
             for i in 0..<400 {
+                while read.bytes.load(ordering: .acquiring) < (i - 30) * 20_000 && DispatchTime.now() < deadline { usleep(1000) }
                 test.hub.publish(test.chunk(i, size: 20_000))
                 usleep(3000)
             }
