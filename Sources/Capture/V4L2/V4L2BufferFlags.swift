@@ -20,4 +20,9 @@ struct V4L2BufferFlags: OptionSet, Sendable {
     var hasMonotonicTimestamp: Bool {
         rawValue & Self.timestampMask.rawValue == Self.timestampMonotonic.rawValue
     }
+
+    /// Whether the driver does not say which clock stamped the buffer (type UNKNOWN: v4l2loopback).
+    var hasUnknownTimestampType: Bool {
+        rawValue & Self.timestampMask.rawValue == UInt32(V4L2_BUF_FLAG_TIMESTAMP_UNKNOWN)
+    }
 }

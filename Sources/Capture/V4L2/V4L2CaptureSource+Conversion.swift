@@ -117,7 +117,7 @@ extension V4L2CaptureSource {
     func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64,
                          copied: Bool = true) -> Dequeued {
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
-        let captured = flags.hasMonotonicTimestamp && stamp != 0 ? stamp : now
+        let captured = captureTimes.captureTime(stamp: stamp, flags: flags, dequeuedAt: now)
         out.sequence = sequences.extended
         out.captureTimeNanoseconds = captured
         out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)

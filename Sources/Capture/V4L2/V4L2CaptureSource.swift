@@ -111,6 +111,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     let wakeWrite: Int32
     var sequences = SequenceTracker()
     var clock: PresentationClock
+    var captureTimes = CaptureTimeChoice()
     var lastSignOfLife: UInt64 = 0
     var framesSeen = 0
     var unqueued: [UInt32] = []
