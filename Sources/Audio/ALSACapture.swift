@@ -7,8 +7,8 @@ import Libav
 
 /// One ALSA capture device (libasound), opened and set up for camrec: interleaved samples in a
 /// format camrec converts (16- or 32-bit integers, or float), at the asked or the device's own rate
-/// and channels, periods of about 10 ms in a buffer of about two seconds (the first moments wait there
-/// for the first frame, and a busy machine has that long to read), and monotonic hardware
+/// and channels, periods of about 10 ms in a buffer of up to five seconds (the first moments wait there
+/// for the first frame, and a busy machine has that long to read: an overrun loses all it held), and monotonic hardware
 /// timestamps, so each block read carries the capture time of its first sample.
 final class ALSACapture {
     enum SampleFormat {
@@ -94,7 +94,9 @@ final class ALSACapture {
         var period = snd_pcm_uframes_t(max(chosenRate / 100, 32))
         var periodDir: Int32 = 0
         snd_pcm_hw_params_set_period_size_near(pcm, hw, &period, &periodDir)
-        var bufferSize = snd_pcm_uframes_t(chosenRate * 2)
+        // Five seconds, or as near as the device allows: in the test VM, beside a build and stress-ng, the audio
+        // thread (reading, resampling and AAC in one) fell 2.0 s behind and overran a two-second buffer.
+        var bufferSize = snd_pcm_uframes_t(chosenRate * 5)
         snd_pcm_hw_params_set_buffer_size_near(pcm, hw, &bufferSize)
         let applied = snd_pcm_hw_params(pcm, hw)
         guard applied == 0 else {
