@@ -34,12 +34,24 @@ struct ReportedFailure: Error {
 
 @main
 enum Main {
-    /// Async so that a recording and a receiver can run as one service group; the signal mask is set
-    /// on the first line, while the main thread is the only one (the runtime starts its pool on demand).
-    static func main() async {
+    /// The signal mask is set on the first line, while the main thread is the only one (the runtime
+    /// starts its pool on demand). The command runs as a task (a recording and a receiver run as one
+    /// service group) and the main thread waits for it: Swift's async main would end in dispatch_main(),
+    /// whose pthread_exit unwinds the main thread through .eh_frame, and that one unwind kept 0.6 MiB of
+    /// the binary resident (docs/PERFORMANCE.md). The command ends the process itself, with its status.
+    static func main() {
         SignalService.blockInAllThreads()
         // Broken pipes are errors to report, not a reason to die silently.
         signal(SIGPIPE, SIG_IGN)
+        Task.detached { await runCommand() }
+        // The signals are taken here, on the main thread, by SignalService's handler: sigsuspend unblocks
+        // them only while it waits, as dispatch_main did.
+        var none = sigset_t()
+        sigemptyset(&none)
+        while true { sigsuspend(&none) }
+    }
+
+    private static func runCommand() async -> Never {
         do {
             var command = try Camrec.parseAsRoot()
             if var asynchronous = command as? AsyncParsableCommand {
@@ -61,6 +73,7 @@ enum Main {
             printError("\(message) (see 'camrec --help')")
             exit(code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
         }
+        exit(0)
     }
 }
 

@@ -15,9 +15,10 @@ import Synchronization
 /// count; SIGHUP and SIGUSR1 only to `onSignal`.
 ///
 /// Not service-lifecycle's `UnixSignalsSequence`: its libdispatch sources see nothing sent before they
-/// register, and an async `main` ends in `dispatch_main`, which leaves the main thread in `sigsuspend`
-/// with no signal blocked, so an early SIGTERM took its default action and ended camrec with an empty
-/// `.partial` (HostileOptionsAndSignalsTests). A handler and a pipe have no such window.
+/// register, and `main` then waits in `sigsuspend` with no signal blocked (as an async `main`'s
+/// `dispatch_main` did), so an early SIGTERM took its default action and ended camrec with an empty
+/// `.partial` (HostileOptionsAndSignalsTests). A handler and a pipe have no such window; the handler
+/// runs on the main thread.
 struct SignalService: Service {
     static let watched: [Int32] = [SIGINT, SIGTERM, SIGHUP, SIGUSR1]
 

@@ -97,7 +97,7 @@ final class CameraReturnWatcherTests: XCTestCase {
 
     private func plug(_ node: String, port: String, serial: String) throws {
         try plugUSBCamera(sysfs: root, node: node, port: port, serial: serial)
-        FileManager.default.createFile(atPath: "\(root)/dev/\(node)", contents: nil)
+        _ = FileManager.default.createFile(atPath: "\(root)/dev/\(node)", contents: nil)
     }
 
     /// The camera that was lost: serial A, last seen at port 1-1.
