@@ -66,6 +66,8 @@ final class V4L2SequenceTests: XCTestCase {
                        "a frame dequeued 74 ms late keeps the time the driver stamped")
         XCTAssertEqual(c.captureTime(stamp: 12_000_000_000, flags: unknownType, dequeuedAt: 10_200_000_000), 10_200_000_000,
                        "no frame is captured after it was dequeued")
+        XCTAssertEqual(c.captureTime(stamp: 0, flags: unknownType, dequeuedAt: 10_240_000_000), 10_240_000_000,
+                       "a frame the driver left unstamped takes its dequeue time, not 0")
     }
 
     func testAnUnknownStampOfAnotherClockLeavesTheDequeueTimeForTheWholeStream() {

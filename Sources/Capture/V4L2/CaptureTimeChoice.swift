@@ -25,7 +25,8 @@ struct CaptureTimeChoice {
         guard flags.hasUnknownTimestampType else { return now }
         let clock = unknownStamps ?? (stamp != 0 && stamp <= now && now - stamp <= Self.plausibleAge ? .driver : .dequeue)
         unknownStamps = clock
-        // Once chosen, a stamp later than its dequeue is still no capture time: the frame came by then.
-        return clock == .driver ? min(stamp, now) : now
+        // Once chosen, a stamp later than its dequeue is still no capture time (the frame came by then),
+        // and a frame left unstamped takes its dequeue time, of the same clock.
+        return clock == .driver && stamp != 0 ? min(stamp, now) : now
     }
 }
