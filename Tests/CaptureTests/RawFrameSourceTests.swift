@@ -62,27 +62,10 @@ final class RawFrameSourceTests: XCTestCase {
         defer { close(ends[1]) }
         let source = try RawFrameSource(path: "/dev/fd/\(ends[0])", format: .yuyv, size: FrameSize(width: width, height: height), fps: 30)
         let pool = PixelBufferPool(format: .nv12, width: width, height: height, capacity: 2)
-        try source.start(pool: pool)
-        let kept = BlockingQueue<PixelBuffer>(capacity: 3)
-        let capture = WorkerThread(name: "test-capture") {
-            defer { kept.close() }
-            while let frame = try? source.nextFrame() { _ = kept.push(frame) }
-        }
-        capture.start()
-        let deadline = MonotonicClock.now() + 10_000_000_000
-        while source.statistics.delivered < 2 && MonotonicClock.now() < deadline { usleep(1000) }
-        XCTAssertEqual(pool.freeCount, 0, "both buffers held: the capture thread waits for one")
-        source.stop()
-        capture.join()
-        XCTAssertEqual(source.end, .finished)
-        XCTAssertEqual(source.statistics.delivered, 2)
-        var frames = 0
-        while let buffer = kept.pop() {
-            assertFrame(buffer, is: frames, of: bytes, width: width, height: height, format: .nv12)
+        for (index, buffer) in try framesKeptUntilStoppedWhileWaitingForABuffer(source, pool: pool).enumerated() {
+            assertFrame(buffer, is: index, of: bytes, width: width, height: height, format: .nv12)
             buffer.recycle()
-            frames += 1
         }
-        XCTAssertEqual(frames, 2)
     }
 
     func testAYUYVInputShorterThanOneFrameIsAnError() throws {
