@@ -54,6 +54,7 @@ public final class StreamHub: Sendable {
         if !subscribers.isEmpty { chunk.retain(subscribers.count) }
         for subscriber in subscribers { subscriber.offer(chunk) }
         chunk.release()
+        for subscriber in subscribers { subscriber.ringIfDue() }
     }
 
     /// An audio packet (a producer beside the encoder: the recording's sound) for the subscribers that
@@ -73,6 +74,7 @@ public final class StreamHub: Sendable {
         if takers > 0 { chunk.retain(takers) }
         for subscriber in subscribers where subscriber.takesAudio { subscriber.offer(chunk) }
         chunk.release()
+        for subscriber in subscribers where subscriber.takesAudio { subscriber.ringIfDue() }
     }
 
     /// A new subscriber. Nil once the hub has closed (the recording is over).

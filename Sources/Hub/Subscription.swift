@@ -73,6 +73,8 @@ public final class Subscription: Sendable {
     /// Given at `subscribe`, before the hub can call it.
     public let onCatchUp: CatchUpHandler?
     /// Rung when an access unit is queued (not when one is handed to a waiting `nextAsync`) and at the end.
+    /// The hub rings it once it has offered the access unit to every subscriber (`ringIfDue`), so that
+    /// subscribers sharing a doorbell (the RTSP clients of one event loop) are woken once a picture.
     public let doorbell: SubscriptionDoorbell?
     /// The hub it is in, for `cancel`.
     weak let hub: StreamHub?
@@ -95,6 +97,8 @@ public final class Subscription: Sendable {
         var counters = Counters()
         var waiter: CheckedContinuation<StreamChunk?, Never>?
         var waiterCancelled = false
+        /// Something was queued since the hub last rang the doorbell.
+        var doorbellDue = false
 
         var isFull: Bool { count == capacity }
 
@@ -246,7 +250,18 @@ public final class Subscription: Sendable {
         }
         q.append(chunk)
         queue.signal(.takers)
-        doorbell?.ring()
+        if doorbell != nil { q.doorbellDue = true }
+    }
+
+    /// Rings the doorbell if something was queued since it last rang: called by the hub after an offer
+    /// to every subscriber.
+    func ringIfDue() {
+        guard let doorbell else { return }
+        let due = queue.withLock { q in
+            defer { q.doorbellDue = false }
+            return q.doorbellDue
+        }
+        if due { doorbell.ring() }
     }
 
     /// The next access unit (one reference, for the caller to release), waiting while there is

@@ -11,7 +11,9 @@ import Synchronization
 /// session's hub subscription rings this loop's doorbell when it has something queued, and one task on
 /// the loop then takes what each session holds and sends it (`RTSPSession.pump`). A picture costs the
 /// loop one wake-up, not a task resumed (and a copy held) per client; a TCP client that cannot take more
-/// is left with its queue, which the hub cuts back to the next IDR when it is full, as before.
+/// is left with its queue, which the hub cuts back to the next IDR when it is full, as before. The UDP
+/// clients' pictures of a pass are queued and sent at its end, one `sendmmsg` for all of them
+/// (`RTPDatagramBatch`); each TCP client's is written at once, from the loop's one buffer.
 final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
     let loop: EventLoop
     private let rung = Atomic<Bool>(false)
@@ -19,10 +21,12 @@ final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
     private let onLoop: NIOLoopBoundBox<OnLoop>
     private final class OnLoop {
         var sessions: [RTSPSession] = []
-        /// The UDP image of the packets last copied here (by `RTPVideoPackets.serial`), stamped in place
-        /// for each UDP session and sent before the next is stamped (a send copies).
-        var scratch: [UInt8] = []
-        var scratchSerial: UInt64 = 0
+        /// In a pass over the sessions: the UDP pictures queued wait for its end.
+        var walking = false
+        let datagrams = RTPDatagramBatch()
+        /// A picture stamped for one TCP session and written; the next is stamped into the same memory
+        /// once NIO has let go of it (written at once, as it is unless the client is behind), else into new.
+        var interleaved = ByteBuffer()
     }
 
     init(loop: EventLoop) {
@@ -35,10 +39,14 @@ final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
         loop.execute { [self] in walk() }
     }
 
-    /// One pass over the sessions; a ring after the flag is cleared brings another.
+    /// One pass over the sessions, then the UDP pictures it queued; a ring after the flag is cleared brings another.
     private func walk() {
         rung.store(false, ordering: .releasing)
-        for session in onLoop.value.sessions { session.pump() }
+        let here = onLoop.value
+        here.walking = true
+        for session in here.sessions { session.pump() }
+        here.walking = false
+        here.datagrams.flush()
     }
 
     /// On the loop.
@@ -51,18 +59,25 @@ final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
         onLoop.value.sessions.removeAll { $0 === session }
     }
 
-    /// `packets`' UDP image, to stamp and send (on the loop; the bytes are valid in `body` only).
-    func withImage<R>(of packets: RTPVideoPackets, _ body: (UnsafeMutableRawBufferPointer) -> R) -> R {
+    /// On the loop: the UDP pictures are queued here, sent at the end of the pass (or by `pumped`).
+    var datagrams: RTPDatagramBatch { onLoop.value.datagrams }
+
+    /// After a session's pump outside a pass (its first): what it queued is sent now.
+    func pumped() {
         let here = onLoop.value
-        let count = packets.image.readableBytes
-        if here.scratchSerial != packets.serial || here.scratch.count != count {
-            if here.scratch.count != count { here.scratch = [UInt8](repeating: 0, count: count) }
-            here.scratch.withUnsafeMutableBytes { target in
-                packets.image.withUnsafeReadableBytes { target.copyMemory(from: $0) }
-            }
-            here.scratchSerial = packets.serial
-        }
-        return here.scratch.withUnsafeMutableBytes(body)
+        if !here.walking { here.datagrams.flush() }
+    }
+
+    /// `packets`' TCP image with a session's interleaved channel, sequence numbers and SSRC, to write (on the loop).
+    func interleaved(_ packets: RTPVideoPackets, channel: UInt8, firstSequence: UInt16, ssrc: UInt32) -> ByteBuffer {
+        let here = onLoop.value
+        var buffer = ByteBuffer()
+        swap(&buffer, &here.interleaved)
+        buffer.clear(minimumCapacity: packets.image.readableBytes)
+        buffer.writeImmutableBuffer(packets.image)
+        buffer.withUnsafeMutableReadableBytes { packets.stamp($0, channel: channel, firstSequence: firstSequence, ssrc: ssrc) }
+        here.interleaved = buffer
+        return buffer
     }
 }
 
@@ -203,6 +218,37 @@ final class RTSPServerPorts: Sendable {
         send(bytes, on: rtpSocket, to: client)
     }
 
+    /// Sends `count` messages (`struct mmsghdr`s, `stride` bytes apart) with `sendmmsg`, each a packet or a
+    /// run of full-size packets to a client; `failed` hears of each the kernel did not take. A full send
+    /// buffer is waited for once a call, a little, as for one packet: the loop is never held longer.
+    func sendRTP(_ messages: UnsafeMutableRawPointer, count: Int, stride: Int, failed: (Int) -> Void) {
+        guard !closed.load(ordering: .acquiring) else { return (0..<count).forEach(failed) }
+        guard let sendMultipleMessages else {
+            for index in 0..<count where sendmsg(rtpSocket, (messages + index * stride).assumingMemoryBound(to: msghdr.self), Int32(MSG_DONTWAIT)) < 0 {
+                failed(index)
+            }
+            return
+        }
+        var next = 0
+        var waited = false
+        while next < count {
+            let sent = sendMultipleMessages(rtpSocket, messages + next * stride, CUnsignedInt(min(count - next, RTPDatagramBatch.mostMessages)), Int32(MSG_DONTWAIT))
+            if sent > 0 {
+                next += Int(sent)
+                continue
+            }
+            if !waited && (errno == EAGAIN || errno == EWOULDBLOCK || errno == ENOBUFS) {
+                waited = true
+                var waiting = pollfd(fd: rtpSocket, events: Int16(POLLOUT), revents: 0)
+                _ = poll(&waiting, 1, 5)
+                continue
+            }
+            // This message is lost to its client (its sequence numbers show it); the next are tried.
+            failed(next)
+            next += 1
+        }
+    }
+
     func sendRTCP(_ bytes: UnsafeRawBufferPointer, to client: SocketAddress) -> Bool {
         send(bytes, on: rtcpSocket, to: client)
     }
@@ -261,7 +307,10 @@ final class RTCPInbound: ChannelInboundHandler, Sendable {
 }
 
 /// On an RTSP connection: when it cannot take more (over NIO's high-water mark) and since when, for the
-/// watchdog's stall check; when it can again, its session sends what waits.
+/// watchdog's stall check; when it can again, its session sends what waits. A picture larger than the
+/// high-water mark flips the connection to "cannot" and back on every write; the change goes no further
+/// up the pipeline, where only NIOAsyncChannel's outbound writer would hear it (camrec writes to the channel
+/// itself, never through that writer): twice a picture a client, the writer's lock and state for nothing.
 final class RTSPWritability: ChannelInboundHandler, Sendable {
     typealias InboundIn = ByteBuffer
     /// Monotonic nanoseconds since the connection stopped taking bytes; 0 while it takes them.
@@ -284,6 +333,5 @@ final class RTSPWritability: ChannelInboundHandler, Sendable {
         } else {
             blockedSince.store(max(1, MonotonicClock.now()), ordering: .relaxed)
         }
-        context.fireChannelWritabilityChanged()
     }
 }

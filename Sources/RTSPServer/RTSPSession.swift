@@ -288,7 +288,10 @@ final class RTSPSession: Sendable {
         let here = onLoop.value
         guard let subscription = here.sending, !here.pumping, !here.stoppedSending else { return }
         here.pumping = true
-        defer { here.pumping = false }
+        defer {
+            here.pumping = false
+            sendLoop.pumped()
+        }
         let channel = connection.channel
         let tcp = here.video?.transport.isTCP ?? here.audio?.transport.isTCP ?? false
         while true {
@@ -336,8 +339,7 @@ final class RTSPSession: Sendable {
             instant = timestamp
             payloadType = SessionDescription.payloadType
             // Packetized once for every session of the stream; this one stamps its copy.
-            packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp,
-                                         interleaved: leg.transport.isTCP)
+            packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
         } else {
             guard let audio = here.audio, let sound = mount.sound, let firstPicture = here.firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { return }
             leg = audio
@@ -364,25 +366,43 @@ final class RTSPSession: Sendable {
                                        packets: here.sent[index].packets, octets: here.sent[index].octets)
         }
         let payloadBytes = packets?.payloadBytes ?? here.fragments.reduce(0) { $0 + $1.payloadBytes }
-        let packetCount = packets?.count ?? here.fragments.count
+        let credit = Credit(track: index, packets: packets?.count ?? here.fragments.count, payloadBytes: payloadBytes,
+                            accessUnitBytes: chunk.bytes.count, video: chunk.kind == .video)
         var sequence = here.sent[index].sequence
-        let taken: Bool
+        let taken: Bool?
         if let packets {
-            taken = transmit(packets, on: leg, sequence: &sequence, report: report)
+            taken = transmit(packets, on: leg, sequence: &sequence, report: report, credit: credit)
         } else {
             taken = transmit(here.fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
                              sequence: &sequence, report: report, payloadBytes: payloadBytes)
         }
         // A UDP send that the kernel refused costs its packets (the client sees them lost).
         here.sent[index].sequence = sequence
+        if let taken { account(credit, here, taken: taken) }
+    }
+
+    /// What one access unit sent counts, once the kernel has taken it: for the sender reports, the log and `/metrics`.
+    struct Credit {
+        let track: Int
+        let packets: Int
+        let payloadBytes: Int
+        let accessUnitBytes: Int
+        let video: Bool
+    }
+
+    /// On the loop, after its sending loop's UDP flush: whether the kernel took a picture queued there.
+    func delivered(_ credit: Credit, taken: Bool) {
+        account(credit, onLoop.value, taken: taken)
+    }
+
+    private func account(_ credit: Credit, _ here: Sender, taken: Bool) {
         guard taken else { return }
-        here.sent[index].packets &+= UInt32(truncatingIfNeeded: packetCount)
-        here.sent[index].octets &+= UInt32(truncatingIfNeeded: payloadBytes)
-        let video = chunk.kind == .video
-        if video { here.frames += 1 } else { here.soundPackets += 1 }
+        here.sent[credit.track].packets &+= UInt32(truncatingIfNeeded: credit.packets)
+        here.sent[credit.track].octets &+= UInt32(truncatingIfNeeded: credit.payloadBytes)
+        if credit.video { here.frames += 1 } else { here.soundPackets += 1 }
         mount.totals.withLock { t in
-            if video { t.frames += 1 }
-            t.bytes += chunk.bytes.count
+            if credit.video { t.frames += 1 }
+            t.bytes += credit.accessUnitBytes
         }
     }
 
@@ -441,16 +461,18 @@ final class RTSPSession: Sendable {
     }
 
     /// A picture's packets on `leg` (made once for all sessions), its sender report (if due) ahead of them:
-    /// over TCP one write of a stamped copy; over UDP, stamped in the loop's own copy, one send a run of
-    /// full-size packets (cut into datagrams by the kernel when the ports have a segment size, else one
-    /// a packet). False when the kernel refused them (UDP).
-    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?) -> Bool {
+    /// over TCP one write of a copy stamped with the session's channel, sequence numbers and SSRC; over
+    /// UDP queued in the sending loop's batch, sent with the other UDP sessions' at the end of its pass, a
+    /// message a run of full-size packets (cut into datagrams by the kernel when the ports have a segment
+    /// size, else one a packet). Nil when queued (the batch credits the session after its send).
+    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?, credit: Credit) -> Bool? {
         let first = sequence
         sequence &+= UInt16(truncatingIfNeeded: packets.count)
         switch leg.transport {
         case .interleaved(let rtpChannel, let rtcpChannel):
             if let report { writeInterleaved(report, channel: rtcpChannel) }
-            connection.channel.writeAndFlush(packets.stamped(channel: rtpChannel, firstSequence: first, ssrc: leg.ssrc), promise: nil)
+            connection.channel.writeAndFlush(sendLoop.interleaved(packets, channel: rtpChannel, firstSequence: first, ssrc: leg.ssrc),
+                                             promise: nil)
             return true
         case .multicast:
             return true
@@ -459,20 +481,9 @@ final class RTSPSession: Sendable {
             if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
             guard packets.count > 0 else { return true }
             let runs = ports.segmentBytes == connection.server.configuration.maximumPacketBytes
-            return sendLoop.withImage(of: packets) { image in
-                packets.stamp(image, firstSequence: first, ssrc: leg.ssrc)
-                func send(_ run: Range<Int>) -> Bool {
-                    let (offset, length) = packets.bytes(of: run)
-                    return ports.sendRTP(UnsafeRawBufferPointer(rebasing: image[offset..<(offset + length)]), to: clientRTP)
-                }
-                var taken = true
-                if runs {
-                    for run in packets.runs { taken = send(run) && taken }
-                } else {
-                    for index in 0..<packets.count { taken = send(index..<(index + 1)) && taken }
-                }
-                return taken
-            }
+            sendLoop.datagrams.queue(packets, firstSequence: first, ssrc: leg.ssrc, to: clientRTP, through: ports, runs: runs,
+                                     session: self, credit: credit)
+            return nil
         }
     }
 
