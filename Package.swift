@@ -24,10 +24,12 @@ let package = Package(
         // C shims: only what Swift cannot import by itself.
         // Opening a library on first use, and the line that names its Debian package when it cannot be.
         .target(name: "CLazyLoad"),
-        .target(name: "CV4L2", linkerSettings: [.linkedLibrary("v4lconvert")]),
+        // libv4lconvert (Debian's libv4l-dev to build), opened on first use like libav*: only a camera format
+        // camrec cannot convert itself needs it.
+        .target(name: "CV4L2", dependencies: ["CLazyLoad"]),
         // libavcodec, libavformat and libavutil, opened on first use (LazyLibav.c): a recording that
-        // needs none of them loads none of their ~130 libraries. libva is linked as usual.
-        .target(name: "CFFmpeg", dependencies: ["CLazyLoad"], linkerSettings: [.linkedLibrary("va")]),
+        // needs none of them loads none of their ~130 libraries; libva too (VA-API's calls of camrec's own).
+        .target(name: "CFFmpeg", dependencies: ["CLazyLoad"]),
         // libx264 itself: H.264 in software without loading libavcodec (Debian's libx264-dev).
         .target(name: "CX264", linkerSettings: [.linkedLibrary("x264")]),
         .target(name: "CX265", dependencies: ["CLazyLoad"]),

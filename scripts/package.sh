@@ -134,13 +134,13 @@ printf 'Source: camrec\n\nPackage: camrec\nArchitecture: any\n' >"$shlibs/debian
 depends=$(cd "$shlibs" && dpkg-shlibdeps -O "$root/usr/bin/camrec" 2>/dev/null | sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shlibs"
 [[ -n $depends ]] || { echo "package.sh: dpkg-shlibdeps found no dependencies" >&2; exit 70; }
-# camrec opens libavcodec, libavformat, libavutil, libswresample, libx265, libasound and libjpeg when it
-# first needs them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c, Sources/CX265/CX265.c,
-# Sources/CALSA/LazyALSA.c and Sources/CJPEG/LazyJPEG.c), so dpkg-shlibdeps cannot see them (libjpeg only
-# through libyuv0's own Depends):
+# camrec opens libavcodec, libavformat, libavutil, libswresample, libva, libx265, libasound, libjpeg and
+# libv4lconvert when it first needs them (dlopen, by the names in Sources/CFFmpeg/LazyLibav.c,
+# Sources/CX265/CX265.c, Sources/CALSA/LazyALSA.c, Sources/CJPEG/LazyJPEG.c and Sources/CV4L2/CV4L2.c), so
+# dpkg-shlibdeps cannot see them (libjpeg only through libyuv0's own Depends):
 # the packages that hold those files, at least at the upstream version built against. GStreamer (WebRTC, opened
 # the same way by Sources/CGStreamer) is optional: control.in recommends it.
-for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound|jpeg)\.so\.[0-9]+' | sort -u); do
+for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|util)|swresample|x265|asound|jpeg|va|v4lconvert)\.so\.[0-9]+' | sort -u); do
   # awk reads to the end: leaving early would end ldconfig with SIGPIPE, which pipefail and set -e turn
   # into package.sh's exit status 141 (seen once on a machine with the test packages installed).
   file=$(ldconfig -p | awk -v n="$soname" '$1 == n && !found { print $NF; found = 1 }')
@@ -150,8 +150,9 @@ for soname in $(strings "$root/usr/bin/camrec" | grep -xE 'lib(av(codec|format|u
   depends+=", $owner (>= $lib_version)"
 done
 [[ $depends == *libavcodec* && $depends == *libavformat* && $depends == *libavutil* && $depends == *libswresample* &&
-   $depends == *libx265* && $depends == *libasound2* && $depends == *libjpeg62-turbo* ]] ||
-  { echo "package.sh: Depends lacks a library camrec opens (libav*, libswresample, libx265, libasound2, libjpeg62-turbo): $depends" >&2; exit 70; }
+   $depends == *libx265* && $depends == *libasound2* && $depends == *libjpeg62-turbo* && $depends == *libva2* &&
+   $depends == *libv4lconvert0* ]] ||
+  { echo "package.sh: Depends lacks a library camrec opens (libav*, libswresample, libx265, libasound2, libjpeg62-turbo, libva2, libv4lconvert0): $depends" >&2; exit 70; }
 
 size=$(du -sk --exclude=DEBIAN "$root" | cut -f1)
 sed -e "s/@VERSION@/$version/" -e "s/@ARCH@/$arch/" -e "s/@SIZE@/$size/" -e "s/@DEPENDS@/$depends/" \

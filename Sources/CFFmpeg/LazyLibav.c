@@ -6,6 +6,8 @@
 // against them: each libav* function camrec calls is defined here, with the headers' own
 // prototype, and forwards to the library's symbol, which the first call looks up (dlopen + dlsym).
 // A container, H.265, an MJPEG camera, VA-API, a decoder or `--version` loads them as before.
+// libva the same way: VA-API is set up through libavutil (which loads libva as its own dependency);
+// camrec's own calls of libva (the driver's profiles, image upload) are forwarded below.
 
 #include "CFFmpeg.h"
 #include "CLazyLoad.h"
@@ -13,20 +15,22 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 
-// libswresample last: only a microphone needs it (camrec_swresample_try_load).
-enum camrec_library { LIBAVUTIL, LIBAVCODEC, LIBAVFORMAT, LIBSWRESAMPLE, LIBRARY_COUNT };
+// libswresample after the three: only a microphone needs it (camrec_swresample_try_load); libva only VA-API.
+enum camrec_library { LIBAVUTIL, LIBAVCODEC, LIBAVFORMAT, LIBSWRESAMPLE, LIBVA, LIBRARY_COUNT };
 
 static const char *const library_names[LIBRARY_COUNT] = {
     "libavutil.so." AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR),
     "libavcodec.so." AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR),
     "libavformat.so." AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR),
     "libswresample.so." AV_STRINGIFY(LIBSWRESAMPLE_VERSION_MAJOR),
+    "libva.so.2",
 };
 static const char *const library_packages[LIBRARY_COUNT] = {
     "libavutil" AV_STRINGIFY(LIBAVUTIL_VERSION_MAJOR),
     "libavcodec" AV_STRINGIFY(LIBAVCODEC_VERSION_MAJOR),
     "libavformat" AV_STRINGIFY(LIBAVFORMAT_VERSION_MAJOR),
     "libswresample" AV_STRINGIFY(LIBSWRESAMPLE_VERSION_MAJOR),
+    "libva2",
 };
 
 static void *handles[LIBRARY_COUNT];
@@ -42,7 +46,8 @@ static void *open_library(enum camrec_library which, char *error, size_t size) {
     void *handle = __atomic_load_n(&handles[which], __ATOMIC_ACQUIRE);
     if (handle) return handle;
     pthread_mutex_lock(&load_lock);
-    if (!handles[LIBAVUTIL]) {
+    // libva first and on its own: libavutil needs it, and a missing libva is named as itself.
+    if (which != LIBVA && !handles[LIBAVUTIL]) {
         void *avutil = camrec_open_library(library_names[LIBAVUTIL], library_packages[LIBAVUTIL], error, size);
         void (*set_level)(int) = avutil ? (void (*)(int))dlsym(avutil, "av_log_set_level") : NULL;
         void (*set_callback)(void (*)(void *, int, const char *, va_list)) = avutil
@@ -84,6 +89,10 @@ int camrec_libav_try_load(char *error, size_t size) {
 
 int camrec_swresample_try_load(char *error, size_t size) {
     return open_library(LIBSWRESAMPLE, error, size) ? 0 : -1;
+}
+
+int camrec_libva_try_load(char *error, size_t size) {
+    return open_library(LIBVA, error, size) ? 0 : -1;
 }
 
 static void *symbol(enum camrec_library which, const char *name) {
@@ -230,3 +239,24 @@ FORWARD_VOID(LIBSWRESAMPLE, swr_free, (struct SwrContext **s), (s))
 FORWARD(LIBSWRESAMPLE, int, swr_convert, (struct SwrContext *s, uint8_t **out, int out_count, const uint8_t **in, int in_count), (s, out, out_count, in, in_count))
 FORWARD(LIBSWRESAMPLE, int, swr_set_compensation, (struct SwrContext *s, int sample_delta, int compensation_distance), (s, sample_delta, compensation_distance))
 FORWARD(LIBSWRESAMPLE, int64_t, swr_get_delay, (struct SwrContext *s, int64_t base), (s, base))
+
+// libva (VA-API: what the driver offers, and pictures uploaded through its images)
+FORWARD(LIBVA, const char *, vaQueryVendorString, (VADisplay dpy), (dpy))
+FORWARD(LIBVA, int, vaMaxNumProfiles, (VADisplay dpy), (dpy))
+FORWARD(LIBVA, VAStatus, vaQueryConfigProfiles, (VADisplay dpy, VAProfile *profile_list, int *num_profiles), (dpy, profile_list, num_profiles))
+FORWARD(LIBVA, int, vaMaxNumEntrypoints, (VADisplay dpy), (dpy))
+FORWARD(LIBVA, const char *, vaProfileStr, (VAProfile profile), (profile))
+FORWARD(LIBVA, VAStatus, vaQueryConfigEntrypoints, (VADisplay dpy, VAProfile profile, VAEntrypoint *entrypoint_list, int *num_entrypoints),
+        (dpy, profile, entrypoint_list, num_entrypoints))
+FORWARD(LIBVA, const char *, vaEntrypointStr, (VAEntrypoint entrypoint), (entrypoint))
+FORWARD(LIBVA, VAStatus, vaGetConfigAttributes, (VADisplay dpy, VAProfile profile, VAEntrypoint entrypoint, VAConfigAttrib *attrib_list, int num_attribs),
+        (dpy, profile, entrypoint, attrib_list, num_attribs))
+FORWARD(LIBVA, VAStatus, vaCreateImage, (VADisplay dpy, VAImageFormat *format, int width, int height, VAImage *image), (dpy, format, width, height, image))
+FORWARD(LIBVA, VAStatus, vaDeriveImage, (VADisplay dpy, VASurfaceID surface, VAImage *image), (dpy, surface, image))
+FORWARD(LIBVA, VAStatus, vaDestroyImage, (VADisplay dpy, VAImageID image), (dpy, image))
+FORWARD(LIBVA, VAStatus, vaMapBuffer, (VADisplay dpy, VABufferID buf_id, void **pbuf), (dpy, buf_id, pbuf))
+FORWARD(LIBVA, VAStatus, vaUnmapBuffer, (VADisplay dpy, VABufferID buf_id), (dpy, buf_id))
+FORWARD(LIBVA, VAStatus, vaPutImage, (VADisplay dpy, VASurfaceID surface, VAImageID image, int src_x, int src_y, unsigned int src_width,
+         unsigned int src_height, int dest_x, int dest_y, unsigned int dest_width, unsigned int dest_height),
+        (dpy, surface, image, src_x, src_y, src_width, src_height, dest_x, dest_y, dest_width, dest_height))
+FORWARD(LIBVA, const char *, vaErrorStr, (VAStatus error_status), (error_status))

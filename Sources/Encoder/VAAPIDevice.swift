@@ -91,6 +91,10 @@ public final class VAAPIDevice: Sendable {
             try rejectPrimaryNode(device)
             try checkNode(device)
         }
+        // libva is opened on first use (Sources/CFFmpeg/LazyLibav.c): missing, it is the one line naming its package.
+        if let failure = LazyLibrary.loadFailure({ camrec_libva_try_load($0, $1) == 0 }) {
+            throw EncoderError(.unavailable, failure)
+        }
         LibavLogCapture.begin()
         var ref: UnsafeMutablePointer<AVBufferRef>?
         let status = av_hwdevice_ctx_create(&ref, AV_HWDEVICE_TYPE_VAAPI, device, nil, 0)

@@ -594,6 +594,19 @@ CAMREC_TEST_VA_NO_HEVC=1 "$CAMREC" --test-pattern --size 640x480 --frames 10 --c
 check "H.265 --encoder auto on a driver without HEVC: libx265, one line saying why, 10 frames" \
     eval '[[ $rc == 0 && $(frame_count nohevc-auto.h265) == 10 ]] &&
         grep -q "^camrec: encoding in software (libx265): VA-API can.t be used: .*has no H.265/HEVC encode entrypoint" nohevc-auto.log'
+# libva is opened on first use (Sources/CFFmpeg/LazyLibav.c). Unreadable for this camrec only (a mount
+# namespace lays an empty file over it, as LibraryLoadingTests hide libx265): --encoder vaapi ends in one
+# line naming its Debian package (73, no file), and auto records with libx264, saying why.
+libva=$(readlink -f "$(ldconfig -p | awk '/libva\.so\.2 .*x86-64/ {print $NF; exit}')")
+without_libva() { unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$libva" "$CAMREC" "$@"; }
+without_libva --test-pattern --size 640x480 --frames 10 --encoder vaapi --vaapi-device "$DISP" nolibva.h264 >nolibva.log 2>&1; rc=$?
+check "libva unreadable: --encoder vaapi exits 73 (status $rc), no file, one line naming Debian's libva2" \
+    eval '[[ $rc == 73 && ! -e nolibva.h264 && $(grep -c "^camrec: error:" nolibva.log) == 1 ]] &&
+        grep -q "^camrec: error: cannot load libva.so.2 (.*); install Debian.s libva2 " nolibva.log'
+without_libva --test-pattern --size 640x480 --frames 10 --vaapi-device "$DISP" nolibva-auto.h264 >nolibva-auto.log 2>&1; rc=$?
+check "libva unreadable: --encoder auto records 10 frames with libx264, one line saying why" \
+    eval '[[ $rc == 0 && $(frame_count nolibva-auto.h264) == 10 ]] &&
+        grep -q "^camrec: encoding in software (libx264): VA-API can.t be used: cannot load libva.so.2" nolibva-auto.log'
 check "camrec encoders: H.265 Main listed with its entrypoint, encoding yes, auto uses VA-API for both codecs" \
     eval 'grep -q "VAProfileHEVCMain: VAEntrypointEncSlice" enc.txt && grep -q "H.265/HEVC encoding: yes" enc.txt &&
         grep -q "auto uses: VA-API on $DISP for H.264, VA-API on $DISP for H.265" enc.txt'

@@ -254,6 +254,18 @@ rc=$?
 cat "$R/nv24.err"
 check "NV24 (neither camrec nor libv4lconvert converts it): exit 68, says so, no file" \
     sh -c "test $rc = 68 && grep -q 'cannot convert NV24 .*not even with libv4lconvert' '$R/nv24.err' && test ! -e '$R/nv24.h264'"
+# libv4lconvert is opened on first use (Sources/CV4L2/CV4L2.c). Unreadable for this camrec only (a mount
+# namespace lays an empty file over it): Bayer ends in one line naming its Debian package, 73, no file.
+v4lconvert=$(readlink -f "$(ldconfig -p | awk '/libv4lconvert\.so\.0 .*x86-64/ {print $NF; exit}')")
+rm -f "$R"/nov4lconvert.h264*
+unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$v4lconvert" \
+    "${CAMREC[@]}" --device "$DEV" --pixel-format BA81 --frames 3 "$R/nov4lconvert.h264" 2>"$R/nov4lconvert.err"
+rc=$?
+cat "$R/nov4lconvert.err"
+check "BA81 with libv4lconvert unreadable: exit 73, one line naming Debian's libv4lconvert0, no file" \
+    sh -c "test $rc = 73 && test \$(grep -c '^camrec: error:' '$R/nov4lconvert.err') = 1 &&
+        grep -q '^camrec: error: cannot load libv4lconvert.so.0 (.*); install Debian.s libv4lconvert0 ' '$R/nov4lconvert.err' &&
+        ! ls '$R'/nov4lconvert.h264* 2>/dev/null"
 fi
 
 echo "== errors before recording ($(elapsed))"

@@ -228,5 +228,7 @@ int camrec_libav_is_loaded(void);
 int camrec_libav_try_load(char *error, size_t size);
 // libswresample, which only a microphone needs; 0, or -1 with the reason (and the package) in `error`.
 int camrec_swresample_try_load(char *error, size_t size);
+// libva the same way (VA-API opens it before libavutil, which needs it, so a missing libva is named as itself).
+int camrec_libva_try_load(char *error, size_t size);
 
 #endif
