@@ -13,7 +13,7 @@
 # same into MP4, and the test pattern into MP4. Every function any of them ran that is not in a system
 # library is written out by its symbol name, the most run first. A symbol the link does not have is skipped
 # by lld, so an order older than the source costs only the functions added since. Needs valgrind and ffmpeg;
-# about 2 minutes. After it, relink (package.sh) and check the layout: the hot code of the package of
+# about a minute. After it, relink (package.sh) and check the layout: the hot code of the package of
 # 2026-11-27 lay in 53 blocks ordered against 184 unordered (docs/PERFORMANCE.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -28,7 +28,9 @@ trap 'rm -rf "$work"' EXIT
 # Valgrind 3.19 (Debian 12) cannot read the DWARF 5 the toolchain writes; the symbol table is all it needs.
 strip --strip-debug -o "$work/camrec" "$bin"
 bin=$work/camrec
-frames=5
+# 40 frames: past the second IDR (GOP 30), into the steady state. Rerun it when functions are renamed: by
+# 2026-11-28 renames had taken 556 of the 4141 names of the order of 2026-11-27 (0.4 MiB at the peak).
+frames=40
 ffmpeg -v error -f lavfi -i "testsrc2=size=1920x1080:rate=30" -frames:v $frames -pix_fmt yuyv422 -f rawvideo "$work/in.yuyv"
 raw=(--input "$work/in.yuyv" --input-format yuyv --size 1920x1080 --fps 30 --keyframe-interval 30 --preset ultrafast --bitrate 6M)
 profile() {   # name, camrec arguments...
