@@ -3,6 +3,7 @@ import Frames
 import CV4L2
 import Glibc
 import Synchronization
+import Threading
 import XCTest
 
 /// A pretend camera behind the `V4L2System` seam: one YUYV 4x2 format at 30 fps (or NV12,
@@ -276,6 +277,42 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
         XCTAssertEqual(lumas, [1, 2, 3, 4, 5, 6])
         XCTAssertEqual(source.statistics.dropped, 0)
         XCTAssertEqual(pool.freeCount, pool.capacity, "after the end every buffer is back in the pool")
+    }
+
+    /// The source as a recording drives it: a capture thread takes the camera's frames while another thread
+    /// reads `statistics` and `summary`, then stops it while the quiet camera keeps it waiting in poll. Each
+    /// frame is the memory the camera wrote its sequence number into, numbered by that sequence from the
+    /// first (the one it skipped counted as dropped); the stop ends the capture as finished, every buffer back.
+    func testStatisticsAndStopFromAnotherThreadWhileACaptureThreadTakesFrames() throws {
+        let sequences: [UInt32] = [1, 2, 3, 5, 6, 7, 8, 9]
+        let camera = MockCamera(script: sequences.map { .frame(sequence: $0) }, pixelFormat: .nv12)
+        let source = try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)
+        let pool = PixelBufferPool(format: .nv12, width: 4, height: 2, capacity: 4 + 2)
+        try source.start(pool: pool)
+        let taken = Mutex<[(sequence: UInt64, luma: UInt8)]>([])
+        let capture = WorkerThread(name: "test-capture") {
+            while let frame = try? source.nextFrame() {
+                taken.withLock { $0.append((frame.sequence, frame.planes[0].base[0])) }
+                frame.recycle()
+            }
+        }
+        capture.start()
+        let deadline = MonotonicClock.now() + 10_000_000_000
+        var otherSummaries = 0
+        repeat {
+            if !source.summary.hasSuffix("USERPTR)") { otherSummaries += 1 }
+            usleep(100)
+        } while source.statistics.delivered < UInt64(sequences.count) && MonotonicClock.now() < deadline
+        source.stop()
+        capture.join()
+        let frames = taken.withLock { $0 }
+        XCTAssertEqual(otherSummaries, 0, "the summary names the zero-copy path while capturing")
+        XCTAssertEqual(frames.map(\.luma), sequences.map { UInt8($0) }, "the camera's own frames, in its order")
+        XCTAssertEqual(frames.map(\.sequence), sequences.map { UInt64($0 - sequences[0]) })
+        XCTAssertEqual(source.statistics.delivered, UInt64(sequences.count))
+        XCTAssertEqual(source.statistics.dropped, 1, "sequence 4 never came")
+        XCTAssertEqual(source.end, .finished)
+        XCTAssertEqual(pool.freeCount, pool.capacity, "after the stop every buffer is back in the pool")
     }
 
     func testZeroCopyWithAnEmptyPoolDropsTheFrameButKeepsTheRingFull() throws {

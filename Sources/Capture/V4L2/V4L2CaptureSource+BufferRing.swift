@@ -7,15 +7,21 @@ import Frames
 /// queued again after each frame, released at the end.
 extension V4L2CaptureSource {
     public func start(pool: PixelBufferPool) throws {
+        try stream.withLock { try start(pool: pool, in: $0) }
+    }
+
+    private func start(pool: PixelBufferPool, in stream: Stream) throws {
         precondition(pool.width == frameSize.width && pool.height == frameSize.height, "pool size differs from the camera's")
-        self.pool = pool
-        if zeroCopyCandidate && pool.format == .nv12 && pool.hasStableMemory, try startZeroCopy(pool) {
-            memoryMode = .zeroCopy
+        stream.pool = pool
+        let mode: MemoryMode
+        if zeroCopyCandidate && pool.format == .nv12 && pool.hasStableMemory, try startZeroCopy(pool, stream) {
+            mode = .zeroCopy
         } else {
-            try startMapped()
-            memoryMode = deliversCompressedVideo ? .compressed : jpegDecoder != nil ? .decoded
-                : libraryConverter != nil ? .libraryConverted : .converted
+            try startMapped(stream)
+            mode = deliversCompressedVideo ? .compressed : stream.jpegDecoder != nil ? .decoded
+                : stream.libraryConverter != nil ? .libraryConverted : .converted
         }
+        state.withLock { $0.memoryMode = mode }
         var type = Int32(bitPattern: bufferType.rawValue)
         do {
             try device.ioctl(.streamOn, &type)
@@ -23,26 +29,26 @@ extension V4L2CaptureSource {
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed,
                                                               "\(path) failed to start streaming (\(error))"))
         }
-        streaming = true
-        lastSignOfLife = MonotonicClock.now()
+        stream.streaming = true
+        stream.lastSignOfLife = MonotonicClock.now()
     }
 
     /// Lends the camera a ring of pool buffers to write into. False (and nothing held)
     /// when the pool's layout differs from the camera's or the driver refuses USERPTR.
-    func startZeroCopy(_ pool: PixelBufferPool) throws(CaptureError) -> Bool {
+    func startZeroCopy(_ pool: PixelBufferPool, _ stream: Stream) throws(CaptureError) -> Bool {
         var ring: [PixelBuffer] = []
         while ring.count < Int(Self.ringSize), let buffer = pool.tryTake() { ring.append(buffer) }
         func giveUp() -> Bool {
             ring.forEach { $0.recycle() }
-            slots = []
-            memory = V4L2_MEMORY_MMAP
+            stream.slots = []
+            stream.memory = V4L2_MEMORY_MMAP
             return false
         }
         guard ring.count == Int(Self.ringSize), let sample = ring.first, fitsCameraLayout(sample) else { return giveUp() }
 
         let count: UInt32
         do {
-            count = try requestRing(V4L2_MEMORY_USERPTR)
+            count = try requestRing(V4L2_MEMORY_USERPTR, stream)
         } catch where error.errno.rawValue == EBUSY || error.errno.rawValue == ENODEV {
             ring.forEach { $0.recycle() }   // none was lent: the pool gets them all back
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
@@ -50,19 +56,19 @@ extension V4L2CaptureSource {
             return giveUp()   // no USERPTR here: the mmap path it is
         }
         guard count >= 2 else {
-            releaseBuffers()
+            releaseBuffers(stream)
             return giveUp()
         }
         while ring.count > Int(count) { ring.removeLast().recycle() }
-        slots = ring
+        stream.slots = ring
         for index in 0..<count {
             do {
-                try queueAtStart(index)
+                try queueAtStart(index, stream)
             } catch where error.errno.rawValue == ENODEV {
                 throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
             } catch {
                 // EFAULT/EINVAL: a driver that needs contiguous memory can't use pool buffers.
-                releaseBuffers()
+                releaseBuffers(stream)
                 return giveUp()
             }
         }
@@ -70,23 +76,23 @@ extension V4L2CaptureSource {
     }
 
     /// `VIDIOC_REQBUFS` for a ring of `memory` buffers; returns how many the driver gave.
-    func requestRing(_ memory: v4l2_memory) throws(V4L2IoctlError) -> UInt32 {
+    func requestRing(_ memory: v4l2_memory, _ stream: Stream) throws(V4L2IoctlError) -> UInt32 {
         var request = v4l2_requestbuffers()
         request.count = Self.ringSize
         request.type = bufferType.rawValue
         request.memory = memory.rawValue
         try device.ioctl(.requestBuffers, &request)
-        self.memory = memory
-        buffersRequested = true
+        stream.memory = memory
+        stream.buffersRequested = true
         return request.count
     }
 
     /// Queues ring slot `index` before streaming starts, once more on failure: a transient
     /// refusal (vivid's inject_vidioc_qbuf_error) is not fatal.
-    func queueAtStart(_ index: UInt32) throws(V4L2IoctlError) {
-        var buffer = queueableBuffer(index: index)
+    func queueAtStart(_ index: UInt32, _ stream: Stream) throws(V4L2IoctlError) {
+        var buffer = queueableBuffer(index: index, stream)
         do { try device.ioctl(.queueBuffer, &buffer) } catch where error.errno.rawValue != ENODEV {
-            buffer = queueableBuffer(index: index)
+            buffer = queueableBuffer(index: index, stream)
             try device.ioctl(.queueBuffer, &buffer)
         }
     }
@@ -104,10 +110,10 @@ extension V4L2CaptureSource {
     }
 
     /// mmap streaming: the driver's own buffers, converted into pool buffers as they come.
-    func startMapped() throws {
+    func startMapped(_ stream: Stream) throws {
         let count: UInt32
         do {
-            count = try requestRing(V4L2_MEMORY_MMAP)
+            count = try requestRing(V4L2_MEMORY_MMAP, stream)
         } catch {
             throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot allocate capture buffers (\(error))"))
         }
@@ -115,7 +121,7 @@ extension V4L2CaptureSource {
             throw CaptureError(.deviceFailed, "\(path) gave only \(count) capture buffer(s); camrec needs at least 2")
         }
         for index in 0..<count {
-            var buffer = emptyBuffer(index: index)
+            var buffer = emptyBuffer(index: index, stream)
             do {
                 try device.ioctl(.queryBuffer, &buffer)
             } catch {
@@ -123,7 +129,7 @@ extension V4L2CaptureSource {
             }
             var planes: [(base: UnsafeMutableRawPointer, length: Int)] = []
             let regions: [(offset: Int, length: Int)] = multiplanar
-                ? (0..<Int(buffer.length)).map { (Int(planeScratch[$0].m.mem_offset), Int(planeScratch[$0].length)) }
+                ? (0..<Int(buffer.length)).map { (Int(stream.planeScratch[$0].m.mem_offset), Int(stream.planeScratch[$0].length)) }
                 : [(Int(buffer.m.offset), Int(buffer.length))]
             for region in regions {
                 let (base, error) = system.mmap(length: region.length, fd: device.fd, offset: region.offset)
@@ -132,11 +138,11 @@ extension V4L2CaptureSource {
                 }
                 planes.append((base, region.length))
             }
-            mappings.append(planes)
+            stream.mappings.append(planes)
         }
         for index in 0..<count {
             do {
-                try queueAtStart(index)
+                try queueAtStart(index, stream)
             } catch {
                 throw Self.busyOr(error, path: path, CaptureError(.deviceFailed, "\(path): cannot queue capture buffer (\(error))"))
             }
@@ -144,25 +150,22 @@ extension V4L2CaptureSource {
     }
 
     public func stop() {
-        let first = state.withLock { s -> Bool in
-            defer { s.stopped = true }
-            return !s.stopped
-        }
-        if first {
+        // The first stop wakes a `nextFrame` waiting in poll; it sees `stopped` when it looks again.
+        if !stopped.exchange(true, ordering: .acquiringAndReleasing) {
             var byte: UInt8 = 1
             _ = write(wakeWrite, &byte, 1)
         }
     }
 
     /// A `v4l2_buffer` for `index`, pointing at the plane scratch array when multi-planar.
-    func emptyBuffer(index: UInt32 = 0) -> v4l2_buffer {
+    func emptyBuffer(index: UInt32 = 0, _ stream: Stream) -> v4l2_buffer {
         var buffer = v4l2_buffer()
         buffer.index = index
         buffer.type = bufferType.rawValue
-        buffer.memory = memory.rawValue
+        buffer.memory = stream.memory.rawValue
         if multiplanar {
-            planeScratch.update(repeating: v4l2_plane(), count: Int(VIDEO_MAX_PLANES))
-            buffer.m.planes = planeScratch
+            stream.planeScratch.update(repeating: v4l2_plane(), count: Int(VIDEO_MAX_PLANES))
+            buffer.m.planes = stream.planeScratch
             buffer.length = UInt32(VIDEO_MAX_PLANES)
         }
         return buffer
@@ -170,13 +173,13 @@ extension V4L2CaptureSource {
 
     /// The buffer to hand the driver for ring slot `index`: with USERPTR, the memory of the
     /// pool buffer in that slot.
-    func queueableBuffer(index: UInt32) -> v4l2_buffer {
-        var buffer = emptyBuffer(index: index)
-        guard memory == V4L2_MEMORY_USERPTR, let pixels = slots[Int(index)] else { return buffer }
+    func queueableBuffer(index: UInt32, _ stream: Stream) -> v4l2_buffer {
+        var buffer = emptyBuffer(index: index, stream)
+        guard stream.memory == V4L2_MEMORY_USERPTR, let pixels = stream.slots[Int(index)] else { return buffer }
         if multiplanar {
             for (p, plane) in pixels.planes.prefix(2).enumerated() {
-                planeScratch[p].m.userptr = UInt(bitPattern: plane.base)
-                planeScratch[p].length = UInt32(plane.stride * plane.height)
+                stream.planeScratch[p].m.userptr = UInt(bitPattern: plane.base)
+                stream.planeScratch[p].length = UInt32(plane.stride * plane.height)
             }
             buffer.length = 2
         } else {
@@ -187,36 +190,36 @@ extension V4L2CaptureSource {
     }
 
 
-    func requeue(_ index: UInt32) {
-        var buffer = queueableBuffer(index: index)
+    func requeue(_ index: UInt32, _ stream: Stream) {
+        var buffer = queueableBuffer(index: index, stream)
         do {
             try device.ioctl(.queueBuffer, &buffer)
         } catch {
             // Kept aside and retried: vivid's inject_vidioc_qbuf_error, like a real
             // driver's transient failure, refuses one QBUF and takes the next.
-            unqueued.append(index)
-            lastQueueError = error
+            stream.unqueued.append(index)
+            stream.lastQueueError = error
         }
     }
 
     /// Retries buffers the driver refused. Three refusals in a row end the recording:
     /// the ring would run dry and the camera stall.
-    func requeueRefused() -> SourceEnd? {
-        guard !unqueued.isEmpty else { return nil }
-        if let error = lastQueueError, error.errno.rawValue == ENODEV {
+    func requeueRefused(_ stream: Stream) -> SourceEnd? {
+        guard !stream.unqueued.isEmpty else { return nil }
+        if let error = stream.lastQueueError, error.errno.rawValue == ENODEV {
             return .deviceLost(lostMessage(error))
         }
-        let pending = unqueued
-        unqueued = []
-        for index in pending { requeue(index) }
-        let taken = UInt64(pending.count - unqueued.count)
+        let pending = stream.unqueued
+        stream.unqueued = []
+        for index in pending { requeue(index, stream) }
+        let taken = UInt64(pending.count - stream.unqueued.count)
         state.withLock { $0.statistics.requeuedAfterRefusal += taken }
-        if unqueued.isEmpty {
-            refusedQueueing = 0
+        if stream.unqueued.isEmpty {
+            stream.refusedQueueing = 0
             return nil
         }
-        refusedQueueing += 1
-        if refusedQueueing >= 3, let error = lastQueueError {
+        stream.refusedQueueing += 1
+        if stream.refusedQueueing >= 3, let error = stream.lastQueueError {
             return .deviceLost("\(path) keeps refusing capture buffers (\(error))")
         }
         return nil
@@ -224,32 +227,32 @@ extension V4L2CaptureSource {
 
 
     /// Stops streaming and releases the buffers and the node (and with it the lock).
-    func teardown() {
-        guard !tornDown else { return }
-        tornDown = true
-        if streaming {
+    func teardown(_ stream: Stream) {
+        guard !stream.tornDown else { return }
+        stream.tornDown = true
+        if stream.streaming {
             var type = Int32(bitPattern: bufferType.rawValue)
             try? device.ioctl(.streamOff, &type)
-            streaming = false
+            stream.streaming = false
         }
-        for buffer in mappings {
+        for buffer in stream.mappings {
             for plane in buffer { _ = system.munmap(plane.base, length: plane.length) }
         }
-        mappings = []
-        releaseBuffers()
+        stream.mappings = []
+        releaseBuffers(stream)
         // After STREAMOFF the camera holds none of them: the ring goes back to the pool.
-        for case let buffer? in slots { buffer.recycle() }
-        slots = []
+        for case let buffer? in stream.slots { buffer.recycle() }
+        stream.slots = []
         device.close()
     }
 
     /// `VIDIOC_REQBUFS` with a count of 0: the driver lets go of the ring.
-    func releaseBuffers() {
-        guard buffersRequested else { return }
-        buffersRequested = false
+    func releaseBuffers(_ stream: Stream) {
+        guard stream.buffersRequested else { return }
+        stream.buffersRequested = false
         var release = v4l2_requestbuffers()
         release.type = bufferType.rawValue
-        release.memory = memory.rawValue
+        release.memory = stream.memory.rawValue
         try? device.ioctl(.requestBuffers, &release)
     }
 }

@@ -6,8 +6,8 @@ import Frames
 /// A dequeued buffer on its way into a pool buffer: checked whole, then handed on (zero-copy),
 /// decoded (MJPEG), converted by libv4lconvert, or converted in one pass.
 extension V4L2CaptureSource {
-    func dequeue() -> Dequeued {
-        var buffer = emptyBuffer()
+    func dequeue(_ stream: Stream) -> Dequeued {
+        var buffer = emptyBuffer(stream)
         do {
             try device.ioctl(.dequeueBuffer, &buffer)
         } catch {
@@ -16,15 +16,15 @@ extension V4L2CaptureSource {
         }
         let index = buffer.index
         let now = MonotonicClock.now()
-        let previousSignOfLife = lastSignOfLife
-        lastSignOfLife = now
-        framesSeen += 1
+        let previousSignOfLife = stream.lastSignOfLife
+        stream.lastSignOfLife = now
+        stream.framesSeen += 1
         // Whatever happens to the frame, the buffer goes straight back to the camera.
-        defer { requeue(index) }
+        defer { requeue(index, stream) }
 
         let flags = V4L2BufferFlags(rawValue: buffer.flags)
-        let gap = sequences.record(buffer.sequence)
-        let wraps = sequences.wraps
+        let gap = stream.sequences.record(buffer.sequence)
+        let wraps = stream.sequences.wraps
         state.withLock {
             $0.statistics.dropped += gap
             $0.statistics.skippedByDevice += gap
@@ -52,75 +52,76 @@ extension V4L2CaptureSource {
             }
             return .skipped
         }
-        if memory == V4L2_MEMORY_USERPTR {
-            guard holdsWholeFrame(buffer) else { return corrupt() }
+        if stream.memory == V4L2_MEMORY_USERPTR {
+            guard holdsWholeFrame(buffer, stream) else { return corrupt() }
             // The filled buffer goes on as it is; a free one takes its place in the ring.
-            guard let replacement = pool?.tryTake() else { return poolEmpty() }
-            let filled = slots[Int(index)]!
-            slots[Int(index)] = replacement
-            return deliver(filled, buffer, flags: flags, now: now, copied: false)
+            guard let replacement = stream.pool?.tryTake() else { return poolEmpty() }
+            let filled = stream.slots[Int(index)]!
+            stream.slots[Int(index)] = replacement
+            return deliver(filled, buffer, flags: flags, now: now, copied: false, stream)
         }
         if deliversCompressedVideo {
             // The camera's access unit as it is; one larger than a raw 4:2:0 picture has no room (never seen).
             // Zero bytes after the last unit are Annex B padding (trailing_zero_8bits) and are left behind:
             // v4l2loopback reports a buffer written before the reader's REQBUFS as full (bytesused = sizeimage).
-            var payload = jpegPayload(buffer, index: Int(index))
+            var payload = jpegPayload(buffer, index: Int(index), stream)
             var used = payload.count
             while used > 0 && payload[used - 1] == 0 { used -= 1 }
             payload = UnsafeRawBufferPointer(rebasing: payload[..<used])
             guard !payload.isEmpty else { return corrupt() }
-            guard let out = pool?.tryTake() else { return poolEmpty() }
+            guard let out = stream.pool?.tryTake() else { return poolEmpty() }
             guard payload.count <= out.byteCount else {
                 out.recycle()
                 return corrupt()
             }
             UnsafeMutableRawPointer(out.planes[0].base).copyMemory(from: payload.baseAddress!, byteCount: payload.count)
             out.payloadByteCount = payload.count
-            return deliver(out, buffer, flags: flags, now: now)
+            return deliver(out, buffer, flags: flags, now: now, stream)
         }
-        if let jpegDecoder {
-            guard let out = pool?.tryTake() else { return poolEmpty() }
-            let jpeg = jpegPayload(buffer, index: Int(index))
+        if let jpegDecoder = stream.jpegDecoder {
+            guard let out = stream.pool?.tryTake() else { return poolEmpty() }
+            let jpeg = jpegPayload(buffer, index: Int(index), stream)
             do {
                 try jpegDecoder.decode(jpeg, into: out)
-                jpegFailure = nil
+                stream.jpegFailure = nil
             } catch {
                 out.recycle()
-                jpegFailure = error
+                stream.jpegFailure = error
                 // An undecodable frame is no sign of life (see `jpegFailure`).
-                lastSignOfLife = previousSignOfLife
+                stream.lastSignOfLife = previousSignOfLife
                 return corrupt()
             }
-            let delivered = deliver(out, buffer, flags: flags, now: now)
+            let delivered = deliver(out, buffer, flags: flags, now: now, stream)
             // The camera's bytes as they came, stamped as the frame the recording holds.
-            jpegSink?.publish(jpeg: jpeg, sequence: out.sequence, presentationTimeNanoseconds: out.presentationTimeNanoseconds)
+            stream.jpegSink?.publish(jpeg: jpeg, sequence: out.sequence, presentationTimeNanoseconds: out.presentationTimeNanoseconds)
             return delivered
         }
         let image: FrameConverter.CameraImage
-        if let libraryConverter {
-            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mappings[Int(index)][0].length
-            guard let converted = libraryConverter.convert(mappings[Int(index)][0].base, byteCount: used) else {
+        if let libraryConverter = stream.libraryConverter {
+            let mapping = stream.mappings[Int(index)][0]
+            let used = Int(buffer.bytesused) > 0 ? Int(buffer.bytesused) : mapping.length
+            guard let converted = libraryConverter.convert(mapping.base, byteCount: used) else {
                 return corrupt()
             }
             image = converted
         } else {
-            guard let own = cameraImage(buffer, index: Int(index)) else { return corrupt() }
+            guard let own = cameraImage(buffer, index: Int(index), stream) else { return corrupt() }
             image = own
         }
-        guard let out = pool?.tryTake() else { return poolEmpty() }
+        guard let out = stream.pool?.tryTake() else { return poolEmpty() }
         FrameConverter.convert(image, into: out)
-        return deliver(out, buffer, flags: flags, now: now)
+        return deliver(out, buffer, flags: flags, now: now, stream)
     }
 
     /// Stamps a filled pool buffer with the frame's sequence and times, and counts it.
     /// `copied`: the CPU wrote the frame into `out` (every path but zero-copy).
     func deliver(_ out: PixelBuffer, _ buffer: v4l2_buffer, flags: V4L2BufferFlags, now: UInt64,
-                         copied: Bool = true) -> Dequeued {
+                 copied: Bool = true, _ stream: Stream) -> Dequeued {
         let stamp = UInt64(buffer.timestamp.tv_sec) &* 1_000_000_000 &+ UInt64(buffer.timestamp.tv_usec) &* 1_000
-        let captured = captureTimes.captureTime(stamp: stamp, flags: flags, dequeuedAt: now)
-        out.sequence = sequences.extended
+        let captured = stream.captureTimes.captureTime(stamp: stamp, flags: flags, dequeuedAt: now)
+        out.sequence = stream.sequences.extended
         out.captureTimeNanoseconds = captured
-        out.presentationTimeNanoseconds = clock.presentationTime(capturedAt: captured)
+        out.presentationTimeNanoseconds = stream.clock.presentationTime(capturedAt: captured)
         let written = !copied ? 0 : out.payloadByteCount > 0 ? UInt64(out.payloadByteCount)
             : UInt64(out.planes.reduce(0) { $0 + $1.width * $1.height })
         state.withLock {
@@ -131,7 +132,8 @@ extension V4L2CaptureSource {
     }
 
     /// Whether a dequeued USERPTR buffer holds a whole frame where the pool buffer expects it.
-    func holdsWholeFrame(_ buffer: v4l2_buffer) -> Bool {
+    func holdsWholeFrame(_ buffer: v4l2_buffer, _ stream: Stream) -> Bool {
+        let planeScratch = stream.planeScratch
         if let geometry {
             let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
             let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
@@ -148,8 +150,9 @@ extension V4L2CaptureSource {
 
     /// The JPEG bytes of a dequeued buffer: `bytesused` (past `data_offset` when multi-planar),
     /// empty when the driver reports none or more than the buffer holds.
-    func jpegPayload(_ buffer: v4l2_buffer, index: Int) -> UnsafeRawBufferPointer {
-        let mapping = mappings[index][0]
+    func jpegPayload(_ buffer: v4l2_buffer, index: Int, _ stream: Stream) -> UnsafeRawBufferPointer {
+        let planeScratch = stream.planeScratch
+        let mapping = stream.mappings[index][0]
         let used = multiplanar ? Int(planeScratch[0].bytesused) : Int(buffer.bytesused)
         let offset = multiplanar ? Int(planeScratch[0].data_offset) : 0
         guard used > offset, used <= mapping.length else { return UnsafeRawBufferPointer(start: nil, count: 0) }
@@ -157,8 +160,9 @@ extension V4L2CaptureSource {
     }
 
     /// The planes of a dequeued buffer, or nil when it holds less than one frame.
-    func cameraImage(_ buffer: v4l2_buffer, index: Int) -> FrameConverter.CameraImage? {
-        let mapping = mappings[index]
+    func cameraImage(_ buffer: v4l2_buffer, index: Int, _ stream: Stream) -> FrameConverter.CameraImage? {
+        let planeScratch = stream.planeScratch
+        let mapping = stream.mappings[index]
         var planes: [UnsafeRawPointer] = []
         var strides: [Int] = []
         if let geometry {

@@ -28,7 +28,11 @@ import SystemSupport
 /// Ends: `stop()` → `.finished`; ENODEV, POLLERR or a fatal streaming error →
 /// `.deviceLost`; no frame (or only unusable MJPEG frames) for max(2 s, 4 frame
 /// intervals) → `.stalled`.
-public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
+///
+/// Threads: what is settled in `init` is `let`s; what `stop()` and the readers of `statistics`
+/// share with the capture thread is in `state` (and `stopped`); the stream itself (ring, converters,
+/// sequence and clock) is a `Stream` only `start`, `nextFrame` and teardown touch, in a lock of its own.
+public final class V4L2CaptureSource: FrameSource, Sendable {
     public let path: String
     public let frameSize: FrameSize
     public let framesPerSecond: Double
@@ -66,7 +70,7 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     }
 
     /// Known once `start` has run.
-    public internal(set) var memoryMode: MemoryMode?
+    public var memoryMode: MemoryMode? { state.withLock { $0.memoryMode } }
 
     /// The ring lives in the pool when capture may be zero-copy.
     public var poolBuffersHeld: Int { zeroCopyCandidate ? Int(Self.ringSize) : 0 }
@@ -80,55 +84,90 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     let multiplanar: Bool
     /// The camera's own layout; nil for MJPEG (decoded) and formats libv4lconvert converts.
     let layout: CameraPixelLayout?
-    let jpegDecoder: MJPEGDecoder?
     /// H.264/H.265 from the camera (`--encoder camera`): each buffer is one access unit, passed on as it is.
     public var deliversCompressedVideo: Bool { pixelFormat.isCompressedVideo }
     /// The camera's encoder controls (IDR period, forced IDR, bit rate), looked up on first use.
-    public private(set) lazy var codecControls = CameraCodecControls(device: device)
-    /// An MJPEG camera's own JPEGs, each one that decodes, as they came (`/stream.mjpg`). Set before `start`.
-    public var jpegSink: JPEGPictureSink?
-    /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
-    /// are no sign of life, so a camera sending only those ends as stalled.
-    var jpegFailure: MJPEGFrameError?
-    /// For formats only libv4lconvert understands: it turns each frame into YUV 4:2:0 first.
-    let libraryConverter: LibV4LConverter?
+    public var codecControls: CameraCodecControls {
+        codecControlsFound.withLock { found in
+            if let found { return found }
+            let controls = CameraCodecControls(device: device)
+            found = controls
+            return controls
+        }
+    }
+    private let codecControlsFound = Mutex<CameraCodecControls?>(nil)
+    /// An MJPEG camera's own JPEGs, each one that decodes, as they came (`/stream.mjpg`). Set before the
+    /// first `nextFrame` (it is the stream's, so setting it waits for a `nextFrame` under way).
+    public var jpegSink: JPEGPictureSink? {
+        get { stream.withLock { $0.jpegSink } }
+        set { stream.withLock { $0.jpegSink = newValue } }
+    }
     /// For single-buffer formats: where each plane lies in the buffer.
     let geometry: V4L2PlaneGeometry?
     let memoryPlaneCount: Int
     /// NV12 from the camera: the pool's own format, so capture may go straight into it.
     let zeroCopyCandidate: Bool
-    var memory = V4L2_MEMORY_MMAP
-    var buffersRequested = false
-    var mappings: [[(base: UnsafeMutableRawPointer, length: Int)]] = []
-    /// USERPTR: the pool buffer each ring slot holds while the camera owns it.
-    var slots: [PixelBuffer?] = []
-    let planeScratch = UnsafeMutablePointer<v4l2_plane>.allocate(capacity: Int(VIDEO_MAX_PLANES))
-    var pool: PixelBufferPool?
-    var streaming = false
-    var tornDown = false
     /// A pipe in the poll set: `stop()` writes to it so a waiting `nextFrame()` wakes at once.
     let wakeRead: Int32
     let wakeWrite: Int32
-    var sequences = SequenceTracker()
-    var clock: PresentationClock
-    var captureTimes = CaptureTimeChoice()
-    var lastSignOfLife: UInt64 = 0
-    var framesSeen = 0
-    var unqueued: [UInt32] = []
-    /// Why the driver last refused a QBUF (kept with `unqueued`, for the message if it persists).
-    var lastQueueError: V4L2IoctlError?
-    var refusedQueueing = 0
-    var spuriousWakeups = 0
     /// No frame for this long means the camera stalled.
     let stallTimeout: UInt64
     /// The first frame may take longer: webcams settle exposure after STREAMON.
     static let firstFrameGrace: UInt64 = 3_000_000_000
 
+    /// What `stop()` and the readers of `statistics` share with the capture thread.
     let state = Mutex(State())
     struct State {
         var statistics = SourceStatistics()
         var end: SourceEnd?
-        var stopped = false
+        var memoryMode: MemoryMode?
+    }
+    /// Set once by `stop()` (which then writes the wake pipe); seen at every wait without a lock.
+    let stopped = Atomic(false)
+    /// The stream's own: only `start`, `nextFrame` and teardown take this lock, one after another (the
+    /// capture thread runs only between `start` and the end), so it is never contended; `stop()` does not
+    /// touch it, so a `nextFrame` waiting in poll holds nothing up. It replaces the lock a frame took to
+    /// see the end (the stream's `tornDown` says it) and the one it took to see a stop (now `stopped`).
+    let stream: Mutex<Stream>
+
+    /// What a stream changes as it runs: the ring, the decoders, the sequence and clock. Not Sendable:
+    /// it lives in `stream` and is reached only through that lock.
+    final class Stream {
+        let jpegDecoder: MJPEGDecoder?
+        /// For formats only libv4lconvert understands: it turns each frame into YUV 4:2:0 first.
+        let libraryConverter: LibV4LConverter?
+        var jpegSink: JPEGPictureSink?
+        /// Why the last MJPEG frame was unusable, until a good one comes; undecodable frames
+        /// are no sign of life, so a camera sending only those ends as stalled.
+        var jpegFailure: MJPEGFrameError?
+        var memory = V4L2_MEMORY_MMAP
+        var buffersRequested = false
+        var mappings: [[(base: UnsafeMutableRawPointer, length: Int)]] = []
+        /// USERPTR: the pool buffer each ring slot holds while the camera owns it.
+        var slots: [PixelBuffer?] = []
+        let planeScratch = UnsafeMutablePointer<v4l2_plane>.allocate(capacity: Int(VIDEO_MAX_PLANES))
+        var pool: PixelBufferPool?
+        var streaming = false
+        /// Ended (lost, stalled, stopped): the device is closed and never touched again.
+        var tornDown = false
+        var sequences = SequenceTracker()
+        var clock: PresentationClock
+        var captureTimes = CaptureTimeChoice()
+        var lastSignOfLife: UInt64 = 0
+        var framesSeen = 0
+        var unqueued: [UInt32] = []
+        /// Why the driver last refused a QBUF (kept with `unqueued`, for the message if it persists).
+        var lastQueueError: V4L2IoctlError?
+        var refusedQueueing = 0
+        var spuriousWakeups = 0
+
+        init(jpegDecoder: MJPEGDecoder?, libraryConverter: LibV4LConverter?, clock: PresentationClock) {
+            self.jpegDecoder = jpegDecoder
+            self.libraryConverter = libraryConverter
+            self.clock = clock
+        }
+
+        deinit { planeScratch.deallocate() }
     }
 
     public var statistics: SourceStatistics { state.withLock { $0.statistics } }
@@ -212,6 +251,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         pixelFormat = choice.pixelFormat
         bytesPerLine = negotiated.bytesPerLine
         memoryPlaneCount = negotiated.bytesPerLine.count
+        let jpegDecoder: MJPEGDecoder?
+        let libraryConverter: LibV4LConverter?
         switch layout {
         case nil where choice.pixelFormat.isCompressedVideo:
             // One plane of H.264/H.265, `bytesused` long, copied on as it is.
@@ -252,7 +293,8 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         framesPerSecond = try Self.setRate(device, type: bufferType, choice: choice, request: request, path: path)
         let interval = UInt64(1e9 / framesPerSecond)
         stallTimeout = max(2_000_000_000, 4 * interval)
-        clock = PresentationClock(nominalInterval: interval)
+        stream = Mutex(Stream(jpegDecoder: jpegDecoder, libraryConverter: libraryConverter,
+                              clock: PresentationClock(nominalInterval: interval)))
 
         var fds: [Int32] = [-1, -1]
         guard pipe(&fds) == 0 else {
@@ -267,10 +309,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     }
 
     deinit {
-        teardown()
+        stream.withLock { teardown($0) }
         Glibc.close(wakeRead)
         Glibc.close(wakeWrite)
-        planeScratch.deallocate()
     }
 
 
@@ -282,65 +323,69 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
     }
 
     public func nextFrame() throws -> PixelBuffer? {
-        guard pool != nil else { preconditionFailure("start(pool:) first") }
+        stream.withLock { nextFrame(in: $0) }
+    }
+
+    private func nextFrame(in stream: Stream) -> PixelBuffer? {
+        guard stream.pool != nil else { preconditionFailure("start(pool:) first") }
         // Once ended (lost, stalled, stopped) the device is closed: never touch it again.
-        if state.withLock({ $0.end }) != nil { return nil }
+        if stream.tornDown { return nil }
         while true {
-            if state.withLock({ $0.stopped }) { return finish(.finished) }
-            if let lost = requeueRefused() { return finish(lost) }
+            if stopped.load(ordering: .acquiring) { return finish(.finished, stream) }
+            if let lost = requeueRefused(stream) { return finish(lost, stream) }
 
             let now = MonotonicClock.now()
-            let deadline = lastSignOfLife + stallTimeout + (framesSeen == 0 ? Self.firstFrameGrace : 0)
+            let deadline = stream.lastSignOfLife + stallTimeout + (stream.framesSeen == 0 ? Self.firstFrameGrace : 0)
             // Past the deadline, poll once more without waiting: the time may have gone on our
             // own slow conversion while frames queued up, and that is not a stalled camera.
             var timeout = now >= deadline ? 0 : Int32(min((deadline - now + 999_999) / 1_000_000, 1000))
             // Buffers the driver refused are retried soon rather than at the next frame.
-            if !unqueued.isEmpty { timeout = min(timeout, 20) }
+            if !stream.unqueued.isEmpty { timeout = min(timeout, 20) }
 
             var fds = [pollfd(fd: device.fd, events: Int16(POLLIN), revents: 0),
                        pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)]
             let ready = fds.withUnsafeMutableBufferPointer {
                 system.poll($0.baseAddress!, count: 2, timeoutMilliseconds: timeout)
             }
-            if now >= deadline, let failure = jpegFailure {
-                let waited = Double(now - lastSignOfLife) / 1e9
+            if now >= deadline, let failure = stream.jpegFailure {
+                let waited = Double(now - stream.lastSignOfLife) / 1e9
                 return finish(.stalled("\(path) delivered only unusable MJPEG frames for \(formatSeconds(waited)) s "
-                                       + "(the last was \(failure)); the camera stalled"))
+                                       + "(the last was \(failure)); the camera stalled"), stream)
             }
             if ready == 0 && now >= deadline {
-                let waited = Double(now - lastSignOfLife) / 1e9
-                return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"))
+                let waited = Double(now - stream.lastSignOfLife) / 1e9
+                return finish(.stalled("\(path) delivered no frame for \(formatSeconds(waited)) s; the camera stalled"), stream)
             }
             if ready == -EINTR || ready == 0 { continue }
             if ready < 0 {
-                return finish(.deviceLost("poll on \(path) failed: \(Errno(rawValue: -ready))"))
+                return finish(.deviceLost("poll on \(path) failed: \(Errno(rawValue: -ready))"), stream)
             }
             if fds[1].revents != 0 { continue }
             let events = Int32(fds[0].revents)
             if events == 0 { continue }
             let trouble = events & Int32(POLLERR | POLLHUP | POLLNVAL) != 0
 
-            switch dequeue() {
+            switch dequeue(stream) {
             case .frame(let buffer):
-                spuriousWakeups = 0
+                stream.spuriousWakeups = 0
                 return buffer
             case .skipped:
-                spuriousWakeups = 0
+                stream.spuriousWakeups = 0
                 continue
             case .nothing:
                 if trouble {
                     return finish(.deviceLost("\(path) reported an error (poll: \(describePoll(events))); "
-                                              + "the camera stopped streaming"))
+                                              + "the camera stopped streaming"), stream)
                 }
                 // Ready but nothing to dequeue should not happen; never let it become a busy loop:
                 // after a few, wait 5 ms for a stop only.
-                spuriousWakeups += 1
-                if spuriousWakeups > 3 {
+                stream.spuriousWakeups += 1
+                if stream.spuriousWakeups > 3 {
                     var stop = pollfd(fd: wakeRead, events: Int16(POLLIN), revents: 0)
                     _ = Glibc.poll(&stop, 1, 5)
                 }
             case .failed(let error):
-                return finish(.deviceLost(lostMessage(error)))
+                return finish(.deviceLost(lostMessage(error)), stream)
             }
         }
     }
@@ -362,9 +407,9 @@ public final class V4L2CaptureSource: FrameSource, @unchecked Sendable {
         return names.joined(separator: "|")
     }
 
-    func finish(_ reason: SourceEnd) -> PixelBuffer? {
+    func finish(_ reason: SourceEnd, _ stream: Stream) -> PixelBuffer? {
         state.withLock { if $0.end == nil { $0.end = reason } }
-        teardown()
+        teardown(stream)
         return nil
     }
 
