@@ -154,7 +154,7 @@ enum RTPPacketHeader {
 
 /// `struct mmsghdr` (a `msghdr` and the length the kernel sent), which Glibc's Swift overlay does not
 /// import (it is a GNU extension): laid out by hand, grown as needed and never shrunk.
-final class MessageHeaders: @unchecked Sendable {
+final class MessageHeaders {
     /// `msghdr`, then an `unsigned int`, padded to `msghdr`'s alignment.
     static let stride = (MemoryLayout<msghdr>.size + MemoryLayout<CUnsignedInt>.size + MemoryLayout<msghdr>.alignment - 1)
         / MemoryLayout<msghdr>.alignment * MemoryLayout<msghdr>.alignment
