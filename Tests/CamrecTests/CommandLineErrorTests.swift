@@ -95,7 +95,7 @@ final class CommandLineErrorTests: XCTestCase {
         }
     }
 
-    /// `--version`: the commit git says this checkout is at, and the libraries ffmpeg and ldd name.
+    /// `--version`: the commit git says this checkout is at, and the libraries ffmpeg, ldd and ldconfig name.
     func testVersionNamesTheCommitItWasBuiltFromAndTheLibrariesItRunsWith() throws {
         let r = try Tools.camrec(["--version"])
         XCTAssertEqual(r.status, 0, r.stderr)
@@ -112,11 +112,17 @@ final class CommandLineErrorTests: XCTestCase {
             let running = row.split(separator: "/").last.map { $0.replacingOccurrences(of: " ", with: "") } ?? "?"
             XCTAssertTrue(lines.count > 1 && lines[1].contains("\(library) \(running)"), "\(library) \(running) in \(lines)")
         }
-        // ldd: "libva.so.2 => /lib/x86_64-linux-gnu/libva.so.2 (0x…)"; the file that link names is the one loaded.
+        // The file each soname resolves to is the one loaded: libx264 is linked, so ldd names it
+        // ("libx264.so.164 => /lib/x86_64-linux-gnu/libx264.so.164 (0x…)"); libva is opened on first use
+        // (with libavutil, which needs it), so the dynamic linker's cache names it
+        // ("\tlibva.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libva.so.2").
         let linked = try Tools.run("ldd", [Tools.camrec]).stdoutText.split(separator: "\n")
-        for soname in ["libx264.so.", "libva.so."] {
-            let row = try XCTUnwrap(linked.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname) }, "\(soname) in ldd")
-            let path = String(row.split(separator: " ")[2])
+        let cache = try Tools.run("/sbin/ldconfig", ["-p"]).stdoutText.split(separator: "\n")
+        // The cache also lists other architectures' copies: this machine's is x86-64.
+        for (soname, rows, architecture) in [("libx264.so.", linked, ""), ("libva.so.", cache, "x86-64")] {
+            let row = try XCTUnwrap(rows.first { $0.trimmingCharacters(in: .whitespaces).hasPrefix(soname) && (architecture.isEmpty || $0.contains(architecture)) },
+                                    "\(soname) in ldd or ldconfig -p")
+            let path = try XCTUnwrap(row.components(separatedBy: "=> ").last?.split(separator: " ").first.map(String.init), String(row))
             let file = URL(fileURLWithPath: path).resolvingSymlinksInPath().lastPathComponent
             XCTAssertTrue(lines.count > 2 && lines[2].contains("(\(file))"), "\(file) in \(lines)")
         }
