@@ -50,13 +50,7 @@ static void *symbol(const char *name) {
     return found;
 }
 
-#define LOOKUP(type, name, parameters)                                                    \
-    static type (*function) parameters;                                                   \
-    type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);              \
-    if (!found) {                                                                         \
-        found = (type (*) parameters)symbol(#name);                                       \
-        __atomic_store_n(&function, found, __ATOMIC_RELEASE);                             \
-    }
+#define LOOKUP(type, name, parameters) CAMREC_LAZY_LOOKUP(type, parameters, symbol(#name))
 #define FORWARD(type, name, parameters, arguments)                                        \
     type name parameters { LOOKUP(type, name, parameters) return found arguments; }
 #define FORWARD_VOID(name, parameters, arguments)                                         \

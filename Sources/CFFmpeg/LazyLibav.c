@@ -108,13 +108,7 @@ static void *symbol(enum camrec_library which, const char *name) {
 int camrec_libav_is_loaded(void) { return __atomic_load_n(&handles[LIBAVUTIL], __ATOMIC_ACQUIRE) != NULL; }
 
 // LOOKUP(library, return type, name, (parameters)): `found`, the library's function, looked up once.
-#define LOOKUP(lib, type, name, parameters)                                               \
-    static type (*function) parameters;                                                   \
-    type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);              \
-    if (!found) {                                                                         \
-        found = (type (*) parameters)symbol(lib, #name);                                  \
-        __atomic_store_n(&function, found, __ATOMIC_RELEASE);                             \
-    }
+#define LOOKUP(lib, type, name, parameters) CAMREC_LAZY_LOOKUP(type, parameters, symbol(lib, #name))
 // FORWARD(library, return type, name, (parameters), (arguments)): the function, forwarded.
 #define FORWARD(lib, type, name, parameters, arguments)                                   \
     type name parameters { LOOKUP(lib, type, name, parameters) return found arguments; }

@@ -50,20 +50,14 @@ static void *v4lconvert_symbol(const char *name) {
 
 // V4LCONVERT(return type, name, (parameters), (arguments)): the function, forwarded.
 #define V4LCONVERT(type, name, parameters, arguments)                                     \
-    type name parameters {                                                                \
-        static type (*function) parameters;                                               \
-        type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);          \
-        if (!found) {                                                                     \
-            found = (type (*) parameters)v4lconvert_symbol(#name);                        \
-            __atomic_store_n(&function, found, __ATOMIC_RELEASE);                         \
-        }                                                                                 \
-        return found arguments;                                                           \
-    }
+    type name parameters { CAMREC_LAZY_LOOKUP(type, parameters, v4lconvert_symbol(#name)) return found arguments; }
+#define V4LCONVERT_VOID(name, parameters, arguments)                                      \
+    void name parameters { CAMREC_LAZY_LOOKUP(void, parameters, v4lconvert_symbol(#name)) found arguments; }
 
 V4LCONVERT(struct v4lconvert_data *, v4lconvert_create, (int fd), (fd))
 V4LCONVERT(struct v4lconvert_data *, v4lconvert_create_with_dev_ops, (int fd, void *dev_ops_priv, const struct libv4l_dev_ops *dev_ops),
            (fd, dev_ops_priv, dev_ops))
-V4LCONVERT(void, v4lconvert_destroy, (struct v4lconvert_data *data), (data))
+V4LCONVERT_VOID(v4lconvert_destroy, (struct v4lconvert_data *data), (data))
 V4LCONVERT(const char *, v4lconvert_get_error_message, (struct v4lconvert_data *data), (data))
 V4LCONVERT(int, v4lconvert_convert, (struct v4lconvert_data *data, const struct v4l2_format *src_fmt, const struct v4l2_format *dest_fmt,
            unsigned char *src, int src_size, unsigned char *dest, int dest_size),

@@ -15,4 +15,14 @@ void camrec_describe_load_failure(const char *what, const char *detail, const ch
 // stderr and exit status 73 (what camrec needs is unavailable).
 _Noreturn void camrec_exit_unavailable(const char *line);
 
+// CAMREC_LAZY_LOOKUP(type, (parameters), lookup): declares `found`, a library's function, looked up once by
+// the expression `lookup` (which exits when it cannot be found) and kept for every later call.
+#define CAMREC_LAZY_LOOKUP(type, parameters, lookup)                                      \
+    static type (*function) parameters;                                                   \
+    type (*found) parameters = __atomic_load_n(&function, __ATOMIC_ACQUIRE);              \
+    if (!found) {                                                                         \
+        found = (type (*) parameters)(lookup);                                            \
+        __atomic_store_n(&function, found, __ATOMIC_RELEASE);                             \
+    }
+
 #endif
