@@ -2,13 +2,14 @@
 """A camera for the tests whose frame times are known outside the recorder: feeds a v4l2loopback
 node numbered pictures (Tests/tools/picture_numbers.py draws and reads them) and logs when each went in.
 
-  loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE]
+  loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE] [--steady]
   loopback-feeder.py DEVICE LOG --size WxH --fps N --stream FILE --codec h264|hevc [--params-once]
                      [--sent FILE] [--hold FILE] [--steady]
   loopback-feeder.py --make FILE --size WxH --frames N
 
 The first form sets the node's output format (YUYV, or MJPG with --mjpeg) and writes one picture per
-write() call, N a second on CLOCK_MONOTONIC's schedule, until S seconds are up or it is killed. Pictures
+write() call, N a second on CLOCK_MONOTONIC's schedule (--steady: as below), until S seconds are up or
+it is killed. Pictures
 are numbered 0, 1, 2, ... (modulo 4096); with --mjpeg the JPEGs of FILE (concatenated, as ffmpeg's
 mjpeg muxer writes them) are sent in turn, the Kth carrying the number K (--make wrote them so).
 LOG gets one line per picture, flushed at once:
@@ -143,6 +144,8 @@ def main():
         wait = start + n * period - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         if wait > 0:
             time.sleep(wait / 1e9)
+        elif args.steady:
+            start -= wait
         before = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         os.write(fd, picture)
         after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)

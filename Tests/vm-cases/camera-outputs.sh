@@ -282,7 +282,11 @@ EOF
     read -r co_snap_before co_snap_after co_snap_status <"$CO/h264-snapshot.when" 2>/dev/null
     got=; read -r got <"$CO/snapshot-number.out" 2>/dev/null
     at=-1; for i in "${!CO_COUNTERS[@]}"; do [[ ${CO_COUNTERS[i]} == "$got" ]] && { at=$i; break; }; done
-    # The newest frame: v4l2loopback hands a reader the oldest of the last three written, so up to 2 behind.
-    check "H264 camera, /snapshot.jpg: the newest frame (${co_snap_status:-no answer}; the camera's frame $at, picture number ${got:-none}; the camera had written ${co_snap_before:-?} before the request, ${co_snap_after:-?} after)" \
-        test "$at" -ge $(( ${co_snap_before:-0} - 2 )) -a "$at" -le "${co_snap_after:--1}" -a "${co_snap_status#* }" != "${co_snap_status#* 200 }"
+    # The newest frame camrec has: v4l2loopback hands a reader the oldest of the last three written (2 behind),
+    # and on the one emulated CPU, beside two recordings, their feeders and the test run's own load, camrec's
+    # capture thread was seen one more frame (100 ms) behind the feeder's log (3 behind in a run beside
+    # stress-ng, 2026-11-27 and -28). So at most 4 behind: still after the group's IDR, frame 40, which a
+    # snapshot of the group's first picture would give (the request comes at frame 45 or later).
+    check "H264 camera, /snapshot.jpg: the newest frame, at most 4 behind the camera and after its group's IDR (${co_snap_status:-no answer}; the camera's frame $at, picture number ${got:-none}; the camera had written ${co_snap_before:-?} before the request, ${co_snap_after:-?} after)" \
+        test "$at" -ge $(( ${co_snap_before:-0} - 4 )) -a "$at" -gt 40 -a "$at" -le "${co_snap_after:--1}" -a "${co_snap_status#* }" != "${co_snap_status#* 200 }"
 fi

@@ -457,7 +457,8 @@ else
 fi
 
 # 10. /stream.mjpg and /snapshot.jpg serve the MJPEG camera's own JPEGs, neither decoded nor encoded: the
-# numbered JPEGs of case 7 written again at 10 fps, camrec recording with --http on the port the suite
+# numbered JPEGs of case 7 written again at 10 fps (--steady: a burst after a stall of the emulated CPU would lap
+# v4l2loopback's ring and overwrite a buffer camrec still reads, a torn part), camrec recording with --http on the port the suite
 # forwards (MJPEG_PORT on the host). On the host: Tests/tools/mjpeg-parts.py splits the multipart stream
 # itself and looks each part up among the JPEGs fed; it asks for /snapshot.jpg between two looks at the
 # feeder's log; headless Chromium opens the stream as a user would and reads the numbers it shows
@@ -472,7 +473,7 @@ if [[ -z ${MJPEG_PORT:-} ]]; then
 elif [[ -s $R/stamped.mjpeg ]] && wait_for 10 rmmod v4l2loopback 2>/dev/null &&
     insmod "$LOOPBACK_KO" devices=1 video_nr=27 exclusive_caps=1 max_buffers=8 card_label="camrec MJPEG loopback"; then
     nice -n -5 /usr/bin/python3 Tests/tools/loopback-feeder.py "$DEV" "$R/served.feed" --size 320x240 --fps 10 \
-        --seconds 40 --mjpeg "$R/stamped.mjpeg" &
+        --seconds 40 --mjpeg "$R/stamped.mjpeg" --steady &
     WRITER=$!
     if wait_capture; then
         "${CAMREC[@]}" --device "$DEV" --size 320x240 --frames 150 --preset ultrafast --http 0.0.0.0:18481 --http-insecure \
