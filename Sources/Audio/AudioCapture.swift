@@ -42,11 +42,16 @@ public final class AudioCapture: Sendable {
     }
 
     /// `sound`: the source and its encoder, handed over: nothing else may use them from now on.
-    public init(sound: (source: any SoundSource, encoder: SoundEncoder), hubs: [StreamHub], timeline: PresentationTimeline) {
+    /// `side`: a second encoder of the same samples and the feed of its own it hands its packets to
+    /// (the WebRTC viewers' Opus), encoding only while the feed wants them; never published to the hubs.
+    public init(sound: (source: any SoundSource, encoder: SoundEncoder), hubs: [StreamHub], timeline: PresentationTimeline,
+                side: (encoder: SoundEncoder, feed: any SoundSideFeed)? = nil) {
         let (source, encoder) = sound
         precondition(source.format == encoder.format, "the encoder takes the source's format")
+        precondition(side.map { $0.encoder.format == encoder.format } ?? true, "the side encoder takes the source's format")
         summary = "\(source.summary), \(encoder.codec.displayName) at \(encoder.bitrate) bit/s"
-        engine = Monitor(Engine(source: source, encoder: encoder))
+        engine = Monitor(Engine(source: source, encoder: encoder,
+                                side: side.map { SoundSideEncoder(encoder: $0.encoder, feed: $0.feed, mostPerFrame: encoder.frameSize) }))
         self.hubs = hubs
         self.timeline = timeline
     }
@@ -131,9 +136,17 @@ public final class AudioCapture: Sendable {
     private func encodeNext(_ count: Int, _ engine: Engine) {
         engine.samplesSent += UInt64(count)
         let source = engine.source
+        // The side encoder copies the samples as they are written into the main encoder's frame.
+        let side = engine.side.flatMap { $0.begin(atSourceSample: source.position) ? $0 : nil }
         do {
-            try engine.encoder.encode(sampleCount: count, fill: { channel, plane in source.write(channel: channel, into: plane) },
-                                      emit: { publish($0, engine) })
+            try engine.encoder.encode(sampleCount: count, fill: { channel, plane in
+                source.write(channel: channel, into: plane)
+                side?.copy(channel: channel, plane)
+            }, emit: { publish($0, engine) })
+            if let side {
+                // Its failure ends the side feed only: the recording's sound goes on.
+                do { try side.encodeReady(count: count, source: source) } catch { engine.side = nil }
+            }
             source.advance(count)
             state.withLock { $0.counters.samples += UInt64(count) }
         } catch {
@@ -175,6 +188,7 @@ public final class AudioCapture: Sendable {
     private final class Engine {
         let source: any SoundSource
         let encoder: SoundEncoder
+        var side: SoundSideEncoder?
         var onFailure: @Sendable (EncoderError) -> Void = { _ in }
         var started = false
         var sequence: UInt64 = 0
@@ -182,9 +196,10 @@ public final class AudioCapture: Sendable {
         /// pads its last frame to 1024 with silence and says the packet lasts that long).
         var samplesSent: UInt64 = 0
 
-        init(source: any SoundSource, encoder: SoundEncoder) {
+        init(source: any SoundSource, encoder: SoundEncoder, side: SoundSideEncoder?) {
             self.source = source
             self.encoder = encoder
+            self.side = side
         }
     }
 }

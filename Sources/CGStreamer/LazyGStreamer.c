@@ -191,10 +191,8 @@ int camrec_webrtc_start(char *error, size_t size) {
                 {"appsrc", "gstreamer1.0-plugins-base"}, {"rtph264pay", "gstreamer1.0-plugins-good"},
                 {"webrtcbin", "gstreamer1.0-plugins-bad"}, {"dtlssrtpenc", "gstreamer1.0-plugins-bad"},
                 {"srtpenc", "gstreamer1.0-plugins-bad"}, {"nicesrc", "gstreamer1.0-nice"},
-                // The sound, as Opus: AAC decoded, then encoded again; Opus as it is.
-                {"rtpopuspay", "gstreamer1.0-plugins-good"}, {"opusenc", "gstreamer1.0-plugins-base"},
-                {"audioconvert", "gstreamer1.0-plugins-base"}, {"audioresample", "gstreamer1.0-plugins-base"},
-                {"faad", "gstreamer1.0-plugins-bad"},
+                // The sound, as Opus (camrec's own, or the one encode of an AAC recording all viewers share).
+                {"rtpopuspay", "gstreamer1.0-plugins-good"},
             };
             void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_LOCAL);
             if (nice) g.nice_agent_remove_stream = (void (*)(void *, unsigned))dlsym(nice, "nice_agent_remove_stream");
@@ -319,12 +317,34 @@ static void send_only(camrec_webrtc_session *session, int index, const char *cap
     g.gst_object_unref(transceiver);
 }
 
+// AAC at a rate Opus does not take is decoded and encoded as Opus per viewer: the elements for that, checked
+// when such a session is made (a recording at other rates needs none of them).
+static int has_aac_elements(char *error, size_t size) {
+    static const struct { const char *element, *package; } needed[] = {
+        {"faad", "gstreamer1.0-plugins-bad"}, {"audioconvert", "gstreamer1.0-plugins-base"},
+        {"audioresample", "gstreamer1.0-plugins-base"}, {"opusenc", "gstreamer1.0-plugins-base"},
+    };
+    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
+        void *factory = g.gst_element_factory_find(needed[i].element);
+        if (factory) {
+            g.gst_object_unref(factory);
+            continue;
+        }
+        char detail[160];
+        snprintf(detail, sizeof detail, "GStreamer has no %s element for sound at this rate", needed[i].element);
+        camrec_describe_load_failure("WebRTC", detail, needed[i].package, error, size);
+        return 0;
+    }
+    return 1;
+}
+
 camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int payload_type, const camrec_webrtc_sound *sound,
                                                     const char *stun, const char *turn,
                                                     camrec_webrtc_event_handler handler, void *context,
                                                     char *error, size_t size) {
     error[0] = 0;
     if (!camrec_webrtc_start(error, size)) return NULL;
+    if (sound && sound->codec == CAMREC_WEBRTC_SOUND_AAC && !has_aac_elements(error, size)) return NULL;
     GstSDPMessage *message = NULL;
     if (g.gst_sdp_message_new_from_text(offer, &message) != 0 || !message) {
         snprintf(error, size, "the offer is not SDP GStreamer can read");
@@ -346,8 +366,9 @@ camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int paylo
              "caps=video/x-h264,stream-format=byte-stream,alignment=au "
              "! rtph264pay name=pay config-interval=-1 aggregate-mode=zero-latency mtu=1200 pt=%d ssrc=%u "
              "! webrtcbin name=webrtc bundle-policy=max-bundle latency=0", payload_type, video_ssrc);
-    // The sound on webrtcbin's second pad, stamped with the same capture clock as the picture: Opus as the
-    // recording has it, or AAC decoded and encoded as Opus at 48 kHz (what every browser decodes).
+    // The sound on webrtcbin's second pad, stamped with the same capture clock as the picture: Opus (the
+    // recording's, or camrec's one encode of an AAC recording's samples that every viewer shares), or, at
+    // AAC rates Opus does not take, AAC decoded and encoded as Opus at 48 kHz (what every browser decodes).
     if (sound && sound->codec == CAMREC_WEBRTC_SOUND_OPUS)
         length += snprintf(description + length, sizeof description - length,
              " appsrc name=sound is-live=true do-timestamp=false format=time max-bytes=1000000 leaky-type=upstream "

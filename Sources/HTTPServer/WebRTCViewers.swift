@@ -9,7 +9,8 @@ import Synchronization
 
 /// `POST /whep` (WHEP): browsers watching over WebRTC, each a GStreamer webrtcbin session
 /// (Sources/CGStreamer) fed the live view's H.264 access units as they are, never re-encoded, and the
-/// recording's sound as Opus (as it is, or from AAC encoded again per viewer), both stamped with their
+/// recording's sound as Opus (as it is, or, when it is AAC, the one Opus encode of `WebRTCSoundFeed` that
+/// every viewer shares; AAC decoded and encoded again per viewer only at rates Opus does not take), both stamped with their
 /// capture time so that the browser plays them in step. A viewer's
 /// subscription starts at an IDR asked of the hub's gate and skips to the next IDR when it falls behind
 /// (the hub's `.skipToIDR`), so a slow viewer never stalls capture; its PLI or FIR asks the gate for an
@@ -50,6 +51,7 @@ public final class WebRTCViewers: Sendable {
     }
 
     private let live: LiveViewOutput
+    private let soundFeed: WebRTCSoundFeed?
     private let configuration: Configuration
     private let log: @Sendable (String) -> Void
     private struct State {
@@ -62,8 +64,11 @@ public final class WebRTCViewers: Sendable {
     }
     private let state = Mutex(State())
 
-    public init(live: LiveViewOutput, configuration: Configuration, log: @escaping @Sendable (String) -> Void) {
+    /// `soundFeed`: the shared Opus of an AAC recording (nil: the sound as the live view has it).
+    public init(live: LiveViewOutput, soundFeed: WebRTCSoundFeed? = nil, configuration: Configuration,
+                log: @escaping @Sendable (String) -> Void) {
         self.live = live
+        self.soundFeed = soundFeed
         self.configuration = configuration
         self.log = log
     }
@@ -83,7 +88,11 @@ public final class WebRTCViewers: Sendable {
         let offer: WHEPOffer
         do { offer = try WHEPOffer(sdp: text, profileLevelID: profile) } catch { throw Refusal(status: 400, message: error.description) }
         // The sound when the offer takes Opus (a viewer that offers no audio gets the picture only).
-        let sound = offer.opusPayloadType.flatMap { type in live.sound.flatMap { WebRTCSound(track: $0, payloadType: type) } }
+        let soundFeed = live.sound == nil ? nil : self.soundFeed
+        let sound = offer.opusPayloadType.flatMap { type in
+            soundFeed.map { WebRTCSound(shared: $0.track, payloadType: type) }
+                ?? live.sound.flatMap { WebRTCSound(track: $0, payloadType: type) }
+        }
         let configuration = self.configuration
         let executor: ThreadExecutor? = state.withLock { s in
             guard !s.ended, s.sessions.count + s.opening < configuration.maximumSessions else { return nil }
@@ -97,7 +106,7 @@ public final class WebRTCViewers: Sendable {
         // The blocking part (gst_init at the first viewer, the pipeline, the offer and answer, ICE
         // gathering) on the WebRTC thread, never on the cooperative pool.
         let made: Result<WebRTCSession, Refusal> = await withTaskExecutorPreference(executor) {
-            WebRTCSession.make(offer: offer, sound: sound, hub: hub, configuration: configuration)
+            WebRTCSession.make(offer: offer, sound: sound, soundFeed: sound == nil ? nil : soundFeed, hub: hub, configuration: configuration)
         }
         let outcome: Result<(id: String, answer: String), Refusal> = state.withLock { s in
             s.opening -= 1
@@ -166,6 +175,8 @@ struct WebRTCSound: Sendable {
     let configuration: [UInt8]
     /// How far the encoder's priming puts a packet's first sample before the capture time it is stamped with.
     let primingNanoseconds: UInt64
+    /// From `WebRTCSoundFeed`, stamped there: not from the hub.
+    let isShared: Bool
 
     /// Nil for Opus with more than two channels, which browsers do not take (the picture goes alone).
     init?(track: AudioTrackFormat, payloadType: Int) {
@@ -176,6 +187,18 @@ struct WebRTCSound: Sendable {
         channels = track.format.channels
         configuration = track.codecConfiguration
         primingNanoseconds = track.format.nanoseconds(ofSample: UInt64(track.primingSamples))
+        isShared = false
+    }
+
+    /// The shared Opus feed's packets.
+    init(shared track: AudioTrackFormat, payloadType: Int) {
+        self.payloadType = payloadType
+        codec = .opus
+        rate = track.format.sampleRate
+        channels = track.format.channels
+        configuration = []
+        primingNanoseconds = 0
+        isShared = true
     }
 }
 
@@ -188,6 +211,9 @@ final class WebRTCSession: Sendable {
     private let subscription: Subscription
     private let hub: StreamHub
     private let sound: WebRTCSound?
+    private let soundFeed: WebRTCSoundFeed?
+    /// Set once the first picture went to the session: its sound starts there.
+    private let pictured = Atomic<Bool>(false)
     private let failed = Atomic<Bool>(false)
     private let feeder = Mutex<Task<Void, Never>?>(nil)
     private let watchdog = Mutex<Task<Void, Never>?>(nil)
@@ -214,28 +240,45 @@ final class WebRTCSession: Sendable {
             }
         }
 
+        /// One packet of the shared Opus feed, stamped there; on the audio thread (the lock is only ever
+        /// held for a push: `destroy` takes the session out of it first).
+        func pushSound(_ packet: UnsafeRawBufferPointer, capture: UInt64, duration: UInt64) {
+            // The packet as an address (a plain value): the lock's region takes no pointer in.
+            let (address, count) = (UInt(bitPattern: packet.baseAddress), packet.count)
+            pointer.withLock { pointer in
+                guard let pointer else { return }
+                _ = camrec_webrtc_session_push_sound(pointer, UnsafePointer(bitPattern: address), count, capture, duration)
+            }
+        }
+
         /// Seconds since the viewer's newest RTCP; 0 once destroyed.
         var silentSeconds: Double { pointer.withLock { $0.map { camrec_webrtc_session_silent_seconds($0) } ?? 0 } }
 
+        /// Takes the session out first, so that a push (the audio thread's among them) never waits for
+        /// GStreamer to stop the pipeline.
         func destroy() {
+            nonisolated(unsafe) var taken: OpaquePointer?
             pointer.withLock { pointer in
-                camrec_webrtc_session_destroy(pointer)
+                taken = pointer
                 pointer = nil
             }
+            camrec_webrtc_session_destroy(taken)
         }
     }
 
-    private init(id: String, answer: String, session: Handle, subscription: Subscription, hub: StreamHub, sound: WebRTCSound?) {
+    private init(id: String, answer: String, session: Handle, subscription: Subscription, hub: StreamHub, sound: WebRTCSound?,
+                 soundFeed: WebRTCSoundFeed?) {
         self.id = id
         self.answer = answer
         self.session = session
         self.subscription = subscription
         self.hub = hub
         self.sound = sound
+        self.soundFeed = soundFeed
     }
 
     /// Sets a session up and waits (up to 3 s) for its ICE candidates: blocking, on the WebRTC thread.
-    static func make(offer: WHEPOffer, sound: WebRTCSound?, hub: StreamHub,
+    static func make(offer: WHEPOffer, sound: WebRTCSound?, soundFeed: WebRTCSoundFeed?, hub: StreamHub,
                      configuration: WebRTCViewers.Configuration) -> Result<WebRTCSession, WebRTCViewers.Refusal> {
         // The events come before the session object exists: a box they reach it through.
         let events = EventBox()
@@ -276,7 +319,7 @@ final class WebRTCSession: Sendable {
         // Starts at an IDR asked of the gate now (rate-limited), so the picture shows within about a frame.
         guard let answerText,
               let subscription = hub.subscribe("webrtc viewer", from: .nextIDR, policy: .skipToIDR(depth: 60), askForIDR: true,
-                                               withAudio: sound != nil) else {
+                                               withAudio: sound.map { !$0.isShared } ?? false) else {
             camrec_webrtc_session_destroy(made)
             Unmanaged<EventBox>.fromOpaque(context).release()
             return .failure(WebRTCViewers.Refusal(status: 503, message: answerText == nil ? "webrtcbin made no answer" : "the recording has ended"))
@@ -284,23 +327,23 @@ final class WebRTCSession: Sendable {
         // Only the handle uses the C session from here on.
         nonisolated(unsafe) let pointer = made
         let session = WebRTCSession(id: randomID(), answer: offer.answer(answerText), session: Handle(pointer),
-                                    subscription: subscription, hub: hub, sound: sound)
+                                    subscription: subscription, hub: hub, sound: sound, soundFeed: sound?.isShared == true ? soundFeed : nil)
         events.attach(session, context: context)
         return .success(session)
     }
 
     /// The task that hands each access unit and sound packet to the session's appsrcs (a copy), the sound
-    /// from the first picture on.
+    /// from the first picture on; the shared Opus feed's packets come on the audio thread instead.
     func startFeeding() {
         let (subscription, session, sound) = (self.subscription, self.session, self.sound)
+        soundFeed?.add(self)
         feeder.withLock {
-            $0 = Task {
-                var pictured = false
+            $0 = Task { [self] in
                 while let chunk = await subscription.nextAsync() {
                     if chunk.kind == .video {
-                        pictured = true
                         session.push(chunk, sound: nil)
-                    } else if pictured, let sound {
+                        self.pictured.store(true, ordering: .releasing)
+                    } else if self.pictured.load(ordering: .acquiring), let sound {
                         session.push(chunk, sound: sound)
                     }
                     chunk.release()
@@ -329,7 +372,14 @@ final class WebRTCSession: Sendable {
         watchdog.withLock { $0 }?.cancel()
     }
 
+    /// A packet of the shared Opus feed (on the audio thread), once the picture has started.
+    func pushSharedSound(_ packet: UnsafeRawBufferPointer, capture: UInt64, duration: UInt64) {
+        guard pictured.load(ordering: .acquiring) else { return }
+        session.pushSound(packet, capture: capture, duration: duration)
+    }
+
     func stopFeeding() async {
+        soundFeed?.remove(self)
         subscription.cancel()
         await feeder.withLock { $0 }?.value
     }

@@ -1,3 +1,4 @@
+import Audio
 import Capture
 import Encoder
 import HTTPServer
@@ -14,7 +15,7 @@ extension RecordCommand {
     func makeHTTPServer(live: LiveViewOutput, recorder: Recorder, source: FrameSource,
                         encoderName: String, actions: LiveActions,
                         fileOutputs: [RecordingFileOutput], outputs: [StreamOutput], camera: CameraPresence,
-                        hooks: inout Recorder.Hooks) throws -> LiveHTTPServer {
+                        webRTCSound: WebRTCSoundFeed?, hooks: inout Recorder.Hooks) throws -> LiveHTTPServer {
         // `/stream.mjpg`: an MJPEG camera's own JPEGs, or any other source's frames encoded while someone watches.
         let isMJPEGCamera = (source as? V4L2CaptureSource)?.pixelFormat.isJPEG == true
         let pictures = JPEGFeed(maximumReaders: 32, everyFrame: isMJPEGCamera)
@@ -46,19 +47,30 @@ extension RecordCommand {
             return status
         }, actions: actions, metrics: makeMetrics(recorder: recorder, outputs: outputs, camera: camera, hooks: &hooks), recordings: RecordingShelf(shelves: fileOutputs.map { output in
             RecordingShelf.Shelf(pattern: output.namePattern, device: output.deviceName, finished: { output.finishedFiles })
-        }), pictures: pictures, webRTC: webRTC(live: live), logger: Logger(label: "camrec"))
+        }), pictures: pictures, webRTC: webRTC(live: live, sound: webRTCSound), logger: Logger(label: "camrec"))
         return server
     }
 
     /// WebRTC viewers (`POST /whep`) when GStreamer's webrtcbin can be opened; else nil, and one line
     /// saying what to install (the page then plays MSE).
-    private func webRTC(live: LiveViewOutput) -> WebRTCViewers? {
+    private func webRTC(live: LiveViewOutput, sound: WebRTCSoundFeed?) -> WebRTCViewers? {
         if let reason = WebRTCViewers.unavailableReason() {
             writeStandardError("camrec: WebRTC is off, the live page plays MSE: \(reason)\n")
             return nil
         }
-        return WebRTCViewers(live: live, configuration: .init(stun: stun, turn: turn, maximumSessions: live.maximumViewers),
+        return WebRTCViewers(live: live, soundFeed: sound, configuration: .init(stun: stun, turn: turn, maximumSessions: live.maximumViewers),
                              log: networkLog())
+    }
+
+    /// The WebRTC viewers' one Opus encode of an AAC recording's samples (64 kbit/s, libopus's 20 ms
+    /// frames), or nil: the sound is Opus already, its rate is one Opus does not take (each viewer then
+    /// decodes the AAC and encodes Opus in its own pipeline), it has more than two channels, WebRTC is off,
+    /// or this libavcodec has no libopus.
+    func makeWebRTCSound(for encoder: SoundEncoder) -> (encoder: SoundEncoder, feed: WebRTCSoundFeed)? {
+        guard encoder.codec == .aac, SoundCodec.opus.sampleRates.contains(encoder.format.sampleRate), encoder.format.channels <= 2,
+              WebRTCViewers.unavailableReason() == nil,
+              let opus = try? SoundEncoder(codec: .opus, format: encoder.format, bitrate: 64_000) else { return nil }
+        return (opus, WebRTCSoundFeed(track: opus.track))
     }
 
     /// On the recording's thread, before capture starts: waits for the server to listen and says where.

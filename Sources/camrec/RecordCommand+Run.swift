@@ -112,7 +112,8 @@ extension RecordCommand {
                                   event: httpTrigger, events: { eventClips?.events ?? [] }, thumbnails: thumbnails)
         return try makeHTTPServer(live: live, recorder: plan.recorder, source: plan.source,
                                   encoderName: plan.encoderNames[defaultCodec] ?? plan.videoEncoder.name, actions: actions,
-                                  fileOutputs: plan.fileOutputs, outputs: plan.outputs, camera: camera, hooks: &hooks)
+                                  fileOutputs: plan.fileOutputs, outputs: plan.outputs, camera: camera,
+                                  webRTCSound: plan.webRTCSound, hooks: &hooks)
     }
 
     /// SIGINT and SIGTERM end cleanly: the group's shutdown stops the recording first. SIGHUP starts new

@@ -39,6 +39,8 @@ struct RecordingPlan {
     let recorder: Recorder
     /// `--audio`: the sound, published into the hubs for the container files.
     let sound: AudioCapture?
+    /// The WebRTC viewers' shared Opus, when the recording's sound is AAC and `--http` serves WebRTC.
+    let webRTCSound: WebRTCSoundFeed?
     /// Lines for stderr, in the order they arose, each starting "camrec: ": the encoder `auto` chose and
     /// why, the camera's codec controls, where the sound goes.
     let notices: [String]
@@ -173,8 +175,12 @@ struct RecordingPlan {
         keyframes.connect { [weak recorder] in recorder?.requestKeyframe() }
         rtspServer?.use(timeline: recorder.timeline)
         var sound: AudioCapture?
+        var webRTCSound: WebRTCSoundFeed?
         if let parts = soundParts {
-            sound = AudioCapture(sound: parts, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline)
+            let side = command.http == nil ? nil : command.makeWebRTCSound(for: parts.encoder)
+            webRTCSound = side?.feed
+            sound = AudioCapture(sound: parts, hubs: codecs.map { hubs[$0]! }, timeline: recorder.timeline,
+                                 side: side.map { ($0.encoder, $0.feed) })
         }
         if let sound {
             logger.info("sound: \(sound.summary)")
@@ -184,6 +190,7 @@ struct RecordingPlan {
         (self.videoEncoder, self.encoderNames) = (videoEncoder, encoderNames)
         (self.hubs, self.outputs, self.fileOutputs, self.liveView, self.events) = (hubs, streamOutputs, fileOutputs, liveView, eventRecorder)
         (self.outputSet, self.recorder, self.sound, self.notices) = (outputSet, recorder, sound, notices)
+        self.webRTCSound = webRTCSound
     }
 }
 

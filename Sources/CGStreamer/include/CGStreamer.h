@@ -10,8 +10,9 @@
 //
 // One session per viewer: `appsrc ! rtph264pay config-interval=-1 aggregate-mode=zero-latency !
 // webrtcbin`, fed the hub's H.264 access units as they are (never re-encoded), and when the recording has
-// sound a second appsrc into the same webrtcbin: its Opus packets through `rtpopuspay`, or its AAC through
-// `faad ! audioconvert ! audioresample ! opusenc ! rtpopuspay`. Both are stamped with their capture time
+// sound a second appsrc into the same webrtcbin: Opus packets through `rtpopuspay` (the recording's own,
+// or camrec's one encode of an AAC recording's samples that every viewer shares), or, at AAC rates Opus
+// does not take, the AAC through `faad ! audioconvert ! audioresample ! opusenc ! rtpopuspay`. Both are stamped with their capture time
 // (CLOCK_MONOTONIC, GStreamer's system clock) so that the browser plays them in step.
 #include <stddef.h>
 #include <stdint.h>
