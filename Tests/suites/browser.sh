@@ -9,7 +9,9 @@
 # as it is, once given its extension back.
 #
 # The live page over WebRTC (issue 52: WHEP at /whep, GStreamer's webrtcbin), with MSE beside it: one
-# camrec serves WebRTC, with the test tone (--audio test: AAC, sent as Opus), another the same test
+# camrec serves WebRTC, with the test tone (--audio test: AAC, which the viewers get as camrec's one Opus
+# encode of its samples: the WebRTC camrec runs with GStreamer's faad plugin hidden, an empty file bound over
+# it with a registry of its own, so that a viewer decoding the AAC in its own pipeline could not play), another the same test
 # pattern without sound and with libgstreamer hidden from it (an empty file
 # bound over it in a mount namespace, as LibraryLoadingTests hide libx265). Both also send their stream
 # to a TCP listen output with the timing SEI, whose capture time of each frame Tests/tools/browser-latency.py
@@ -17,7 +19,7 @@
 # into the picture says which): glass-to-browser latency, on one clock, WebRTC and MSE side by side.
 # Checks: the page plays WebRTC and says so, the pictures' numbers rise, none corrupted, the answer
 # states the profile-level-id of the stream's own SPS, the latency median within the bound; the sound
-# plays (getStats: the audio track's packets and samples over the seconds measured, little concealed) and
+# plays (getStats: the audio track is Opus at 48000, its packets and samples over the seconds measured, little concealed) and
 # each second's burst is heard within 350 ms of its white frame at the end of the seconds measured (Chromium
 # lines the tracks up by their sender reports over some seconds: measured 450 ms at the start under load,
 # a steady 175 ms at load 5, the sound taken through its Web Audio path); DELETE ends
@@ -89,8 +91,15 @@ latency() {
 }
 r() { json_field "$REPORT" "$1"; }
 GST_LIB=$(readlink -f "$(ldconfig -p | awk '/libgstreamer-1.0.so.0 .*x86-64/ { print $NF; exit }')")
+FAAD=$(dirname "$GST_LIB")/gstreamer-1.0/libgstfaad.so
+# GStreamer's faad plugin an empty file (and a registry of its own) for the command after it; exec'd, so
+# the PID of the background job is the command's.
+WITHOUT_FAAD=(unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$FAAD")
+faad_there=$(GST_REGISTRY=$W/gst-registry.bin "${WITHOUT_FAAD[@]}" gst-inspect-1.0 faad 2>&1 | head -1)
+check "GStreamer's faad is hidden from the WebRTC camrec ($FAAD; gst-inspect-1.0 there: $faad_there)" \
+    bash -c '[[ -f $1 && $2 == "No such element or plugin"* ]]' _ "$FAAD" "$faad_there"
 next_port; WP=$PORT; next_port; WT=$PORT; next_port; MP=$PORT; next_port; MT=$PORT
-"$CAMREC" --test-pattern --size 640x360 --fps 30 --duration 120 --timing-sei --audio test --http "127.0.0.1:$WP" \
+GST_REGISTRY=$W/gst-registry.bin "${WITHOUT_FAAD[@]}" "$CAMREC" --test-pattern --size 640x360 --fps 30 --duration 120 --timing-sei --audio test --http "127.0.0.1:$WP" \
     --listen "127.0.0.1:$WT" "$W/webrtc.ts" 2>"$W/webrtc.log" & WCAM=$!; PIDS+=($WCAM)
 unshare -m sh -c 'mount --bind /dev/null "$1" && shift && exec "$@"' sh "$GST_LIB" "$CAMREC" --test-pattern --size 640x360 \
     --fps 30 --duration 120 --timing-sei --http "127.0.0.1:$MP" --listen "127.0.0.1:$MT" 2>"$W/mse.log" & MCAM=$!; PIDS+=($MCAM)
@@ -138,6 +147,9 @@ check "WebRTC: frame numbers in the picture rise from $(r counter_first) to $(r 
 check "WebRTC: glass-to-browser latency on $(r latency_samples) frames: median $(r latency_ms) ms (at most 150; MSE beside it: $MSE_LATENCY ms), 90th percentile $(r latency_p90_ms) ms" \
     bash -c 'awk -v n="$1" -v m="$2" "BEGIN { exit !(n >= 100 && m != \"\" && m <= 150) }"' _ "$(r latency_samples)" "$(r latency_ms)"
 # The test tone's sound: Opus at 48 kHz, 50 packets a second; the getStats counters over the seconds measured.
+# With faad hidden, only camrec's shared Opus encode of the AAC recording's samples can sound here.
+check "WebRTC with sound: the browser's audio track is $(r audio_codec) (audio/opus/48000), from an AAC recording with GStreamer's faad hidden" \
+    [ "$(r audio_codec)" = audio/opus/48000 ]
 check "WebRTC with sound: the browser's audio track got $(r audio_packets) packets, $(r audio_samples) samples in $(r audio_window) s (at least 90% of 48000 a second), $(r audio_concealed) concealed (at most 2%)" \
     python3 -c 'import sys; p, n, c, w = (float(x or 0) for x in sys.argv[1:]); sys.exit(not (w > 0 and p >= 45 * w and n >= 0.9 * 48000 * w and c <= 0.02 * n))' \
         "$(r audio_packets)" "$(r audio_samples)" "$(r audio_concealed)" "$(r audio_window)"

@@ -2,7 +2,7 @@
 """Watches camrec's live page in headless Chromium and measures glass-to-browser latency: the test
 pattern's capture time of each frame against the time the page shows it, on one clock. JSON on stdout:
 
-  browser-latency.py URL SECONDS TIMING_PORT [delete|kill]
+  browser-latency.py URL SECONDS TIMING_PORT [delete|kill|settle=S]
 
 TIMING_PORT is a camrec TCP listen output on 127.0.0.1 (`--listen PORT`): every access unit it sends
 carries camrec's timing SEI (NetStream/TimestampSEI.swift) with the frame's number and capture time on
@@ -28,7 +28,13 @@ window, "audio_window" s), and, the sound taken through a Web Audio ScriptProces
 with each block's time put on the page's clock by getOutputTimestamp, "sync_ms": for each burst heard
 after half a second of quiet (level above 0.1), the display time of the nearest frame whose lower half is
 white (mean luma above 200, as Tests/tools/av-sync.py judges a file) minus the time the burst sounds:
-positive when the picture comes after its sound.
+positive when the picture comes after its sound. Also "audio_codec" (the inbound audio's codec, e.g.
+"audio/opus/48000"), "audio_jitter_buffer_ms" (jitterBufferDelay / jitterBufferEmittedCount over the window)
+and "audio_playout_ms"/"audio_playout_p90_ms": sampled each second, the page's wall clock (as NTP) minus
+getStats' estimatedPlayoutTimestamp, the sender's NTP time of the sound playing now (camrec's sender reports
+tie it to the capture time); "video_playout_ms" the same for the picture.
+With "settle=S", the window starts S seconds after the picture does (Chromium syncs the picture to the
+sound only after ~30-40 s: docs/PERFORMANCE.md).
 """
 import json, os, re, signal, socket, statistics, subprocess, sys, threading, time
 
@@ -97,7 +103,17 @@ return true;
 AUDIO_STATS = """
 const done = arguments[arguments.length - 1];
 peer.getStats().then(r => { let a = null; r.forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'audio') a = s; });
-  done(a ? [performance.now(), a.packetsReceived, a.totalSamplesReceived, a.concealedSamples] : null); }).catch(e => done(null));
+  const c = a && a.codecId ? r.get(a.codecId) : null;
+  done(a ? [performance.now(), a.packetsReceived, a.totalSamplesReceived, a.concealedSamples,
+            c ? c.mimeType + '/' + c.clockRate : null, a.jitterBufferDelay || 0, a.jitterBufferEmittedCount || 0] : null);
+}).catch(e => done(null));
+"""
+# Wall clock as NTP ms minus estimatedPlayoutTimestamp, for the sound and the picture ([audio, video], null when absent).
+PLAYOUT = """
+const done = arguments[arguments.length - 1];
+peer.getStats().then(r => { const now = Date.now() + 2208988800000; const out = [null, null];
+  r.forEach(s => { if (s.type === 'inbound-rtp' && s.estimatedPlayoutTimestamp)
+    out[s.kind === 'audio' ? 0 : 1] = now - s.estimatedPlayoutTimestamp; }); done(out); }).catch(e => done(null));
 """
 PACKETS = """
 const done = arguments[arguments.length - 1];
@@ -182,10 +198,17 @@ def main():
                     pass
             driver = None
             return
+        if mode.startswith("settle="):
+            time.sleep(float(mode.split("=")[1]))
         driver.execute_script(WATCH)
         hearing = driver.execute_script(HEAR)
         audio_before = driver.execute_async_script(AUDIO_STATS) if hearing else None
-        time.sleep(seconds)
+        playout = []
+        end = time.time() + seconds
+        while time.time() < end - 1 and hearing:
+            time.sleep(1)
+            playout.append(driver.execute_async_script(PLAYOUT) or [None, None])
+        time.sleep(max(0, end - time.time()))
         driver.execute_script("window.stopWatching = true;")
         if hearing:
             audio_after = driver.execute_async_script(AUDIO_STATS)
@@ -193,7 +216,14 @@ def main():
             if audio_before and audio_after:
                 result.update(audio_window=round((audio_after[0] - audio_before[0]) / 1000, 2),
                               audio_packets=audio_after[1] - audio_before[1], audio_samples=audio_after[2] - audio_before[2],
-                              audio_concealed=audio_after[3] - audio_before[3])
+                              audio_concealed=audio_after[3] - audio_before[3], audio_codec=audio_after[4],
+                              audio_jitter_buffer_ms=round(1000 * (audio_after[5] - audio_before[5]) / (audio_after[6] - audio_before[6]), 1)
+                              if audio_after[6] > audio_before[6] else None)
+            for i, name in ((0, "audio"), (1, "video")):
+                values = sorted(p[i] for p in playout if p[i] is not None)
+                if values:
+                    result[name + "_playout_ms"] = round(statistics.median(values), 1)
+                    result[name + "_playout_p90_ms"] = round(values[int(len(values) * 0.9)], 1)
             # Each burst against the nearest flash within half a second (a flash a second).
             pairs = [min(flashes, key=lambda f: abs(f - b)) - b for b in bursts if flashes]
             result.update(flashes=len(flashes), bursts=len(bursts), sync_ms=[round(p, 1) for p in pairs if abs(p) < 500])
