@@ -7,7 +7,8 @@
 # by its own counts, and the recording beside it all lost no frame (its burned-in counters 0..M-1 without a
 # gap, Tests/tools/pattern-counters.py, and ffprobe's count, equal to the frames the pattern made).
 #   benchmarks/webrtc-viewers.sh [SECONDS (20)] [N (20)] [--sound]
-# --sound records the test tone (AAC), which each viewer gets as Opus (decoded and encoded per viewer).
+# --sound records the test tone (AAC at 48 kHz), which every viewer gets as camrec's one shared Opus encode
+# (CAMREC=a wrapper adding --audio-rate 44100 gives the per-viewer faad + opusenc chain instead).
 # Needs python3-gi, gir1.2-gst-plugins-bad-1.0, gstreamer1.0-nice, ffmpeg. Not part of scripts/test.sh.
 set -u
 cd "$(dirname "$0")/.."
