@@ -52,7 +52,7 @@ phase() {  # camrec|gst
   # camrec ends by itself (its recording complete for GStreamer's phase); GStreamer serves until killed.
   [[ $name == gst ]] && kill "$server"
   wait
-  grep -h '^client' "$W/$name"/[abcd].out | awk -v n="$name" '{l += $8} END {print n ": " NR " clients, RTP packets lost " l}'
+  grep -h '^client' "$W/$name"/[abcd].out | awk -v n="$name" '{l += $7} END {print n ": " NR " clients, RTP packets lost " l}'
 }
 echo "$(date -u +%FT%TZ) load $(cut -d' ' -f1-3 /proc/loadavg); $(nproc) cores; camrec: $CAMREC"
 phase camrec

@@ -91,9 +91,17 @@ struct RTPVideoPackets: Sendable {
     /// units within moments of each other), or made now: under the lock, so that a session on another loop
     /// asking meanwhile waits for them rather than making them again.
     static func of(_ chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32) -> RTPVideoPackets {
-        let key = Key(chunk: ObjectIdentifier(chunk), sequence: chunk.sequence, bytes: chunk.bytes.count, timestamp: timestamp,
-                      maximumPacketBytes: packetizer.maximumPacketBytes, payloadType: payloadType)
-        return recent.withLock { entries in
+        of(key(of: chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp), chunk, packetizer: packetizer,
+           payloadType: payloadType, timestamp: timestamp)
+    }
+
+    static func key(of chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32) -> Key {
+        Key(chunk: ObjectIdentifier(chunk), sequence: chunk.sequence, bytes: chunk.bytes.count, timestamp: timestamp,
+            maximumPacketBytes: packetizer.maximumPacketBytes, payloadType: payloadType)
+    }
+
+    static func of(_ key: Key, _ chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32) -> RTPVideoPackets {
+        recent.withLock { entries in
             if let made = entries.last(where: { $0.key == key })?.packets { return made }
             let packets = chunk.bytes.withUnsafeBytes {
                 RTPVideoPackets(accessUnit: $0, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
@@ -105,7 +113,7 @@ struct RTPVideoPackets: Sendable {
     }
 
     /// A chunk is pooled and reused, so it is known by its hub sequence, size and time as well as its identity.
-    private struct Key: Equatable {
+    struct Key: Equatable {
         var chunk: ObjectIdentifier
         var sequence: UInt64
         var bytes: Int

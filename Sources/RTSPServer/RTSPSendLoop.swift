@@ -27,6 +27,11 @@ final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
         /// A picture stamped for one TCP session and written; the next is stamped into the same memory
         /// once NIO has let go of it (written at once, as it is unless the client is behind), else into new.
         var interleaved = ByteBuffer()
+        /// Which picture `interleaved` holds: the next session of the same picture only stamps its fields.
+        var interleavedSerial: UInt64?
+        /// The packets this loop's sessions asked for last: the rest of a pass takes them from here, not
+        /// from the process's cache under its lock.
+        var lastPackets: (key: RTPVideoPackets.Key, packets: RTPVideoPackets)?
     }
 
     init(loop: EventLoop) {
@@ -68,13 +73,30 @@ final class RTSPSendLoop: SubscriptionDoorbell, Sendable {
         if !here.walking { here.datagrams.flush() }
     }
 
+    /// The packets of `chunk` for a session on this loop (on the loop): the ones made for the session before
+    /// it in the pass, else `RTPVideoPackets.of`.
+    func packets(of chunk: StreamChunk, packetizer: RTPPacketizer, payloadType: UInt8, timestamp: UInt32) -> RTPVideoPackets {
+        let here = onLoop.value
+        let key = RTPVideoPackets.key(of: chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
+        if let last = here.lastPackets, last.key == key { return last.packets }
+        let packets = RTPVideoPackets.of(key, chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
+        here.lastPackets = (key, packets)
+        return packets
+    }
+
     /// `packets`' TCP image with a session's interleaved channel, sequence numbers and SSRC, to write (on the loop).
+    /// Stamping writes every byte in which two sessions' copies differ, so the copy stamped for the session
+    /// before, if it holds the same picture, is stamped again in place rather than copied anew; if NIO still
+    /// holds that one (its client behind), the stamp copies it first (copy on write), as before.
     func interleaved(_ packets: RTPVideoPackets, channel: UInt8, firstSequence: UInt16, ssrc: UInt32) -> ByteBuffer {
         let here = onLoop.value
         var buffer = ByteBuffer()
         swap(&buffer, &here.interleaved)
-        buffer.clear(minimumCapacity: packets.image.readableBytes)
-        buffer.writeImmutableBuffer(packets.image)
+        if here.interleavedSerial != packets.serial {
+            buffer.clear(minimumCapacity: packets.image.readableBytes)
+            buffer.writeImmutableBuffer(packets.image)
+            here.interleavedSerial = packets.serial
+        }
         buffer.withUnsafeMutableReadableBytes { packets.stamp($0, channel: channel, firstSequence: firstSequence, ssrc: ssrc) }
         here.interleaved = buffer
         return buffer

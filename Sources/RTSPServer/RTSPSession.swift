@@ -339,7 +339,7 @@ final class RTSPSession: Sendable {
             instant = timestamp
             payloadType = SessionDescription.payloadType
             // Packetized once for every session of the stream; this one stamps its copy.
-            packets = RTPVideoPackets.of(chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
+            packets = sendLoop.packets(of: chunk, packetizer: packetizer, payloadType: payloadType, timestamp: timestamp)
         } else {
             guard let audio = here.audio, let sound = mount.sound, let firstPicture = here.firstPicture, chunk.presentationTimeNanoseconds >= firstPicture else { return }
             leg = audio
