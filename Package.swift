@@ -156,7 +156,7 @@ let package = Package(
             .product(name: "Logging", package: "swift-log"),
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
-        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio"]),
+        .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio", "Bitstream"]),
         .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Threading"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "NetStream", "Outputs"]),

@@ -46,6 +46,43 @@ public enum AVCC {
         return output
     }
 
+    /// Appends the units of an Annex B buffer to `output`, each behind its size as a 4-byte big-endian
+    /// length (an MP4 sample), without allocating beyond `output`'s growth. Start codes may be 3 or 4
+    /// bytes; zero bytes before a start code (trailing_zero_8bits) belong to no unit. Returns the
+    /// number of bytes appended.
+    @discardableResult
+    public static func appendLengthPrefixed(fromAnnexB bytes: UnsafeRawBufferPointer, to output: inout [UInt8]) -> Int {
+        let before = output.count
+        let count = bytes.count
+        var unitStart = -1
+        func emit(_ start: Int, _ end: Int) {
+            var end = end
+            while end > start && bytes[end - 1] == 0 { end -= 1 }
+            guard end > start else { return }
+            let length = UInt32(truncatingIfNeeded: end - start)
+            output.append(UInt8(length >> 24))
+            output.append(UInt8((length >> 16) & 0xFF))
+            output.append(UInt8((length >> 8) & 0xFF))
+            output.append(UInt8(length & 0xFF))
+            output.append(contentsOf: UnsafeRawBufferPointer(rebasing: bytes[start..<end]))
+        }
+        var index = 0
+        while index + 2 < count {
+            let third = bytes[index + 2]
+            if third > 1 {
+                index += 3
+            } else if third == 1 && bytes[index + 1] == 0 && bytes[index] == 0 {
+                if unitStart >= 0 { emit(unitStart, index) }
+                index += 3
+                unitStart = index
+            } else {
+                index += 1
+            }
+        }
+        if unitStart >= 0 { emit(unitStart, count) }
+        return output.count - before
+    }
+
     /// Calls `body` with the offset of each unit's length field and the unit's bytes.
     private static func forEachUnit(inAVCC bytes: [UInt8], lengthSize: Int,
                                     _ body: (Int, ArraySlice<UInt8>) -> Void) throws {
