@@ -160,7 +160,7 @@ struct EventOptions: ParsableArguments {
         let pattern = try OutputNamePattern(eventOutput)
         let container = ContainerFormat(fileName: eventOutput)
         let makeContainer: ContainerWriterFactory = { format, sink in
-            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
+            try ContainerWriters.make(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
         }
         var files = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: false,
                                                       segmentSeconds: maxClipLength ?? Self.defaultMaxClipLength,

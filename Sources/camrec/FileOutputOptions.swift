@@ -52,7 +52,7 @@ struct FileOutputOptions: ParsableArguments {
         }
         let container = format ?? ContainerFormat(fileName: target)
         let makeContainer: ContainerWriterFactory = { format, sink in
-            try LibavContainerWriter(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
+            try ContainerWriters.make(format: format, codec: codec, sink: sink, framesPerSecond: framesPerSecond, audio: audio)
         }
         var configuration = RecordingFileOutput.Configuration(pattern: pattern, device: device, overwrite: overwrite,
                                                         segmentSeconds: segment, saveTimestamps: saveTimestamps,

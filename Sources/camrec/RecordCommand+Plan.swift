@@ -19,12 +19,14 @@ import RTSPServer
 /// The parts of a `RecordingPlan` that the command's options make: the source, the encoders, the network
 /// outputs, the RTSP server.
 extension RecordCommand {
-    /// Whether an output needs libavformat (and so libavcodec): a container file, a media server, the
-    /// live view (fragmented MP4), event clips (their container may be any).
+    /// Whether an output needs libavformat (and so libavcodec): a container file other than MP4 without
+    /// sound (camrec writes that itself), a media server, the live view (fragmented MP4), sound.
     var needsLibav: Bool {
-        http != nil || events.eventOutput != nil || sound.isOn || outputs.contains { target in
+        let clips = events.eventOutput.map { ContainerWriters.needLibav(ContainerFormat(fileName: $0), withSound: sound.isOn) } ?? false
+        return http != nil || clips || sound.isOn || outputs.contains { target in
             target != "-" && !TCPEndpoint.looksLikeURL(target)
-                && (MediaServerURL.looksLikeURL(target) || ContainerFormat(fileName: target) != .raw)
+                && (MediaServerURL.looksLikeURL(target)
+                    || ContainerWriters.needLibav(files.format ?? ContainerFormat(fileName: target), withSound: sound.isOn))
         }
     }
 

@@ -101,12 +101,25 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
         }
     }
 
-    /// The same probe sees libavformat where a recording needs it: an MP4 file.
-    func testAnMP4RecordingLoadsLibavformatWhenItNeedsIt() throws {
-        let (libraries, frames) = try librariesWhileRecording("file.mp4")
+    /// An MP4 recording without sound is written by camrec's own writer (issue 51): it maps no libav
+    /// library, and ffprobe decodes every frame of it.
+    func testAnMP4RecordingWithoutSoundLoadsNoLibavLibrary() throws {
+        for (output, options, encoder) in [("file.mp4", [], "libx264.so"), ("hevc.mp4", ["--codec", "hevc"], "libx265.so")] {
+            let (libraries, frames) = try librariesWhileRecording(output, options)
+            XCTAssertEqual(frames, 120, "ffprobe decodes every frame of \(output)")
+            XCTAssertTrue(loaded(encoder, libraries), "\(encoder) encodes \(output): \(libraries.sorted())")
+            for library in ["libavformat.so", "libavcodec.so", "libavutil.so"] {
+                XCTAssertFalse(loaded(library, libraries), "\(library) loaded for \(output), an MP4 recording without sound")
+            }
+        }
+    }
+
+    /// The same probe sees libavformat where a recording needs it: a Matroska file.
+    func testAMatroskaRecordingLoadsLibavformatWhenItNeedsIt() throws {
+        let (libraries, frames) = try librariesWhileRecording("file.mkv")
         XCTAssertEqual(frames, 120, "ffprobe decodes every frame")
         for library in ["libavformat.so", "libavcodec.so", "libavutil.so", "libx264.so"] {
-            XCTAssertTrue(loaded(library, libraries), "\(library) not loaded for an MP4 recording: \(libraries.sorted())")
+            XCTAssertTrue(loaded(library, libraries), "\(library) not loaded for a Matroska recording: \(libraries.sorted())")
         }
     }
 
@@ -136,15 +149,17 @@ final class LibraryLoadingTests: ScratchDirectoryTestCase {
     }
 
     /// A broken installation: libavformat unreadable (a mount namespace lays an empty file over it, for
-    /// this camrec only). An MP4 recording ends before it creates any file, in one line naming the package,
-    /// with 73; a raw H.264 recording, which needs no libav*, still records.
-    func testAMissingLibavformatEndsAnMP4RecordingBeforeAnyFileAndARawOneStillRecords() throws {
+    /// this camrec only). A Matroska recording ends before it creates any file, in one line naming the
+    /// package, with 73; a raw H.264 recording and an MP4 one without sound, which need no libav*, still record.
+    func testAMissingLibavformatEndsAMatroskaRecordingBeforeAnyFileAndRawAndMP4StillRecord() throws {
         try XCTSkipUnless(getuid() == 0 && Tools.which("unshare") != nil, "needs root and unshare for a mount namespace")
         let library = try libraryFile("libavformat.so.")
-        try assertEndsBeforeAnyFile(try record("broken.mp4", hiding: library), naming: "libavformat")
-        let raw = try record("still.h264", hiding: library)
-        XCTAssertEqual(raw.status, 0, raw.stderr)
-        XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/still.h264"), 10)
+        try assertEndsBeforeAnyFile(try record("broken.mkv", hiding: library), naming: "libavformat")
+        for output in ["still.h264", "still.mp4"] {
+            let result = try record(output, hiding: library)
+            XCTAssertEqual(result.status, 0, result.stderr)
+            XCTAssertEqual(try Tools.decodedFrameCount("\(dir)/\(output)"), 10, output)
+        }
     }
 
     /// libx265 unreadable the same way: an H.265 recording ends before any file, in one line naming the
