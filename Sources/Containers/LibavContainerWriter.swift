@@ -7,7 +7,7 @@ import Outputs
 
 /// One recording file (H.264 or H.265) in MP4, QuickTime, Matroska or MPEG-TS, written by libavformat through the
 /// file's own sink (so the temporary name, fsync, the move into place and disk-full handling stay
-/// `FileSink`'s).
+/// `FileSink`'s). An MP4 file without sound is `FragmentedMP4Writer`'s instead (`ContainerWriters`).
 ///
 /// The output is written as a stream, never seeked: MP4 and QuickTime are fragmented (an empty
 /// `moov`, then a `moof`+`mdat` fragment at every IDR and at least every second), Matroska is

@@ -1,6 +1,6 @@
 import Hub
-/// What a recording file holds its H.264 in: raw Annex-B (`.h264`), or a container libavformat
-/// writes (MP4, QuickTime, Matroska, MPEG-TS), chosen by the file's extension unless `--format` says.
+/// What a recording file holds its H.264 in: raw Annex-B (`.h264`), or a container (MP4, QuickTime,
+/// Matroska, MPEG-TS), chosen by the file's extension unless `--format` says.
 public enum ContainerFormat: String, Sendable, CaseIterable {
     case raw, mp4, mov, mkv, ts
 
