@@ -177,6 +177,26 @@ int camrec_webrtc_load(char *error, size_t size) {
 static int started;
 static char start_failure[512];
 
+// An element a session needs, and the Debian package that has it.
+struct needed_element { const char *element, *package; };
+
+// Whether GStreamer has every element of `needed`; else 0, and the one line naming the first missing
+// element (`purpose` after its name) and its package in `error`.
+static int has_elements(const struct needed_element *needed, size_t count, const char *purpose, char *error, size_t size) {
+    for (size_t i = 0; i < count; i++) {
+        void *factory = g.gst_element_factory_find(needed[i].element);
+        if (factory) {
+            g.gst_object_unref(factory);
+            continue;
+        }
+        char detail[160];
+        snprintf(detail, sizeof detail, "GStreamer has no %s element%s", needed[i].element, purpose);
+        camrec_describe_load_failure("WebRTC", detail, needed[i].package, error, size);
+        return 0;
+    }
+    return 1;
+}
+
 int camrec_webrtc_start(char *error, size_t size) {
     if (!camrec_webrtc_load(error, size)) return 0;
     pthread_mutex_lock(&load_lock);
@@ -187,7 +207,7 @@ int camrec_webrtc_start(char *error, size_t size) {
             if (failure) g.g_error_free(failure);
         } else {
             // Each element a session needs, and the package that has it.
-            static const struct { const char *element, *package; } needed[] = {
+            static const struct needed_element needed[] = {
                 {"appsrc", "gstreamer1.0-plugins-base"}, {"rtph264pay", "gstreamer1.0-plugins-good"},
                 {"webrtcbin", "gstreamer1.0-plugins-bad"}, {"dtlssrtpenc", "gstreamer1.0-plugins-bad"},
                 {"srtpenc", "gstreamer1.0-plugins-bad"}, {"nicesrc", "gstreamer1.0-nice"},
@@ -196,16 +216,7 @@ int camrec_webrtc_start(char *error, size_t size) {
             };
             void *nice = dlopen("libnice.so.10", RTLD_NOW | RTLD_LOCAL);
             if (nice) g.nice_agent_remove_stream = (void (*)(void *, unsigned))dlsym(nice, "nice_agent_remove_stream");
-            for (size_t i = 0; i < sizeof needed / sizeof needed[0] && !start_failure[0]; i++) {
-                void *factory = g.gst_element_factory_find(needed[i].element);
-                if (factory) {
-                    g.gst_object_unref(factory);
-                    continue;
-                }
-                char detail[128];
-                snprintf(detail, sizeof detail, "GStreamer has no %s element", needed[i].element);
-                camrec_describe_load_failure("WebRTC", detail, needed[i].package, start_failure, sizeof start_failure);
-            }
+            has_elements(needed, sizeof needed / sizeof needed[0], "", start_failure, sizeof start_failure);
         }
         started = start_failure[0] ? -1 : 1;
     }
@@ -320,22 +331,11 @@ static void send_only(camrec_webrtc_session *session, int index, const char *cap
 // AAC at a rate Opus does not take is decoded and encoded as Opus per viewer: the elements for that, checked
 // when such a session is made (a recording at other rates needs none of them).
 static int has_aac_elements(char *error, size_t size) {
-    static const struct { const char *element, *package; } needed[] = {
+    static const struct needed_element needed[] = {
         {"faad", "gstreamer1.0-plugins-bad"}, {"audioconvert", "gstreamer1.0-plugins-base"},
         {"audioresample", "gstreamer1.0-plugins-base"}, {"opusenc", "gstreamer1.0-plugins-base"},
     };
-    for (size_t i = 0; i < sizeof needed / sizeof needed[0]; i++) {
-        void *factory = g.gst_element_factory_find(needed[i].element);
-        if (factory) {
-            g.gst_object_unref(factory);
-            continue;
-        }
-        char detail[160];
-        snprintf(detail, sizeof detail, "GStreamer has no %s element for sound at this rate", needed[i].element);
-        camrec_describe_load_failure("WebRTC", detail, needed[i].package, error, size);
-        return 0;
-    }
-    return 1;
+    return has_elements(needed, sizeof needed / sizeof needed[0], " for sound at this rate", error, size);
 }
 
 camrec_webrtc_session *camrec_webrtc_session_create(const char *offer, int payload_type, const camrec_webrtc_sound *sound,

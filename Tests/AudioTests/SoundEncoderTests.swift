@@ -70,13 +70,7 @@ final class SoundEncoderTests: XCTestCase {
             }
         }
         for encoded in packets {
-            encoded.bytes.withUnsafeBytes { raw in
-                packet!.pointee.data = UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                packet!.pointee.size = Int32(raw.count)
-                XCTAssertGreaterThanOrEqual(avcodec_send_packet(c, packet), 0)
-                packet!.pointee.data = nil
-                packet!.pointee.size = 0
-            }
+            sendPacket(encoded.bytes, to: c, using: packet!)
             receive()
         }
         avcodec_send_packet(c, nil)

@@ -39,13 +39,7 @@ final class SoundSideEncoderTests: XCTestCase {
         var out: [(capture: UInt64, samples: [Float])] = []
         for encoded in packets {
             var samples: [Float] = []
-            encoded.bytes.withUnsafeBytes { raw in
-                packet!.pointee.data = UnsafeMutablePointer(mutating: raw.baseAddress!.assumingMemoryBound(to: UInt8.self))
-                packet!.pointee.size = Int32(raw.count)
-                XCTAssertGreaterThanOrEqual(avcodec_send_packet(c, packet), 0)
-                packet!.pointee.data = nil
-                packet!.pointee.size = 0
-            }
+            sendPacket(encoded.bytes, to: c, using: packet!)
             while avcodec_receive_frame(c, frame) >= 0 {
                 XCTAssertEqual(frame!.pointee.format, AV_SAMPLE_FMT_FLTP.rawValue)
                 let plane = UnsafeRawPointer(frame!.pointee.extended_data[0]!).assumingMemoryBound(to: Float.self)
