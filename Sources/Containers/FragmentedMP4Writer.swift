@@ -39,10 +39,17 @@ public final class FragmentedMP4Writer: ContainerWriter {
     private var randomAccess: [(time: UInt64, offset: UInt64)] = []
     private var finished = false
 
+    /// The most a fragment gathers before it is written, whatever the times say: a camera whose clock
+    /// stands still (every frame moved one tick past the last) and that sends no IDR would otherwise
+    /// grow one fragment without end. 64 MiB is several seconds of a 4K stream at 100 Mbit/s, and keeps
+    /// `mdat`'s 32-bit size true.
+    private let maximumFragmentBytes: Int
+
     /// - Parameter framesPerSecond: the source's rate, for the last frame's duration.
-    public init(codec: VideoCodec = .h264, sink: ByteSink, framesPerSecond: Double) {
+    public init(codec: VideoCodec = .h264, sink: ByteSink, framesPerSecond: Double, maximumFragmentBytes: Int = 64 << 20) {
         self.codec = codec
         self.sink = sink
+        self.maximumFragmentBytes = max(1, maximumFragmentBytes)
         let fps = framesPerSecond.isFinite && framesPerSecond > 0 ? framesPerSecond : 30
         frameInterval = max(1, UInt64((Double(Self.timescale) / fps).rounded()))
         randomAccess.reserveCapacity(256)
@@ -63,8 +70,10 @@ public final class FragmentedMP4Writer: ContainerWriter {
             time = lastTime + 1
             clampedTimestamps += 1
         }
-        // A fragment at every IDR, and at least every second, as libavformat's frag_keyframe + frag_duration.
-        if !fragment.isEmpty && (chunk.isIDR || time - fragment.startTime >= UInt64(Self.timescale)) {
+        // A fragment at every IDR, and at least every second, as libavformat's frag_keyframe + frag_duration;
+        // and once it holds `maximumFragmentBytes`.
+        if !fragment.isEmpty && (chunk.isIDR || time - fragment.startTime >= UInt64(Self.timescale)
+                                 || fragment.data.count >= maximumFragmentBytes) {
             try writeFragment(endingAt: time)
         }
         lastTime = time

@@ -87,9 +87,10 @@ final class FragmentedMP4WriterTests: XCTestCase {
         return (mp4, raw)
     }
 
-    /// Each decoded frame's MD5, in order (ffmpeg's framemd5).
+    /// Each decoded frame's MD5, in order (ffmpeg's framemd5; every decoded frame, none dropped or
+    /// repeated for its time).
     func frameHashes(_ path: String) throws -> [String] {
-        try run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-f", "framemd5", "-"]).split(separator: "\n")
+        try run("/usr/bin/ffmpeg", ["-v", "error", "-i", path, "-fps_mode", "passthrough", "-f", "framemd5", "-"]).split(separator: "\n")
             .filter { !$0.hasPrefix("#") }.compactMap { $0.split(separator: ",").last.map { $0.trimmingCharacters(in: .whitespaces) } }
     }
 
@@ -164,6 +165,41 @@ final class FragmentedMP4WriterTests: XCTestCase {
             try Data(bytes.prefix(end)).write(to: URL(fileURLWithPath: cut))
             XCTAssertEqual(try frameHashes(cut), Array(all.prefix(30 * (index + 1))), "the file cut after fragment \(index + 1)")
         }
+    }
+
+    /// A camera whose clock stands still and that sends one IDR: every frame at the same capture time. The
+    /// fragment is cut at its byte bound (here 20 000 bytes) rather than growing, each `mdat` at most the
+    /// bound plus one access unit, and every frame still decodes to the raw stream's picture.
+    func testAFrozenClockWithoutIDRsStillCutsFragmentsAtTheirByteBound() throws {
+        var units = try accessUnits(.h264, frames: 60)
+        units = units.enumerated().map { ($0.element.bytes, $0.element.idr && $0.offset == 0) }
+        let mp4 = "\(directory)/frozen.mp4", raw = "\(directory)/frozen.h264"
+        let sink = FileSink(path: mp4, overwrite: true)
+        try sink.open()
+        let writer = FragmentedMP4Writer(sink: sink, framesPerSecond: 30, maximumFragmentBytes: 20_000)
+        for unit in units {
+            let c = pool.take()
+            c.fill { $0 = unit.bytes }
+            c.isIDR = unit.idr
+            c.presentationTimeNanoseconds = 7_000_000_000
+            try writer.write(c)
+        }
+        try writer.finish()
+        _ = try sink.close(keep: true)
+        try Data(units.flatMap(\.bytes)).write(to: URL(fileURLWithPath: raw))
+        let largest = units.map { $0.bytes.count + 16 }.max() ?? 0
+        let bytes = try [UInt8](Data(contentsOf: URL(fileURLWithPath: mp4)))
+        var offset = 0, mdats: [Int] = []
+        while offset + 8 <= bytes.count {
+            let size = bytes[offset..<offset + 4].reduce(0) { $0 << 8 | Int($1) }
+            if String(decoding: bytes[offset + 4..<offset + 8], as: UTF8.self) == "mdat" { mdats.append(size - 8) }
+            offset += max(size, 8)
+        }
+        let total = units.map(\.bytes.count).reduce(0, +)
+        XCTAssertGreaterThanOrEqual(mdats.count, total / (20_000 + largest), "fragments cut by size: \(mdats)")
+        XCTAssertTrue(mdats.allSatisfy { $0 < 20_000 + largest }, "each fragment at most the bound and one access unit: \(mdats)")
+        XCTAssertEqual(writer.clampedTimestamps, 59)
+        XCTAssertEqual(try frameHashes(mp4), try frameHashes(raw), "every frame decodes as from the raw stream")
     }
 
     func testTimesThatGoBackOrStandStillAreMovedJustPastThePreviousOneAndCounted() throws {
