@@ -35,14 +35,7 @@ public enum AVCC {
     public static func avcc(fromAnnexB bytes: some Collection<UInt8>) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + 16)
-        for unit in AnnexBScanner.units(in: bytes) {
-            let length = UInt32(truncatingIfNeeded: unit.bytes.count)
-            output.append(UInt8(length >> 24))
-            output.append(UInt8((length >> 16) & 0xFF))
-            output.append(UInt8((length >> 8) & 0xFF))
-            output.append(UInt8(length & 0xFF))
-            output.append(contentsOf: unit.bytes)
-        }
+        Array(bytes).withUnsafeBytes { appendLengthPrefixed(fromAnnexB: $0, to: &output) }
         return output
     }
 

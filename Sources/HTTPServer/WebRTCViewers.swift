@@ -257,12 +257,12 @@ final class WebRTCSession: Sendable {
         /// Takes the session out first, so that a push (the audio thread's among them) never waits for
         /// GStreamer to stop the pipeline.
         func destroy() {
-            nonisolated(unsafe) var taken: OpaquePointer?
-            pointer.withLock { pointer in
-                taken = pointer
-                pointer = nil
+            // Out of the lock as an address (a plain value), as `pushSound` takes a packet in.
+            let taken = pointer.withLock { pointer in
+                defer { pointer = nil }
+                return UInt(bitPattern: pointer)
             }
-            camrec_webrtc_session_destroy(taken)
+            camrec_webrtc_session_destroy(OpaquePointer(bitPattern: taken))
         }
     }
 
