@@ -35,7 +35,7 @@ public enum AVCC {
     public static func avcc(fromAnnexB bytes: some Collection<UInt8>) -> [UInt8] {
         var output: [UInt8] = []
         output.reserveCapacity(bytes.count + 16)
-        Array(bytes).withUnsafeBytes { appendLengthPrefixed(fromAnnexB: $0, to: &output) }
+        _ = Array(bytes).withUnsafeBytes { appendLengthPrefixed(fromAnnexB: $0, to: &output) }
         return output
     }
 
