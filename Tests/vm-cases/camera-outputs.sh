@@ -10,7 +10,7 @@
 # Both cameras are v4l2loopback nodes fed by Tests/tools/loopback-feeder.py --params-once (the parameter
 # sets with the first access unit only, as in cases 8-9) --steady (no bursts after a stall), 10 fps; camrec records each (until every client is done) into a
 # raw file (the reference), MP4, Matroska and MPEG-TS, an event clip with 2 s of pre-roll (SIGUSR1 at the
-# camera's frame 42), its RTSP server (ffmpeg on the host pulls it through the forwarded port) and a media
+# camera's frame 58), its RTSP server (ffmpeg on the host pulls it through the forwarded port) and a media
 # server: H.264 to nginx-rtmp (its FLV recording), H.265 over SRT to srt-live-transmit (its MPEG-TS).
 # The H.264 one also serves the live page (Tests/tools/ws-client.py records its fMP4 from the host) and
 # /snapshot.jpg, asked for between two looks at the feeder's log. The truths: the stream the feeder wrote
@@ -124,15 +124,18 @@ EOF
     # ports (ffmpeg pulls 5 s of RTSP, ws-client.py records 5 s of the live page), and subshells of their own
     # trigger the event (co_trigger) and ask for the snapshot (co_snapshot_at). The loop runs at nice -10: on the one emulated
     # CPU, beside two recordings and their feeders, it must see each camera start when it does.
-    # co_trigger CODEC: at the camera's frame 42 SIGUSR1, so the clip starts at the newest IDR 2 s (20 frames)
-    # before, frame 20 (a trigger early in a picture group: a clip that began at the IDR before the trigger
-    # instead, frame 40, would be seen). The trigger's frame lies between the newest frame written before the
+    # co_trigger CODEC: at the camera's frame 58 SIGUSR1, so the clip starts at the newest IDR 2 s (20 frames)
+    # or more before, frame 20: a clip from the IDR before the trigger (40) or one group earlier (0) would be
+    # seen. Late in the group on purpose: camrec takes the trigger at the newest frame it has, and under load
+    # (stress-ng beside the VM) its capture was seen 4 or more frames behind the feeder, which made a trigger at
+    # frame 42 start the clip at frame 0 (2026-11-28). From frame 58 the right IDR is 20 for any newest frame
+    # camrec may hold from 40 to 59. The trigger's frame lies between the newest frame written before the
     # signal and the newest once the clip's file exists (camrec makes it when it takes the trigger): CO/CODEC.trigger.
     # co_snapshot_at: at the H.264 camera's frame 45 GET /snapshot.jpg, between two looks at what the camera has
     # written (5 frames after an IDR: a snapshot of the group's first picture would be seen): CO/h264-snapshot.when.
     co_trigger() {
         local codec=$1 b
-        wait_for 60 co_written_at_least "$CO/$codec.feed" 42 || return
+        wait_for 60 co_written_at_least "$CO/$codec.feed" 58 || return
         b=$CO_NEWEST
         kill -USR1 "${CO_PID[$codec]}"
         wait_for 30 co_clip_made "$codec"
@@ -261,9 +264,11 @@ EOF
         early=$((b - 2))
         # The camera's clock: v4l2loopback stamps each frame within the feeder's write(), between the BEFORE and
         # AFTER it logs. camrec took the trigger at the newest frame it had, one written from frame b - 2 (it holds
-        # one of the last three written) to a, and the clip starts at the newest IDR it held stamped at least 2 s
-        # before that frame. So the clip's IDR was written at most 2 s before frame a, and the next IDR camrec held
-        # (the clip's second; none when the clip has one) later than 2 s before frame b - 2. Times, not frame counts:
+        # one of the last three written, when its capture keeps up) to a, and the clip starts at the newest IDR it
+        # held stamped at least 2 s before that frame. So the clip's IDR was written at most 2 s before frame a, and
+        # the next IDR camrec held (the clip's second; none when the clip has one) later than 2 s before frame
+        # b - 2. With the trigger late in the group the second bound also holds when camrec's capture lags up to
+        # frame 40 (IDR 40 is later than 2 s before frame 56, and not 2 s before any frame to 59). Times, not frame counts:
         # under load frames come closer together or further apart, and an IDR v4l2loopback never delivered is not
         # one camrec could start at.
         unset CO_BEFORE CO_AFTER; declare -A CO_BEFORE CO_AFTER
