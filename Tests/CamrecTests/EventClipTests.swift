@@ -139,7 +139,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
     func testClipRetentionKeepsTheNewestClipFilesAndNothingElseIsTouched() throws {
         try FileManager.default.createDirectory(atPath: "\(dir)/ev", withIntermediateDirectories: true)
         let old = "\(dir)/ev/clip-70.mp4", other = "\(dir)/ev/notes.txt"
-        for path in [old, other] { FileManager.default.createFile(atPath: path, contents: Data("x".utf8)) }
+        for path in [old, other] { XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("x".utf8))) }
         let twoHoursAgo = Date().addingTimeInterval(-7200)
         for path in [old, other] { try FileManager.default.setAttributes([.modificationDate: twoHoursAgo], ofItemAtPath: path) }
         let (camrec, errors) = try Tools.launch(Tools.camrec, [
@@ -173,7 +173,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         // Two minutes either side of the hour: the few seconds of the run move neither across it.
         let older = "\(dir)/ev/clip-70.mp4", younger = "\(dir)/ev/clip-71.mp4"
         for (path, age) in [(older, 3720.0), (younger, 3480.0)] {
-            FileManager.default.createFile(atPath: path, contents: Data("x".utf8))
+            XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: Data("x".utf8)))
             try FileManager.default.setAttributes([.modificationDate: Date().addingTimeInterval(-age)], ofItemAtPath: path)
         }
         let (camrec, errors) = try Tools.launch(Tools.camrec, [

@@ -57,7 +57,7 @@ final class TriggerCommandTests: ScratchDirectoryTestCase {
     func testNothingButCamrecIsSignalled() throws {
         // A lock on a file held by this test process (not camrec): found, and refused.
         let path = "\(dir)/locked"
-        FileManager.default.createFile(atPath: path, contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: path, contents: nil))
         let fd = open(path, O_RDONLY)
         XCTAssertEqual(flock(fd, LOCK_EX | LOCK_NB), 0)
         defer { close(fd) }
