@@ -51,7 +51,7 @@ public final class AudioCapture: Sendable {
         precondition(side.map { $0.encoder.format == encoder.format } ?? true, "the side encoder takes the source's format")
         summary = "\(source.summary), \(encoder.codec.displayName) at \(encoder.bitrate) bit/s"
         engine = Monitor(Engine(source: source, encoder: encoder,
-                                side: side.map { SoundSideEncoder(encoder: $0.encoder, feed: $0.feed, mostPerFrame: encoder.frameSize) }))
+                                side: side.map { SoundSideEncoder(encoder: $0.encoder, feed: $0.feed) }))
         self.hubs = hubs
         self.timeline = timeline
     }
@@ -89,8 +89,16 @@ public final class AudioCapture: Sendable {
         do {
             try engine.source.start(origin: origin)
             engine.started = true
-            while try engine.source.waitForSamples(engine.encoder.frameSize, shouldStop: { stopRequested }) {
-                encodeNext(engine.encoder.frameSize, engine)
+            let frame = engine.encoder.frameSize
+            while true {
+                // The side encoder's frames are shorter (10 ms): it encodes each as soon as it has been captured.
+                let ready = engine.side?.samplesToWaitFor(mainFrame: frame, source: engine.source) ?? frame
+                guard try engine.source.waitForSamples(ready, shouldStop: { stopRequested }) else { break }
+                if let side = engine.side {
+                    // Its failure ends the side feed only: the recording's sound goes on.
+                    do { try side.take(ready: ready, source: engine.source) } catch { engine.side = nil }
+                }
+                if ready == frame { encodeNext(frame, engine) }
             }
         } catch {
             fail(error, engine)
@@ -136,17 +144,10 @@ public final class AudioCapture: Sendable {
     private func encodeNext(_ count: Int, _ engine: Engine) {
         engine.samplesSent += UInt64(count)
         let source = engine.source
-        // The side encoder copies the samples as they are written into the main encoder's frame.
-        let side = engine.side.flatMap { $0.begin(atSourceSample: source.position) ? $0 : nil }
         do {
             try engine.encoder.encode(sampleCount: count, fill: { channel, plane in
                 source.write(channel: channel, into: plane)
-                side?.copy(channel: channel, plane)
             }, emit: { publish($0, engine) })
-            if let side {
-                // Its failure ends the side feed only: the recording's sound goes on.
-                do { try side.encodeReady(count: count, source: source) } catch { engine.side = nil }
-            }
             source.advance(count)
             state.withLock { $0.counters.samples += UInt64(count) }
         } catch {

@@ -89,9 +89,9 @@ public final class MicrophoneSource: SoundSource {
         while held < capacity / 2, try pump(timeoutMilliseconds: 0) {}
     }
 
-    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>) {
-        let taken = min(plane.count, held)
-        if taken > 0 { plane.baseAddress!.update(from: planes[channel] + head, count: taken) }
+    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>, skipping: Int) {
+        let taken = min(plane.count, max(held - skipping, 0))
+        if taken > 0 { plane.baseAddress!.update(from: planes[channel] + head + skipping, count: taken) }
         if taken < plane.count { (plane.baseAddress! + taken).update(repeating: 0, count: plane.count - taken) }
     }
 

@@ -32,7 +32,9 @@ public final class SoundEncoder {
     private let planes: UnsafeMutableBufferPointer<Float>?
     private var sampleFormat: AVSampleFormat { codec == .aac ? AV_SAMPLE_FMT_FLTP : AV_SAMPLE_FMT_FLT }
 
-    public init(codec: SoundCodec = .aac, format: AudioFormat, bitrate: Int) throws {
+    /// `opusFrameMilliseconds`: libopus's frame length (2.5, 5, 10, 20 (its default), 40 or 60 ms); shorter
+    /// frames leave sooner after their last sample is captured.
+    public init(codec: SoundCodec = .aac, format: AudioFormat, bitrate: Int, opusFrameMilliseconds: Double? = nil) throws {
         self.codec = codec
         self.format = format
         self.bitrate = bitrate
@@ -50,6 +52,9 @@ public final class SoundEncoder {
         if codec == .aac { made.pointee.profile = FF_PROFILE_AAC_LOW }
         // The AudioSpecificConfig (AAC) or OpusHead out of band: MP4 and Matroska describe the track with it.
         made.pointee.flags |= AV_CODEC_FLAG_GLOBAL_HEADER
+        if codec == .opus, let opusFrameMilliseconds {
+            _ = av_opt_set(made.pointee.priv_data, "frame_duration", "\(opusFrameMilliseconds)", 0)
+        }
         let status = avcodec_open2(made, encoder, nil)
         guard status >= 0 else {
             avcodec_free_context(&context)

@@ -9,16 +9,19 @@ public protocol SoundSideFeed: AnyObject, Sendable {
     func deliver(_ packet: UnsafeRawBufferPointer, captureNanoseconds: UInt64, durationNanoseconds: UInt64)
 }
 
-/// The recording's PCM encoded a second time for a `SoundSideFeed`, on the audio thread, from the very
-/// samples the main encoder's frames are filled with. They come in the main encoder's frame size (AAC's
-/// 1024) and leave in this encoder's (Opus's 960 at 48 kHz), through planes kept here: nothing is
-/// allocated per packet. Not Sendable: the audio thread's, inside `AudioCapture`'s engine.
+/// The recording's PCM encoded a second time for a `SoundSideFeed`, on the audio thread, straight from the
+/// source: each frame (Opus's 10 ms) is encoded as soon as its last sample has been captured, not once the
+/// main encoder's frame (AAC's 1024 samples, 21.3 ms) is full. The audio thread waits for the nearer of
+/// the two (`samplesToWaitFor`); this encoder reads the source's samples past its position, which the main
+/// encoder takes later. Through planes kept here: nothing is allocated per packet. Not Sendable: the audio
+/// thread's, inside `AudioCapture`'s engine.
 final class SoundSideEncoder {
     let encoder: SoundEncoder
     let feed: any SoundSideFeed
-    private let capacity: Int
+    /// One frame of each channel: samples[c * frameSize ..< c * frameSize + filled].
     private let planes: UnsafeMutableBufferPointer<Float>
-    /// Samples per channel copied in and not yet encoded.
+    /// The next source sample to copy; the `filled` before it wait in the planes.
+    private var next: UInt64 = 0
     private var filled = 0
     /// Samples handed to the encoder so far.
     private var fed: Int64 = 0
@@ -28,54 +31,55 @@ final class SoundSideEncoder {
     private var running = false
     private let primingNanoseconds: UInt64
 
-    /// `mostPerFrame`: the most samples the main encoder takes in one frame.
-    init(encoder: SoundEncoder, feed: any SoundSideFeed, mostPerFrame: Int) {
+    init(encoder: SoundEncoder, feed: any SoundSideFeed) {
         self.encoder = encoder
         self.feed = feed
-        capacity = mostPerFrame + encoder.frameSize
-        planes = .allocate(capacity: capacity * encoder.format.channels)
+        planes = .allocate(capacity: encoder.frameSize * encoder.format.channels)
         planes.initialize(repeating: 0)
         primingNanoseconds = encoder.format.nanoseconds(ofSample: UInt64(encoder.track.primingSamples))
     }
 
     deinit { planes.deallocate() }
 
-    /// Before a main frame whose first sample is the source's `first` is filled: whether to copy it
-    /// (someone wants the packets). Resuming drops what was left over from before the pause.
-    func begin(atSourceSample first: UInt64) -> Bool {
+    /// How many samples past the source's position the audio thread waits for next: the main encoder's
+    /// `mainFrame`, or fewer when this encoder's next frame is complete sooner. Checks whether anyone wants
+    /// the packets; resuming after a pause drops what was left over from before it.
+    func samplesToWaitFor(mainFrame: Int, source: any SoundSource) -> Int {
+        let position = source.position
         let wanted = feed.isWanted
         if wanted && !running {
             filled = 0
-            offset = Int64(first) - fed
+            next = position
+            offset = Int64(position) - fed
         }
         running = wanted
-        return wanted
+        guard wanted else { return mainFrame }
+        precondition(next >= position, "the side encoder keeps ahead of the main one")
+        return min(mainFrame, Int(next - position) + encoder.frameSize - filled)
     }
 
-    /// A channel's plane of the main frame, as it was filled.
-    func copy(channel: Int, _ plane: UnsafeMutableBufferPointer<Float>) {
-        let count = min(plane.count, capacity - filled)
-        guard count > 0, let from = plane.baseAddress else { return }
-        (planes.baseAddress! + channel * capacity + filled).update(from: from, count: count)
-    }
-
-    /// After the main frame of `count` samples: encodes every whole frame held and hands its packets to the feed.
-    func encodeReady(count: Int, source: any SoundSource) throws {
-        filled = min(filled + count, capacity)
+    /// After the source has `ready` samples past its position (and before the main encoder moves past
+    /// them): copies those not copied yet and encodes every whole frame, handing its packets to the feed.
+    func take(ready: Int, source: any SoundSource) throws {
+        guard running else { return }
+        let end = source.position + UInt64(ready)
         let size = encoder.frameSize
-        let channels = encoder.format.channels
-        while filled >= size {
-            let planes = self.planes
-            let capacity = self.capacity
+        let planes = self.planes
+        while next < end {
+            let count = min(Int(end - next), size - filled)
+            let skip = Int(next - source.position)
+            for channel in 0..<encoder.format.channels {
+                source.write(channel: channel, into: UnsafeMutableBufferPointer(start: planes.baseAddress! + channel * size + filled, count: count),
+                             skipping: skip)
+            }
+            filled += count
+            next += UInt64(count)
+            guard filled == size else { continue }
             try encoder.encode(sampleCount: size, fill: { channel, plane in
-                plane.baseAddress!.update(from: planes.baseAddress! + channel * capacity, count: size)
+                plane.baseAddress!.update(from: planes.baseAddress! + channel * size, count: size)
             }, emit: { packet in deliver(packet, source: source) })
             fed += Int64(size)
-            filled -= size
-            for channel in 0..<channels where filled > 0 {
-                let start = planes.baseAddress! + channel * capacity
-                start.update(from: start + size, count: filled)
-            }
+            filled = 0
         }
     }
 

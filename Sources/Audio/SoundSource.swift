@@ -18,8 +18,9 @@ public protocol SoundSource: AnyObject {
     func waitForSamples(_ count: Int, shouldStop: () -> Bool) throws -> Bool
     /// Takes in, without waiting, whatever has been captured already (before the last samples are written at the end).
     func collectCaptured() throws
-    /// The next `plane.count` samples of `channel`; silence past what has been captured.
-    func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>)
+    /// `plane.count` samples of `channel` from `skipping` samples past the next one (the side encoder reads
+    /// ahead of the main one); silence past what has been captured.
+    func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>, skipping: Int)
     /// Moves past the samples just written.
     func advance(_ count: Int)
     /// The next sample to deliver.
@@ -29,4 +30,11 @@ public protocol SoundSource: AnyObject {
     func stop()
     /// What happened on the way, for the recording's last lines (nil when there is nothing to say).
     var report: String? { get }
+}
+
+extension SoundSource {
+    /// The next `plane.count` samples of `channel`; silence past what has been captured.
+    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>) {
+        write(channel: channel, into: plane, skipping: 0)
+    }
 }

@@ -53,12 +53,13 @@ public final class TestToneSource: SoundSource {
         captureTime(ofSample: position + UInt64(count))
     }
 
-    /// Writes channel `channel` of the next `plane.count` samples (every channel the same).
-    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>) {
+    /// Writes channel `channel` of `plane.count` samples from `skipping` past the next (every channel the same).
+    public func write(channel: Int, into plane: UnsafeMutableBufferPointer<Float>, skipping: Int) {
         let rate = UInt64(format.sampleRate)
         let step = 2 * Double.pi * Self.burstHertz / Double(rate)
+        let first = position + UInt64(skipping)
         for i in 0..<plane.count {
-            let inSecond = (position + UInt64(i)) % rate
+            let inSecond = (first + UInt64(i)) % rate
             plane[i] = inSecond < burstSamples ? Self.burstAmplitude * Float(sin(step * Double(inSecond))) : 0
         }
     }

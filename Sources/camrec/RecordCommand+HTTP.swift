@@ -62,14 +62,14 @@ extension RecordCommand {
                              log: networkLog())
     }
 
-    /// The WebRTC viewers' one Opus encode of an AAC recording's samples (64 kbit/s, libopus's 20 ms
-    /// frames), or nil: the sound is Opus already, its rate is one Opus does not take (each viewer then
-    /// decodes the AAC and encodes Opus in its own pipeline), it has more than two channels, WebRTC is off,
-    /// or this libavcodec has no libopus.
+    /// The WebRTC viewers' one Opus encode of an AAC recording's samples (64 kbit/s, 10 ms frames, each
+    /// encoded as soon as it has been captured), or nil: the sound is Opus already, its rate is one Opus
+    /// does not take (each viewer then decodes the AAC and encodes Opus in its own pipeline), it has more
+    /// than two channels, WebRTC is off, or this libavcodec has no libopus.
     func makeWebRTCSound(for encoder: SoundEncoder) -> (encoder: SoundEncoder, feed: WebRTCSoundFeed)? {
         guard encoder.codec == .aac, SoundCodec.opus.sampleRates.contains(encoder.format.sampleRate), encoder.format.channels <= 2,
               WebRTCViewers.unavailableReason() == nil,
-              let opus = try? SoundEncoder(codec: .opus, format: encoder.format, bitrate: 64_000) else { return nil }
+              let opus = try? SoundEncoder(codec: .opus, format: encoder.format, bitrate: 64_000, opusFrameMilliseconds: 10) else { return nil }
         return (opus, WebRTCSoundFeed(track: opus.track))
     }
 

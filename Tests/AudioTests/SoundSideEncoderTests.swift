@@ -4,10 +4,11 @@ import XCTest
 
 @testable import Audio
 
-/// The WebRTC viewers' shared Opus encode (`SoundSideEncoder`): fed the samples of AAC-sized frames, its
-/// packets, decoded by libavcodec's own Opus decoder with nothing dropped (as a WebRTC receiver does, which
-/// never sees OpusHead's pre-skip), put each of the test tone's bursts at the capture time it was made at,
-/// also after a pause in which nobody wanted the packets.
+/// The WebRTC viewers' shared Opus encode (`SoundSideEncoder`), driven as the audio thread drives it beside
+/// AAC's 1024-sample frames: its packets, decoded by libavcodec's own Opus decoder with nothing dropped (as a
+/// WebRTC receiver does, which never sees OpusHead's pre-skip), put each of the test tone's bursts at the
+/// capture time it was made at, also after a pause in which nobody wanted the packets; and each packet leaves
+/// as soon as the last sample of its 10 ms has been captured, not when AAC's frame is full.
 final class SoundSideEncoderTests: XCTestCase {
     private final class Feed: SoundSideFeed {
         struct Packet {
@@ -17,9 +18,13 @@ final class SoundSideEncoderTests: XCTestCase {
         }
         let wanted = Atomic<Bool>(true)
         let packets = Mutex<[Packet]>([])
+        /// Samples the source had captured (counted from sample 0) when each packet came.
+        let captured = Mutex<[UInt64]>([])
+        let capturedNow = Atomic<UInt64>(0)
         var isWanted: Bool { wanted.load(ordering: .relaxed) }
         func deliver(_ packet: UnsafeRawBufferPointer, captureNanoseconds: UInt64, durationNanoseconds: UInt64) {
             packets.withLock { $0.append(Packet(bytes: Array(packet), capture: captureNanoseconds, duration: durationNanoseconds)) }
+            captured.withLock { $0.append(capturedNow.load(ordering: .relaxed)) }
         }
     }
 
@@ -71,31 +76,41 @@ final class SoundSideEncoderTests: XCTestCase {
         let format = AudioFormat(sampleRate: 48000, channels: 1)
         let aacFrame = 1024
         let feed = Feed()
-        let side = SoundSideEncoder(encoder: try SoundEncoder(codec: .opus, format: format, bitrate: 64_000), feed: feed,
-                                    mostPerFrame: aacFrame)
-        XCTAssertEqual(side.encoder.frameSize, 960)
+        let opus = try SoundEncoder(codec: .opus, format: format, bitrate: 64_000, opusFrameMilliseconds: 10)
+        let side = SoundSideEncoder(encoder: opus, feed: feed)
+        XCTAssertEqual(opus.frameSize, 480)
         let origin: UInt64 = 5_000_000_000
         let tone = TestToneSource(format: format)
         tone.start(origin: origin)
         let main = UnsafeMutableBufferPointer<Float>.allocate(capacity: aacFrame)
         defer { main.deallocate() }
-        // 6 s of AAC-sized frames; nobody wants the packets from 2.5 s to 4.2 s.
-        for _ in 0..<(6 * 48000 / aacFrame) {
+        // 6 s as AudioCapture's loop runs it: wait for the nearer of the two frames, let the side encoder take
+        // what is there, encode AAC's frame when it is full. Nobody wants the packets from 2.5 s to 4.2 s.
+        while tone.position < 6 * 48000 {
             let second = Double(tone.position) / 48000
             feed.wanted.store(!(2.5..<4.2).contains(second), ordering: .relaxed)
-            if side.begin(atSourceSample: tone.position) {
+            let ready = side.samplesToWaitFor(mainFrame: aacFrame, source: tone)
+            feed.capturedNow.store(tone.position + UInt64(ready), ordering: .relaxed)
+            try side.take(ready: ready, source: tone)
+            if ready == aacFrame {
                 tone.write(channel: 0, into: main)
-                side.copy(channel: 0, main)
-                try side.encodeReady(count: aacFrame, source: tone)
+                tone.advance(aacFrame)
             }
-            tone.advance(aacFrame)
         }
         let packets = feed.packets.withLock { $0 }
-        XCTAssertGreaterThan(packets.count, 200)
-        XCTAssertTrue(packets.allSatisfy { $0.duration == 20_000_000 }, "20 ms frames")
+        XCTAssertGreaterThan(packets.count, 400)
+        XCTAssertTrue(packets.allSatisfy { $0.duration == 10_000_000 }, "10 ms frames")
         // Back to back while wanted, with one jump over the pause.
-        let jumps = zip(packets, packets.dropFirst()).filter { $1.capture != $0.capture + 20_000_000 }
+        let jumps = zip(packets, packets.dropFirst()).filter { $1.capture != $0.capture + 10_000_000 }
         XCTAssertEqual(jumps.count, 1, "one jump, at the pause")
+        // A packet's stamp is its first input sample's capture time less the priming: it leaves when the
+        // source has just captured the last of its 480 input samples.
+        let priming = Double(opus.track.primingSamples)
+        for (packet, captured) in zip(packets, feed.captured.withLock { $0 }) {
+            let firstInput = (Double(Int64(packet.capture) - Int64(origin)) * 48000 / 1e9 + priming).rounded()
+            XCTAssertEqual(Double(captured), firstInput + 480,
+                           "the packet from sample \(firstInput) left when \(captured) samples had been captured")
+        }
         let onsets = burstOnsets(try decode(packets))
         // The bursts at 1, 2 (before the pause) and 5 s (after it); the one at 0 s is where the decoder starts.
         let expected: [UInt64] = [1, 2, 5].map { origin + $0 * 1_000_000_000 }
