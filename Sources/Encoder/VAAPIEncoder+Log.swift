@@ -43,7 +43,7 @@ extension VAAPIEncoder {
         if uploadedFrames > 0 {
             let perFrame = { (ns: UInt64) in (Double(ns) / Double(self.uploadedFrames) / 1e6).decimalText(places: 3) }
             parts.append("upload \(perFrame(uploadCPUNanoseconds)) ms CPU per frame "
-                + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included)")
+                + "(\(perFrame(uploadNanoseconds)) ms wall, waiting for the driver included, preemption left out)")
             // camrec's own mapping work is ~0.1 ms a frame (measured at 1280x720 with the test
             // driver); more means the driver works or waits behind the maps, which camrec can't see.
             if uploadNanoseconds / UInt64(uploadedFrames) > 1_000_000 {

@@ -355,9 +355,12 @@ public final class VAAPIEncoder: VideoEncoder {
     /// Puts the frame's surface into `hwFrame`: unmaps the surface the source wrote into, or
     /// (a buffer in its own memory) copies the frame into a fresh surface.
     private func handOver(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
-        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now()
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = ThreadCPUClock.runQueueWait()
         defer {
-            encodeUploadNanoseconds += MonotonicClock.now() - started
+            // Time preempted is not the driver's: left out of the wall time.
+            let preempted = ThreadCPUClock.runQueueWait(since: startedWait)
+            let wall = MonotonicClock.now() - started
+            encodeUploadNanoseconds += wall > preempted ? wall - preempted : 0
             encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU
         }
         if let backing, !buffer.isInOwnMemory, buffer.backing === backing,

@@ -89,7 +89,7 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     var statistics: Counters { counters.withLock { $0 } }
 
     func attach(bufferIndex i: Int, planes: inout [PlaneMemory]) throws {
-        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now()
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = ThreadCPUClock.runQueueWait()
         let surface = surfaces[i], mapping = mappings[i]
         let status = av_hwframe_get_buffer(framesRef, surface, 0)
         guard status >= 0 else { throw failure("no VA surface for a pool buffer", status) }
@@ -119,7 +119,9 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
             }
             inImage[i] = true
         }
-        let spent = MonotonicClock.now() - started, spentCPU = ThreadCPUClock.now() - startedCPU
+        // Time preempted is not the driver's: left out of the wall time.
+        let preempted = ThreadCPUClock.runQueueWait(since: startedWait), wall = MonotonicClock.now() - started
+        let spent = wall > preempted ? wall - preempted : 0, spentCPU = ThreadCPUClock.now() - startedCPU
         counters.withLock {
             $0.mapped += 1
             $0.mapNanoseconds += spent
