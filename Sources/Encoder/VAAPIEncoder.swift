@@ -64,6 +64,7 @@ public final class VAAPIEncoder: VideoEncoder {
     public var framesSkippedByDriver: Int { packets.emptyPackets }
     /// Encoder-thread time of the upload: unmapping, or get surface + map + copy + unmap.
     private var encodeUploadNanoseconds: UInt64 = 0
+    private let runQueueWait = RunQueueWaitClock()
     private var encodeUploadCPUNanoseconds: UInt64 = 0
     /// Time spent uploading, for measurements: mapping at take (on the capture thread) plus
     /// the encoder thread's part. Wall clock: includes waiting for the driver, e.g. for a lock
@@ -355,10 +356,10 @@ public final class VAAPIEncoder: VideoEncoder {
     /// Puts the frame's surface into `hwFrame`: unmaps the surface the source wrote into, or
     /// (a buffer in its own memory) copies the frame into a fresh surface.
     private func handOver(_ buffer: PixelBuffer, frames: UnsafeMutablePointer<AVBufferRef>) throws {
-        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = ThreadCPUClock.runQueueWait()
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = runQueueWait.now()
         defer {
             // Time preempted is not the driver's: left out of the wall time.
-            let preempted = ThreadCPUClock.runQueueWait(since: startedWait)
+            let preempted = runQueueWait.since(startedWait)
             let wall = MonotonicClock.now() - started
             encodeUploadNanoseconds += wall > preempted ? wall - preempted : 0
             encodeUploadCPUNanoseconds += ThreadCPUClock.now() - startedCPU

@@ -39,6 +39,7 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     private let surfaces: [UnsafeMutablePointer<AVFrame>]
     private let mappings: [UnsafeMutablePointer<AVFrame>]
     private let counters = Mutex(Counters())
+    private let runQueueWait = RunQueueWaitClock()
     private let path: VAAPIUploadPath.Kind
     private let display: VADisplay
     private let width: Int, height: Int
@@ -89,7 +90,7 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
     var statistics: Counters { counters.withLock { $0 } }
 
     func attach(bufferIndex i: Int, planes: inout [PlaneMemory]) throws {
-        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = ThreadCPUClock.runQueueWait()
+        let started = MonotonicClock.now(), startedCPU = ThreadCPUClock.now(), startedWait = runQueueWait.now()
         let surface = surfaces[i], mapping = mappings[i]
         let status = av_hwframe_get_buffer(framesRef, surface, 0)
         guard status >= 0 else { throw failure("no VA surface for a pool buffer", status) }
@@ -120,7 +121,7 @@ final class VAAPISurfaceBacking: PixelBufferBacking, @unchecked Sendable {
             inImage[i] = true
         }
         // Time preempted is not the driver's: left out of the wall time.
-        let preempted = ThreadCPUClock.runQueueWait(since: startedWait), wall = MonotonicClock.now() - started
+        let preempted = runQueueWait.since(startedWait), wall = MonotonicClock.now() - started
         let spent = wall > preempted ? wall - preempted : 0, spentCPU = ThreadCPUClock.now() - startedCPU
         counters.withLock {
             $0.mapped += 1
