@@ -70,8 +70,11 @@ public final class PushOutput: StreamOutput, Sendable {
         do {
             let transport = try makeTransport()
             let name = "\(peerKind) \(transport.peerAddress)"
+            // The session starts at an IDR, asked for as it joins (under the hub's lock, so never one
+            // more than it needs) unless the server is known to be down: then it waits for the next
+            // regular one rather than add IDRs to every output.
             guard let subscription = hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
-                                                    withAudio: takesAudio,
+                                                    askForIDR: !failing, withAudio: takesAudio,
                                                     onCatchUp: Subscription.catchUpLog(of: name, to: { [weak self] in self?.peerLog($0) })) else {
                 transport.close(abort: { true }, pause: { _ in })
                 return "the recording has ended"
@@ -83,9 +86,6 @@ public final class PushOutput: StreamOutput, Sendable {
             quietAttempt.store(failing, ordering: .relaxed)
             peer.start(transport)
             current.withLock { $0 = peer }
-            // The session starts at an IDR; ask for one now unless the server is known to be
-            // down (then wait for the next regular one rather than add IDRs to every output).
-            if !failing { hub.requestIDR() }
             return nil
         } catch {
             return "\(error)"

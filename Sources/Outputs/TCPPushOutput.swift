@@ -93,7 +93,9 @@ public final class TCPPushOutput: StreamOutput, Sendable {
 
     private func subscribe(_ hub: StreamHub, for channel: Channel) -> Subscription? {
         let name = receiverName(of: channel)
-        return hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)),
+        // The IDR is asked for as the subscription joins, under the hub's lock: asked later, once frame 0
+        // is published to a connection that joined before capture, it would add an IDR at frame 1.
+        return hub.subscribe(name, from: .nextIDR, policy: .skipToIDR(depth: max(2, queueCapacity)), askForIDR: true,
                              onCatchUp: Subscription.catchUpLog(of: name, to: log))
     }
 
@@ -152,7 +154,6 @@ public final class TCPPushOutput: StreamOutput, Sendable {
         }
         if abandoned { session.abortNow() }
         schedule.reached(connection: n, streaming: false)
-        hub.requestIDR()
         await session.run(connection)
         session.leaveHub()
         let summary = session.summary

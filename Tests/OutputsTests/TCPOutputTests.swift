@@ -287,6 +287,28 @@ final class TCPOutputTests: XCTestCase {
         XCTAssertEqual(report.idrFrames, 2, "the IDRs at 30 and 60")
     }
 
+    /// A receiver that is up before capture joins before frame 0 (an IDR): however late the push's
+    /// event loop starts serving it, no second IDR is asked for (it once landed at frame 1 under load).
+    func testAPushConnectedBeforeCaptureAsksForNoSecondIDR() throws {
+        let listener = try TCPListener(host: "127.0.0.1", port: 0)
+        let requests = Atomic<Int>(0)
+        gate.connect { requests.add(1, ordering: .relaxed) }
+        let output = TCPPushOutput(endpoint: TCPEndpoint(host: "127.0.0.1", port: listener.port, listen: false),
+                                   sendsTimingSEI: true) { [events] line in events.append(line) }
+        try output.open(hub: hub)
+        hub.publish(chunk(0))  // at once, before the loop is likely to have served the connection
+        let c = try XCTUnwrap(try listener.accept(timeoutMilliseconds: 2000))
+        for i in 1..<20 {
+            usleep(5_000)
+            hub.publish(chunk(i))
+        }
+        let report = finishing(output)
+        let units = { var a = AccessUnitAssembler(); return a.append(Self.readAll(c)) + a.finish() }()
+        XCTAssertEqual(units.map { $0.timestamp?.sequence }, (0..<20).map { UInt64($0) })
+        XCTAssertEqual(report.frames, 20)
+        XCTAssertEqual(requests.load(ordering: .relaxed), 0, "frame 0 was the connection's IDR; none more asked for")
+    }
+
     /// `--listen PORT` (no host) takes IPv4 and IPv6 receivers on one dual-stack socket.
     func testAListenerWithoutAHostTakesIPv4AndIPv6Receivers() throws {
         let output = TCPListenOutput(endpoint: TCPEndpoint(host: nil, port: 0, listen: true), sendsTimingSEI: true) { [events] line in events.append(line) }
