@@ -177,8 +177,7 @@ extension RTSPSession {
         case .multicast:
             return true
         case .udp:
-            guard let ports = leg.ports, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return true }
-            if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
+            guard case let (ports, clientRTP)? = udpDestination(of: leg, report: report) else { return true }
             var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * RTPPacketizer.headerBytes)
             var taken = true
             var next = sequence
@@ -212,14 +211,21 @@ extension RTSPSession {
         case .multicast:
             return true
         case .udp:
-            guard let ports = leg.ports, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return true }
-            if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
+            guard case let (ports, clientRTP)? = udpDestination(of: leg, report: report) else { return true }
             guard packets.count > 0 else { return true }
             let runs = ports.segmentBytes == connection.server.configuration.maximumPacketBytes
             sendLoop.datagrams.queue(packets, firstSequence: first, ssrc: leg.ssrc, to: clientRTP, through: ports, runs: runs,
                                      session: self, credit: credit)
             return nil
         }
+    }
+
+    /// A UDP leg's ports and its client's RTP address, once the leg's sender report (if due) has gone
+    /// ahead to the client's RTCP address; nil when the leg has none of them.
+    private func udpDestination(of leg: RTPLeg, report: [UInt8]?) -> (ports: RTSPServerPorts, clientRTP: SocketAddress)? {
+        guard let ports = leg.ports, let clientRTP = leg.clientRTP, let clientRTCP = leg.clientRTCP else { return nil }
+        if let report { _ = report.withUnsafeBytes { ports.sendRTCP($0, to: clientRTCP) } }
+        return (ports, clientRTP)
     }
 
     private func writeRTP(_ fragment: RTPFragment, payloadType: UInt8, sequence: UInt16, timestamp: UInt32, ssrc: UInt32,
