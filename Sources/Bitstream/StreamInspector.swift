@@ -39,7 +39,7 @@
 /// `first_slice_segment_in_pic_flag`), so H.264 field pairs count twice; camrec writes
 /// progressive frames only.
 public struct StreamInspector: Sendable {
-    private struct Tally: Sendable {
+    struct Tally: Sendable {
         var count = 0
         var firstOffset: Int?
         var detail = ""
@@ -58,14 +58,14 @@ public struct StreamInspector: Sendable {
     private var firstBSliceFrame: Int?
     private var mostSlices = 0
     /// The codec, once given or guessed from the first unit.
-    private var codec: VideoCodec?
+    var codec: VideoCodec?
     /// Roles of the units before the current one, the latest last (at most three).
     private var recentRoles: [NALRole] = []
     /// Bytes of a NAL unit held: enough for any SPS, PPS or slice header.
     public static let unitKeepLimit = 64 * 1024
     private var scanner = AnnexBScanner(keepingAtMost: StreamInspector.unitKeepLimit)
     private var records: [NALRecord] = []
-    private var nalCount = 0
+    var nalCount = 0
     private var fourByteStartCodes = 0
     private var typeCounts: [UInt8: Int] = [:]
     private var tallies: [ContractViolation.Kind: Tally] = [:]
@@ -81,9 +81,9 @@ public struct StreamInspector: Sendable {
     private var spsToVPS: [Int: Int] = [:]
     private var knownVPS: Set<Int> = []
 
-    private var frameCount = 0
+    var frameCount = 0
     private var idrFrameIndices: [Int] = []
-    private var idrCount = 0
+    var idrCount = 0
 
     // Access-unit state.
     /// Roles and names of the units of the access unit being read (the first `layoutLimit`), where it
@@ -92,7 +92,7 @@ public struct StreamInspector: Sendable {
     private var layoutNames: [String] = []
     private var accessUnitUnits = 0
     private var accessUnitOffset = 0
-    private var accessUnitCount = 0
+    var accessUnitCount = 0
     private static let layoutLimit = 8
     /// Largest H.264 SPS and PPS seen, in bytes without their start codes.
     private var largestSPS = 0
@@ -278,11 +278,6 @@ public struct StreamInspector: Sendable {
         }
     }
 
-    /// "SPS", "SPS and PPS", "VPS, SPS and PPS".
-    static func list(_ names: [String]) -> String {
-        names.count < 2 ? names.joined() : names.dropLast().joined(separator: ", ") + " and " + names.last!
-    }
-
     private static func describe(_ role: NALRole) -> String {
         switch role {
         case .parameterSet(let kind): kind.rawValue
@@ -376,46 +371,5 @@ public struct StreamInspector: Sendable {
         }
         entry.count += 1
         tallies[kind] = entry
-    }
-
-    private func message(for kind: ContractViolation.Kind, _ tally: Tally) -> String {
-        let at = tally.firstOffset.map { " at offset \($0)" } ?? ""
-        let first = tally.count > 1 ? "first" : ""
-        let codec = self.codec ?? .h264
-        let sets = codec.parameterSetNames
-        switch kind {
-        case .threeByteStartCode:
-            return "\(tally.count) of \(nalCount) NAL units have a 3-byte start code (\(first.isEmpty ? "" : "first ")\(at.dropFirst()))"
-        case .idrWithoutParameterSets:
-            return "\(tally.count) of \(idrCount) IDR frames lack \(sets) before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
-        case .doesNotBeginWithSPS:
-            return nalCount == 0 ? "stream holds no NAL units"
-                : "stream begins with \(tally.detail) instead of \(codec.parameterSetOrder[0].rawValue)\(at)"
-        case .forbiddenZeroBit:
-            return "\(tally.count) NAL units have forbidden_zero_bit set (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
-        case .garbageBeforeFirstStartCode:
-            return "\(tally.detail) bytes before the first start code"
-        case .unknownParameterSetID:
-            return "\(tally.count) slices refer to a parameter set never seen (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
-        case .noIDR:
-            return "no IDR frame in the stream"
-        case .tooManySlices:
-            let allowed = maxSlicesPerPicture == 1 ? "one slice NAL unit" : "at most \(maxSlicesPerPicture) slice NAL units"
-            return "\(tally.count) of \(frameCount) pictures are cut into more than \(allowed) (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
-                + "receivers that hand one NAL unit to their decoder see partial pictures"
-        case .unitBetweenParameterSetsAndIDR:
-            let order = codec.parameterSetOrder
-            return "\(tally.count) of \(idrCount) IDR frames do not have \(Self.list(order.map(\.rawValue))) as the \(order.count == 2 ? "two" : "three") units right before their first slice (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
-        case .randomAccessNotIDR:
-            return "\(tally.count) random-access pictures are not IDRs (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
-                + "a player starting there drops their leading pictures"
-        case .notBare:
-            let sets = codec.parameterSetOrder.map(\.rawValue).joined(separator: " ")
-            return "\(tally.count) of \(accessUnitCount) access units are not bare (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at)); "
-                + "an IDR access unit must be exactly \(sets) IDR and any other exactly its slice, or a receiver that reads "
-                + "the first unit as the \(codec.parameterSetOrder[0].rawValue) or the slice (seed 001) loses the picture"
-        case .unparsableUnit:
-            return "\(tally.count) units cannot be parsed (\(first.isEmpty ? "" : "first: ")\(tally.detail)\(at))"
-        }
     }
 }
