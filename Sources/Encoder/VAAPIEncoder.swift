@@ -2,7 +2,6 @@ import Bitstream
 import CFFmpeg
 import Libav
 import Frames
-import Glibc
 
 /// H.264 or H.265 on the GPU: libavcodec's `h264_vaapi` or `hevc_vaapi` on a VA-API device.
 ///

@@ -42,7 +42,7 @@ final class MicrophonesTests: XCTestCase {
         try " 0 [Loopback       ]: Loopback - Loopback\n                      Loopback 1\n 1 [C920           ]: USB-Audio - HD Pro Webcam C920\n                      HD Pro Webcam C920 at usb-0000:00:14.0-2, high speed\n"
             .write(toFile: root + "/proc/asound/cards", atomically: true, encoding: .utf8)
         // A camera named by a link, as /dev/v4l/by-id/... are.
-        FileManager.default.createFile(atPath: root + "/dev/video0", contents: nil)
+        XCTAssertTrue(FileManager.default.createFile(atPath: root + "/dev/video0", contents: nil))
         try fm.createSymbolicLink(atPath: root + "/dev/webcam", withDestinationPath: root + "/dev/video0")
     }
 
