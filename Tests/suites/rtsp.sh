@@ -41,6 +41,10 @@ CLIENT="python3 $PWD/Tests/tools/rtsp-client.py"
 COMPARE="python3 $PWD/Tests/tools/rtsp-compare.py"
 jfield() { python3 -c 'import json,sys; print(json.load(open(sys.argv[1])).get(sys.argv[2]))' "$1" "$2" 2>/dev/null; }
 same_frames() { local r; r=$($COMPARE "$1" "$2" "$3"); echo "  $2: $r"; [[ $r == *"each picture equal"* ]]; }
+# same_frames_for RECORDING COPY FRAMES: as same_frames, the copy covering at least FRAMES of the camera's clock
+# (its counters' span): the clients of section 1 play 5-7 s of a paced test pattern that drops under load, and
+# the recording and the copy then both lack those frames (rtsp-compare.py --span).
+same_frames_for() { local r; r=$($COMPARE --span "$1" "$2" "$3"); echo "  $2: $r"; [[ $r == *"each picture equal"* ]]; }
 
 # ffmpeg and GStreamer clients: NAME CODEC TRANSPORT SECONDS, copying the stream into $W/NAME.CODEC.
 ffmpeg_client() {
@@ -180,14 +184,14 @@ check "serving: the recording with --rtsp exits 0 (status $rc)" [ $rc -eq 0 ]
 for codec in h264 h265; do
     sets="[7, 8]"; [[ $codec == h265 ]] && sets="[32, 33, 34]"
     check "$codec: DESCRIBE's SDP names the recording's parameter sets" sdp_sets_match "$W/$codec.sdp" "$W/rec.$codec" $codec
-    check "$codec: ffmpeg over TCP decodes every frame from its first IDR as the recording" same_frames "$W/rec.$codec" "$W/ff-tcp.$codec" 90
-    check "$codec: ffmpeg over UDP decodes every frame from its first IDR as the recording" same_frames "$W/rec.$codec" "$W/ff-udp.$codec" 90
-    check "$codec: GStreamer rtspsrc (default: UDP) decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-default.$codec" 90
-    check "$codec: GStreamer rtspsrc protocols=tcp decodes every frame as the recording" same_frames "$W/rec.$codec" "$W/gst-tcp.$codec" 90
+    check "$codec: ffmpeg over TCP decodes every frame from its first IDR as the recording" same_frames_for "$W/rec.$codec" "$W/ff-tcp.$codec" 90
+    check "$codec: ffmpeg over UDP decodes every frame from its first IDR as the recording" same_frames_for "$W/rec.$codec" "$W/ff-udp.$codec" 90
+    check "$codec: GStreamer rtspsrc (default: UDP) decodes every frame as the recording" same_frames_for "$W/rec.$codec" "$W/gst-default.$codec" 90
+    check "$codec: GStreamer rtspsrc protocols=tcp decodes every frame as the recording" same_frames_for "$W/rec.$codec" "$W/gst-tcp.$codec" 90
     check "$codec: live555 over UDP decodes every frame from its first IDR as the recording (in-band sets only)" \
-        same_frames "$W/rec.$codec" "$W/live-udp.$codec" 90
+        same_frames_for "$W/rec.$codec" "$W/live-udp.$codec" 90
     check "$codec: live555 over TCP decodes every frame from its first IDR as the recording (in-band sets only)" \
-        same_frames "$W/rec.$codec" "$W/live-tcp.$codec" 90
+        same_frames_for "$W/rec.$codec" "$W/live-tcp.$codec" 90
 done
 check "GStreamer's default client played over UDP (camrec's log)" grep -q "plays /h264 over UDP" "$W/cam.log"
 rtp_info_ok() {

@@ -18,7 +18,12 @@ slice and those after them up to the next IDR are left out (their pictures refer
 the decode starts afresh at that IDR; the line says how many were left out. Both files leave out the
 same pictures or they differ. Pictures are told apart in decode order, so the streams have no B-frames.
 
-Usage: rtsp-compare.py [--torn FILE] RECORDING CLIENT_COPY MIN_FRAMES
+With --span, MIN_FRAMES is a stretch of the camera's clock rather than a count: the copy's counters must
+span at least that many frames (first to last). A paced test pattern that drops frames under load (the
+recording lacks them too) then still holds a client that played long enough (seen beside stress-ng: an
+H.265 recording with 94 frames over counters 24..175).
+
+Usage: rtsp-compare.py [--span] [--torn FILE] RECORDING CLIENT_COPY MIN_FRAMES
        Prints one line; exit 0 when they agree, 1 when not.
        rtsp-compare.py --frames FILE...
        Decodes each FILE now (its two decodes side by side) and keeps its frames beside it.
@@ -159,7 +164,9 @@ def main():
         for path in sys.argv[2:]:
             frames(path)
         return 0
-    args, torn = sys.argv[1:], frozenset()
+    args, torn, span = sys.argv[1:], frozenset(), False
+    if args[:1] == ["--span"]:
+        span, args = True, args[1:]
     if args[:1] == ["--torn"] and len(args) >= 2:
         with open(args[1], "rb") as f:
             torn = frozenset(unit for _, unit in nal_units(f.read()))
@@ -173,9 +180,11 @@ def main():
         print(f"counters and MD5s disagree in number: recording {len(rc)}/{len(rm)}, copy {len(cc)}/{len(cm)}")
         return 1
     compared = [c for c in cc if c is not None]
-    if len(cc) < least or not compared:
+    numbered = [int(c) for c in compared if c.isdigit()]
+    reach = numbered[-1] - numbered[0] + 1 if span and numbered else len(cc)
+    if reach < least or not compared:
         print(f"the copy has {len(cc)} frames" + (f" ({len(cc) - len(compared)} of them left out as torn)" if torn else "")
-              + f", fewer than {max(least, 1)} to compare")
+              + (f" over {reach} of the camera's" if span else "") + f", fewer than {max(least, 1)} to compare")
         return 1
     if "?" in cc:
         print(f"the copy has a frame without a readable counter (frame {cc.index('?')})")
