@@ -32,7 +32,8 @@ When the page plays WebRTC, also what Chromium's own receiver counted (getStats,
 "packets_received", "packets_lost", "nack_count" (NACKs it sent), "retransmitted_received" (packets it
 got again over RTX; null when RTX was not negotiated), "pli_count", "key_frames_decoded", "frames_decoded",
 "frames_dropped" and "freeze_count"; and what camrec's answer offered: "answer_nack" (an
-a=rtcp-fb:PT nack for the H.264 payload type) and "answer_rtx" (an rtx rtpmap whose fmtp has apt=PT).
+a=rtcp-fb:PT nack for the H.264 payload type) and "answer_rtx" (an rtx rtpmap whose fmtp has apt=PT), with those payload types: "answer_h264_types" and
+"answer_rtx_types" (space-separated).
 "backwards_at" lists each backwards sample as [seconds into the watch, number before, number read].
 --log FILE writes every sample (seconds, behind live in ms, buffered behind in s or -1, the number read).
 """
@@ -136,14 +137,15 @@ peer.getStats().then(r => { let v = null; r.forEach(s => { if (s.type === 'inbou
 
 
 def answer_offers(sdp):
-    """(nack, rtx) for the answer's H.264 payload type: an a=rtcp-fb:PT nack, and an rtx rtpmap with apt=PT."""
+    """(nack, rtx, h264, rtx types) for the answer's H.264 payload type: an a=rtcp-fb:PT nack, an rtx rtpmap
+    with apt=PT, and the payload types themselves (sorted, space-separated)."""
     lines = sdp.splitlines()
     h264 = {l.split()[0].split(":")[1] for l in lines if l.startswith("a=rtpmap:") and " H264/" in l}
     rtx = {l.split()[0].split(":")[1] for l in lines if l.startswith("a=rtpmap:") and " rtx/" in l}
     nack = any(l.split()[0].split(":")[1] in h264 and l.split()[1:] == ["nack"] for l in lines if l.startswith("a=rtcp-fb:"))
-    apt = any(l.split()[0].split(":")[1] in rtx and l.split(None, 1)[1] in {f"apt={p}" for p in h264}
-              for l in lines if l.startswith("a=fmtp:") and len(l.split()) == 2)
-    return nack, apt
+    apt = {l.split()[0].split(":")[1] for l in lines if l.startswith("a=fmtp:") and len(l.split()) == 2
+           and l.split()[0].split(":")[1] in rtx and l.split(None, 1)[1] in {f"apt={p}" for p in h264}}
+    return nack, bool(apt), " ".join(sorted(h264)), " ".join(sorted(apt))
 
 
 def median(values):
@@ -193,8 +195,8 @@ def watch(url, seconds, truth, through, managed, log, driver, result):
     result.update(each=driver.execute_script("return window.__camrecFrames"))
     webrtc = driver.execute_async_script(RTP_STATS) if s["transport"] == "playing WebRTC" else None
     if webrtc:
-        nack, rtx = answer_offers(webrtc.pop("answer"))
-        result.update(webrtc, answer_nack=nack, answer_rtx=rtx)
+        nack, rtx, h264_types, rtx_types = answer_offers(webrtc.pop("answer"))
+        result.update(webrtc, answer_nack=nack, answer_rtx=rtx, answer_h264_types=h264_types, answer_rtx_types=rtx_types)
     if not truth:
         return
     # Behind live by the truth's estimate at the end (its best, from every picture it read).

@@ -14,13 +14,47 @@ moves it. What arrives before the other side is known is dropped (ICE sends its 
 Prints the datagrams relayed and dropped each way at the end, and what the RTP headers (SRTP leaves
 them in the clear) of the datagrams that came to the second port (camrec's, in Tests/lib/netem-live.sh)
 said: for each SSRC and payload type the packets, and how often a packet's RTP timestamp was lower than
-that of the packet before it in sequence-number order, as "rtp SSRC/PT packets N timestamps back K".
+that of the packet before it in sequence-number order, as "rtp SSRC/PT packets N timestamps back K",
+followed by "missing M late L ms": M the sequence numbers never seen (lost on the way to this relay: in
+this VM's own forwarding, before netem), L how much later than its earliest the stream's packets came
+here, against their RTP time at 90 kHz (the picture's clock; meaningless for sound). Neither is checked:
+they tell whether a run's lag or loss arose before the network under test.
 """
 import select, signal, socket, struct, sys, time
 
 
+class Stream:
+    def __init__(self, seq, ts, now):
+        self.packets, self.back = 1, 0
+        self.first_seq, self.last_seq, self.last_ts = seq, seq, ts
+        self.seq_span = 1           # sequence numbers from the first to the newest, both in
+        self.time = 0               # RTP time since the first packet, unwrapped (90 kHz ticks)
+        self.earliest = self.latest = now
+
+    def add(self, seq, ts, now):
+        self.packets += 1
+        ahead = (seq - self.last_seq) & 0xffff
+        if not 0 < ahead < 0x8000:
+            return                  # reordered (or repeated): counted, not followed
+        step = (ts - self.last_ts) & 0xffffffff
+        if step >= 0x80000000:
+            self.back += 1
+            step -= 1 << 32
+        self.seq_span += ahead
+        self.time += step
+        self.last_seq, self.last_ts = seq, ts
+        offset = now - self.time / 90000
+        self.earliest, self.latest = min(self.earliest, offset), max(self.latest, offset)
+
+    def __str__(self):
+        missing = max(0, self.seq_span - self.packets)
+        return (f"packets {self.packets} timestamps back {self.back} missing {missing} "
+                f"late {round((self.latest - self.earliest) * 1000)} ms")
+
+
 class RTPCount:
-    """Per (SSRC, payload type): packets, and timestamps lower than the previous sequence number's."""
+    """Per (SSRC, payload type): packets, timestamps lower than the previous sequence number's, sequence
+    numbers not seen, and how late the packets came against their RTP time."""
 
     def __init__(self):
         self.streams = {}
@@ -30,18 +64,14 @@ class RTPCount:
         if len(data) < 12 or not 128 <= data[0] <= 191 or 64 <= data[1] & 0x7f <= 95:
             return
         seq, ts, ssrc = struct.unpack("!HII", data[2:12])
-        key = (ssrc, data[1] & 0x7f)
-        n, back, last_seq, last_ts = self.streams.get(key, (0, 0, None, None))
-        if last_seq is not None and 0 < (seq - last_seq) & 0xffff < 0x8000:
-            back += 1 if 0 < (last_ts - ts) & 0xffffffff < 0x80000000 else 0
-            last_seq, last_ts = seq, ts
-        elif last_seq is None:
-            last_seq, last_ts = seq, ts
-        self.streams[key] = (n + 1, back, last_seq, last_ts)
+        key, now = (ssrc, data[1] & 0x7f), time.monotonic()
+        if key in self.streams:
+            self.streams[key].add(seq, ts, now)
+        else:
+            self.streams[key] = Stream(seq, ts, now)
 
     def __str__(self):
-        return ", ".join(f"rtp {ssrc}/{pt} packets {n} timestamps back {back}"
-                         for (ssrc, pt), (n, back, _, _) in sorted(self.streams.items()))
+        return ", ".join(f"rtp {ssrc}/{pt} {stream}" for (ssrc, pt), stream in sorted(self.streams.items()))
 
 
 def main():
