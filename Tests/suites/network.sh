@@ -334,7 +334,7 @@ next_port; P=$PORT
 wait_listen "$P"
 $PEER never-read 127.0.0.1 "$P" 1 30 >/dev/null 2>&1 & NR=$!; PIDS+=($NR)
 wait_log "$W/twice.log" "joined" 1 20 >/dev/null; sleep 3
-check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" receiver
+check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" receiver "$P"
 kill $NR 2>/dev/null; wait $NR 2>/dev/null
 
 finish

@@ -276,7 +276,7 @@ wait_listen "$PORT"
 "$CAMREC" --test-pattern --frames 100000 "rtmp://127.0.0.1:$PORT/live/cam" "$W/twice.h264" 2>"$W/twice.log" &
 CAM=$!; PIDS+=($CAM)
 wait_log "$W/twice.log" "encoding in" 1 20 >/dev/null; sleep 3
-check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" server
+check_two_interrupts "$CAM" "$W/twice.h264" "$W/twice.log" server "$PORT"
 kill "$SILENT" 2>/dev/null; wait "$SILENT" 2>/dev/null
 
 # --- 5c. H.265 to a server stopped mid-stream: ffmpeg's RTSP listener takes the handshake and the first
