@@ -2,7 +2,7 @@
 """A viewer of an MJPEG-over-HTTP stream (multipart/x-mixed-replace, as mjpg-streamer serves it) that
 splits the parts itself, sharing no code with camrec, and reports what it got as one line of JSON.
 
-  mjpeg-parts.py URL --parts N [--viewers K] [--fed FILE] [--seconds S]
+  mjpeg-parts.py URL --parts N [--viewers K] [--fed FILE [--ring N]] [--seconds S]
   mjpeg-parts.py URL --never-read SECONDS
   mjpeg-parts.py URL --snapshot --fed FILE
 
@@ -16,6 +16,14 @@ Report: "framing" (ok, or the first problem), "parts" (per viewer), "fed_index" 
 parts' places in FILE, -1 for a part that is none of them), "frames" (distinct X-Camrec-Frame
 numbers over all viewers), "distinct_jpegs" (distinct part bytes over all viewers),
 "frames_with_several_jpegs" (frames whose parts differ between viewers), "first_frame", "last_frame".
+
+--ring N (with --fed): the camera is v4l2loopback with a ring of N buffers, fed FILE's JPEGs in turn
+(write n holds JPEG n mod len(FILE) in buffer n mod N). v4l2loopback lets a reader that lags by N writes
+dequeue the buffer the very next write goes into, and writes it while the reader still copies it (no
+real camera driver writes a dequeued buffer). A part that is no fed JPEG but, byte for byte, fed JPEG
+a's bytes with those of b, a write N, 2N or 3N later, over some of them (a's length: camrec took a's
+bytesused) is reported in "torn" as [place, a, b] (the first viewer's) and is not a framing problem
+even when it lacks a's EOI; any other part that is not a whole JPEG still is.
 
 --snapshot GETs one JPEG (/snapshot.jpg) and reports its "fed_index" and "frame" (X-Camrec-Frame).
 
@@ -110,8 +118,9 @@ class Stream:
         return out
 
 
-def read_parts(url, count, seconds):
-    """(parts as (frame, bytes), framing problem or None)."""
+def read_parts(url, count, seconds, keep_broken=False):
+    """(parts as (frame, bytes), framing problem or None); with keep_broken, a part that is not a whole
+    JPEG is kept for the caller to judge rather than ending the read."""
     parts = []
     try:
         s = Stream(url)
@@ -135,7 +144,7 @@ def read_parts(url, count, seconds):
             if headers.get("content-type") != "image/jpeg":
                 return parts, f"a part's Content-Type is {headers.get('content-type')!r}"
             jpeg = s.take(int(headers["content-length"]))
-            if not (jpeg.startswith(b"\xff\xd8") and jpeg.rstrip(b"\x00").endswith(b"\xff\xd9")):
+            if not whole_jpeg(jpeg) and not keep_broken:
                 return parts, "a part is not a whole JPEG"
             if s.take(2) != b"\r\n" or s.line() != b"--" + boundary.encode():
                 return parts, "a part is not followed by the boundary"
@@ -144,6 +153,24 @@ def read_parts(url, count, seconds):
         return parts, None
     except Exception as e:
         return parts, f"{type(e).__name__}: {e}"
+
+
+def whole_jpeg(jpeg):
+    return jpeg.startswith(b"\xff\xd8") and jpeg.rstrip(b"\x00").endswith(b"\xff\xd9")
+
+
+def torn_from(part, fed, ring, laps=3):
+    """(a, b) when `part` is fed JPEG a with some of its bytes those of b, a write ring*k later (k <= laps)
+    in the same buffer, at the same places; else None."""
+    for a, first in enumerate(fed):
+        if len(first) != len(part) or first == part:
+            continue
+        for k in range(1, laps + 1):
+            b = (a + ring * k) % len(fed)
+            later = fed[b]
+            if all(x == y or (i < len(later) and x == later[i]) for i, (x, y) in enumerate(zip(part, first))):
+                return a, b
+    return None
 
 
 def server_state(server_port, client_port):
@@ -166,6 +193,7 @@ def main():
     p.add_argument("--parts", type=int, default=10)
     p.add_argument("--viewers", type=int, default=1)
     p.add_argument("--fed")
+    p.add_argument("--ring", type=int)
     p.add_argument("--seconds", type=float, default=60)
     p.add_argument("--never-read", type=float)
     p.add_argument("--snapshot", action="store_true")
@@ -195,7 +223,7 @@ def main():
     results = [None] * a.viewers
 
     def view(i):
-        results[i] = read_parts(a.url, a.parts, a.seconds)
+        results[i] = read_parts(a.url, a.parts, a.seconds, keep_broken=bool(a.fed and a.ring))
 
     threads = [threading.Thread(target=view, args=(i,)) for i in range(a.viewers)]
     for t in threads:
@@ -217,8 +245,21 @@ def main():
         "last_frame": max(by_frame) if by_frame else None,
     }
     if a.fed:
-        index = {hashlib.sha1(j).hexdigest(): n for n, j in enumerate(fed_jpegs(a.fed))}
+        fed = fed_jpegs(a.fed)
+        index = {hashlib.sha1(j).hexdigest(): n for n, j in enumerate(fed)}
         report["fed_index"] = [index.get(hashlib.sha1(j).hexdigest(), -1) for _, j in results[0][0]]
+    if a.fed and a.ring:
+        torn = []
+        for parts, _ in results:
+            for place, (_, jpeg) in enumerate(parts):
+                if hashlib.sha1(jpeg).hexdigest() in index:
+                    continue
+                pair = torn_from(jpeg, fed, a.ring)
+                if pair and parts is results[0][0]:
+                    torn.append([place, *pair])
+                if not pair and not whole_jpeg(jpeg) and report["framing"] == "ok":
+                    report["framing"] = "a part is not a whole JPEG"
+        report["torn"] = torn
     print(json.dumps(report))
     return 0
 

@@ -53,9 +53,12 @@ public final class MJPEGDecoder {
         copy.deallocate()
     }
 
-    /// Decodes one JPEG (the `bytesused` bytes of a V4L2 buffer) into `buffer`.
+    /// Decodes one JPEG (the `bytesused` bytes of a V4L2 buffer) into `buffer`, and returns the copy it
+    /// decoded (valid until the next call): what a reader of the camera's own JPEGs takes, never the
+    /// camera's buffer, which v4l2loopback may have written over while this decoded.
     /// On a throw `buffer` holds nothing usable; the decoder is ready for the next frame.
-    public func decode(_ jpeg: UnsafeRawBufferPointer, into buffer: PixelBuffer) throws(MJPEGFrameError) {
+    @discardableResult
+    public func decode(_ jpeg: UnsafeRawBufferPointer, into buffer: PixelBuffer) throws(MJPEGFrameError) -> UnsafeRawBufferPointer {
         precondition(buffer.width == frameSize.width && buffer.height == frameSize.height, "pool size differs from the camera's")
         if jpeg.count > copy.count {
             copy.deallocate()
@@ -82,6 +85,7 @@ public final class MJPEGDecoder {
             row += rows
         }
         try check(camrec_jpeg_finish(decoder))
+        return jpeg
     }
 
     /// A status of the C side as the frame's error.

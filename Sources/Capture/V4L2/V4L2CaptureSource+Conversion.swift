@@ -80,9 +80,9 @@ extension V4L2CaptureSource {
         }
         if let jpegDecoder = stream.jpegDecoder {
             guard let out = stream.pool?.tryTake() else { return poolEmpty() }
-            let jpeg = jpegPayload(buffer, index: Int(index), stream)
+            let decoded: UnsafeRawBufferPointer
             do {
-                try jpegDecoder.decode(jpeg, into: out)
+                decoded = try jpegDecoder.decode(jpegPayload(buffer, index: Int(index), stream), into: out)
                 stream.jpegFailure = nil
             } catch {
                 out.recycle()
@@ -92,8 +92,9 @@ extension V4L2CaptureSource {
                 return corrupt()
             }
             let delivered = deliver(out, buffer, flags: flags, now: now, stream)
-            // The camera's bytes as they came, stamped as the frame the recording holds.
-            stream.jpegSink?.publish(jpeg: jpeg, sequence: out.sequence, presentationTimeNanoseconds: out.presentationTimeNanoseconds)
+            // The camera's bytes as they came (the decoder's copy, taken before it decoded: the buffer
+            // itself v4l2loopback can have written over since), stamped as the frame the recording holds.
+            stream.jpegSink?.publish(jpeg: decoded, sequence: out.sequence, presentationTimeNanoseconds: out.presentationTimeNanoseconds)
             return delivered
         }
         let image: FrameConverter.CameraImage
