@@ -18,8 +18,6 @@
 #                       the NIC is then unrestricted (qemu's restricted one drops every datagram sent)
 #   --guest-forward GPORT:HPORT  on that NIC, the VM's connections to 10.0.2.100:GPORT relayed to
 #                       the host's 127.0.0.1:HPORT (Tests/tools/tcp-relay.py); needs a --forward
-#   --nice N            run qemu at niceness N (negative as root: a VM that stands in for the network
-#                       keeps up beside a busy machine; without root, qemu runs at the usual niceness)
 #   --console           copy the VM's serial console to stderr afterwards (debugging)
 #   --keep              keep the control dir (console.log, init.log, cmd.sh) and print its path
 # The command's stdout/stderr come out on run.sh's stdout/stderr after the VM stops.
@@ -29,10 +27,10 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 me=run.sh
-usage() { sed -n '5,27p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '5,25p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "$me: $*" >&2; exit 125; }
 
-VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0 UDP_FORWARDED=0 NICE=0
+VIVID= RESULTS= TIMEOUT=600 MEM=2G CPUS=1 CONSOLE=0 KEEP=0 UDP_FORWARDED=0
 FORWARDS=()
 GUEST_FORWARDS=()
 ENVS=()
@@ -51,9 +49,6 @@ while (($#)); do
         --timeout) TIMEOUT=${2?}; shift 2 ;;
         --mem) MEM=${2?}; shift 2 ;;
         --cpus) CPUS=${2?}; shift 2 ;;
-        --nice)
-            [[ ${2:-} =~ ^-?[0-9]{1,2}$ ]] || { echo "$me: bad --nice ${2:-}: give a niceness from -20 to 19" >&2; exit 2; }
-            NICE=$2; shift 2 ;;
         --forward)
             [[ ${2:-} =~ ^[0-9]{1,5}:[0-9]{1,5}$ ]] || { echo "$me: bad --forward ${2:-}: give HOSTPORT:GUESTPORT" >&2; exit 2; }
             FORWARDS+=("hostfwd=tcp:127.0.0.1:${2%%:*}-:${2##*:}"); shift 2 ;;
@@ -152,7 +147,7 @@ CAMREC_TEST_PYTHON=$(python3 -c 'import sys; print(sys.executable)' 2>/dev/null)
     /usr/bin/python3 "$HERE/host-tools.py" "$ON_HOST" </dev/null >"$CTL/host-tools.log" 2>&1 &
 hpid=$!
 set +e
-timeout -k 5 "$TIMEOUT" nice -n "$NICE" "${qemu[@]}" </dev/null >"$CTL/qemu.log" 2>&1 &
+timeout -k 5 "$TIMEOUT" "${qemu[@]}" </dev/null >"$CTL/qemu.log" 2>&1 &
 qpid=$!
 wait "$qpid"
 qrc=$?
