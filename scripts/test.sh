@@ -88,7 +88,7 @@ EXPECTED_SUITES=(
   "publish            116   600   300"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   230"   # --audio in every container and output, in sync
   "browser             43   600   145"   # the live page in headless Chromium
-  "http               124   600   300"   # the HTTP server: status, metrics, snapshots, events, limits
+  "http               124   600   400"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
   "tsan               77     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
