@@ -595,7 +595,7 @@ done
 # machine Chromium once asked for so much again that RTX carried 2276 packets to the picture's 1934, and
 # RTX's timestamps go back by design, a packet sent again being older than the one before it.)
 EDGE_R=$(cat "$W/edge-webrtc.json" 2>/dev/null)
-relay_streams() {  # relay_streams "PT ...": the relay's streams on those payload types, "SSRC/PT PACKETS BACK" each
+relay_streams() {  # relay_streams "PT ...": the relay's streams on those types, "SSRC/PT PACKETS BACK MISSING LATE" each
     grep -o 'rtp [0-9]*/[0-9]* packets [0-9]* timestamps back [0-9]* missing [0-9]* late [0-9]*' "$W/edge-vm.log" |
         awk -v types=" $1 " '{ split($2, id, "/"); if (index(types, " " id[2] " ")) print $2, $4, $7, $9, $11 }'
 }

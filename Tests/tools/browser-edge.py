@@ -32,8 +32,8 @@ When the page plays WebRTC, also what Chromium's own receiver counted (getStats,
 "packets_received", "packets_lost", "nack_count" (NACKs it sent), "retransmitted_received" (packets it
 got again over RTX; null when RTX was not negotiated), "pli_count", "key_frames_decoded", "frames_decoded",
 "frames_dropped" and "freeze_count"; and what camrec's answer offered: "answer_nack" (an
-a=rtcp-fb:PT nack for the H.264 payload type) and "answer_rtx" (an rtx rtpmap whose fmtp has apt=PT), with those payload types: "answer_h264_types" and
-"answer_rtx_types" (space-separated).
+a=rtcp-fb:PT nack for the H.264 payload type) and "answer_rtx" (an rtx rtpmap whose fmtp has apt=PT),
+with the payload types themselves: "answer_h264_types" and "answer_rtx_types" (space-separated).
 "backwards_at" lists each backwards sample as [seconds into the watch, number before, number read].
 --log FILE writes every sample (seconds, behind live in ms, buffered behind in s or -1, the number read).
 """

@@ -26,7 +26,7 @@ import select, signal, socket, struct, sys, time
 class Stream:
     def __init__(self, seq, ts, now):
         self.packets, self.back = 1, 0
-        self.first_seq, self.last_seq, self.last_ts = seq, seq, ts
+        self.last_seq, self.last_ts = seq, ts
         self.seq_span = 1           # sequence numbers from the first to the newest, both in
         self.time = 0               # RTP time since the first packet, unwrapped (90 kHz ticks)
         self.earliest = self.latest = now
