@@ -127,6 +127,18 @@ check "camrec says the sound goes into the event clips and all.h264 carries vide
     grep -q "^camrec: sound goes into event clips ev-{n}.mp4; all.h264 carries video only$" ev.err
 
 # --- the live page: Chromium plays the sound (Web Audio's level, not by ear) --------------------------
+# heard_bursts JSON: browser-sound.py heard at least 4 bursts in 5 s, loud enough, each a second after
+# the last. A burst may move by what Chromium's jitter buffer concealed, inserted or removed meanwhile
+# (its own getStats): on a loaded machine it speeds up to drain and conceals late packets (a gap of
+# 1.16 s in one CI run), which moves what is heard but not what camrec sent.
+BURSTS_APART="at least 4 in 5 s, level at least 0.3, each gap within 0.1 s of 1 s plus the sound Chromium's jitter buffer concealed, inserted or removed meanwhile"
+heard_bursts() {
+    python3 -c 'import json, sys
+d = json.loads(sys.argv[1]); p = d.get("peaks") or []; j = d.get("jitter_buffer") or {}
+moved = sum(j.get(k, 0) for k in ("concealed_ms", "inserted_ms", "removed_ms")) / 1000
+gaps = [b - a for a, b in zip(p, p[1:])]
+sys.exit(not (len(p) >= 4 and all(abs(g - 1) <= 0.1 + moved for g in gaps) and (d.get("peak") or 0) >= 0.3))' "$1"
+}
 next_port; LIVE_PORT=$PORT
 "$CAMREC" --test-pattern --size 640x360 --duration 15 --audio test --http "127.0.0.1:$LIVE_PORT" live.mp4 >/dev/null 2>live.err & p=$!
 wait_listen "$LIVE_PORT" >/dev/null
@@ -135,11 +147,8 @@ echo "   $heard"
 wait_for $p 30 >/dev/null
 check "live page: it offers Sound on, and after the click the video is not muted" \
     python3 -c 'import json, sys; d = json.loads(sys.argv[1]); sys.exit(not (d.get("sound_button") and d.get("muted") is False))' "$heard"
-check "live page: Chromium's Web Audio hears the tone's bursts, a second apart (at least 4 in 5 s, spaced 0.9-1.1 s, level at least 0.3)" \
-    python3 -c 'import json, sys
-d = json.loads(sys.argv[1]); p = d.get("peaks") or []
-gaps = [b - a for a, b in zip(p, p[1:])]
-sys.exit(not (len(p) >= 4 and all(0.9 <= g <= 1.1 for g in gaps) and (d.get("peak") or 0) >= 0.3))' "$heard"
+check "live page: Chromium's Web Audio hears the tone's bursts a second apart ($BURSTS_APART)" \
+    heard_bursts "$heard"
 check "camrec says the sound goes into live.mp4 and the live view" grep -q '^camrec: sound goes into live.mp4, the live view' live.err
 
 # --- media servers: nginx-rtmp (its own FLV recording), ffmpeg's RTSP and SRT listeners -------------
@@ -202,11 +211,8 @@ wait_listen "$LIVE_PORT" >/dev/null
 heard=$(cd "$TOOLS" && timeout 90 python3 browser-sound.py "http://127.0.0.1:$LIVE_PORT/" 5)
 echo "   $heard"
 wait_for $p 30 >/dev/null
-check "live page with Opus: Chromium's Web Audio hears the bursts a second apart (at least 4 in 5 s, level at least 0.3)" \
-    python3 -c 'import json, sys
-d = json.loads(sys.argv[1]); p = d.get("peaks") or []
-gaps = [b - a for a, b in zip(p, p[1:])]
-sys.exit(not (len(p) >= 4 and all(0.9 <= g <= 1.1 for g in gaps) and (d.get("peak") or 0) >= 0.3))' "$heard"
+check "live page with Opus: Chromium's Web Audio hears the bursts a second apart ($BURSTS_APART)" \
+    heard_bursts "$heard"
 
 # usage ARGS… -- MESSAGE: camrec refuses ARGS with status 64 in one line matching MESSAGE, and writes no file.
 usage() {

@@ -4,7 +4,9 @@ for the video to play, clicks the page's "Sound on" button as a viewer would, ro
 sound (its MediaStream when the page plays WebRTC) into a Web Audio AnalyserNode and samples its level every 20 ms for SECONDS. Reports JSON:
 "sound_button" (the page offered it), "muted" (the element after the click), "peaks" (times in s,
 from the first sample, where the level rose above 0.1 after at least half a second below it: the
-tone's bursts), "peak" (the loudest sample), "error".
+tone's bursts), "peak" (the loudest sample), "jitter_buffer" (with WebRTC: the milliseconds of sound Chromium's jitter
+buffer concealed, inserted to slow down and removed to speed up over the listening window, from its own
+getStats, and the milliseconds it received; null with MSE), "error".
 
   browser-sound.py URL [SECONDS]
 """
@@ -26,7 +28,19 @@ const analyser = context.createAnalyser();
 analyser.fftSize = 1024;
 source.connect(analyser);
 analyser.connect(context.destination);
-context.resume().then(() => {
+// Chromium's jitter buffer (NetEQ) plays the sound faster or slower and conceals late packets; its own
+// count of the samples it added or took away, over the listening window, is how far a burst may move.
+const jitterBuffer = async () => {
+  if (typeof peer === 'undefined' || !peer) return null;
+  const stats = await peer.getStats();
+  let audio = null, rates = {};
+  stats.forEach(s => { if (s.type === 'inbound-rtp' && s.kind === 'audio') audio = s; if (s.type === 'codec') rates[s.id] = s.clockRate; });
+  if (!audio) return null;
+  return {rate: rates[audio.codecId] || 48000, concealed: audio.concealedSamples || 0,
+          inserted: audio.insertedSamplesForDeceleration || 0, removed: audio.removedSamplesForAcceleration || 0,
+          received: audio.totalSamplesReceived || 0};
+};
+Promise.all([context.resume(), jitterBuffer()]).then(([_, before]) => {
   const data = new Float32Array(analyser.fftSize);
   const start = performance.now();
   const peaks = [];
@@ -45,7 +59,16 @@ context.resume().then(() => {
     }
     if (now - start > seconds * 1000) {
       clearInterval(timer);
-      done({peaks: peaks, peak: loudest, state: context.state, muted: v.muted, through: v.srcObject ? "MediaStream (WebRTC)" : "the element"});
+      jitterBuffer().then(after => {
+        let moved = null;
+        if (before && after) {
+          const d = k => after[k] - before[k];
+          moved = {concealed_ms: 1000 * d('concealed') / after.rate, inserted_ms: 1000 * d('inserted') / after.rate,
+                   removed_ms: 1000 * d('removed') / after.rate, received_ms: 1000 * d('received') / after.rate};
+        }
+        done({peaks: peaks, peak: loudest, state: context.state, muted: v.muted, jitter_buffer: moved,
+              through: v.srcObject ? "MediaStream (WebRTC)" : "the element"});
+      });
     }
   }, 20);
 });
@@ -70,7 +93,8 @@ def listen(url, seconds, driver, result):
         button.click()
     heard = driver.execute_async_script(LISTEN, seconds)
     result.update(error=None, peaks=[round(p, 3) for p in heard["peaks"]], peak=round(heard["peak"], 3),
-                  context=heard["state"], muted=heard["muted"], through=heard["through"])
+                  context=heard["state"], muted=heard["muted"], through=heard["through"],
+                  jitter_buffer=heard["jitter_buffer"] and {k: round(x, 1) for k, x in heard["jitter_buffer"].items()})
 
 
 def main():
