@@ -40,7 +40,7 @@ const jitterBuffer = async () => {
           inserted: audio.insertedSamplesForDeceleration || 0, removed: audio.removedSamplesForAcceleration || 0,
           received: audio.totalSamplesReceived || 0};
 };
-Promise.all([context.resume(), jitterBuffer()]).then(([_, before]) => {
+Promise.all([context.resume(), jitterBuffer().catch(() => null)]).then(([_, before]) => {
   const data = new Float32Array(analyser.fftSize);
   const start = performance.now();
   const peaks = [];
@@ -59,7 +59,7 @@ Promise.all([context.resume(), jitterBuffer()]).then(([_, before]) => {
     }
     if (now - start > seconds * 1000) {
       clearInterval(timer);
-      jitterBuffer().then(after => {
+      jitterBuffer().catch(() => null).then(after => {
         let moved = null;
         if (before && after) {
           const d = k => after[k] - before[k];
