@@ -51,7 +51,14 @@ counters_of() { python3 "$STREAM_TOOLS/pattern-counters.py" "$1" | tr '\n' ' ' |
 # counters_run FILE FIRST LAST: the file's frames carry exactly FIRST, FIRST+1, …, LAST in order.
 counters_run() {
     local got; got=$(counters_of "$1")
-    [[ $got == "$(seq -s ' ' "$2" "$3")" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$got") (want $2..$3)"; return 1; }
+    [[ $got == "$(seq -s ' ' "$2" "$3")" ]] || { echo "$1: frame numbers $(counters_shown "$got") (want $2..$3)"; return 1; }
+}
+
+# counters_shown NUMBERS: a list of frame numbers for a failure's line: how many, the first and the last
+# ones (a difference at the end shows, as it did not when the line was only the list's first 200 characters).
+counters_shown() {
+    awk '{ printf "%d frames:", NF; for (i = 1; i <= NF && i <= 12; i++) printf " %s", $i
+           if (NF > 24) printf " …"; for (i = (NF > 24 ? NF - 11 : 13); i <= NF; i++) printf " %s", $i }' <<<"$1"
 }
 
 # counters_increasing FILE: every frame's number is readable and larger than the one before.
@@ -66,13 +73,13 @@ counters_account() {
     local got; got=$(counters_of "$1")
     awk -v d="$2" '{ for (i = 1; i <= NF; i++) { if ($i == "?" || (i > 1 && $i <= $(i - 1))) bad = 1 } }
         END { exit bad || $1 != 0 || $NF + 1 - NF != d }' <<<"$got" ||
-        { echo "$1: frame numbers $(cut -c1-200 <<<"$got"), $2 reported dropped"; return 1; }
+        { echo "$1: frame numbers $(counters_shown "$got"), $2 reported dropped"; return 1; }
 }
 
 # counters_same COPY SOURCE: COPY holds exactly SOURCE's frames, numbers alike, from the first to the last.
 counters_same() {
     local copy source; copy=$(counters_of "$1") source=$(counters_of "$2")
-    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2: $(cut -c1-200 <<<"$source")"; return 1; }
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(counters_shown "$copy"), $2: $(counters_shown "$source")"; return 1; }
 }
 
 # counters_slice COPY SOURCE: COPY holds a run of SOURCE's frames with nothing left out: from COPY's first
@@ -81,7 +88,7 @@ counters_slice() {
     local copy source first n
     copy=$(counters_of "$1"); first=${copy%% *}; n=$(wc -w <<<"$copy")
     source=$(counters_of "$2" | tr ' ' '\n' | awk -v f="$first" '$1 == f { on = 1 } on' | head -n "$n" | tr '\n' ' ' | sed 's/ $//')
-    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2 from there: $(cut -c1-200 <<<"$source")"; return 1; }
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(counters_shown "$copy"), $2 from there: $(counters_shown "$source")"; return 1; }
 }
 
 # counters_tail COPY SOURCE: COPY holds exactly SOURCE's frames from COPY's first frame to the end.
@@ -89,7 +96,7 @@ counters_tail() {
     local copy source first
     copy=$(counters_of "$1"); first=${copy%% *}
     source=$(counters_of "$2" | tr ' ' '\n' | awk -v f="$first" '$1 == f { on = 1 } on' | tr '\n' ' ' | sed 's/ $//')
-    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(cut -c1-200 <<<"$copy"), $2 from there: $(cut -c1-200 <<<"$source")"; return 1; }
+    [[ -n $copy && $copy == "$source" ]] || { echo "$1: frame numbers $(counters_shown "$copy"), $2 from there: $(counters_shown "$source")"; return 1; }
 }
 
 # wait_log FILE REGEX [COUNT] [SECONDS]: waits until FILE has COUNT (default 1) lines matching REGEX.
