@@ -29,6 +29,8 @@ public final class MediaServerTransport: PeerTransport {
     /// Polled by libavformat's interrupt callback while a call waits.
     private var abort: () -> Bool = { false }
     private var interrupted = false
+    /// The TCP connection libavformat opened (RTMP, RTSP), to end it gracefully: see `LibraryConnection`.
+    private var connection: LibraryConnection?
 
     public let codec: VideoCodec
 
@@ -58,6 +60,7 @@ public final class MediaServerTransport: PeerTransport {
         if server.kind != .rtsp, context.pointee.pb != nil { avio_closep(&context.pointee.pb) }
         avformat_free_context(context)
         self.context = nil
+        connection = nil
         streaming = false
     }
 
@@ -118,6 +121,7 @@ public final class MediaServerTransport: PeerTransport {
         case .srt:
             break
         }
+        let socketsBefore = LibraryConnection.sockets()
         if server.kind != .rtsp {
             var ioOptions: OpaquePointer?
             defer { av_dict_free(&ioOptions) }
@@ -129,6 +133,7 @@ public final class MediaServerTransport: PeerTransport {
         }
         let status = avformat_write_header(made, &options)
         guard status >= 0 else { throw failure(server.kind == .rtsp ? "connecting and announcing the stream" : "starting the stream", status) }
+        if let port = server.tcpPort { connection = LibraryConnection.opened(since: socketsBefore, toPort: port) }
         streaming = true
     }
 
@@ -160,6 +165,8 @@ public final class MediaServerTransport: PeerTransport {
                 self.abort = { false }
                 LibavLogging.keepThreadErrors(false)
             }
+            // Held before the trailer: RTSP's TEARDOWN closes the connection, RTMP's only at `release`.
+            var held = streaming ? connection?.hold() : nil
             if let context, streaming {
                 if var tracks {
                     _ = tracks.finishSound(into: context, using: packet)
@@ -170,6 +177,11 @@ public final class MediaServerTransport: PeerTransport {
                 if server.kind == .srt { waitForSRTDelivery(pause: pause) }
             }
             release()
+            held.take()?.lingeringClose(limitNanoseconds: Self.lingerNanoseconds, abort: abort)
         }
     }
+
+    /// How long a server may take to read the end and close its side, when the sender sets no
+    /// earlier deadline (it does at the recording's end: the flush timeout).
+    static let lingerNanoseconds: UInt64 = 5_000_000_000
 }

@@ -29,6 +29,15 @@ public struct MediaServerURL: Sendable, Hashable, CustomStringConvertible {
     public let redacted: String
     public var description: String { redacted }
 
+    /// The server's TCP port (RTMP's 1935 and RTSP's 554 unless given); nil for SRT, which is UDP.
+    public var tcpPort: UInt16? {
+        switch kind {
+        case .rtmp: port ?? 1935
+        case .rtsp: port ?? 554
+        case .srt: nil
+        }
+    }
+
     /// True for arguments that name a media server rather than a file.
     public static func looksLikeURL(_ text: String) -> Bool {
         let lower = text.lowercased()

@@ -233,6 +233,37 @@ for proto in rtmp rtsp srt; do
         [ "$(wc -w <<<"$idrs")" -le $((n / 30 + 1)) ]
 done
 
+# --- 4b. a server that stops reading across the recording's end ------------------------------------
+# ffmpeg's RTMP listener stopped (SIGSTOP) 8.5 s into a 10 s recording, before it has read 3 MiB of the
+# ~3.4 MiB, and continued once camrec has sent its FIN (the listener's socket in CLOSE-WAIT). Reading the
+# rest, it acknowledges the third MiB (RTMP's bytes-read report). Against a closed socket that write brings
+# a reset, and the listener stops there with the last ~23 frames unread: what camrec did before it
+# half-closed the connection and read until the server closed.
+next_port
+url="rtmp://127.0.0.1:$PORT/live/cam"
+what="rtmp server stopped across the end"
+serve rtmp "$url" "$W/stopped-rtmp.ts"
+wait_listen "$PORT"
+"$CAMREC" --test-pattern --frames 300 --keyframe-interval 30 "$url" "$W/beside-stopped.h264" 2>"$W/stopped.log" &
+CAM=$!; PIDS+=($CAM)
+sleep 8.5
+kill -STOP "$SERVER"
+fin=never
+for ((i = 0; i < 50; i++)); do
+    if ss -tn state close-wait "( sport = :$PORT )" | grep -q 127.0.0.1; then fin="after $((i * 100)) ms"; break; fi
+    sleep 0.1
+done
+kill -CONT "$SERVER"
+wait_for "$CAM" 30; rc=$?
+wait_for "$SERVER" 20 >/dev/null
+check "$what: camrec exits 0 (status $rc)" [ $rc -eq 0 ]
+check "$what: camrec's FIN reached the server while it was stopped ($fin)" [ "$fin" != never ]
+d=$(summary_dropped "$W/stopped.log" "$W/beside-stopped.h264")
+check "$what: the file beside it: every frame from 0 in order, the numbers missing exactly the ${d:-none} reported dropped" \
+    counters_account "$W/beside-stopped.h264" "${d:--1}"
+check "$what: the server's recording has every frame of the file beside it, to the last" \
+    counters_same "$W/stopped-rtmp.ts" "$W/beside-stopped.h264"
+
 # --- 5. servers that accept and never answer --------------------------------------------------------
 # ended_whole WHAT RC TOOK_MS FRAMES LOG FILE: camrec, recording FRAMES (at 30 fps) to FILE beside a server
 # that holds the end, exited 0 within 5 s of its last frame (the wait a server gets to take what is queued,
