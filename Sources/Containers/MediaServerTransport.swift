@@ -177,11 +177,14 @@ public final class MediaServerTransport: PeerTransport {
                 if server.kind == .srt { waitForSRTDelivery(pause: pause) }
             }
             release()
-            held.take()?.lingeringClose(limitNanoseconds: Self.lingerNanoseconds, abort: abort)
+            held.take()?.lingeringClose(quietNanoseconds: Self.lingerQuietNanoseconds, limitNanoseconds: Self.lingerNanoseconds, abort: abort)
         }
     }
 
     /// How long a server may take to read the end and close its side, when the sender sets no
     /// earlier deadline (it does at the recording's end: the flush timeout).
     static let lingerNanoseconds: UInt64 = 5_000_000_000
+    /// How long a server may say nothing meanwhile: an RTMP server reading acknowledges every window
+    /// (ffmpeg's every MiB), and a stopped one must not hold camrec's end for the whole limit.
+    static let lingerQuietNanoseconds: UInt64 = 2_000_000_000
 }

@@ -85,27 +85,31 @@ public struct HeldConnection: ~Copyable {
     let descriptor: Int32
 
     /// Half-closes the connection (the FIN goes after everything written), then reads and discards
-    /// what the server still sends until it closes its side, the connection fails, `abort` says so or
+    /// what the server still sends until it closes its side, the connection fails, `abort` says so, the
+    /// server has said nothing for `quietNanoseconds` (one stopped for good is not waited on: its
+    /// acknowledgements, the writes that would meet a closed socket, would show it reading), or
     /// `limitNanoseconds` have passed; then closes. At most 64 KiB are read per wake.
-    public consuming func lingeringClose(limitNanoseconds: UInt64, abort: () -> Bool) {
+    public consuming func lingeringClose(quietNanoseconds: UInt64, limitNanoseconds: UInt64, abort: () -> Bool) {
         let fd = descriptor
         discard self
         defer { _ = Glibc.close(fd) }
         guard shutdown(fd, Int32(SHUT_WR)) == 0 else { return }
-        let end = Self.now() &+ limitNanoseconds
+        let start = Self.now()
+        var heard = start
         var scratch = [UInt8](repeating: 0, count: 65536)
         while !abort() {
             let now = Self.now()
-            guard now < end else { return }
+            guard now - start < limitNanoseconds, now - heard < quietNanoseconds else { return }
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             // Short waits: `abort` is polled, not signalled.
-            let rc = poll(&ready, 1, Int32(min(50, (end - now) / 1_000_000 + 1)))
+            let rc = poll(&ready, 1, 50)
             if rc < 0 && errno == EINTR { continue }
             guard rc >= 0 else { return }
             guard rc > 0 else { continue }
             let count = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count <= 0 { return }  // the server closed its side, or the connection failed
+            heard = Self.now()
         }
     }
 

@@ -100,11 +100,25 @@ final class LibraryConnectionTests: XCTestCase {
         close(client)
         opened.removeAll { $0 == client }
         var polls = 0
-        held.lingeringClose(limitNanoseconds: 60_000_000_000) {
+        held.lingeringClose(quietNanoseconds: 60_000_000_000, limitNanoseconds: 60_000_000_000) {
             polls += 1
             return polls > 3
         }
         XCTAssertEqual(polls, 4)
+    }
+
+    func testAServerThatSaysNothingForTheQuietTimeIsNotWaitedOn() throws {
+        let (listener, port) = try listen()
+        let before = LibraryConnection.sockets()
+        let client = try connect(port)
+        _ = try accept(listener)  // never reads, never writes, never closes: a server stopped for good
+        let job = LingeringJob(LibraryConnection.opened(since: before, toPort: port)?.hold(), quiet: 200_000_000)
+        XCTAssertTrue(job.isHeld)
+        close(client)
+        opened.removeAll { $0 == client }
+        let lingering = WaitableThread { job.run() }
+        lingering.start()
+        XCTAssertTrue(lingering.join(seconds: 20), "let go after 0.2 s of quiet, not the 60 s limit")
     }
 
     // MARK: plain POSIX sockets on loopback
@@ -151,9 +165,13 @@ final class LibraryConnectionTests: XCTestCase {
 /// The held connection, handed to the thread that closes it.
 private final class LingeringJob: @unchecked Sendable {
     var held: HeldConnection?
-    init(_ held: consuming HeldConnection?) { self.held = held }
+    init(_ held: consuming HeldConnection?, quiet: UInt64 = 30_000_000_000) {
+        self.held = held
+        self.quiet = quiet
+    }
     var isHeld: Bool { held != nil }
-    func run() { held.take()?.lingeringClose(limitNanoseconds: 30_000_000_000, abort: { false }) }
+    let quiet: UInt64
+    func run() { held.take()?.lingeringClose(quietNanoseconds: quiet, limitNanoseconds: 60_000_000_000, abort: { false }) }
 }
 
 /// A thread whose end can be waited for with a limit.

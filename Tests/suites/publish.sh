@@ -234,22 +234,28 @@ for proto in rtmp rtsp srt; do
 done
 
 # --- 4b. a server that stops reading across the recording's end ------------------------------------
-# ffmpeg's RTMP listener stopped (SIGSTOP) 8.5 s into a 10 s recording, before it has read 3 MiB of the
-# ~3.4 MiB, and continued once camrec has sent its FIN (the listener's socket in CLOSE-WAIT). Reading the
-# rest, it acknowledges the third MiB (RTMP's bytes-read report). Against a closed socket that write brings
-# a reset, and the listener stops there with the last ~23 frames unread: what camrec did before it
-# half-closed the connection and read until the server closed.
+# ffmpeg's RTMP listener is stopped (SIGSTOP) once its kernel has taken 2.85 MB of the ~3.7 MB of 330
+# frames, and continued once camrec has sent its FIN (the listener's socket in CLOSE-WAIT). Reading the
+# rest, it acknowledges the third MiB (RTMP's bytes-read report, every MiB it reads). Against a closed
+# socket that write brings a reset, and the listener stops there with the last frames unread: what it
+# did before camrec half-closed the connection and read until the server closed (it kept 0..276 of 300).
 next_port
 url="rtmp://127.0.0.1:$PORT/live/cam"
 what="rtmp server stopped across the end"
 serve rtmp "$url" "$W/stopped-rtmp.ts"
 wait_listen "$PORT"
-"$CAMREC" --test-pattern --frames 300 --keyframe-interval 30 "$url" "$W/beside-stopped.h264" 2>"$W/stopped.log" &
+"$CAMREC" --test-pattern --frames 330 --keyframe-interval 30 "$url" "$W/beside-stopped.h264" 2>"$W/stopped.log" &
 CAM=$!; PIDS+=($CAM)
-sleep 8.5
-kill -STOP "$SERVER"
+taken=0
+for ((i = 0; i < 600; i++)); do
+    taken=$(ss -tni state established "( sport = :$PORT )" | grep -o 'bytes_received:[0-9]*' | head -n 1 | cut -d: -f2)
+    ((${taken:-0} >= 2850000)) && { kill -STOP "$SERVER"; break; }
+    sleep 0.05
+done
+check "$what: the server was stopped with 2.85-3.1 MB taken, short of the third MiB's report (${taken:-0} bytes)" \
+    eval '((${taken:-0} >= 2850000 && ${taken:-0} < 3100000))'
 fin=never
-for ((i = 0; i < 50; i++)); do
+for ((i = 0; i < 100; i++)); do
     if ss -tn state close-wait "( sport = :$PORT )" | grep -q 127.0.0.1; then fin="after $((i * 100)) ms"; break; fi
     sleep 0.1
 done
