@@ -121,7 +121,8 @@ public final class MediaServerTransport: PeerTransport {
         case .srt:
             break
         }
-        let socketsBefore = LibraryConnection.sockets()
+        // SRT is UDP: nothing to find.
+        let socketsBefore = server.tcpPort.map { _ in LibraryConnection.sockets() }
         if server.kind != .rtsp {
             var ioOptions: OpaquePointer?
             defer { av_dict_free(&ioOptions) }
@@ -133,7 +134,7 @@ public final class MediaServerTransport: PeerTransport {
         }
         let status = avformat_write_header(made, &options)
         guard status >= 0 else { throw failure(server.kind == .rtsp ? "connecting and announcing the stream" : "starting the stream", status) }
-        if let port = server.tcpPort { connection = LibraryConnection.opened(since: socketsBefore, toPort: port) }
+        if let port = server.tcpPort, let socketsBefore { connection = LibraryConnection.opened(since: socketsBefore, toPort: port) }
         streaming = true
     }
 

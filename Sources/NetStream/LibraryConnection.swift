@@ -1,3 +1,4 @@
+import Frames
 import Glibc
 import SystemSupport
 
@@ -9,7 +10,7 @@ import SystemSupport
 /// answers with a reset, the server's next write fails, and it stops reading with the last frames
 /// still unread in its buffer (ffmpeg's RTMP listener does). A descriptor of camrec's own for the
 /// same connection keeps it open through the library's close; `HeldConnection` then ends it.
-public struct LibraryConnection: Sendable, Equatable {
+public struct LibraryConnection: Sendable {
     public let descriptor: Int32
     /// The socket's inode: the library may close the descriptor and the number be reused.
     let inode: UInt64
@@ -94,11 +95,11 @@ public struct HeldConnection: ~Copyable {
         discard self
         defer { _ = Glibc.close(fd) }
         guard shutdown(fd, Int32(SHUT_WR)) == 0 else { return }
-        let start = Self.now()
+        let start = MonotonicClock.now()
         var heard = start
         var scratch = [UInt8](repeating: 0, count: 65536)
         while !abort() {
-            let now = Self.now()
+            let now = MonotonicClock.now()
             guard now - start < limitNanoseconds, now - heard < quietNanoseconds else { return }
             var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
             // Short waits: `abort` is polled, not signalled.
@@ -109,14 +110,8 @@ public struct HeldConnection: ~Copyable {
             let count = scratch.withUnsafeMutableBytes { recv(fd, $0.baseAddress, $0.count, Int32(MSG_DONTWAIT)) }
             if count < 0 && (errno == EINTR || errno == EAGAIN) { continue }
             if count <= 0 { return }  // the server closed its side, or the connection failed
-            heard = Self.now()
+            heard = MonotonicClock.now()
         }
-    }
-
-    private static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
     deinit { _ = Glibc.close(descriptor) }

@@ -121,6 +121,28 @@ final class LibraryConnectionTests: XCTestCase {
         XCTAssertTrue(lingering.join(seconds: 20), "let go after 0.2 s of quiet, not the 60 s limit")
     }
 
+    /// A hostile server that never stops writing keeps the quiet time from running out: the limit ends it,
+    /// reading into the one scratch buffer, so nothing grows meanwhile.
+    func testAServerThatFloodsIsLetGoAtTheLimit() throws {
+        let (listener, port) = try listen()
+        let before = LibraryConnection.sockets()
+        let client = try connect(port)
+        let server = try accept(listener)
+        let job = LingeringJob(LibraryConnection.opened(since: before, toPort: port)?.hold(), limit: 300_000_000)
+        XCTAssertTrue(job.isHeld)
+        close(client)
+        opened.removeAll { $0 == client }
+        let flood = WaitableThread {
+            var block = [UInt8](repeating: 9, count: 65536)
+            while block.withUnsafeMutableBytes({ send(server, $0.baseAddress, $0.count, Int32(MSG_NOSIGNAL)) }) > 0 {}
+        }
+        flood.start()
+        let lingering = WaitableThread { job.run() }
+        lingering.start()
+        XCTAssertTrue(lingering.join(seconds: 20), "let go at the 0.3 s limit, though the server never went quiet")
+        XCTAssertTrue(flood.join(seconds: 20), "the flood ends when the connection is closed")
+    }
+
     // MARK: plain POSIX sockets on loopback
 
     private func listen() throws -> (Int32, UInt16) {
@@ -165,13 +187,15 @@ final class LibraryConnectionTests: XCTestCase {
 /// The held connection, handed to the thread that closes it.
 private final class LingeringJob: @unchecked Sendable {
     var held: HeldConnection?
-    init(_ held: consuming HeldConnection?, quiet: UInt64 = 30_000_000_000) {
+    init(_ held: consuming HeldConnection?, quiet: UInt64 = 30_000_000_000, limit: UInt64 = 60_000_000_000) {
         self.held = held
         self.quiet = quiet
+        self.limit = limit
     }
     var isHeld: Bool { held != nil }
     let quiet: UInt64
-    func run() { held.take()?.lingeringClose(quietNanoseconds: quiet, limitNanoseconds: 60_000_000_000, abort: { false }) }
+    let limit: UInt64
+    func run() { held.take()?.lingeringClose(quietNanoseconds: quiet, limitNanoseconds: limit, abort: { false }) }
 }
 
 /// A thread whose end can be waited for with a limit.
