@@ -12,14 +12,14 @@ import XCTest
 final class EventClipTests: ScratchDirectoryTestCase {
 
     func testHTTPTriggersMakeOneClipFromTheNewestIDRBeforeThePrerollToThePostrollAfterTheLastTrigger() throws {
-        let port = Int.random(in: 22_000..<23_000)
         let continuous = "\(dir)/cont.h264"
         let (camrec, errors) = try Tools.launch(Tools.camrec, [
             "--test-pattern", "--size", "640x360", "--fps", "30", "--keyframe-interval", "30", "--preset", "ultrafast",
             "--duration", "16", "--pre-roll", "3", "--post-roll", "5", "--event-output", "\(dir)/ev/%Y/clip-{n}.mp4",
             "--on-event-end", "env > \"\(dir)/hook-$CAMREC_EVENT_ID.env\"",
-            "--http", "127.0.0.1:\(port)", continuous], cwd: dir)
+            "--http", "127.0.0.1:0", continuous], cwd: dir)
         defer { if camrec.isRunning { camrec.terminate() } }
+        let (port, head) = try liveViewPort(camrec, errors)
         let api = "http://127.0.0.1:\(port)/api"
         try waitFor(seconds: 20) { (try? self.status(api))?.frames ?? 0 >= 150 }
 
@@ -60,7 +60,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertEqual(try Tools.run("curl", ["-s", "-o", "/dev/null", "-w", "%{http_code}", "\(api)/events/2/thumbnail.jpg"]).stdoutText, "404")
 
         camrec.waitUntilExit()
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = head + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(camrec.terminationStatus, 0, log)
         XCTAssertTrue(log.contains("camrec: event 1 started at frame \(t1) (http, label \"door $(touch pwned) ; \\\"quoted\\\"\")"), log)
         XCTAssertFalse(log.contains("extended"), "an extension is counted (triggers=2), not said: " + log)
@@ -247,11 +247,11 @@ final class EventClipTests: ScratchDirectoryTestCase {
     }
 
     func testSIGUSR1AndPostWithoutEventOutputChangeNothing() throws {
-        let port = Int.random(in: 23_000..<24_000)
         let out = "\(dir)/out.h264"
         let (camrec, errors) = try Tools.launch(Tools.camrec, ["--test-pattern", "--size", "640x360", "--fps", "30", "--duration", "4",
-                                                              "--http", "127.0.0.1:\(port)", out])
+                                                              "--http", "127.0.0.1:0", out])
         defer { if camrec.isRunning { camrec.terminate() } }
+        let (port, head) = try liveViewPort(camrec, errors)
         let api = "http://127.0.0.1:\(port)/api"
         try waitFor(seconds: 20) { (try? self.status(api))?.frames ?? 0 >= 30 }
         kill(camrec.processIdentifier, SIGUSR1)
@@ -259,7 +259,7 @@ final class EventClipTests: ScratchDirectoryTestCase {
         XCTAssertEqual(post.code, 409, post.body)
         XCTAssertTrue(post.body.contains("--event-output"), post.body)
         camrec.waitUntilExit()
-        let log = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        let log = head + String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         XCTAssertEqual(camrec.terminationStatus, 0, "SIGUSR1 once ended camrec with no file: " + log)
         XCTAssertTrue(log.contains("camrec: SIGUSR1 ignored: this recording makes no event clips (give --event-output PATTERN)"), log)
         Tools.assertEveryFrameAccounted(try Tools.patternCounters(out), frames: try Tools.decodedFrameCount(out), output: out, stderr: log)
@@ -368,6 +368,34 @@ final class EventClipTests: ScratchDirectoryTestCase {
     }
 
     private struct NotReady: Error { let seconds: Double }
+    private struct NoLiveView: Error, CustomStringConvertible { let description: String }
+
+    /// The port camrec bound for `--http 127.0.0.1:0`, from its "live view on" line, and its log up to
+    /// that line. camrec picks the port, so no server of a test running beside this one can hold it
+    /// (with a port picked at random here, CI once saw no status for 20 s and no log to say why).
+    /// A camrec that ends or says nothing for 20 s fails the test with its log.
+    private func liveViewPort(_ camrec: Process, _ errors: Pipe) throws -> (port: Int, log: String) {
+        let said = DispatchSemaphore(value: 0)
+        DispatchQueue.global().async {
+            if said.wait(timeout: .now() + 20) == .timedOut, camrec.isRunning { camrec.terminate() }
+        }
+        defer { said.signal() }
+        let marker = "camrec: live view on http://127.0.0.1:"
+        var log = ""
+        var line = Data()
+        while true {
+            let byte = errors.fileHandleForReading.readData(ofLength: 1)
+            guard !byte.isEmpty else { throw NoLiveView(description: "camrec ended without a live view: \(log)") }
+            line.append(byte)
+            guard byte.first == UInt8(ascii: "\n") else { continue }
+            let text = String(decoding: line, as: UTF8.self)
+            log += text
+            line.removeAll()
+            if text.hasPrefix(marker), let port = Int(text.dropFirst(marker.count).prefix { $0.isNumber }) {
+                return (port, log)
+            }
+        }
+    }
 
     private struct Status: CustomStringConvertible {
         var frames: Int
