@@ -46,7 +46,9 @@ extension RecordCommand {
         // CAMREC_V4L2_PRIORITY=interactive leaves camera controls adjustable by other programs
         // while recording (record priority, the default, locks them: EBUSY).
         let shared = getenv("CAMREC_V4L2_PRIORITY").map { String(cString: $0) == "interactive" } ?? false
-        return try V4L2CaptureSource(path: cameraPath, request: request, recordPriority: !shared)
+        // Validated: 0.5 to 3600 s, so the nanoseconds fit.
+        return try V4L2CaptureSource(path: cameraPath, request: request, recordPriority: !shared,
+                                     stallTimeout: stallTimeout.map { UInt64($0 * 1e9) })
     }
 
     /// The camera's device node (when the source is a camera).

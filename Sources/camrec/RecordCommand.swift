@@ -111,6 +111,9 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("When the camera goes away (unplugged, a USB reset, a stream that stalls): exit (the default: the file ends with every frame before the loss, status 71), or wait for the same camera (by USB serial, else port; off USB its bus info) under whatever /dev/videoN it comes back as, end the files at the loss and record on into the next ones while TCP receivers, media servers and browsers stay connected; wait=SECONDS gives up after that long (status 71).", valueName: "exit|wait[=SECONDS]"))
     var onCameraLost: CameraLossPolicy = .exit
 
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long the camera may deliver no frame before it counts as stalled (status 72; with --on-camera-lost wait, a loss to wait out): 2 s or four frame intervals, whichever is longer, unless given; 0.5 to 3600 (for a camera that pauses on purpose: a long exposure, an external trigger).", valueName: "SECONDS"))
+    var stallTimeout: Double?
+
     @Option(help: ArgumentHelp("With --on-camera-lost wait: run CMD (with /bin/sh) each time the camera goes away or comes back; it gets CAMREC_CAMERA_EVENT (lost or returned), CAMREC_DEVICE and CAMREC_CAMERA_DETAIL in its environment.", valueName: "CMD"))
     var onCameraChange: String?
 
@@ -181,6 +184,10 @@ struct RecordCommand: AsyncParsableCommand {
         try OptionRange.check(threads, "--threads", in: 0...64)
         try OptionRange.checkSeconds(wait, "--wait", inclusive: true)
         try onCameraLost.validate()
+        try OptionRange.checkSeconds(stallTimeout, "--stall-timeout", minimum: 0.5, inclusive: true, maximum: 3600)
+        if stallTimeout != nil && (testPattern || testScene || input != nil) {
+            throw ValidationError("--stall-timeout is for a camera (--device); the test pattern, the test scene and --input cannot stall")
+        }
         if onCameraLost.waits && (testPattern || testScene || input != nil) {
             throw ValidationError("--on-camera-lost \(onCameraLost.text) is for a camera (--device); the test pattern, the test scene and --input cannot go away")
         }

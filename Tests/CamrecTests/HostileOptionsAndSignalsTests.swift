@@ -12,6 +12,7 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
         ("--fps", ["0", "241"]), ("--frames", ["0"]), ("--duration", ["0"]),
         ("--keyframe-interval", ["0", "2147483648"]), ("--qp", ["52"]), ("--slices", ["0", "33"]),
         ("--threads", ["65"]), ("--wait", []), ("--segment", ["0.4"]), ("--keep-files", ["0"]),
+        ("--stall-timeout", ["0", "0.4", "3601"]),
     ]
     /// Refused by every one of them: negative, non-finite, absurdly large, past Int64.
     private let alwaysRefused = ["-1", "inf", "-inf", "nan", "1e300", "9223372036854775808", "-9223372036854775809"]
@@ -49,6 +50,9 @@ final class HostileOptionsAndSignalsTests: XCTestCase {
             XCTAssertEqual(r.status, 64, "\(arguments): \(r.stderr)")
             XCTAssertTrue(r.stderr.contains("--on-camera-"), "\(arguments): \(r.stderr)")
         }
+        let stall = try Tools.camrec(["--test-pattern", "--stall-timeout", "5", "--frames", "5", "\(dir)/out.h264"])
+        XCTAssertEqual(stall.status, 64, stall.stderr)
+        XCTAssertTrue(stall.stderr.contains("--stall-timeout is for a camera (--device)"), stall.stderr)
         for (option, value) in [("--frames", "-1"), ("--duration", "inf"), ("--duration", "nan")] {
             let r = try Tools.camrec(["receive", "--listen", "0", option, value, "\(dir)/copy.h264"])
             XCTAssertEqual(r.status, 64, "receive \(option) \(value): \(r.stderr)")

@@ -170,8 +170,8 @@ final class MockCamera: V4L2System, @unchecked Sendable {
 }
 
 final class V4L2CaptureSourceFaultTests: XCTestCase {
-    private func started(_ camera: MockCamera) throws -> (V4L2CaptureSource, PixelBufferPool) {
-        let source = try V4L2CaptureSource(path: "/dev/video0", request: .init(), system: camera)
+    private func started(_ camera: MockCamera, stallTimeout: UInt64? = nil) throws -> (V4L2CaptureSource, PixelBufferPool) {
+        let source = try V4L2CaptureSource(path: "/dev/video0", request: .init(), stallTimeout: stallTimeout, system: camera)
         let pool = PixelBufferPool(format: .nv12, width: source.frameSize.width, height: source.frameSize.height, capacity: 4)
         try source.start(pool: pool)
         return (source, pool)
@@ -245,6 +245,20 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
         XCTAssertTrue(message.contains("delivered no frame for "), message)
         XCTAssertGreaterThanOrEqual(waited, 2, "not before the watchdog's two seconds")
         XCTAssertLessThan(camera.pollCalls, 10, "waited in poll, not in a loop")
+    }
+
+    /// `--stall-timeout 3`: the watchdog waits the three seconds asked for, not its own two.
+    func testAStallTimeoutAskedForIsWaitedOutInFull() throws {
+        let camera = MockCamera(script: [.frame(sequence: 0)])
+        let (source, _) = try started(camera, stallTimeout: 3_000_000_000)
+        XCTAssertEqual(source.requestedStallTimeout, 3_000_000_000, "kept for the camera's next opening after a loss")
+        XCTAssertNotNil(try source.nextFrame())
+        let t0 = MonotonicClock.now()
+        XCTAssertNil(try source.nextFrame())
+        let waited = Double(MonotonicClock.now() - t0) / 1e9
+        guard case .stalled(let message) = source.end else { return XCTFail("end is \(String(describing: source.end))") }
+        XCTAssertTrue(message.contains("delivered no frame for "), message)
+        XCTAssertGreaterThanOrEqual(waited, 3, "not before the three seconds asked for")
     }
 
     func testSecondOpenOfALockedDeviceIsBusy() throws {

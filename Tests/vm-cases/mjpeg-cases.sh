@@ -203,7 +203,9 @@ fi
 stop_writer
 
 # 5. A camera that stops sending (its writer frozen, the node still open): the watchdog ends the
-# recording with 72 and the file keeps every frame recorded.
+# recording with 72 and the file keeps every frame recorded. With --stall-timeout 6 (the default is 2 s at
+# this rate), it waits that long: the exit comes at least 4 s after the freeze, measured here (the writer,
+# writing every 0.1 s while camrec's file grew, may have been starved for up to 2 s before it froze).
 DEV=/dev/video24
 echo "== ffmpeg writes, then freezes: a stalled camera ($(elapsed))"
 ffmpeg -nostdin -v error -re -loop 1 -framerate 10 -i "$R/cam422.jpg" -c:v copy -f v4l2 "$DEV" &
@@ -211,22 +213,26 @@ WRITER=$!
 if wait_capture; then
     rm -f "$R/stall.h264"
     device_log_start "$DEV"
-    "${CAMREC[@]}" --device "$DEV" --frames 1000 --preset ultrafast --log-level info "$R/stall.h264" >"$R/stall.out" 2>"$R/stall.err" &
+    "${CAMREC[@]}" --device "$DEV" --frames 1000 --preset ultrafast --log-level info --stall-timeout 6 \
+        "$R/stall.h264" >"$R/stall.out" 2>"$R/stall.err" &
     rec=$!
     # Freeze the writer once camrec has written a frame (its .partial file holds bytes).
     for ((i = 0; i < 600; i++)); do
         for f in "$R"/stall.h264.camrec-*.partial; do [[ -s $f ]] && break 2; done
         nap 0.1
     done
-    kill -STOP "$WRITER"
+    kill -STOP "$WRITER"; frozen=$EPOCHREALTIME
     wait "$rec"
-    rc=$?
+    rc=$? ended=$EPOCHREALTIME
+    waited=$(( (${ended/./} - ${frozen/./}) / 1000 ))
     device_log_save "$R/stall.dmesg"
     kill -CONT "$WRITER"
     cat "$R/stall.err" | sed 's/^/   /'
     check "stalled camera: exit 72 (got $rc)" test "$rc" = 72
     check "stalled camera: the error line says no frame came" \
         grep -q "^camrec: error: $DEV delivered no frame for [0-9.]* s; the camera stalled" "$R/stall.err"
+    check "stalled camera, --stall-timeout 6: the exit came at least 4 s after the writer froze (${waited} ms)" \
+        test "$waited" -ge 4000
     frames=$(field "$R/stall.err" frames)
     decoded=$(decoded_frames "$R/stall.h264")
     check "stalled camera: the file is saved and decodes every frame recorded (${decoded:-none} of ${frames:-none})" \

@@ -14,6 +14,8 @@ import SystemPackage
 public final class CameraReturnWatcher: SourceReturn, Sendable {
     public let identity: CameraIdentity
     private let request: V4L2FormatRequest
+    /// The recording's `--stall-timeout`, for the camera opened again.
+    private let stallTimeout: UInt64?
     private let expected: (size: FrameSize, pixelFormat: V4L2PixelFormat)
     private let recordPriority: Bool
     private let timeoutSeconds: Double?
@@ -36,12 +38,13 @@ public final class CameraReturnWatcher: SourceReturn, Sendable {
                             log: @escaping @Sendable (String) -> Void) {
         self.init(identity: CameraIdentity.of(node: camera.path, busInfo: camera.identity.busInfo),
                   size: camera.frameSize, framesPerSecond: camera.framesPerSecond, pixelFormat: camera.pixelFormat,
-                  timeoutSeconds: timeoutSeconds, recordPriority: recordPriority, system: LinuxV4L2System(), log: log)
+                  timeoutSeconds: timeoutSeconds, recordPriority: recordPriority, stallTimeout: camera.requestedStallTimeout,
+                  system: LinuxV4L2System(), log: log)
     }
 
     init(identity: CameraIdentity, size: FrameSize, framesPerSecond: Double, pixelFormat: V4L2PixelFormat,
-         timeoutSeconds: Double?, recordPriority: Bool, system: V4L2System, devices: String = "/dev", sysfs: String = "/sys",
-         log: @escaping @Sendable (String) -> Void) {
+         timeoutSeconds: Double?, recordPriority: Bool, stallTimeout: UInt64? = nil, system: V4L2System,
+         devices: String = "/dev", sysfs: String = "/sys", log: @escaping @Sendable (String) -> Void) {
         self.devices = devices
         self.sysfs = sysfs
         self.identity = identity
@@ -49,6 +52,7 @@ public final class CameraReturnWatcher: SourceReturn, Sendable {
         expected = (size, pixelFormat)
         self.timeoutSeconds = timeoutSeconds.flatMap { $0.isFinite && $0 >= 0 ? $0 : nil }
         self.recordPriority = recordPriority
+        self.stallTimeout = stallTimeout
         self.system = system
         self.log = log
         var fds: [Int32] = [-1, -1]
@@ -131,7 +135,8 @@ public final class CameraReturnWatcher: SourceReturn, Sendable {
         for node in V4L2DeviceDirectory.videoNodes(in: devices) {
             guard let seen = identityOf(node), identity.isSameCamera(as: seen) else { continue }
             do {
-                let source = try V4L2CaptureSource(path: node, request: request, recordPriority: recordPriority, system: system)
+                let source = try V4L2CaptureSource(path: node, request: request, recordPriority: recordPriority,
+                                                   stallTimeout: stallTimeout, system: system)
                 guard source.frameSize == expected.size, source.pixelFormat == expected.pixelFormat else {
                     reason = "\(node) is the camera, but it now gives \(source.pixelFormat) \(source.frameSize), "
                         + "not \(expected.pixelFormat) \(expected.size): waiting for it to give that again"
