@@ -2,9 +2,9 @@
 """A camera for the tests whose frame times are known outside the recorder: feeds a v4l2loopback
 node numbered pictures (Tests/tools/picture_numbers.py draws and reads them) and logs when each went in.
 
-  loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE] [--steady]
+  loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE] [--pause FILE] [--steady]
   loopback-feeder.py DEVICE LOG --size WxH --fps N --stream FILE --codec h264|hevc [--params-once]
-                     [--sent FILE] [--hold FILE] [--steady]
+                     [--sent FILE] [--hold FILE] [--pause-at N FILE] [--steady]
   loopback-feeder.py --make FILE --size WxH --frames N
 
 The first form sets the node's output format (YUYV, or MJPG with --mjpeg) and writes one picture per
@@ -12,6 +12,8 @@ write() call, N a second on CLOCK_MONOTONIC's schedule (--steady: as below), unt
 it is killed. Pictures
 are numbered 0, 1, 2, ... (modulo 4096); with --mjpeg the JPEGs of FILE (concatenated, as ffmpeg's
 mjpeg muxer writes them) are sent in turn, the Kth carrying the number K (--make wrote them so).
+--pause FILE: while FILE exists, write nothing (at most 120 s); on seeing it, write the number of the
+last picture written to FILE.at, so a test knows the newest picture a reader can have until FILE is gone.
 LOG gets one line per picture, flushed at once:
 
   frame NUMBER BEFORE AFTER
@@ -27,7 +29,9 @@ each write() is one access unit of FILE, an Annex B stream whose every access un
 that send them only at the start of streaming do. --sent appends every access unit exactly as written
 (the camera's stream, for comparing a recording with). --hold: after the first access unit, wait until
 FILE exists before the next (so a reader that opened the node gets the first, the only one with the
-parameter sets: v4l2loopback hands a reader the oldest of the last three written). --steady: a write that
+parameter sets: v4l2loopback hands a reader the oldest of the last three written). --pause-at N FILE:
+after access unit N, write nothing until FILE exists (at most 120 s), so a reader's newest picture is N
+for as long as a test needs (then the schedule starts afresh, as after --hold). --steady: a write that
 comes late moves the schedule on instead of catching up, so writes are never closer than 1/N s (a feeder
 catching up after a stall of the emulated CPU writes a burst, which laps v4l2loopback's ring: it overwrites
 buffers a reader still holds). LOG gets "frame N BEFORE AFTER" per access unit as above.
@@ -114,6 +118,8 @@ def main():
     parser.add_argument("--params-once", action="store_true")
     parser.add_argument("--sent", metavar="FILE")
     parser.add_argument("--hold", metavar="FILE")
+    parser.add_argument("--pause-at", nargs=2, metavar=("N", "FILE"))
+    parser.add_argument("--pause", metavar="FILE")
     parser.add_argument("--steady", action="store_true")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
@@ -138,7 +144,17 @@ def main():
     period = round(1e9 / args.fps)
     start = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
     frames = int(args.seconds * args.fps)
+    last = None
     for n in range(frames):
+        if args.pause and os.path.exists(args.pause):
+            paused = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
+            with open(args.pause + ".at.tmp", "w") as at:
+                at.write(f"{last}\n")
+            os.rename(args.pause + ".at.tmp", args.pause + ".at")
+            deadline = time.monotonic() + 120
+            while os.path.exists(args.pause) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            start += time.clock_gettime_ns(time.CLOCK_MONOTONIC) - paused
         picture = pictures[n % len(pictures)] if pictures else draw_yuyv(n, width, height)
         number = n % len(pictures) if pictures else n % 4096
         wait = start + n * period - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
@@ -150,6 +166,7 @@ def main():
         os.write(fd, picture)
         after = time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         log.write(f"frame {number} {before} {after}\n")
+        last = number
     return 0
 
 
@@ -170,6 +187,11 @@ def feed_stream(fd, args, width, height):
             while not os.path.exists(args.hold):
                 time.sleep(0.05)
             start = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - period
+        if args.pause_at and n == int(args.pause_at[0]) + 1:
+            deadline = time.monotonic() + 120
+            while not os.path.exists(args.pause_at[1]) and time.monotonic() < deadline:
+                time.sleep(0.05)
+            start = time.clock_gettime_ns(time.CLOCK_MONOTONIC) - n * period
         wait = start + n * period - time.clock_gettime_ns(time.CLOCK_MONOTONIC)
         if wait > 0:
             time.sleep(wait / 1e9)
