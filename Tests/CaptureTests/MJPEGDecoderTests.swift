@@ -26,7 +26,7 @@ final class MJPEGDecoderTests: XCTestCase {
         let decoder = try decoder ?? MJPEGDecoder(frameSize: FrameSize(width: width, height: height))
         let pool = PixelBufferPool(format: format, width: width, height: height, capacity: 1)
         let out = pool.tryTake()!
-        try withMappedBuffer(jpeg, sizeImage: sizeImage) { try decoder.decode($0, into: out) }
+        _ = try withMappedBuffer(jpeg, sizeImage: sizeImage) { try decoder.decode($0, into: out) }
         return out
     }
 
