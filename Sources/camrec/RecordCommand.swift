@@ -111,7 +111,7 @@ struct RecordCommand: AsyncParsableCommand {
     @Option(help: ArgumentHelp("When the camera goes away (unplugged, a USB reset, a stream that stalls): exit (the default: the file ends with every frame before the loss, status 71), or wait for the same camera (by USB serial, else port; off USB its bus info) under whatever /dev/videoN it comes back as, end the files at the loss and record on into the next ones while TCP receivers, media servers and browsers stay connected; wait=SECONDS gives up after that long (status 71).", valueName: "exit|wait[=SECONDS]"))
     var onCameraLost: CameraLossPolicy = .exit
 
-    @Option(parsing: .unconditional, help: ArgumentHelp("How long the camera may deliver no frame before it counts as stalled (status 72; with --on-camera-lost wait, a loss to wait out): 2 s or four frame intervals, whichever is longer, unless given; 0.5 to 3600 (for a camera that pauses on purpose: a long exposure, an external trigger).", valueName: "SECONDS"))
+    @Option(parsing: .unconditional, help: ArgumentHelp("How long the camera may deliver no frame before it counts as stalled (status 72; with --on-camera-lost wait, a loss to wait out): 2 s or four frame intervals, whichever is longer, unless given; 0.5 to 3600, and never under two frame intervals (for a camera that pauses on purpose: a long exposure, an external trigger).", valueName: "SECONDS"))
     var stallTimeout: Double?
 
     @Option(help: ArgumentHelp("With --on-camera-lost wait: run CMD (with /bin/sh) each time the camera goes away or comes back; it gets CAMREC_CAMERA_EVENT (lost or returned), CAMREC_DEVICE and CAMREC_CAMERA_DETAIL in its environment.", valueName: "CMD"))

@@ -246,6 +246,12 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
         XCTAssertGreaterThanOrEqual(waited, 3, "not before the three seconds asked for")
     }
 
+    /// 10 ms asked of the 30 fps camera: the gap between two frames (33 ms) is no stall, so it waits two.
+    func testAStallTimeoutUnderTwoFrameIntervalsWaitsTwo() throws {
+        let (waited, _) = try secondsToStall(stallTimeout: 10_000_000)
+        XCTAssertGreaterThanOrEqual(waited, 2.0 / 30, "two frame intervals at least")
+    }
+
     /// One frame, then none: how long the source waited before it ended as stalled (asserted).
     private func secondsToStall(stallTimeout: UInt64?) throws -> (Double, MockCamera) {
         let camera = MockCamera(script: [.frame(sequence: 0)])

@@ -110,8 +110,8 @@ public final class V4L2CaptureSource: FrameSource, Sendable {
     /// A pipe in the poll set: `stop()` writes to it so a waiting `nextFrame()` wakes at once.
     let wakeRead: Int32
     let wakeWrite: Int32
-    /// No frame for this long means the camera stalled: `requestedStallTimeout`, else 2 s or four frame
-    /// intervals, whichever is longer.
+    /// No frame for this long means the camera stalled: `requestedStallTimeout` (at least two frame
+    /// intervals), else 2 s or four frame intervals, whichever is longer.
     let stallTimeout: UInt64
     /// What the recording asked for (`--stall-timeout`), kept for opening the camera again after a loss.
     public let requestedStallTimeout: UInt64?
@@ -141,8 +141,8 @@ public final class V4L2CaptureSource: FrameSource, Sendable {
     ///   all nodes of a device, so with it even `v4l2-ctl -c` on a sibling node gets EBUSY;
     ///   pass false to let a user adjust focus or exposure (or inject test faults) meanwhile.
     ///   The exclusive lock that keeps a second camrec out is taken either way.
-    /// - Parameter stallTimeout: nanoseconds without a frame after which the camera counts as stalled;
-    ///   nil for 2 s or four frame intervals, whichever is longer.
+    /// - Parameter stallTimeout: nanoseconds without a frame after which the camera counts as stalled (at
+    ///   least two frame intervals); nil for 2 s or four frame intervals, whichever is longer.
     public convenience init(path: String, request: V4L2FormatRequest = V4L2FormatRequest(),
                             recordPriority: Bool = true, stallTimeout: UInt64? = nil) throws(CaptureError) {
         try self.init(path: path, request: request, recordPriority: recordPriority, stallTimeout: stallTimeout,
@@ -260,7 +260,8 @@ public final class V4L2CaptureSource: FrameSource, Sendable {
         }
         framesPerSecond = try Self.setRate(device, type: bufferType, choice: choice, request: request, path: path)
         let interval = UInt64(1e9 / framesPerSecond)
-        stallTimeout = requested ?? max(2_000_000_000, 4 * interval)
+        // Never under two frame intervals: a gap between two frames is no stall, whatever was asked.
+        stallTimeout = requested.map { max($0, 2 * interval) } ?? max(2_000_000_000, 4 * interval)
         stream = Mutex(Stream(jpegDecoder: jpegDecoder, libraryConverter: libraryConverter,
                               clock: PresentationClock(nominalInterval: interval)))
 
