@@ -220,18 +220,22 @@ final class V4L2CaptureSourceFaultTests: XCTestCase {
         XCTAssertEqual(camera.dequeueCalls, 7, "the camera was never starved of buffers")
     }
 
+    /// Also with `--stall-timeout 3600`: a stop (SIGINT) during a long wait for a paused camera is not
+    /// held up by the watchdog's hour.
     func testStopFromAnotherThreadWakesAWaitingNextFrameQuickly() throws {
-        let camera = MockCamera(script: [])
-        let (source, _) = try started(camera)
-        let stopper = Thread { usleep(50_000); source.stop() }
-        let t0 = MonotonicClock.now()
-        stopper.start()
-        XCTAssertNil(try source.nextFrame())
-        let waited = MonotonicClock.now() - t0
-        XCTAssertEqual(source.end, .finished)
-        XCTAssertGreaterThanOrEqual(waited, 50_000_000)
-        // Woken by the stop pipe: one poll, not a timeout (the first one would be a second away).
-        XCTAssertEqual(camera.pollCalls, 1)
+        for stallTimeout in [nil, 3_600_000_000_000] as [UInt64?] {
+            let camera = MockCamera(script: [])
+            let (source, _) = try started(camera, stallTimeout: stallTimeout)
+            let stopper = Thread { usleep(50_000); source.stop() }
+            let t0 = MonotonicClock.now()
+            stopper.start()
+            XCTAssertNil(try source.nextFrame())
+            let waited = MonotonicClock.now() - t0
+            XCTAssertEqual(source.end, .finished, "stall timeout \(String(describing: stallTimeout))")
+            XCTAssertGreaterThanOrEqual(waited, 50_000_000)
+            // Woken by the stop pipe: one poll, not a timeout (the first one would be a second away).
+            XCTAssertEqual(camera.pollCalls, 1, "stall timeout \(String(describing: stallTimeout))")
+        }
     }
 
     func testNoFrameForTwoSecondsIsAStall() throws {
