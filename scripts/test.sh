@@ -77,7 +77,7 @@ EXPECTED_SUITES=(
   # name           checks limit budget   what it covers (budgets: see above)
   "swift-tests        487  2400   290"   # XCTests, in two processes of the release bundle (Tests/tools/run-xctests.sh); the 4 expected skips not counted
   "network            104  1200   150"   # TCP push and listen, receivers that join late, fall behind or never read
-  "vaapi-host          86   900   160"   # the VA-API path against the test VA driver under Xvfb
+  "vaapi-host          87   900   160"   # the VA-API path against the test VA driver under Xvfb
   "vaapi-vm            37  1200   300"   # VA-API through vgem's render node in the VM; drops bounded by the kernel's DQBUF log
   "vm-capture         193  2400   450"   # V4L2 against vivid: formats, sizes, fidelity, faults; drops bounded by the kernel's DQBUF log
   "vm-camera-return    33  1200   480"   # a camera unplugged and back, with receivers, a media server and a browser watching

@@ -60,21 +60,32 @@ enum Main {
                 try command.run()
             }
         } catch let failure as ReportedFailure {
-            exit(failure.status.rawValue)
+            endProcess(failure.status.rawValue)
         } catch {
             let code = Camrec.exitCode(for: error)
             if code == .success {
                 let message = Camrec.fullMessage(for: error)
                 print(message == versionLine ? versionText() : message)
-                exit(0)
+                endProcess(0)
             }
             // One line, not ArgumentParser's usage block: cron mail and scripts read it.
             let message = Camrec.message(for: error).split(separator: "\n").first.map(String.init) ?? "invalid usage"
             printError("\(message) (see 'camrec --help')")
-            exit(code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
+            endProcess(code == .validationFailure ? ExitStatus.usage.rawValue : code.rawValue)
         }
-        exit(0)
+        endProcess(0)
     }
+}
+
+/// Ends camrec with `status` once its work is done, without exit()'s library destructors. A service
+/// group's child task is destroyed on a pool thread after the group has returned, and with it the last
+/// reference to a recording: its encoder's VA display can still be closing there (XCloseDisplay) while
+/// exit() unloads libXext under it, which crashed camrec after its last line (SIGSEGV in
+/// XextRemoveDisplay, vaapi-host in CI 2026-11-29). Nothing camrec writes waits for an exit handler:
+/// every file is finished before its command returns, and stdio is flushed here.
+func endProcess(_ status: Int32) -> Never {
+    fflush(nil)
+    _exit(status)
 }
 
 /// One line on stderr, prefixed so it stands out in cron mail and logs.

@@ -113,7 +113,7 @@ struct ReceiveCommand: AsyncParsableCommand {
             // that arrived; stdout (perhaps a pipe nobody reads) is simply left.
             if !writesFile {
                 writeStandardError("\ncamrec: interrupted twice; exiting\n")
-                Glibc.exit(ExitStatus.interrupted.rawValue)
+                endProcess(ExitStatus.interrupted.rawValue)
             }
             writeStandardError("\ncamrec: interrupted twice; finishing the output with what has arrived\n")
             receiver.stop()
