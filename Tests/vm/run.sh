@@ -118,9 +118,10 @@ for d in /usr/local/sbin /usr/sbin /sbin; do [[ :$path: == *:$d:* ]] || path=$pa
 } >"$CTL/cmd.sh"
 
 # -accel tcg: KVM hangs on this kind of machine. -cpu max: lets the guest use AVX2 etc. (x264's
-# SIMD paths). No display, no NIC (but with --forward); the serial console goes to a file, never to our stdout.
+# SIMD paths). debug-threads: the vCPU threads are named ("CPU 0/TCG"), for Tests/tools/vcpu-wait.py.
+# No display, no NIC (but with --forward); the serial console goes to a file, never to our stdout.
 # loglevel=3: only errors and worse reach that file (a crash's backtrace, for the report below).
-qemu=(qemu-system-x86_64 -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
+qemu=(qemu-system-x86_64 -name camrec-vm,debug-threads=on -accel tcg -cpu max -smp "$CPUS" -m "$MEM"
     -nodefaults -no-user-config -display none -no-reboot -monitor none
     -serial "file:$CTL/console.log"
     -kernel "$KERNEL" -initrd "$INITRD"
@@ -149,12 +150,14 @@ hpid=$!
 set +e
 timeout -k 5 "$TIMEOUT" "${qemu[@]}" </dev/null >"$CTL/qemu.log" 2>&1 &
 qpid=$!
+# For Tests/tools/vcpu-wait.py (through on_host): how long the host kept the VM's CPUs waiting.
+echo "$qpid" >"$RESULTS/.qemu.pid"
 wait "$qpid"
 qrc=$?
 qpid=
 kill "$hpid" 2>/dev/null; wait "$hpid" 2>/dev/null
 hpid=
-rm -rf "$ON_HOST"
+rm -rf "$ON_HOST" "$RESULTS/.qemu.pid"
 [[ -s $CTL/host-tools.log ]] && { echo "$me: host-tools.py:"; sed 's/^/  /' "$CTL/host-tools.log"; } >&2
 set -e
 T1=$(date +%s.%N)
