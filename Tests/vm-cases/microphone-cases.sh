@@ -17,6 +17,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/case-lib.sh" microphone
+source "$(dirname "$0")/device-log.sh"
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 DEV=$(capture_node 0)
 check "a vivid capture node" test -n "$DEV"
@@ -48,6 +49,8 @@ camera_on() {
 }
 # Returns once the first picture is in (the node has its format).
 feed() { "${FEEDER[@]}" "$CAM" "$1" --size 320x180 --fps 15 2>"$1.err" & FEEDER_PID=$!; wait_for 30 test -s "$1"; }
+# The feeder's picture interval (15 a second), rounded up: frames_withheld then errs low.
+PICTURE_MS=67
 stop_feed() { kill "$FEEDER_PID" 2>/dev/null; wait "$FEEDER_PID" 2>/dev/null; }
 camera_off() { stop_feed; wait_for 10 rmmod v4l2loopback 2>/dev/null; }
 # synced FILE FEEDER_LOG CLICK_LOG MIN [LOST]: every click inside FILE within ±10 ms of when it was
@@ -62,21 +65,23 @@ synced() {
     fi
     return $rc
 }
-# own_drops NAME FILE FEEDER_LOG CAMREC_LOG: what camrec lost of the pictures the feeder wrote between
-# the first and the last it recorded (their numbers), against its dropped=, and what it may drop itself
-# (pool_empty: 0 in these two cases in all four runs, beside other VM suites and builds, once with
-# stress-ng --cpu 1 too; at most 2% of the pictures recorded, so that a recorder losing one in ten fails).
+# own_drops NAME FILE FEEDER_LOG CAMREC_LOG [EXCUSED]: what camrec lost of the pictures the feeder wrote
+# between the first and the last it recorded (their numbers), against its dropped=, and what it may drop
+# itself (pool_empty: 0 in these two cases in all four runs, beside other VM suites and builds, once with
+# stress-ng --cpu 1 too; at most 2% of the pictures recorded, so that a recorder losing one in ten fails),
+# plus EXCUSED: the pictures' worth of CPU the host withheld from the VM meanwhile (frames_withheld; 20
+# pool_empty of 581 in a run beside stress-ng and the other suites, 2026-11-29).
 own_drops() {
-    local numbers first last got missing dropped empty
+    local numbers first last got missing dropped empty excused=${5:-0}
     numbers=$(on_host /usr/bin/python3 Tests/tools/picture_numbers.py "$2" | cut -d' ' -f2)
     # Each number once: v4l2loopback's first buffer (written before camrec's REQBUFS) holds the newest picture
     # again, so the first two recorded often show one number (seen: 279 279 280 ...).
     first=$(head -1 <<<"$numbers") last=$(tail -1 <<<"$numbers") got=$(grep '^[0-9]' <<<"$numbers" | sort -un | grep -c .)
     missing=$(( last - first + 1 - got ))
     dropped=$(field "$4" dropped) empty=$(counter "$4" pool_empty)
-    echo "   $1: pictures $first..$last, $got recorded, $missing missing; camrec dropped=${dropped:-?} pool_empty=${empty:-?}"
+    echo "   $1: pictures $first..$last, $got recorded, $missing missing; camrec dropped=${dropped:-?} pool_empty=${empty:-?} (excused for the host: $excused)"
     [[ $first =~ ^[0-9]+$ && $last =~ ^[0-9]+$ && -n $dropped && -n $empty ]] &&
-        (( missing >= 0 && missing <= dropped && empty * 50 <= got ))
+        (( missing >= 0 && missing <= dropped && (empty - excused) * 50 <= got ))
 }
 edges() { on_host /usr/bin/python3 Tests/tools/av-edges.py "$1" 0.03 >/dev/null; }
 one_error_line() { [[ $(grep -c '^camrec: error:' "$1") == 1 ]]; }
@@ -84,9 +89,11 @@ one_error_line() { [[ $(grep -c '^camrec: error:' "$1") == 1 ]]; }
 echo "== clicks through snd-aloop into Matroska and MP4 at once ($(elapsed))"
 camera_on 40 "$R/clicks.feed" || bad "could not load v4l2loopback as /dev/video40 with its feeder"
 play 0 45 "$R/clicks.log"
+vcpu0=$(vcpu_sample)
 "$CAMREC_BIN" --device "$CAM" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=0 --duration 20 --log-level debug \
     "$R/clicks.mkv" "$R/clicks.mp4" 2>"$R/clicks.err"
 rc=$?
+vcpu1=$(vcpu_sample)
 stop_player
 camera_off
 check "a 20 s recording with the loopback's microphone ends with 0 (got $rc)" test "$rc" = 0
@@ -96,7 +103,7 @@ for f in clicks.mkv clicks.mp4; do
     check "$f: the sound starts and ends with the picture, within 30 ms" edges "$R/$f"
 done
 check "clicks: every picture the camera sent between the first and the last recorded is in clicks.mkv but those counted in dropped=, and camrec itself (pool_empty) dropped at most 2%" \
-    own_drops clicks "$R/clicks.mkv" "$R/clicks.feed" "$R/clicks.err"
+    own_drops clicks "$R/clicks.mkv" "$R/clicks.feed" "$R/clicks.err" "$(frames_withheld clicks "$vcpu0" "$vcpu1" "$PICTURE_MS")"
 check "the track is AAC at the device's 48 kHz, mono" \
     test "$(on_host ffprobe -v error -select_streams a:0 -show_entries stream=codec_name,sample_rate,channels -of csv=p=0 "$R/clicks.mkv")" = "aac,48000,1"
 check "no overruns reported" grep -q "the microphone hw:CARD=Loopback,DEV=1,SUBDEV=0: .*; no overruns" "$R/clicks.err"
@@ -106,9 +113,11 @@ amixer -q -c Loopback cset iface=PCM,name='PCM Rate Shift 100000',device=0,subde
 amixer -q -c Loopback cset iface=PCM,name='PCM Rate Shift 100000',device=1,subdevice=1 100500
 camera_on 41 "$R/shift.feed" || bad "could not load v4l2loopback as /dev/video41 with its feeder"
 play 1 70 "$R/shift.log"
+vcpu0=$(vcpu_sample)
 "$CAMREC_BIN" --device "$CAM" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=1 --duration 40 --log-level debug \
     "$R/shift.mkv" 2>"$R/shift.err"
 rc=$?
+vcpu1=$(vcpu_sample)
 stop_player
 camera_off
 check "a 40 s recording with the clock shifted ends with 0 (got $rc)" test "$rc" = 0
@@ -120,7 +129,7 @@ echo "   measured: ${ppm:-nothing} ppm slow"
 check "camrec measured the clock 0.5% slow: 4500..5500 ppm (got ${ppm:-nothing})" test "${ppm:-0}" -ge 4500 -a "${ppm:-0}" -le 5500
 check "shift.mkv: the sound starts and ends with the picture, within 30 ms" edges "$R/shift.mkv"
 check "shift: every picture the camera sent between the first and the last recorded is in shift.mkv but those counted in dropped=, and camrec itself (pool_empty) dropped at most 2%" \
-    own_drops shift "$R/shift.mkv" "$R/shift.feed" "$R/shift.err"
+    own_drops shift "$R/shift.mkv" "$R/shift.feed" "$R/shift.err" "$(frames_withheld shift "$vcpu0" "$vcpu1" "$PICTURE_MS")"
 
 echo "== overruns: camrec stopped for 6 s mid-recording (its buffer holds 5 s) ($(elapsed))"
 camera_on 42 "$R/xrun.feed" || bad "could not load v4l2loopback as /dev/video42 with its feeder"
