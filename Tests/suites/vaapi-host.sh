@@ -422,8 +422,8 @@ for qp in 1 26 51; do
         eval '[[ $rc == 0 && $(slice_qps qp-$qp.h264) == "$qp" ]] && grep -qF "CQP $qp" qp-$qp.log'
 done
 # camrec's end: a recording's VA display was still being closed on a pool thread while exit() unloaded
-# libXext, a SIGSEGV after camrec's last line in 7 of 300 runs of this recording (0 of 700 since), so
-# these 40 catch it about 3 times in 5: a guard, not a proof.
+# libXext, a SIGSEGV after camrec's last line in 8 of 500 runs of this recording (0 of 700 since), so
+# these 40 catch it about half the time: a guard, not a proof.
 crashed=()
 for i in $(seq 1 40); do
     "$CAMREC" --log-level info --test-pattern --size 320x240 --frames 6 --keyframe-interval 3 --qp 26 --encoder vaapi --vaapi-device "$DISP" \
