@@ -80,8 +80,9 @@ frames_withheld() {
     echo "   $name: in $(( (t1 - t0) / 1000000 )) ms the host ran the VM's CPU $ran ms and kept it waiting $waited ms, $beyond ms beyond its $idle ms idle: $((beyond / interval)) frames of ${interval} ms" >&2
     echo $((beyond / interval))
 }
-# frame_interval_ms DEV: the node's frame interval as the driver states it (VIDIOC_G_PARM), whole ms.
+# frame_interval_ms DEV: the node's frame interval as the driver states it (VIDIOC_G_PARM), in ms rounded
+# up, so that frames_withheld errs low.
 frame_interval_ms() {
     v4l2-ctl -d "$1" --get-parm 2>/dev/null |
-        sed -n 's/.*Frames per second: [0-9.]* (\([0-9]*\)\/\([0-9]*\)).*/\1 \2/p' | { read -r n d && ((n > 0)) && echo $((1000 * d / n)); }
+        sed -n 's/.*Frames per second: [0-9.]* (\([0-9]*\)\/\([0-9]*\)).*/\1 \2/p' | { read -r n d && ((n > 0)) && echo $(((1000 * d + n - 1) / n)); }
 }
