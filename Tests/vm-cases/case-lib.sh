@@ -35,6 +35,9 @@ mkfifo "$NAP_FIFO" && exec {NAP}<>"$NAP_FIFO" && rm -f "$NAP_FIFO"
 # nap SECONDS: sleeps without starting a process (/bin/sleep costs the emulated guest over a tenth of
 # a second of CPU each time: a poll loop that slept 0.1 s with it kept the guest's CPU busy).
 nap() { read -r -t "$1" -u "$NAP" || true; }
+# uptime_ns VAR: the guest's monotonic clock in VAR, in ns to 10 ms (/proc/uptime: boot time, which a
+# VM that never suspends keeps equal to CLOCK_MONOTONIC, the players' clock), without a process.
+uptime_ns() { local up; read -r up _ </proc/uptime; printf -v "$1" '%d' "$(( 10#${up/./} * 10000000 ))"; }
 on_host() {
     local id="$BASHPID-$EPOCHREALTIME" deadline=$((EPOCHSECONDS + 900)) rc line
     if [[ ! -d $ON_HOST ]]; then "$@"; return; fi   # run.sh without its helper: run here

@@ -53,11 +53,12 @@ feed() { "${FEEDER[@]}" "$CAM" "$1" --size 320x180 --fps 15 2>"$1.err" & FEEDER_
 PICTURE_MS=67
 stop_feed() { kill "$FEEDER_PID" 2>/dev/null; wait "$FEEDER_PID" 2>/dev/null; }
 camera_off() { stop_feed; wait_for 10 rmmod v4l2loopback 2>/dev/null; }
-# synced FILE FEEDER_LOG CLICK_LOG MIN [LOST]: every click inside FILE within ±10 ms of when it was
-# played (but at most LOST, played while camrec could not read), against the pictures' logged times.
+# synced FILE FEEDER_LOG CLICK_LOG MIN [FROM_NS:TO_NS]: every click inside FILE within ±10 ms of when it
+# was played (but those played in that monotonic span, while camrec could not read), against the
+# pictures' logged times.
 synced() {
     local out
-    out=$(on_host /usr/bin/python3 Tests/tools/mic-sync.py "$1" "$2" "$3" "$4" 10 "${5:-0}" 2>&1); local rc=$?
+    out=$(on_host /usr/bin/python3 Tests/tools/mic-sync.py "$1" "$2" "$3" "$4" 10 ${5:+"$5"} 2>&1); local rc=$?
     # All of it when it fails (each click, the pictures stamped apart, the bursts); else its ends.
     if ((rc != 0)); then echo "$out" | sed 's/^/   /'; else
         echo "$out" | head -n 1 | sed 's/^/   /'
@@ -140,18 +141,20 @@ cam=$!
 # Recording, not starting up (which takes seconds under emulation): the first frame is on the timeline.
 WAIT_EVERY=0.1 wait_for 60 grep -q "timeline: frame" "$R/xrun.err"
 nap 6
-stop_from=$EPOCHREALTIME; kill -STOP "$cam"; nap 6; kill -CONT "$cam"; stop_to=$EPOCHREALTIME
-stopped=$(( (${stop_to/./} - ${stop_from/./}) / 1000 ))
+uptime_ns stop_from; kill -STOP "$cam"; nap 6; kill -CONT "$cam"; uptime_ns stop_to
+stopped=$(( (stop_to - stop_from) / 1000000 ))
 wait "$cam"; rc=$?
 stop_player
 camera_off
 check "the recording stopped for 6 s ends with 0 (got $rc)" test "$rc" = 0
 n=$(sed -n 's/.*; \([0-9]*\) overruns\{0,1\} (samples lost.*/\1/p' "$R/xrun.err")
 check "camrec counted the overrun (${n:-none})" test "${n:-0}" -ge 1
-# ALSA discards what its buffer held when it overran: the stop's 6 s and more are lost (below), so 6 to 8 clicks.
-lost=$(( stopped / 1000 + 2 ))
-check "xrun.mkv: every click before and after the overrun at its time ±10 ms (at least 11; at most $lost lost in it)" \
-    synced "$R/xrun.mkv" "$R/xrun.feed" "$R/xrun.log" 11 "$lost"
+# ALSA discards what its buffer held when it overran: the stop, and what camrec had not yet read when it
+# was stopped, at most its 5 s buffer (more would have overrun before). Once it runs again it starts the
+# device at once; a second allows for the VM's one CPU, starved beside a loaded host. Of the 20 s, 7 clicks
+# are played outside that 12 s span.
+check "xrun.mkv: every click at its time ±10 ms but those played from 5 s before the stop to 1 s after it (at least 7)" \
+    synced "$R/xrun.mkv" "$R/xrun.feed" "$R/xrun.log" 7 "$(( stop_from - 5000000000 )):$(( stop_to + 1000000000 ))"
 silence=$(sed -n 's/.*1 overrun (samples lost; \([0-9]*\) ms of silence.*/\1/p' "$R/xrun.err")
 # What is lost is all since the last read: the stop, and as much as the audio thread was behind when stopped (less
 # than its buffer, else it had overrun before) and took to read again. Where the silence ends, the clicks check above.
