@@ -3,7 +3,7 @@
 played into snd-aloop) are in a recording's sound at those times, against the pictures' times as the
 camera logged them, with FFmpeg's tools and the two players' logs alone: nothing camrec says.
 
-  mic-sync.py FILE FEEDER_LOG CLICK_LOG MIN_CLICKS BOUND_MS [FROM_NS:TO_NS]
+  mic-sync.py FILE FEEDER_LOG CLICK_LOG MIN_CLICKS BOUND_MS [FROM_NS:STOP_NS:TO_NS]
 
 The camera is a v4l2loopback node fed by Tests/tools/loopback-feeder.py: each picture carries its
 number, and FEEDER_LOG the monotonic times just before and after it went in (the driver stamps it in
@@ -12,9 +12,11 @@ recorder; the median of those ties maps the whole file onto the monotonic clock,
 stamped its pictures wrong (late, early, its own clock) moves them, and not the clicks, off it.
 Each logged click inside the recording (but its last 0.2 s) must have a burst (Tests/tools/bursts.py)
 within BOUND_MS of its time, but those played between FROM_NS and TO_NS (monotonic; the span in
-which the recorder may have lost sound to an overrun, from what the caller did to it). Prints each
-click's offset (recorded minus played, in ms); exits 1 when fewer than MIN_CLICKS are found, one
-outside that span is missing, one is off by more than BOUND_MS, or no picture is readable.
+which the recorder may have lost sound to an overrun, from what the caller did to it): those may be
+missing, and those played from STOP_NS on (while the recorder could not read, and as it started
+reading again) may also be found off their time. Prints each click's offset (recorded minus played,
+in ms); exits 1 when fewer than MIN_CLICKS are found, one outside that span is missing, one is off by
+more than BOUND_MS where it may not be, or no picture is readable.
 """
 import statistics
 import sys
@@ -24,7 +26,7 @@ from picture_numbers import numbered_pictures
 
 path, feeder_log, click_log, min_clicks, bound_ms = sys.argv[1:6]
 min_clicks, bound_ms = int(min_clicks), float(bound_ms)
-lost_from, lost_to = (int(t) for t in sys.argv[6].split(":")) if len(sys.argv) > 6 else (0, -1)
+lost_from, stopped_from, lost_to = (int(t) for t in sys.argv[6].split(":")) if len(sys.argv) > 6 else (0, 0, -1)
 
 written = {}
 for line in open(feeder_log):
@@ -59,8 +61,9 @@ clicks = [int(line.split()[2]) for line in open(click_log) if line.startswith("c
 inside = [c for c in clicks if start <= c <= end]
 print(f"{path}: {len(bursts)} bursts; {len(inside)} of {len(clicks)} logged clicks inside the recording")
 if lost_to >= lost_from:
-    print(f"{path}: clicks may be lost from {(lost_from - start) / 1e9:.3f} s to {(lost_to - start) / 1e9:.3f} s")
-offsets, lost, missing = [], 0, 0
+    print(f"{path}: clicks may be lost from {(lost_from - start) / 1e9:.3f} s to {(lost_to - start) / 1e9:.3f} s, "
+          f"and off their time from {(stopped_from - start) / 1e9:.3f} s")
+offsets, lost, missing, excused_offsets = [], 0, 0, 0
 for click in inside:
     nearest = min(bursts, key=lambda b: abs(b - click), default=None)
     if nearest is None or abs(nearest - click) > 500_000_000:
@@ -68,7 +71,12 @@ for click in inside:
         lost, missing = lost + excused, missing + (not excused)
         print(f"  click at {(click - start) / 1e9:.3f} s has no burst within 0.5 s{'' if excused else ' (outside the span)'}")
         continue
-    offsets.append((nearest - click) / 1e6)
+    offset_ms = (nearest - click) / 1e6
+    if abs(offset_ms) > bound_ms and stopped_from <= click <= lost_to:
+        excused_offsets += 1
+        print(f"  click at {(click - start) / 1e9:8.3f} s  offset {offset_ms:+.2f} ms (played while the recorder could not read)")
+        continue
+    offsets.append(offset_ms)
     print(f"  click at {(click - start) / 1e9:8.3f} s  offset {offsets[-1]:+.2f} ms")
 bad = [o for o in offsets if abs(o) > bound_ms]
 if len(offsets) < min_clicks or missing or bad:
@@ -78,6 +86,6 @@ if len(offsets) < min_clicks or missing or bad:
     for n, t, off in apart[:8]:
         print(f"  picture {n} at {t:.3f} s in the file: its tie {off:+.2f} ms from the median")
     print(f"  bursts at (s in the file's span): {' '.join(f'{(b - start) / 1e9:.3f}' for b in bursts[:20])}")
-    print(f"FAIL: {len(offsets)} clicks found (want at least {min_clicks}), {missing} missing outside the span ({lost} in it), {len(bad)} beyond ±{bound_ms} ms")
+    print(f"FAIL: {len(offsets)} clicks found (want at least {min_clicks}), {missing} missing outside the span ({lost} in it, {excused_offsets} off their time in it), {len(bad)} beyond ±{bound_ms} ms")
     sys.exit(1)
-print(f"OK: {len(offsets)} clicks{f' ({lost} lost in the span)' if lost else ''}, largest |offset| {max(abs(o) for o in offsets):.2f} ms, last {offsets[-1]:+.2f} ms")
+print(f"OK: {len(offsets)} clicks{f' ({lost} lost in the span)' if lost else ''}{f' ({excused_offsets} off their time in it)' if excused_offsets else ''}, largest |offset| {max(abs(o) for o in offsets):.2f} ms, last {offsets[-1]:+.2f} ms")
