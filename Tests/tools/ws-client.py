@@ -11,7 +11,9 @@ import base64, json, os, socket, struct, sys, time
 
 
 def upgrade(host, port, credentials=None):
-    s = socket.create_connection((host, port), timeout=10)
+    # 30 s for the answer: a server in a VM starved by a loaded host took more than 10 (the upgrade then
+    # answered, to nobody).
+    s = socket.create_connection((host, port), timeout=30)
     key = base64.b64encode(os.urandom(16)).decode()
     auth = f"Authorization: Basic {base64.b64encode(credentials.encode()).decode()}\r\n" if credentials else ""
     s.sendall(f"GET /live HTTP/1.1\r\nHost: {host}:{port}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n"

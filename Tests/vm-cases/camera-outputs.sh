@@ -115,6 +115,10 @@ EOF
         --rtsp 0.0.0.0:18491 --event-output "$CO/h264-event-{n}.h264" --pre-roll 2 --post-roll 1 \
         "$CO/h264.h264" "$CO/h264.mp4" "$CO/h264.mkv" "$CO/h264.ts" rtmp://127.0.0.1:19351/live/cam >"$CO/h264.out" 2>"$CO/h264.err" &
     CO_PID[h264]=$!
+    # The second camrec once the first publishes (nginx-rtmp has begun its FLV): a camrec starting up takes the
+    # one emulated CPU for seconds, and beside a loaded host two at once kept nginx-rtmp from answering the
+    # first's handshake within its 10 s (40 frames lost to the retry).
+    WAIT_EVERY=0.25 wait_for 60 test -s "$NG/rec/cam.flv"
     "$CAMREC_BIN" --device /dev/video30 --pixel-format HEVC --log-level info --rtsp 0.0.0.0:18492 --http-insecure \
         --event-output "$CO/hevc-event-{n}.h265" --pre-roll 2 --post-roll 1 \
         "$CO/hevc.h265" "$CO/hevc.mp4" "$CO/hevc.mkv" "$CO/hevc.ts" srt://127.0.0.1:19352 >"$CO/hevc.out" 2>"$CO/hevc.err" &
