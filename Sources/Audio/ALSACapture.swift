@@ -9,7 +9,8 @@ import Libav
 /// format camrec converts (16- or 32-bit integers, or float), at the asked or the device's own rate
 /// and channels, periods of about 10 ms in a buffer of up to five seconds (the first moments wait there
 /// for the first frame, and a busy machine has that long to read: an overrun loses all it held), and monotonic hardware
-/// timestamps, so each block read carries the capture time of its first sample.
+/// timestamps, so each block read says when its first sample was captured (the stamp, less the samples
+/// after it).
 final class ALSACapture {
     enum SampleFormat {
         case s16, s32, float
@@ -23,11 +24,14 @@ final class ALSACapture {
         }
     }
 
-    /// One read: `frames` samples (per channel) whose first was captured at `captureTime`;
-    /// `afterOverrun` when samples were lost just before them.
+    /// One read: `frames` samples (per channel), the first of them `behind` samples before the device's
+    /// timestamp `stamp` (the block and what waited after it); `afterOverrun` when samples were lost
+    /// just before them. The corrector turns `behind` into time at the rate it measures: seconds of
+    /// backlog at the nominal rate would put a 0.5% slow clock's blocks 25 ms off for 5 s waiting.
     struct Block {
         var frames: Int
-        var captureTime: UInt64
+        var stamp: UInt64
+        var behind: UInt64
         var afterOverrun: Bool
     }
 
@@ -181,8 +185,7 @@ final class ALSACapture {
             }
             // What waits behind the block is at most the buffer, whatever the driver says.
             let behind = min(UInt64(left), UInt64(bufferFrames)) + UInt64(frames)
-            let before = behind * 1_000_000_000 / UInt64(sampleRate)
-            let block = Block(frames: frames, captureTime: newest > before ? newest - before : 0, afterOverrun: overrunPending)
+            let block = Block(frames: frames, stamp: newest, behind: behind, afterOverrun: overrunPending)
             overrunPending = false
             return block
         }

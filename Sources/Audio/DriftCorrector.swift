@@ -5,7 +5,8 @@
 /// is placed by its own capture time (ALSA's hardware timestamp), and the corrector says how to bring
 /// the output back to it: silence for a gap (an overrun, a late start), dropped samples for input
 /// from before the start, and otherwise a gentle stretch or squeeze (the resampler's compensation)
-/// that follows the measured rate and takes up the remaining error over a few seconds.
+/// that follows the measured rate and takes up the remaining error over a few seconds. A stamp that
+/// comes late (a CPU held off) is first set against the blocks before it (`LateStampFilter`).
 ///
 /// Pure arithmetic on sample counts and nanoseconds, so it can be tested against any clock.
 public struct DriftCorrector: Sendable {
@@ -37,17 +38,42 @@ public struct DriftCorrector: Sendable {
     /// Where the rate is measured from: a block's time and the input samples read before it.
     private var anchorTime: UInt64 = 0
     private var inputSinceAnchor: UInt64 = 0
+    private var stamps: LateStampFilter
+    /// The samples' worth of time the rate was last measured over.
+    private var measuredOver = 0.0
+    /// Blocks whose stamp came more than 5 ms late (taken as on time), and the latest (ns).
+    public var lateBlocks: Int { stamps.lateBlocks }
+    public var mostLate: UInt64 { stamps.mostLate }
 
     public init(sampleRate: Int, origin: UInt64, hardLimitSeconds: Double = 0.02) {
         self.sampleRate = sampleRate
         self.origin = origin
         hardLimit = hardLimitSeconds * Double(sampleRate)
+        stamps = LateStampFilter(sampleRate: sampleRate)
     }
 
     /// Plans one block of `frames` input samples whose first was captured at `captureTime`, when the
     /// output (what has been put out, and what the resampler holds) stands at `outputPosition`.
     /// `afterGap`: samples were lost just before it (an overrun), so it is placed exactly.
     public mutating func plan(captureTime: UInt64, frames: Int, outputPosition: Double, afterGap: Bool = false) -> Plan {
+        plan(stamp: captureTime, behind: 0, frames: frames, outputPosition: outputPosition, afterGap: afterGap)
+    }
+
+    /// The same for a block whose first sample was `behind` samples before the device's `stamp`; they
+    /// are timed at the rate measured so far.
+    public mutating func plan(stamp: UInt64, behind: UInt64, frames: Int, outputPosition: Double, afterGap: Bool = false) -> Plan {
+        // The rate as the clock's time for samples: within 10% (none is further off; a device's nonsense
+        // must not turn a backlog into hours).
+        let rate = max(-0.1, min(0.1, measuredDrift))
+        let before = UInt64(min(Double(behind) * 1e9 / (Double(sampleRate) * (1 + rate)), Double(stamp)).rounded())
+        // After a gap the count of samples no longer says how long they took.
+        if !aligned || afterGap { stamps.restart() }
+        // The count says the time only as well as the rate is known: unmeasured, to the clock's error
+        // (0.5% is 5 ms a second), and measured over T, to about the stamps' jitter over T. So the window
+        // is a tenth of T, from a tenth of a second to a second.
+        let stamped = stamp > before ? stamp - before : 0
+        let window = Int(min(Double(sampleRate), max(Double(sampleRate) / 10, measuredOver / 10)))
+        let captureTime = stamps.filter(captureTime: stamped, frames: frames, drift: rate, window: window)
         let wanted = (Double(captureTime) - Double(origin)) * Double(sampleRate) / 1e9
         let raw = wanted - outputPosition
         var plan = Plan()
@@ -63,16 +89,19 @@ public struct DriftCorrector: Sendable {
             // Placed once some of it is kept: a block wholly before the start is no placement.
             aligned = plan.drop < frames
             // The rate is measured afresh from here: a gap says nothing about the clock.
-            anchorTime = captureTime
+            anchorTime = stamped
             inputSinceAnchor = UInt64(frames)
             return withCompensation(plan)
         }
         error += 0.1 * (raw - error)
-        let elapsed = (Double(captureTime) - Double(anchorTime)) * Double(sampleRate) / 1e9
+        let elapsed = (Double(stamped) - Double(anchorTime)) * Double(sampleRate) / 1e9
         // After a second the count of samples against the clock tells the rate (a millisecond of
         // timestamp jitter is 0.1% of it, and less as it goes on); before, the error term alone steers.
-        if elapsed >= Double(sampleRate) {
+        // The stamps as they came, both ends alike (the earliest in a window is early by the jitter),
+        // but for one noticeably late: the rate stays as it was measured before it.
+        if elapsed >= Double(sampleRate), stamped - captureTime <= LateStampFilter.noticeable {
             measuredDrift = (Double(inputSinceAnchor) - elapsed) / elapsed
+            measuredOver = elapsed
         }
         inputSinceAnchor += UInt64(frames)
         return withCompensation(plan)

@@ -3,10 +3,10 @@ import Glibc
 
 /// `--audio DEVICE`: an ALSA microphone on the recording's clock.
 ///
-/// Each block read from the device carries the capture time of its first sample (ALSA's monotonic
-/// hardware timestamp, the clock V4L2 stamps frames with). The `DriftCorrector` places it against
-/// the samples already put out: silence for what an overrun lost, a drop for what came before the
-/// first frame, and otherwise the converter's compensation, so that sample `k` delivered is the one
+/// Each block read from the device says when its first sample was captured (ALSA's monotonic hardware
+/// timestamp, the clock V4L2 stamps frames with, less the samples after it at the measured rate). The
+/// `DriftCorrector` places it against the samples already put out: silence for what an overrun lost, a
+/// drop for what came before the first frame, and otherwise the converter's compensation, so that sample `k` delivered is the one
 /// captured `k` samples at the nominal rate after the first frame, for as long as the recording lasts.
 public final class MicrophoneSource: SoundSource {
     public let format: AudioFormat
@@ -120,6 +120,10 @@ public final class MicrophoneSource: SoundSource {
         } else {
             parts.append("no overruns")
         }
+        if corrector.lateBlocks > 0 {
+            let reads = corrector.lateBlocks == 1 ? "1 read was" : "\(corrector.lateBlocks) reads were"
+            parts.append("\(reads) stamped late, by up to \(corrector.mostLate / 1_000_000) ms (the CPU held off; placed by the reads before)")
+        }
         if device.untimedBlocks > 0 { parts.append("\(device.untimedBlocks) reads had no hardware timestamp (timed when read)") }
         return "the microphone \(deviceName): " + parts.joined(separator: "; ")
     }
@@ -160,11 +164,11 @@ public final class MicrophoneSource: SoundSource {
             }
             return false
         }
-        guard let block = try device.read(timeoutMilliseconds: timeoutMilliseconds), var corrector else { return false }
+        guard let block = try device.read(timeoutMilliseconds: timeoutMilliseconds), corrector != nil else { return false }
         framesRead += UInt64(block.frames)
-        let plan = corrector.plan(captureTime: block.captureTime, frames: block.frames,
-                                  outputPosition: Double(produced) + Double(converter.delay), afterGap: block.afterOverrun)
-        self.corrector = corrector
+        // Planned in place: the corrector keeps a window of stamps, not worth copying out and back.
+        guard let plan = corrector?.plan(stamp: block.stamp, behind: block.behind, frames: block.frames,
+                                         outputPosition: Double(produced) + Double(converter.delay), afterGap: block.afterOverrun) else { return false }
         pendingSilence = plan.silence
         pendingDrop += plan.drop
         converter.compensate(plan.compensation, over: plan.distance)

@@ -16,7 +16,8 @@ final class DriftCorrectorTests: XCTestCase {
 
     /// Runs `seconds` of blocks; returns the largest error (ms) after the first `settle` seconds and the corrector.
     func simulate(_ mic: Microphone, seconds: Double, startOffset: Double = 0.003, settle: Double = 10,
-                  gaps: [Double: Double] = [:], applyCompensation: Bool = true) -> (worstMilliseconds: Double, corrector: DriftCorrector, lastMilliseconds: Double) {
+                  gaps: [Double: Double] = [:], gapsSaid: Bool = true, late: [ClosedRange<Double>: Double] = [:], backlog: ((Double) -> Double)? = nil,
+                  applyCompensation: Bool = true) -> (worstMilliseconds: Double, corrector: DriftCorrector, lastMilliseconds: Double) {
         let origin: UInt64 = 1_000_000_000_000
         var corrector = DriftCorrector(sampleRate: mic.rate, origin: origin)
         var generator = SystemRandomNumberGenerator()
@@ -31,12 +32,22 @@ final class DriftCorrectorTests: XCTestCase {
             if let gap = pendingGaps.first, captured >= gap.key {
                 captured += gap.value      // an overrun: those samples were lost
                 pendingGaps.removeFirst()
-                afterGap = true
+                afterGap = gapsSaid
             }
             let trueTime = startOffset + captured
             let jitter = mic.jitterNanoseconds > 0 ? Int64.random(in: -mic.jitterNanoseconds...mic.jitterNanoseconds, using: &generator) : 0
-            let stamp = UInt64(Int64(origin) + Int64(trueTime * 1e9) + jitter)
-            let plan = corrector.plan(captureTime: stamp, frames: mic.period, outputPosition: output, afterGap: afterGap)
+            // A CPU held off: the blocks captured in a span stamped late by its seconds.
+            let lateness = late.first { $0.key.contains(captured) }?.value ?? 0
+            let stamp = UInt64(Int64(origin) + Int64((trueTime + lateness) * 1e9) + jitter)
+            let plan: DriftCorrector.Plan
+            if let backlog {
+                // Stamped when read: the block and the seconds of input waiting after it, at the real rate.
+                let behind = mic.period + Int(backlog(captured) * Double(mic.rate) * (1 + mic.drift))
+                let read = stamp + UInt64(Double(behind) * realSecondsPerSample * 1e9)
+                plan = corrector.plan(stamp: read, behind: UInt64(behind), frames: mic.period, outputPosition: output, afterGap: afterGap)
+            } else {
+                plan = corrector.plan(captureTime: stamp, frames: mic.period, outputPosition: output, afterGap: afterGap)
+            }
             output += Double(plan.silence)
             // Where this block's first kept sample lands against where it belongs.
             let error = trueTime * Double(mic.rate) + Double(plan.drop) - output
@@ -75,6 +86,45 @@ final class DriftCorrectorTests: XCTestCase {
         // 0.3 + 1.5 + 0.025 s lost, and the few milliseconds of the start.
         let silence = Double(result.corrector.silenced) / 48_000
         XCTAssertEqual(silence, 1.825 + 0.003, accuracy: 0.005)
+    }
+
+    /// As in a loaded VM (2026-11-29): the blocks of 300 ms stamped 40 ms late, once. Taken as truth, that
+    /// was silence and 18 ms of offset taking 5 s to win back, and the rate measured 1000 ppm off.
+    func testBlocksStampedLateMoveNothing() {
+        let result = simulate(Microphone(drift: -0.005, jitterNanoseconds: 1_000_000), seconds: 40, settle: 5,
+                              late: [16...16.3: 0.040, 30...30.05: 0.025])
+        XCTAssertLessThan(result.worstMilliseconds, 3, "largest offset after the start")
+        XCTAssertEqual(Double(result.corrector.silenced) / 48, 3, accuracy: 1.5, "silence only for the late start (ms)")
+        XCTAssertEqual(result.corrector.measuredDrift, -0.005, accuracy: 0.0002)
+    }
+
+    /// Before the rate is measured the count of samples says the time only to the clock's error: set
+    /// against a second of blocks, a clock 0.5% slow put the first clicks 8 ms early in the VM.
+    func testTheFirstSecondsStayOnTime() {
+        for drift in [-0.005, 0.005] {
+            var worst = 0.0
+            for _ in 0..<20 {
+                worst = max(worst, simulate(Microphone(drift: drift, jitterNanoseconds: 1_000_000), seconds: 10, settle: 0.05).worstMilliseconds)
+            }
+            XCTAssertLessThan(worst, 5, "largest offset from the start in 20 runs, drift \(drift)")
+        }
+    }
+
+    /// A reader falling 4 s behind and catching up (a starved CPU) on a clock 0.5% slow: its blocks are
+    /// stamped when read, and 4 s of samples waiting, timed at the nominal rate, would be 20 ms off.
+    func testABacklogIsTimedAtTheMeasuredRate() {
+        let ramp: (Double) -> Double = { t in t < 10 ? 0 : t < 20 ? (t - 10) * 0.4 : t < 25 ? 4 - (t - 20) * 0.8 : 0 }
+        let result = simulate(Microphone(drift: -0.005, jitterNanoseconds: 500_000), seconds: 40, settle: 5, backlog: ramp)
+        XCTAssertLessThan(result.worstMilliseconds, 5, "largest offset after the start")
+        XCTAssertEqual(result.corrector.measuredDrift, -0.005, accuracy: 0.0002)
+    }
+
+    /// Samples lost with no overrun said (the stamps jump and stay): placed once a second of blocks agrees.
+    func testAJumpThatLastsIsPlacedWithinASecond() {
+        let result = simulate(Microphone(drift: 0.002, jitterNanoseconds: 500_000), seconds: 30, settle: 22,
+                              gaps: [20: 0.050], gapsSaid: false)
+        XCTAssertLessThan(result.worstMilliseconds, 3, "from 2 s after the jump on")
+        XCTAssertEqual(Double(result.corrector.silenced) / 48, 53, accuracy: 2, "the start's 3 ms and the jump's 50 ms")
     }
 
     func testALateStartIsSilenceAndAnEarlyOneIsDropped() {
