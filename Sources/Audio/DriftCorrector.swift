@@ -94,6 +94,13 @@ public struct DriftCorrector: Sendable {
             return withCompensation(plan)
         }
         error += 0.1 * (raw - error)
+        // The anchor's own stamp may have come late (the first read after a start or an overrun, when the
+        // CPU is busiest; 15 ms is 500 ppm over 30 s): the reads of the fifth of a second after it say
+        // when it was, to the rate's error over that fifth (1% off: 2 ms).
+        if inputSinceAnchor <= UInt64(sampleRate / 5) {
+            let implied = Double(stamped) - Double(inputSinceAnchor) * 1e9 / (Double(sampleRate) * (1 + rate))
+            if implied < Double(anchorTime) { anchorTime = UInt64(max(implied, 0)) }
+        }
         let elapsed = (Double(stamped) - Double(anchorTime)) * Double(sampleRate) / 1e9
         // After a second the count of samples against the clock tells the rate (a millisecond of
         // timestamp jitter is 0.1% of it, and less as it goes on); before, the error term alone steers.

@@ -119,6 +119,15 @@ final class DriftCorrectorTests: XCTestCase {
         XCTAssertEqual(result.corrector.measuredDrift, -0.005, accuracy: 0.0002)
     }
 
+    /// The first read stamped 15 ms late (a loaded start; under the 20 ms that would place it afresh): the
+    /// rate is measured from when it really was, not 500 ppm off over 30 s.
+    func testALateFirstReadDoesNotSkewTheRate() {
+        let result = simulate(Microphone(drift: 0.005, jitterNanoseconds: 500_000), seconds: 30, settle: 5,
+                              late: [0...0.001: 0.015])
+        XCTAssertEqual(result.corrector.measuredDrift, 0.005, accuracy: 0.0002)
+        XCTAssertLessThan(result.worstMilliseconds, 5)
+    }
+
     /// Samples lost with no overrun said (the stamps jump and stay): placed once a second of blocks agrees.
     func testAJumpThatLastsIsPlacedWithinASecond() {
         let result = simulate(Microphone(drift: 0.002, jitterNanoseconds: 500_000), seconds: 30, settle: 22,

@@ -85,6 +85,17 @@ own_drops() {
         (( missing >= 0 && missing <= dropped && (empty - excused) * 50 <= got ))
 }
 edges() { on_host /usr/bin/python3 Tests/tools/av-edges.py "$1" 0.03 >/dev/null; }
+# recording NAME NODE SUBDEVICE SECONDS: the numbered camera as /dev/videoNODE, clicks into the loopback's
+# SUBDEVICE, and camrec recording both into $R/NAME.mkv for SECONDS in the background (cam), returned once
+# it records, not while it starts up (seconds under emulation): its first frame is on the timeline.
+recording() {
+    camera_on "$2" "$R/$1.feed" || bad "could not load v4l2loopback as /dev/video$2 with its feeder"
+    play "$3" 60 "$R/$1.log"
+    "$CAMREC_BIN" --device "$CAM" --size 320x180 --audio "hw:CARD=Loopback,DEV=1,SUBDEV=$3" --duration "$4" --log-level debug \
+        "$R/$1.mkv" 2>"$R/$1.err" &
+    cam=$!
+    WAIT_EVERY=0.1 wait_for 60 grep -q "timeline: frame" "$R/$1.err"
+}
 one_error_line() { [[ $(grep -c '^camrec: error:' "$1") == 1 ]]; }
 
 echo "== clicks through snd-aloop into Matroska and MP4 at once ($(elapsed))"
@@ -138,12 +149,7 @@ echo "== camrec held off twice for 2 s, less than its buffer, on a clock 1% slow
 # Two seconds keep it under the 5 s buffer though the audio thread is already behind (2.6 s seen, loaded).
 amixer -q -c Loopback cset iface=PCM,name='PCM Rate Shift 100000',device=0,subdevice=6 101000
 amixer -q -c Loopback cset iface=PCM,name='PCM Rate Shift 100000',device=1,subdevice=6 101000
-camera_on 45 "$R/held.feed" || bad "could not load v4l2loopback as /dev/video45 with its feeder"
-play 6 60 "$R/held.log"
-"$CAMREC_BIN" --device "$CAM" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=6 --duration 30 --log-level debug \
-    "$R/held.mkv" 2>"$R/held.err" &
-cam=$!
-WAIT_EVERY=0.1 wait_for 60 grep -q "timeline: frame" "$R/held.err"
+recording held 45 6 30
 nap 6; kill -STOP "$cam"; nap 2; kill -CONT "$cam"
 nap 10; kill -STOP "$cam"; nap 2; kill -CONT "$cam"
 wait "$cam"; rc=$?
@@ -154,13 +160,7 @@ check "held.mkv: every click in 30 s at its time ±10 ms, through both stops (at
     synced "$R/held.mkv" "$R/held.feed" "$R/held.log" 25
 
 echo "== overruns: camrec stopped for 6 s mid-recording (its buffer holds 5 s) ($(elapsed))"
-camera_on 42 "$R/xrun.feed" || bad "could not load v4l2loopback as /dev/video42 with its feeder"
-play 2 60 "$R/xrun.log"
-"$CAMREC_BIN" --device "$CAM" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=2 --duration 20 --log-level debug \
-    "$R/xrun.mkv" 2>"$R/xrun.err" &
-cam=$!
-# Recording, not starting up (which takes seconds under emulation): the first frame is on the timeline.
-WAIT_EVERY=0.1 wait_for 60 grep -q "timeline: frame" "$R/xrun.err"
+recording xrun 42 2 20
 nap 6
 uptime_ns stop_from; kill -STOP "$cam"; nap 6; kill -CONT "$cam"; uptime_ns stop_to
 stopped=$(( (stop_to - stop_from) / 1000000 ))
