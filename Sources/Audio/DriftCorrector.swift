@@ -41,7 +41,7 @@ public struct DriftCorrector: Sendable {
     private var stamps: LateStampFilter
     /// The samples' worth of time the rate was last measured over.
     private var measuredOver = 0.0
-    /// Blocks whose stamp came more than 5 ms late (taken as on time), and the latest (ns).
+    /// Blocks whose stamp came more than 5 ms late (the lateness taken off), and the most (ns).
     public var lateBlocks: Int { stamps.lateBlocks }
     public var mostLate: UInt64 { stamps.mostLate }
 

@@ -6,10 +6,10 @@
 /// the sound and takes the stretch seconds to win back (seen in a loaded VM: +18 ms, 5 s to recover,
 /// and the measured rate 1000 ppm off). So each stamp is set against the input's own count: the
 /// samples read since the filter started, at the measured rate, say when the block began. The
-/// earliest of those in the last second of input (less while the rate is not yet well measured: 0.5% off
-/// is 5 ms a second) is the truth, and a block's lateness beyond it is
-/// taken off. A stamp that is early against that (input from before a restart, a clock stepped back)
-/// moves it at once; one that is late only counts once a whole second of blocks agrees with it.
+/// earliest of those in a window of the last second of input (less while the rate is not yet well
+/// measured: 0.5% off is 5 ms a second) is the truth, and a block's lateness beyond it is taken off.
+/// A stamp that is early against that (input from before a restart, a clock stepped back) moves it at
+/// once; one that is late only counts once the whole window agrees with it.
 ///
 /// Fixed storage, so planning a block allocates nothing.
 struct LateStampFilter: Sendable {

@@ -6,8 +6,9 @@ import Glibc
 /// Each block read from the device says when its first sample was captured (ALSA's monotonic hardware
 /// timestamp, the clock V4L2 stamps frames with, less the samples after it at the measured rate). The
 /// `DriftCorrector` places it against the samples already put out: silence for what an overrun lost, a
-/// drop for what came before the first frame, and otherwise the converter's compensation, so that sample `k` delivered is the one
-/// captured `k` samples at the nominal rate after the first frame, for as long as the recording lasts.
+/// drop for what came before the first frame, and otherwise the converter's compensation, so that
+/// sample `k` delivered is the one captured `k` samples at the nominal rate after the first frame, for
+/// as long as the recording lasts.
 public final class MicrophoneSource: SoundSource {
     public let format: AudioFormat
     public let deviceName: String
