@@ -5,7 +5,8 @@
 # playing: `perf record -a -g` for SECONDS, then `perf stat` for 5 s of the server's send calls and of the
 # machine's wake-ups and loopback packets. The server's samples (camrec: its event loops only; its encoder
 # runs without clients as well) are split by their kernel stacks, in % of a core a client:
-#   send            the send calls (UDP sendmmsg/sendto, TCP write/writev) up to the loopback device
+#   send            the send calls (UDP sendmmsg/sendto, TCP write/writev/sendmsg) up to the loopback device;
+#                   a sample in sendmsg above the protocol's own functions is not told TCP from UDP
 #   receivers       on loopback the receiving side runs in the sender's softirq (charged to the sender):
 #                   IP, UDP and TCP receive, segmenting a UDP GSO run for a socket without UDP_GRO,
 #                   waking the client
@@ -17,6 +18,8 @@ set -u
 cd "$(dirname "$0")/.."
 CAMREC=${CAMREC:-.build/release/camrec}
 S=${1:-10}
+# Clients a process, four processes: 25 over TCP and 25 over UDP unless TCP_EACH / UDP_EACH say otherwise.
+TCP_EACH=${TCP_EACH:-25} UDP_EACH=${UDP_EACH:-25}
 W=${CAMREC_BENCH_DIR:-$(mktemp -d)}
 mkdir -p "$W"
 [[ -n ${CAMREC_BENCH_DIR:-} ]] || trap 'rm -rf "$W"' EXIT
@@ -41,7 +44,7 @@ phase() {  # camrec|gst
     for _ in $(seq 100); do grep -q serving "$W/gst/log" && break; sleep 0.1; done
   fi
   for part in a b c d; do
-    "${own_group[@]}" "$W/rtsp-load" "$url" 25 25 $((S + 30)) "$W/$name/$part-" 0 >"$W/$name/$part.out" 2>"$W/$name/$part.err" &
+    "${own_group[@]}" "$W/rtsp-load" "$url" "$TCP_EACH" "$UDP_EACH" $((S + 30)) "$W/$name/$part-" 0 >"$W/$name/$part.out" 2>"$W/$name/$part.err" &
   done
   for _ in $(seq 300); do [[ $(cat "$W/$name"/[abcd].out 2>/dev/null | grep -c '^playing') == 4 ]] && break; sleep 0.1; done
   sleep 3
@@ -59,12 +62,12 @@ phase camrec
 phase gst
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-python3 - "$W" "$S" <<'PY'
+python3 - "$W" "$S" "$((4 * (TCP_EACH + UDP_EACH)))" <<'PY'
 import collections, subprocess, sys
-W, S, HZ, N = sys.argv[1], int(sys.argv[2]), 499, 200
+W, S, HZ, N = sys.argv[1], int(sys.argv[2]), 499, int(sys.argv[3])
 RX = {"net_rx_action", "process_backlog", "__netif_receive_skb_one_core"}
 WAKE = {"try_to_wake_up", "ep_poll_callback", "sock_def_readable", "__wake_up_sync_key", "__wake_up_common"}
-ORDER = ["send: UDP", "send: TCP", "receivers: UDP, segmenting GSO runs", "receivers: UDP, other", "receivers: TCP",
+ORDER = ["send: UDP", "send: TCP", "send: sendmsg, TCP or UDP", "receivers: UDP, segmenting GSO runs", "receivers: UDP, other", "receivers: TCP",
          "receivers: IP, loopback, freeing", "receivers: waking the clients", "user", "scheduler switches", "other kernel"]
 
 def split(name):
@@ -86,10 +89,12 @@ def split(name):
             elif {"udp_unicast_rcv_skb", "__udp4_lib_rcv", "udp_rcv"} & syms: k = "receivers: UDP, other"
             elif "tcp_v4_rcv" in syms: k = "receivers: TCP"
             else: k = "receivers: IP, loopback, freeing"
-        elif {"__sys_sendmmsg", "__sys_sendto", "__sys_sendmsg", "udp_sendmsg"} & syms and "tcp_sendmsg" not in syms:
-            k = "send: UDP"
-        elif {"ksys_write", "do_writev", "tcp_sendmsg"} & syms:
+        elif {"ksys_write", "do_writev", "tcp_sendmsg", "tcp_sendmsg_locked"} & syms:
             k = "send: TCP"
+        elif {"__sys_sendmmsg", "__sys_sendto", "udp_sendmsg"} & syms:
+            k = "send: UDP"
+        elif "__sys_sendmsg" in syms:
+            k = "send: sendmsg, TCP or UDP"
         elif {"finish_task_switch.isra.0", "__schedule"} & syms:
             k = "scheduler switches"
         else:

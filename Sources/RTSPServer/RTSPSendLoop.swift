@@ -328,15 +328,19 @@ final class RTCPInbound: ChannelInboundHandler, Sendable {
     }
 }
 
-/// On an RTSP connection: when it cannot take more (over NIO's high-water mark) and since when, for the
-/// watchdog's stall check; when it can again, its session sends what waits. A picture larger than the
-/// high-water mark flips the connection to "cannot" and back on every write; the change goes no further
-/// up the pipeline, where only NIOAsyncChannel's outbound writer would hear it (camrec writes to the channel
-/// itself, never through that writer): twice a picture a client, the writer's lock and state for nothing.
-final class RTSPWritability: ChannelInboundHandler, Sendable {
+/// On an RTSP connection, at the head of its pipeline: every write NIO is given for it, counted until NIO has
+/// written it (the session writes its RTP past NIO only while none is left, `InterleavedSocket`), and when
+/// it cannot take more and since when, for the watchdog's stall check; when it can again, its session
+/// sends what waits. A picture larger than NIO's high-water mark flips the connection to "cannot" and back
+/// on every write NIO makes of it; the change goes no further up the pipeline, where only NIOAsyncChannel's
+/// outbound writer would hear it (camrec writes to the channel itself, never through that writer).
+final class RTSPWritability: ChannelDuplexHandler, Sendable {
     typealias InboundIn = ByteBuffer
+    typealias OutboundIn = ByteBuffer
     /// Monotonic nanoseconds since the connection stopped taking bytes; 0 while it takes them.
     let blockedSince = Atomic<UInt64>(0)
+    /// Writes given to NIO and not yet written (or failed).
+    private let inNIO = Atomic<Int>(0)
     /// The connection, which is made after this handler (it holds it): set once, before the connection runs.
     private let owner = Mutex(Owner())
     private struct Owner {
@@ -348,12 +352,31 @@ final class RTSPWritability: ChannelInboundHandler, Sendable {
         set { owner.withLock { $0.connection = newValue } }
     }
 
+    /// Whether NIO holds none of the connection's bytes: the socket may be written directly.
+    var nothingInNIO: Bool { inNIO.load(ordering: .relaxed) == 0 }
+
+    /// The kernel took only part of a write made past NIO; NIO is given the rest, and the client is behind from now.
+    func behind() {
+        _ = blockedSince.compareExchange(expected: 0, desired: max(1, MonotonicClock.now()), ordering: .relaxed)
+    }
+
+    func write(context: ChannelHandlerContext, data: NIOAny, promise: EventLoopPromise<Void>?) {
+        inNIO.add(1, ordering: .relaxed)
+        let written = promise ?? context.eventLoop.makePromise()
+        written.futureResult.whenComplete { [self] _ in
+            guard inNIO.subtract(1, ordering: .relaxed).newValue == 0 else { return }
+            blockedSince.store(0, ordering: .relaxed)
+            connection?.session?.pump()
+        }
+        context.write(data, promise: written)
+    }
+
     func channelWritabilityChanged(context: ChannelHandlerContext) {
         if context.channel.isWritable {
             blockedSince.store(0, ordering: .relaxed)
             connection?.session?.pump()
         } else {
-            blockedSince.store(max(1, MonotonicClock.now()), ordering: .relaxed)
+            behind()
         }
     }
 }

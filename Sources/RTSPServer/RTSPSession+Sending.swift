@@ -12,6 +12,7 @@ extension RTSPSession {
         here.audio = legs.first { $0.track == RTPAudioTrack.trackID }
         here.sent = [Sent(sequence: here.video?.firstSequence ?? 0), Sent(sequence: here.audio?.firstSequence ?? 0)]
         here.sending = subscription
+        if legs.contains(where: { $0.transport.isTCP }) { here.socket = InterleavedSocket.find(for: connection.channel) }
         sendLoop.add(self)
         pump()
     }
@@ -32,7 +33,8 @@ extension RTSPSession {
         while true {
             if tcp {
                 guard channel.isActive else { return stopSending(subscription, here) }
-                guard channel.isWritable else { return }
+                // Past NIO only while NIO holds nothing of the connection's; else while NIO takes more.
+                guard here.socket == nil ? channel.isWritable : connection.writability.nothingInNIO else { return }
             }
             switch subscription.poll() {
             case .chunk(let chunk):
@@ -106,10 +108,10 @@ extension RTSPSession {
         var sequence = here.sent[index].sequence
         let taken: Bool?
         if let packets {
-            taken = transmit(packets, on: leg, sequence: &sequence, report: report, credit: credit)
+            taken = transmit(packets, on: leg, sequence: &sequence, report: report, credit: credit, socket: here.socket)
         } else {
             taken = transmit(here.fragments, of: chunk, on: leg, payloadType: payloadType, timestamp: timestamp,
-                             sequence: &sequence, report: report, payloadBytes: payloadBytes)
+                             sequence: &sequence, report: report, payloadBytes: payloadBytes, socket: here.socket)
         }
         // A UDP send that the kernel refused costs its packets (the client sees them lost).
         here.sent[index].sequence = sequence
@@ -141,6 +143,32 @@ extension RTSPSession {
         }
     }
 
+    /// `bytes` (interleaved frames), behind the sender report if one is due, written past NIO in one call;
+    /// what the kernel does not take now is NIO's to write, and the client is behind until it has.
+    private func write(_ bytes: ByteBuffer, after report: [UInt8]?, channel rtcpChannel: UInt8, to socket: InterleavedSocket) {
+        var head: [UInt8] = []
+        if let report {
+            head.reserveCapacity(report.count + 4)
+            head += [UInt8(ascii: "$"), rtcpChannel, UInt8(truncatingIfNeeded: report.count >> 8), UInt8(truncatingIfNeeded: report.count)]
+            head += report
+        }
+        let outcome = head.withUnsafeBytes { head in bytes.withUnsafeReadableBytes { socket.send(head, $0) } }
+        let channel = connection.channel
+        switch outcome {
+        case .sent:
+            return
+        case .failed:
+            channel.close(promise: nil)
+        case .full(let taken):
+            var rest = channel.allocator.buffer(capacity: head.count + bytes.readableBytes - taken)
+            if taken < head.count { rest.writeBytes(head[taken...]) }
+            let skipped = max(0, taken - head.count)
+            if let tail = bytes.getSlice(at: bytes.readerIndex + skipped, length: bytes.readableBytes - skipped) { rest.writeImmutableBuffer(tail) }
+            connection.writability.behind()
+            channel.writeAndFlush(rest, promise: nil)
+        }
+    }
+
     /// An interleaved sender report, written ahead of what follows it.
     private func writeInterleaved(_ report: [UInt8], channel rtcpChannel: UInt8) {
         let channel = connection.channel
@@ -155,11 +183,11 @@ extension RTSPSession {
     /// One chunk's packets on `leg`, its sender report (if due) ahead of them; false when the kernel
     /// refused them (UDP).
     private func transmit(_ fragments: [RTPFragment], of chunk: StreamChunk, on leg: RTPLeg, payloadType: UInt8, timestamp: UInt32,
-                          sequence: inout UInt16, report: [UInt8]?, payloadBytes: Int) -> Bool {
+                          sequence: inout UInt16, report: [UInt8]?, payloadBytes: Int, socket: InterleavedSocket?) -> Bool {
         let channel = connection.channel
         switch leg.transport {
         case .interleaved(let rtpChannel, let rtcpChannel):
-            if let report { writeInterleaved(report, channel: rtcpChannel) }
+            if socket == nil, let report { writeInterleaved(report, channel: rtcpChannel) }
             var buffer = channel.allocator.buffer(capacity: payloadBytes + fragments.count * 20)
             var next = sequence
             chunk.bytes.withUnsafeBytes { au in
@@ -172,7 +200,11 @@ extension RTSPSession {
                 }
             }
             sequence = next
-            channel.writeAndFlush(buffer, promise: nil)
+            if let socket {
+                write(buffer, after: report, channel: rtcpChannel, to: socket)
+            } else {
+                channel.writeAndFlush(buffer, promise: nil)
+            }
             return true
         case .multicast:
             return true
@@ -199,14 +231,19 @@ extension RTSPSession {
     /// UDP queued in the sending loop's batch, sent with the other UDP sessions' at the end of its pass, a
     /// message a run of full-size packets (cut into datagrams by the kernel when the ports have a segment
     /// size, else one a packet). Nil when queued (the batch credits the session after its send).
-    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?, credit: Credit) -> Bool? {
+    private func transmit(_ packets: RTPVideoPackets, on leg: RTPLeg, sequence: inout UInt16, report: [UInt8]?, credit: Credit,
+                          socket: InterleavedSocket?) -> Bool? {
         let first = sequence
         sequence &+= UInt16(truncatingIfNeeded: packets.count)
         switch leg.transport {
         case .interleaved(let rtpChannel, let rtcpChannel):
-            if let report { writeInterleaved(report, channel: rtcpChannel) }
-            connection.channel.writeAndFlush(sendLoop.interleaved(packets, channel: rtpChannel, firstSequence: first, ssrc: leg.ssrc),
-                                             promise: nil)
+            let picture = sendLoop.interleaved(packets, channel: rtpChannel, firstSequence: first, ssrc: leg.ssrc)
+            if let socket {
+                write(picture, after: report, channel: rtcpChannel, to: socket)
+            } else {
+                if let report { writeInterleaved(report, channel: rtcpChannel) }
+                connection.channel.writeAndFlush(picture, promise: nil)
+            }
             return true
         case .multicast:
             return true

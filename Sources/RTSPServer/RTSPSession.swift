@@ -52,6 +52,8 @@ final class RTSPSession: Sendable {
         var fragments: [RTPFragment] = []
         var pumping = false
         var stoppedSending = false
+        /// A TCP client's socket, written past NIO (nil over UDP, or when it was not found: NIO writes then).
+        var socket: InterleavedSocket?
         var frames = 0
         var soundPackets = 0
     }

@@ -15,7 +15,8 @@
 # 401 as none). A third one checks the bounds: a request head over
 # 8 KiB or with more than 64 header lines, a body over its cap and garbage are answered 400 and closed
 # (logged once per client), the session cap (--max-receivers) answers 453, and a TCP client that PLAYs
-# and never reads neither holds up the file nor grows camrec's memory, and is cut; 10 000 connections
+# and never reads neither holds up the file nor grows camrec's memory, and is cut, while one that reads a
+# sixth of the stream gets only whole frames and answers, skips only to an IDR, and stays; 10 000 connections
 # opened and dropped leave camrec's file descriptors and memory flat. Receiver reports: two clients
 # (UDP and TCP) report a known loss and jitter with junk among them, and /metrics says exactly that.
 # Multicast (--rtsp-multicast), in a network namespace with a multicast route on lo: ffmpeg
@@ -317,6 +318,9 @@ check "bounds: --max-receivers 2: a third session gets 453" [ "$($CLIENT session
 # client is cut (10 s for one access unit).
 sleep 1
 $CLIENT stall "rtsp://127.0.0.1:$P/" 13 >"$W/stall.out" & STALL=$!
+# Beside it, a TCP client that reads a sixth of the stream (250 kB/s of 1.5 MB/s) through a 4 KiB buffer:
+# camrec's writes to it are cut short and the rest waits in NIO while its keep-alives are answered there.
+$CLIENT slow "rtsp://127.0.0.1:$P/" 12 250000 "$W/slow.json" & SLOW=$!
 sleep 3
 rss_start=$(awk '/^VmRSS:/ { print $2 }' "/proc/$CAM/status")
 sleep 8
@@ -339,6 +343,17 @@ rss_grew_under() { [[ -n $rss_start && -n $rss_end ]] && ((rss_end - rss_start <
 check "stalled client: camrec's RSS grew under 12 MiB while it read nothing ($(((${rss_end:-0} - ${rss_start:-0}) / 1024)) MiB)" \
     rss_grew_under 12288
 check "stalled client: camrec cut it (it fell behind)" [ "$(cat "$W/stall.out")" = closed ]
+wait $SLOW
+slow() { python3 -c 'import json, sys; r = json.load(open(sys.argv[1])); print(eval(sys.argv[2]))' "$W/slow.json" "$1" 2>/dev/null; }
+echo "  slow client: $(slow 'r["frames"]') frames in $(slow 'r["bytes"]') bytes, $(slow 'r["gaps"]') skips, first bytes out of place: $(slow 'r["first_malformed"]')"
+check "slow TCP client: every byte it read was in a whole interleaved frame or response ($(slow 'r["malformed"]') were not)" \
+    [ "$(slow 'r["malformed"] == 0 and r["frames"] > 100')" = True ]
+check "slow TCP client: kept for the 12 s it read (camrec cuts only a client that takes nothing)" \
+    [ "$(slow '"closed_early" not in r')" = True ]
+check "slow TCP client: each of its keep-alives answered 200 ($(slow 'r["keepalive_statuses"]'))" \
+    [ "$(slow 'len(r["keepalive_statuses"]) >= 4 and set(r["keepalive_statuses"]) == {200}')" = True ]
+check "slow TCP client: skipped ahead only to a parameter set or IDR ($(slow 'r["gaps"]') skips, $(slow 'r["gaps_not_at_idr"]') elsewhere)" \
+    [ "$(slow 'r["gaps"] > 0 and r["gaps_not_at_idr"] == 0')" = True ]
 wait $CHURN
 read -r churned fds_before fds_after rss_before rss_after churn_rc <"$W/churn.out"
 echo "  $churned connections: $fds_before file descriptors before, $fds_after after; RSS $rss_before kB before, $rss_after kB after"

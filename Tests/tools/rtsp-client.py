@@ -11,6 +11,13 @@ decodes comes from the stream alone.
   stall URL SECONDS
       SETUP and PLAY over TCP, then reads nothing for SECONDS; prints "closed" when camrec has cut the
       connection by then (EOF or reset), else "open".
+  slow URL SECONDS RATE JSON
+      SETUP and PLAY over TCP with a 64 KiB receive buffer, then reads at most RATE bytes a second for
+      SECONDS, sending a GET_PARAMETER keep-alive every 2 s. Every byte must belong to a whole response or
+      interleaved frame (RTP version 2 on channel 0, RTCP version 2 on channel 1): JSON gets the frames,
+      the bytes that were not (and the first of them), the keep-alives' statuses, the gaps (in sequence numbers, or over one and
+      a half frames of RTP time at 30 fps), and how many were not followed by a parameter set or IDR (a
+      server skips a slow client ahead to an IDR), and whether the server closed the connection.
   raw HOST PORT FILE
       Sends FILE's bytes; prints the response's status code (or "none") and "closed" or "open" (3 s later).
   auth URL USER PASSWORD
@@ -296,6 +303,92 @@ def stall(url, seconds):
     print(state)
 
 
+def slow(url, seconds, rate, json_path):
+    c = Connection(url)
+    c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
+    sdp, _, _ = setup_and_play(c)
+    codec = "h265" if "H265/90000" in sdp else "h264"
+    report = {"frames": len(c.interleaved), "malformed": 0, "first_malformed": None, "keepalive_statuses": [],
+              "gaps": 0, "gaps_not_at_idr": 0, "bytes": 0}
+    last_seq, last_ts, after_gap = None, 0, False
+    frame_ticks = 90000 // 30   # the suite's 30 fps
+    start_types = (7, 8, 5) if codec == "h264" else (32, 33, 34, 19, 20, 21)
+
+    def frame(channel, payload):
+        nonlocal last_seq, last_ts, after_gap
+        report["frames"] += 1
+        if channel == 1:
+            if len(payload) < 8 or payload[0] >> 6 != 2 or not 200 <= payload[1] <= 204:
+                report["malformed"] += 1
+                report["first_malformed"] = report["first_malformed"] or f"RTCP {payload[:8].hex()}"
+            return
+        if channel != 0 or len(payload) < 13 or payload[0] >> 6 != 2:
+            report["malformed"] += 1
+            report["first_malformed"] = report["first_malformed"] or f"channel {channel}: {payload[:13].hex()}"
+            return
+        # camrec numbers a session's packets without a gap when it skips; the skip shows in the RTP time.
+        seq, ts = struct.unpack(">HI", payload[2:8])
+        if last_seq is not None and (seq != (last_seq + 1) & 0xFFFF or (ts - last_ts) & 0xFFFFFFFF > frame_ticks * 3 // 2):
+            report["gaps"] += 1
+            after_gap = True
+        last_seq, last_ts = seq, ts
+        if after_gap:
+            data = payload[12:]
+            t = data[0] & 0x1F if codec == "h264" else (data[0] >> 1) & 0x3F
+            if codec == "h264" and t == 28:
+                t = data[1] & 0x1F
+            elif codec == "h265" and t == 49:
+                t = data[2] & 0x3F
+            if t not in start_types:
+                report["gaps_not_at_idr"] += 1
+            after_gap = False
+
+    for message in c.interleaved:
+        frame(message[1], message[2])
+    c.sock.settimeout(0.05)
+    began = time.time()
+    next_keepalive = began + 2
+    while time.time() < began + seconds:
+        if time.time() >= next_keepalive:
+            next_keepalive += 2
+            c.send("GET_PARAMETER", url)
+        allowed = int(rate * (time.time() - began)) - report["bytes"]
+        if allowed <= 0:
+            time.sleep(0.01)
+            continue
+        try:
+            data = c.sock.recv(min(allowed, 4096))
+        except socket.timeout:
+            continue
+        except ConnectionResetError:
+            data = b""
+        if not data:
+            report["closed_early"] = True
+            break
+        report["bytes"] += len(data)
+        c.buffer += data
+        while c.buffer:
+            if c.buffer[:1] == b"$":
+                if len(c.buffer) < 4:
+                    break
+                length = struct.unpack(">H", c.buffer[2:4])[0]
+                if len(c.buffer) < 4 + length:
+                    break
+                frame(c.buffer[1], c.buffer[4:4 + length])
+                c.buffer = c.buffer[4 + length:]
+            elif c.buffer.startswith(b"RTSP/1.0 "[:len(c.buffer)]):
+                if b"\r\n\r\n" not in c.buffer:
+                    break
+                head, c.buffer = c.buffer.split(b"\r\n\r\n", 1)
+                report["keepalive_statuses"].append(int(head.split()[1]))
+            else:
+                report["malformed"] += 1
+                report["first_malformed"] = report["first_malformed"] or f"bytes {c.buffer[:16].hex()}"
+                c.buffer = c.buffer[1:]
+    c.sock.close()
+    json.dump(report, open(json_path, "w"), indent=1)
+
+
 def raw(host, port, path):
     sock = socket.create_connection((host, int(port)), timeout=5)
     try:
@@ -468,6 +561,8 @@ def main():
         play(args[1], float(args[2]), args[3], args[4], options.get("user"), options.get("password"), basic)
     elif args[:1] == ["stall"] and len(args) == 3:
         stall(args[1], float(args[2]))
+    elif args[:1] == ["slow"] and len(args) == 5:
+        slow(args[1], float(args[2]), float(args[3]), args[4])
     elif args[:1] == ["raw"] and len(args) == 4:
         raw(args[1], args[2], args[3])
     elif args[:1] == ["auth"] and len(args) == 4:
