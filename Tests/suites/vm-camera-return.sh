@@ -15,6 +15,12 @@ echo "vm-camera-return: camrec $CAMREC, results in $RESULTS"
 ko=$(Tests/vm/v4l2loopback.sh) || vm_suite_give_up "cannot build v4l2loopback for the VM's kernel"
 # The host's Chromium watches the live page in the VM (port 18480 there) through a forwarded port.
 browser_port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+# The host's account of the VM's CPUs, every 50 ms while it runs (Tests/tools/vcpu-wait.py --record): the
+# cases' latency checks leave out the time the host kept them waiting for a core.
+rm -f "$RESULTS/vcpu-wait.txt"
+/usr/bin/python3 Tests/tools/vcpu-wait.py --record "$RESULTS/.qemu.pid" "$RESULTS/vcpu-wait.txt" 0.05 &
+sampler=$!
 vm_suite_run camera-return-cases.sh --vivid 'n_devs=2 multiplanar=1,2' --cpus 2 --env "LOOPBACK_KO=$ko" \
     --forward "$browser_port:18480" --env "BROWSER_PORT=$browser_port"
+kill "$sampler" 2>/dev/null; wait "$sampler" 2>/dev/null
 vm_suite_finish

@@ -38,7 +38,30 @@ HTTP_PORT=18480 TCP_PORT=18481
 # the VM's NIC too (qemu's restricted user network: nothing but the forwarded port reaches it).
 HTTP_BIND=127.0.0.1 HTTP_OPEN=()
 [[ -n ${BROWSER_PORT:-} ]] && HTTP_BIND=0.0.0.0 HTTP_OPEN=(--http-insecure)
-three_within() { local limit=$1 ms; shift; (( $# == 3 )) || return 1; for ms; do [[ $ms =~ ^[0-9]+$ ]] && (( ms <= limit )) || return 1; done; }
+# The time the host kept the VM's CPUs waiting for a core (each on average) in the MS ms after the camera
+# was free again the Nth time: Tests/tools/vcpu-wait.py over the samples the suite records on the host,
+# from the host's own stamp on the marker made as the holder let go. The VM cannot see that time (its
+# clock runs on while its CPU is not run): on a busy host it is where a latency beyond camrec's went.
+# 0 without samples: no time is left out that was not measured.
+host_waited() {
+    local ms
+    [[ $2 =~ ^[0-9]+$ ]] || { echo 0; return; }
+    ms=$(on_host /usr/bin/python3 Tests/tools/vcpu-wait.py --waited "$CAMREC_VM_RESULTS/vcpu-wait.txt" "$B/released-$1" "$2" 2>/dev/null)
+    [[ $ms =~ ^[0-9]+$ ]] && echo "$ms" || echo 0
+}
+# three_within_beside LIMIT MS1 MS2 MS3: each MS, less the host's wait in its window (host_waited), at most LIMIT.
+# Sets WAITED to the three waits, for the check's name.
+three_within_beside() {
+    local limit=$1 n=0 ms w
+    shift; WAITED=()
+    for ms; do n=$((n + 1)); WAITED+=("$(host_waited "$n" "$ms")"); done
+    (( $# == 3 )) || return 1
+    n=0
+    for ms; do
+        w=${WAITED[$n]}; n=$((n + 1))
+        [[ $ms =~ ^[0-9]+$ ]] && (( ms - w <= limit )) || return 1
+    done
+}
 status_json() { curl -s --max-time 2 "http://127.0.0.1:$HTTP_PORT/api/status"; }
 # A field of /api/status (a number or a string), read with sed: python's start-up is slow under TCG.
 status_field() { status_json | sed -n "s/.*\"$1\" *: *\"\{0,1\}\([^,\"}]*\).*/\1/p"; }
@@ -191,8 +214,12 @@ check "a browser on the live page (the host's Chromium) showed the camera lost d
 # 1.5 s, not the receivers' 1 s: the browser's picture comes 150-600 ms after the receivers' IDR in
 # the same runs (the fragment muxed and sent over the WebSocket, Chromium resuming after the stall):
 # 296-902 ms in five runs, 1152 ms once beside a busy host process, under the VM's emulated CPU.
-check "and a new picture within 1.5 s of the camera being free again, each time, on the same page and stream connection (ms: $(browser picture_ms); connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
-    eval "three_within 1500 \$(browser picture_ms) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
+# The time the host kept the VM waiting is left out (three_within_beside): under CI's load the third
+# return's picture came after 2086 ms, its receiver's IDR after 1022, while /api/status took 6.2 s to
+# answer the polls that had answered in 2.7 and 3.4 s after the first two.
+pictures_ok=0; three_within_beside 1500 $(browser picture_ms) && pictures_ok=1
+check "and a new picture within 1.5 s of the camera being free again beside the time the host kept the VM's CPUs waiting then, each time, on the same page and stream connection (ms: $(browser picture_ms); the host's wait: ${WAITED[*]}; connection closed: $(browser socket_closed); same page: $(browser same_page); corrupted: $(browser corrupted); error: $(browser error))" \
+    eval "(( pictures_ok )) && [[ \$(browser socket_closed)/\$(browser same_page)/\$(browser corrupted)/\$(browser error) == no/yes/0/none ]]"
 sleep_rest 75000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
@@ -293,8 +320,9 @@ for released in "${released_at[@]}"; do
     ms=$(awk -v r="$released" '$1 >= r / 1e9 { printf "%d", ($1 - r / 1e9) * 1000; exit }' "$R/idr-times.txt" 2>/dev/null)
     to_picture+=("${ms:-none}")
 done
-check "after each return a receiver had an IDR to start from within 1 s of the camera being free again (ms: ${to_picture[*]})" \
-    three_within 1000 "${to_picture[@]}"
+idr_ok=0; three_within_beside 1000 "${to_picture[@]}" && idr_ok=1
+check "after each return a receiver had an IDR to start from within 1 s of the camera being free again beside the time the host kept the VM's CPUs waiting then (ms: ${to_picture[*]}; the host's wait: ${WAITED[*]})" \
+    test $idr_ok = 1
 
 echo "== wait=3 and the camera does not come back in time, while another camera is there ($(elapsed))"
 # The other vivid instance ($OTHER, the same driver and card) is there all along: it must not be taken
