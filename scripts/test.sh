@@ -89,7 +89,7 @@ EXPECTED_SUITES=(
   "readme-promises     33   900    90"   # the README's command lines, run as written
   "seed-receivers      83  1200   170"   # the seeds' receivers, ported literally, decode every frame
   "network-load        21  1200    90"   # many receivers and floods at once
-  "rtsp                91   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
+  "rtsp                92   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            121   600   335"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   250"   # --audio in every container and output, in sync

@@ -57,25 +57,29 @@ final class RTSPConnection: Sendable {
     /// What the client's RTCP said so far.
     var life: SessionLife { state.withLock { $0.life } }
 
-    func run(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
-        let watchdog = channel.eventLoop.scheduleRepeatedTask(initialDelay: .seconds(1), delay: .seconds(1)) { [self] _ in
-            let now = MonotonicClock.now()
-            if state.withLock({ $0.life.expired(at: now) }) {
-                server.log("rtsp: \(peer): no sign of life for \(server.configuration.sessionTimeoutSeconds) s (no request, no RTCP); closed")
+    /// Once a second, on the connection's loop (`RTSPSendLoop.watch`): a client with no sign of life for the
+    /// session timeout is closed; one that has taken nothing for the stall timeout is cut with a reset (it
+    /// may hold half an interleaved frame).
+    func checkLife(at now: UInt64) {
+        if state.withLock({ $0.life.expired(at: now) }) {
+            server.log("rtsp: \(peer): no sign of life for \(server.configuration.sessionTimeoutSeconds) s (no request, no RTCP); closed")
+            channel.close(promise: nil)
+        }
+        let blocked = writability.blockedSince.load(ordering: .relaxed)
+        if blocked > 0 && now > blocked && now - blocked > RTSPSession.stallTimeoutNanoseconds {
+            server.log("rtsp: \(peer): fell behind: took nothing for over \(RTSPSession.stallTimeoutNanoseconds / 1_000_000_000) s; disconnected")
+            writability.blockedSince.store(0, ordering: .relaxed)
+            if let options = channel as? SocketOptionProvider {
+                options.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { [channel] _ in channel.close(promise: nil) }
+            } else {
                 channel.close(promise: nil)
             }
-            // A client that takes nothing for the stall timeout is cut with a reset (it may hold half an interleaved frame).
-            let blocked = writability.blockedSince.load(ordering: .relaxed)
-            if blocked > 0 && now > blocked && now - blocked > RTSPSession.stallTimeoutNanoseconds {
-                server.log("rtsp: \(peer): fell behind: took nothing for over \(RTSPSession.stallTimeoutNanoseconds / 1_000_000_000) s; disconnected")
-                writability.blockedSince.store(0, ordering: .relaxed)
-                if let options = channel as? SocketOptionProvider {
-                    options.setSoLinger(linger(l_onoff: 1, l_linger: 0)).whenComplete { [channel] _ in channel.close(promise: nil) }
-                } else {
-                    channel.close(promise: nil)
-                }
-            }
         }
+    }
+
+    func run(_ connection: NIOAsyncChannel<ByteBuffer, ByteBuffer>) async {
+        let sendLoop = server.sendLoop(for: channel.eventLoop)
+        sendLoop.watch(self)
         var parser = RTSPMessageParser()
         do {
             try await connection.executeThenClose { inbound, _ in
@@ -98,7 +102,7 @@ final class RTSPConnection: Sendable {
         } catch {
             // A reset or a close: the client is gone.
         }
-        watchdog.cancel()
+        sendLoop.unwatch(self)
         let session = state.withLock { s -> RTSPSession? in
             s.closed = true
             defer { s.session = nil }

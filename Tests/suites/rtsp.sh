@@ -103,6 +103,8 @@ long_client long-live-udp timeout $((LONG_SECONDS + 30)) "$W/live555-client" "rt
     >"$W/long-live-udp.log" 2>&1
 long_client long-live-tcp timeout $((LONG_SECONDS + 30)) "$W/live555-client" "rtsp://127.0.0.1:$PL/h265" $LONG_SECONDS "$W/long-live-tcp.h265" --tcp \
     >"$W/long-live-tcp.log" 2>&1
+# A client that goes silent after PLAY (UDP, no request, no RTCP): camrec must end it at the 60 s timeout.
+$CLIENT silent "rtsp://127.0.0.1:$PL/h264" 75 "$W/silent.json" 2>"$W/silent.err" & SILENT=$!; PIDS+=($SILENT)
 # The late joiners (Tests/tools/rtsp-client.py, 5 s each), one per encoding at each time; their copies are
 # decoded as soon as they are done.
 sleep_until() { local left=$((long_started + $1 * 1000000000 - $(date +%s%N))); ((left > 0)) && sleep "$((left / 1000000000)).$(printf '%09d' $((left % 1000000000)))"; }
@@ -547,6 +549,19 @@ done
 check "PLAY's RTP-Info: seq is the first packet's, rtptime at most 2 s of stream before it" rtp_info_ok "$W/j1-h264.json"
 check "RTCP: a sender report each second, its NTP time the capture's (within 500 ms of the clock)" sender_reports_ok "$W/j17-h264.json"
 check "every method in Public answers 200 (GET_PARAMETER, SET_PARAMETER, TEARDOWN); Session: …;timeout=60" keepalive_ok "$W/j17-h265.json"
+# The timeout is 60 s, checked once a second (one task for every connection on a loop): the close comes
+# 60 to 61 s after the last sign of life, and one more second is left for a busy machine.
+wait $SILENT
+silent_ok() {
+    python3 - "$W/silent.json" <<'PY'
+import json, sys
+r = json.load(open(sys.argv[1]))
+print("  silent client:", r)
+sys.exit(0 if r["closed_after"] is not None and 60 <= r["closed_after"] <= 62 and r["datagrams_before"] > 0
+         and r["datagrams_after_close"] == 0 else 1)
+PY
+}
+check "a UDP client silent after PLAY (no request, no RTCP) is closed 60 to 62 s after it (the timeout), and its RTP stops with it" silent_ok
 wait "${LONG_CLIENTS[@]}"
 kill -INT $LONG_CAM
 wait_for $LONG_CAM 30; rc=$?

@@ -18,6 +18,11 @@ decodes comes from the stream alone.
       the bytes that were not (and the first of them), the keep-alives' statuses, the gaps (in sequence numbers, or over one and
       a half frames of RTP time at 30 fps), and how many were not followed by a parameter set or IDR (a
       server skips a slow client ahead to an IDR), and whether the server closed the connection.
+  silent URL SECONDS JSON
+      SETUP over UDP (two ports of its own) and PLAY, then sends nothing (no request, no RTCP) for up to
+      SECONDS, reading the RTP that arrives and watching the connection. JSON gets the seconds from PLAY's
+      answer to the server closing the connection (null if it did not), the datagrams before that, and
+      those that came from 1 to 3 s after it (the session should have ended with it).
   raw HOST PORT FILE
       Sends FILE's bytes; prints the response's status code (or "none") and "closed" or "open" (3 s later).
   auth URL USER PASSWORD
@@ -303,6 +308,64 @@ def stall(url, seconds):
     print(state)
 
 
+def udp_pair():
+    """An RTP socket on an even port and its RTCP socket on the next, both on loopback."""
+    while True:
+        rtp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        rtp.bind(("127.0.0.1", 0))
+        if rtp.getsockname()[1] % 2:
+            rtp.close()
+            continue
+        rtcp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+        try:
+            rtcp.bind(("127.0.0.1", rtp.getsockname()[1] + 1))
+            return rtp, rtcp
+        except OSError:
+            rtp.close()
+            rtcp.close()
+
+
+def silent(url, seconds, json_path):
+    import select
+    c = Connection(url)
+    status, headers, _ = c.request("DESCRIBE", url, ["Accept: application/sdp"])
+    base = headers.get("content-base", [url])[0]
+    rtp, rtcp = udp_pair()
+    offer = f"RTP/AVP;unicast;client_port={rtp.getsockname()[1]}-{rtcp.getsockname()[1]}"
+    status, headers, _ = c.request("SETUP", base.rstrip("/") + "/trackID=0", [f"Transport: {offer}"])
+    c.session = headers["session"][0].split(";")[0]
+    c.request("PLAY", base)
+    played = time.monotonic()
+    closed_at, before, after = None, 0, 0
+    c.sock.setblocking(False)
+    rtp.setblocking(False)
+    while True:
+        now = time.monotonic()
+        if closed_at is None and now - played > seconds or closed_at is not None and now - closed_at > 3:
+            break
+        ready, _, _ = select.select([c.sock, rtp], [], [], 0.1)
+        if c.sock in ready and closed_at is None:
+            try:
+                if not c.sock.recv(65536):
+                    closed_at = time.monotonic()
+            except (ConnectionResetError, BrokenPipeError):
+                closed_at = time.monotonic()
+            except BlockingIOError:
+                pass
+        if rtp in ready:
+            try:
+                while True:
+                    rtp.recv(65536)
+                    if closed_at is None:
+                        before += 1
+                    elif time.monotonic() - closed_at >= 1:
+                        after += 1
+            except BlockingIOError:
+                pass
+    json.dump({"closed_after": None if closed_at is None else round(closed_at - played, 3),
+               "datagrams_before": before, "datagrams_after_close": after}, open(json_path, "w"))
+
+
 def slow(url, seconds, rate, json_path):
     c = Connection(url)
     c.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 65536)
@@ -450,19 +513,7 @@ def rr(url, transport, lost, fraction, jitter, metrics_url, json_path):
     status, headers, sdp = c.request("DESCRIBE", url, ["Accept: application/sdp"])
     base = headers.get("content-base", [url])[0]
     if transport == "udp":
-        rtp, rtcp = None, None
-        while rtcp is None:
-            rtp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            rtp.bind(("127.0.0.1", 0))
-            if rtp.getsockname()[1] % 2:
-                rtp.close()
-                continue
-            rtcp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
-            try:
-                rtcp.bind(("127.0.0.1", rtp.getsockname()[1] + 1))
-            except OSError:
-                rtp.close()
-                rtcp = None
+        rtp, rtcp = udp_pair()
         offer = f"RTP/AVP;unicast;client_port={rtp.getsockname()[1]}-{rtcp.getsockname()[1]}"
     else:
         offer = "RTP/AVP/TCP;unicast;interleaved=0-1"
@@ -563,6 +614,8 @@ def main():
         stall(args[1], float(args[2]))
     elif args[:1] == ["slow"] and len(args) == 5:
         slow(args[1], float(args[2]), float(args[3]), args[4])
+    elif args[:1] == ["silent"] and len(args) == 4:
+        silent(args[1], float(args[2]), args[3])
     elif args[:1] == ["raw"] and len(args) == 4:
         raw(args[1], args[2], args[3])
     elif args[:1] == ["auth"] and len(args) == 4:
