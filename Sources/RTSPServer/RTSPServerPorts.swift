@@ -1,6 +1,4 @@
-import Frames
 import Glibc
-import Hub
 import NIOCore
 import NIOPosix
 import NetStream
