@@ -35,8 +35,13 @@ public struct DriftCorrector: Sendable {
     /// Samples of silence put in so far.
     public private(set) var silenced: UInt64 = 0
     private var aligned = false
-    /// Where the rate is measured from: a block's time and the input samples read before it.
-    private var anchorTime: UInt64 = 0
+    /// Where the rate is measured from: a block's device stamp as it came and the samples of that block
+    /// up to the stamped one, with the input read since the block began. The stamps themselves, not the
+    /// block starts worked out from them at the measured rate: with seconds waiting behind a block (a
+    /// reader starved after an overrun) a rate slightly off moved those starts by more than the span it
+    /// was measured over, and each measurement threw the next further off (seen: 6700, -12000, 18000 ppm).
+    private var anchorStamp: UInt64 = 0
+    private var anchorBehind: UInt64 = 0
     private var inputSinceAnchor: UInt64 = 0
     private var stamps: LateStampFilter
     /// The samples' worth of time the rate was last measured over.
@@ -89,25 +94,28 @@ public struct DriftCorrector: Sendable {
             // Placed once some of it is kept: a block wholly before the start is no placement.
             aligned = plan.drop < frames
             // The rate is measured afresh from here: a gap says nothing about the clock.
-            anchorTime = stamped
+            anchorStamp = stamp
+            anchorBehind = behind
             inputSinceAnchor = UInt64(frames)
             return withCompensation(plan)
         }
         error += 0.1 * (raw - error)
+        // The samples from the anchor's stamped one to this block's.
+        let samples = Double(inputSinceAnchor) + Double(behind) - Double(anchorBehind)
         // The anchor's own stamp may have come late (the first read after a start or an overrun, when the
         // CPU is busiest; 15 ms is 500 ppm over 30 s): the reads of the fifth of a second after it say
         // when it was, to the rate's error over that fifth (1% off: 2 ms).
         if inputSinceAnchor <= UInt64(sampleRate / 5) {
-            let implied = Double(stamped) - Double(inputSinceAnchor) * 1e9 / (Double(sampleRate) * (1 + rate))
-            if implied < Double(anchorTime) { anchorTime = UInt64(max(implied, 0)) }
+            let implied = Double(stamp) - samples * 1e9 / (Double(sampleRate) * (1 + rate))
+            if implied < Double(anchorStamp) { anchorStamp = UInt64(max(implied, 0)) }
         }
-        let elapsed = (Double(stamped) - Double(anchorTime)) * Double(sampleRate) / 1e9
+        let elapsed = (Double(stamp) - Double(anchorStamp)) * Double(sampleRate) / 1e9
         // After a second the count of samples against the clock tells the rate (a millisecond of
         // timestamp jitter is 0.1% of it, and less as it goes on); before, the error term alone steers.
         // The stamps as they came, both ends alike (the earliest in a window is early by the jitter),
         // but for one noticeably late: the rate stays as it was measured before it.
         if elapsed >= Double(sampleRate), stamped - captureTime <= LateStampFilter.noticeable {
-            measuredDrift = (Double(inputSinceAnchor) - elapsed) / elapsed
+            measuredDrift = (samples - elapsed) / elapsed
             measuredOver = elapsed
         }
         inputSinceAnchor += UInt64(frames)

@@ -119,6 +119,21 @@ final class DriftCorrectorTests: XCTestCase {
         XCTAssertEqual(result.corrector.measuredDrift, -0.005, accuracy: 0.0002)
     }
 
+    /// As in the loaded VM after a 6 s stop (2026-11-30): the reader, starved, 1.9 s behind after the
+    /// overrun and falling further behind, 4.3 s at the end. The rate measured from block starts worked out
+    /// at the rate itself swung from -12 000 to +18 000 ppm and put clicks 70 ms off; from the stamps as
+    /// they came it stays the clock's.
+    func testASeveralSecondBacklogAfterAnOverrunKeepsTheRate() {
+        for drift in [0.0, -0.005] {
+            for _ in 0..<5 {
+                let result = simulate(Microphone(drift: drift, jitterNanoseconds: 1_000_000), seconds: 20, settle: 12.5,
+                                      gaps: [6: 6.0], backlog: { t in t < 12 ? 0.05 : 1.9 + (t - 12) * 0.3 })
+                XCTAssertLessThan(result.worstMilliseconds, 5, "largest offset from half a second after the overrun, drift \(drift)")
+                XCTAssertEqual(result.corrector.measuredDrift, drift, accuracy: 0.0005)
+            }
+        }
+    }
+
     /// The first read stamped 15 ms late (a loaded start; under the 20 ms that would place it afresh): the
     /// rate is measured from when it really was, not 500 ppm off over 30 s.
     func testALateFirstReadDoesNotSkewTheRate() {
