@@ -190,7 +190,7 @@ def watch(url, seconds, truth, through, managed, log, driver, result):
             backwards.append([round(at - start, 2), previous, shown])
         previous = shown
         samples.append((at, shown, -1 if s["end"] is None else s["end"] - s["t"]))
-    result.update(error=s["error"], frames=s["frames"], corrupted=s["corrupted"], samples=len(samples),
+    result.update(watch_start=round(start, 3), error=s["error"], frames=s["frames"], corrupted=s["corrupted"], samples=len(samples),
                   counters_backwards=len(backwards), backwards_at=backwards, shown_text=s["text"], transport=s["transport"])
     result.update(each=driver.execute_script("return window.__camrecFrames"))
     webrtc = driver.execute_async_script(RTP_STATS) if s["transport"] == "playing WebRTC" else None
