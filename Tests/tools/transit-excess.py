@@ -2,10 +2,11 @@
 """How much longer than netem's own delay the stand-in network held the picture's packets near the end
 of a watch, from udp-transit.py's log (Tests/lib/netem-live.sh); one line of JSON on stdout:
 
-  transit-excess.py TRANSIT_LOG PAYLOAD_TYPE WATCH_START SECONDS [SPAN]
+  transit-excess.py TRANSIT_LOG WEBRTC_REPORT SECONDS [SPAN]
 
-Of the packets of PAYLOAD_TYPE (the picture's, from camrec's answer) that went into the VM in the watch
-(WATCH_START, CLOCK_MONOTONIC, for SECONDS): each one's transit less the least any took, in each 10 s of
+Of the packets of the picture's payload type (the first of "answer_h264_types" in WEBRTC_REPORT, the
+browser-edge.py JSON of the WebRTC watch) that went into the VM in the watch ("watch_start" there,
+CLOCK_MONOTONIC, for SECONDS): each one's transit less the least any took, in each 10 s of
 the watch; "p95_by_10s" the 95th percentile of each. "held_ms" is the most of those in the last SPAN
 seconds (default 30: a WebRTC receiver's jitter buffer, once packets came seconds late, took 10-20 s to
 come back to live after they came on time again), less netem's own spread (delay 50 ms ± 20 ms: up to
@@ -18,10 +19,12 @@ NETEM_SPREAD_MS = 40
 
 
 def main():
-    if len(sys.argv) not in (5, 6):
+    if len(sys.argv) not in (4, 5):
         sys.exit(__doc__)
-    log, payload_type, start, seconds = sys.argv[1], int(sys.argv[2]), float(sys.argv[3]), float(sys.argv[4])
-    span = float(sys.argv[5]) if len(sys.argv) == 6 else 30.0
+    log, seconds = sys.argv[1], float(sys.argv[3])
+    report = json.load(open(sys.argv[2]))
+    payload_type, start = int(report["answer_h264_types"].split()[0]), float(report["watch_start"])
+    span = float(sys.argv[4]) if len(sys.argv) == 5 else 30.0
     packets = []
     for line in open(log):
         fields = line.split()
