@@ -149,6 +149,31 @@ final class DriftCorrectorTests: XCTestCase {
         XCTAssertLessThan(worstDrift, 0.0003, "the rate's largest error in 10 runs")
     }
 
+    /// A driver's nonsense after a good start: stamps that go back, a backlog that shrinks by more than was
+    /// read, a stamp minutes ahead. Nothing traps, the rate stays finite and within what is used of it, the
+    /// stretch within 2%, and nothing asks for more silence than the stamps' jump.
+    func testNonsenseStampsNeitherTrapNorRunAway() {
+        var corrector = DriftCorrector(sampleRate: 48_000, origin: 1_000_000_000)
+        var output = 0.0
+        var stamp: UInt64 = 1_000_000_000
+        for block in 0..<2000 {
+            var behind: UInt64 = 480
+            switch block % 97 {
+            case 13: stamp -= 500_000_000                    // back by half a second
+            case 29: behind = 240_000                        // five seconds waiting, then none
+            case 61: stamp += 120_000_000_000                // two minutes ahead, once
+            default: stamp += 10_000_000
+            }
+            let plan = corrector.plan(stamp: stamp, behind: behind, frames: 480, outputPosition: output, afterGap: block % 500 == 499)
+            XCTAssertTrue(corrector.measuredDrift.isFinite)
+            XCTAssertLessThanOrEqual(abs(plan.compensation), 960)
+            XCTAssertGreaterThanOrEqual(plan.silence, 0)
+            XCTAssertLessThanOrEqual(plan.silence, 48_000 * 121, "block \(block)")
+            output += Double(plan.silence) + Double(480 - plan.drop)
+            if block % 97 == 61 { stamp -= 120_000_000_000 }
+        }
+    }
+
     /// The first read stamped 15 ms late (a loaded start; under the 20 ms that would place it afresh): the
     /// rate is measured from when it really was, not 500 ppm off over 30 s.
     func testALateFirstReadDoesNotSkewTheRate() {
