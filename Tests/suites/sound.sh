@@ -127,8 +127,9 @@ check "camrec says the sound goes into the event clips and all.h264 carries vide
     grep -q "^camrec: sound goes into event clips ev-{n}.mp4; all.h264 carries video only$" ev.err
 
 # --- the live page: Chromium plays the sound (Web Audio's level, not by ear) --------------------------
-# heard_bursts JSON: browser-sound.py heard at least 4 bursts in 5 s, loud enough, each a second after
-# the last. A burst may move by what Chromium's jitter buffer concealed, inserted or removed meanwhile
+# heard_bursts JSON: browser-sound.py heard at least 4 bursts in 5 s of the AudioContext's clock (an
+# AudioWorklet sees every sample played, so a loaded machine's late timer cannot miss one), loud enough,
+# each a second after the last. A burst may move by what Chromium's jitter buffer concealed, inserted or removed meanwhile
 # (its own getStats): on a loaded machine it speeds up to drain and conceals late packets (a gap of
 # 1.16 s in one CI run), which moves what is heard but not what camrec sent.
 BURSTS_APART="at least 4 in 5 s, level at least 0.3, each gap within 0.1 s of 1 s plus the sound Chromium's jitter buffer concealed, inserted or removed meanwhile"
