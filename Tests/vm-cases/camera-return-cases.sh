@@ -397,10 +397,15 @@ echo "== v4l2loopback (MJPEG): the writer stops (a stall), the module is removed
 # finds it under its new number, and records on once a writer feeds it again.
 load_loopback() { LOOP=/dev/video$1; insmod "${LOOPBACK_KO:?}" devices=1 video_nr=$1 exclusive_caps=0 card_label="loop camera"; }
 # The writer sends MJPEG, as most USB webcams do at 640x480 and above: camrec's decoding path.
+# Its start is the test's setup, not camrec's work: in CI the host once kept this VM's CPUs waiting 60 s
+# of 45 and ffmpeg took over 30 s to set the node's format, so it gets 90 s (camrec's own wait is 60 s,
+# counted from the loss, and is what the checks below hold it to).
 start_writer() {
     ffmpeg -nostdin -v error -re -f lavfi -i "testsrc2=size=640x480:rate=10" -c:v mjpeg -pix_fmt yuvj422p -q:v 5 -f v4l2 "$LOOP" &
     WRITER=$!
-    wait_for 30 eval "v4l2-ctl -d '$LOOP' --get-fmt-video 2>/dev/null | grep -q MJPG"
+    local since=$EPOCHSECONDS
+    wait_for 90 eval "v4l2-ctl -d '$LOOP' --get-fmt-video 2>/dev/null | grep -q MJPG" || return 1
+    echo "   the writer set $LOOP to MJPEG after $(( EPOCHSECONDS - since )) s"
 }
 if load_loopback 30 && start_writer; then
     FIRST=$LOOP
