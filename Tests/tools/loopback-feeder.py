@@ -4,7 +4,7 @@ node numbered pictures (Tests/tools/picture_numbers.py draws and reads them) and
 
   loopback-feeder.py DEVICE LOG --size WxH --fps N [--seconds S] [--mjpeg FILE] [--pause FILE] [--steady]
   loopback-feeder.py DEVICE LOG --size WxH --fps N --stream FILE --codec h264|hevc [--params-once]
-                     [--sent FILE] [--hold FILE] [--pause-at N FILE] [--steady]
+                     [--sent FILE] [--hold FILE] [--pause-at N FILE] [--signal-at N PIDFILE] [--steady]
   loopback-feeder.py --make FILE --size WxH --frames N
 
 The first form sets the node's output format (YUYV, or MJPG with --mjpeg) and writes one picture per
@@ -31,7 +31,10 @@ that send them only at the start of streaming do. --sent appends every access un
 FILE exists before the next (so a reader that opened the node gets the first, the only one with the
 parameter sets: v4l2loopback hands a reader the oldest of the last three written). --pause-at N FILE:
 after access unit N, write nothing until FILE exists (at most 120 s), so a reader's newest picture is N
-for as long as a test needs (then the schedule starts afresh, as after --hold). --steady: a write that
+for as long as a test needs (then the schedule starts afresh, as after --hold). --signal-at N PIDFILE:
+right after writing access unit N, send SIGUSR1 to the process whose number PIDFILE holds and write N to
+PIDFILE.sent ("none" if PIDFILE held no process), so the signal goes with frame N whatever else the
+emulated CPU is doing (a test's own loop, waiting for frame N, was seen to send it 3 frames late). --steady: a write that
 comes late moves the schedule on instead of catching up, so writes are never closer than 1/N s (a feeder
 catching up after a stall of the emulated CPU writes a burst, which laps v4l2loopback's ring: it overwrites
 buffers a reader still holds). LOG gets "frame N BEFORE AFTER" per access unit as above.
@@ -41,6 +44,7 @@ The second form writes N numbered YUYV pictures to FILE (for ffmpeg to make the 
 import argparse
 import fcntl
 import os
+import signal
 import struct
 import sys
 import time
@@ -120,6 +124,7 @@ def main():
     parser.add_argument("--hold", metavar="FILE")
     parser.add_argument("--pause-at", nargs=2, metavar=("N", "FILE"))
     parser.add_argument("--pause", metavar="FILE")
+    parser.add_argument("--signal-at", nargs=2, metavar=("N", "PIDFILE"))
     parser.add_argument("--steady", action="store_true")
     args = parser.parse_args()
     width, height = (int(v) for v in args.size.split("x"))
@@ -170,6 +175,22 @@ def main():
     return 0
 
 
+def signal_reader(pidfile, n):
+    """SIGUSR1 to the process in PIDFILE; N (or "none") to PIDFILE.sent."""
+    sent = "none"
+    try:
+        with open(pidfile) as f:
+            pid = int(f.read().strip())
+        if pid > 1:
+            os.kill(pid, signal.SIGUSR1)
+            sent = str(n)
+    except (OSError, ValueError):
+        pass
+    with open(pidfile + ".sent.tmp", "w") as f:
+        f.write(sent + "\n")
+    os.rename(pidfile + ".sent.tmp", pidfile + ".sent")
+
+
 def feed_stream(fd, args, width, height):
     groups = access_units(args.stream, args.codec)
     parameter_sets = (7, 8) if args.codec == "h264" else (32, 33, 34)
@@ -204,6 +225,8 @@ def feed_stream(fd, args, width, height):
             sent.write(unit)
             sent.flush()
         log.write(f"frame {n} {before} {after}\n")
+        if args.signal_at and n == int(args.signal_at[0]):
+            signal_reader(args.signal_at[1], n)
     time.sleep(args.seconds if args.seconds < 3600 else 0)
     return 0
 

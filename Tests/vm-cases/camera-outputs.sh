@@ -89,7 +89,7 @@ else
         dev=/dev/video29 ext=h264 pause=yes; [[ $codec == hevc ]] && dev=/dev/video30 ext=h265 pause=
         nice -n -5 /usr/bin/python3 Tests/tools/loopback-feeder.py "$dev" "$CO/$codec.feed" --size 640x128 --fps 10 \
             --stream "$CAMERA_NUMBERED.$ext" --codec "$codec" --params-once --sent "$CO/$codec.sent" --hold "$CO/$codec.hold" \
-            ${pause:+--pause-at 65 "$CO/$codec.resume"} --steady &
+            ${pause:+--pause-at 65 "$CO/$codec.resume"} --signal-at 58 "$CO/$codec.pid" --steady &
         CO_FEEDER[$codec]=$!
     done
     # The media servers: nginx with the RTMP module recording an FLV (as vm-camera-return runs it), and
@@ -134,8 +134,11 @@ EOF
     # seen. Late in the group on purpose: camrec takes the trigger at the newest frame it has, and under load
     # (stress-ng beside the VM) its capture was seen 4 or more frames behind the feeder, which made a trigger at
     # frame 42 start the clip at frame 0 (2026-11-28). From frame 58 the right IDR is 20 for any newest frame
-    # camrec may hold from 40 to 59. The trigger's frame lies between the newest frame written before the
-    # signal and the newest once the clip's file exists (camrec makes it when it takes the trigger): CO/CODEC.trigger.
+    # camrec may hold from 40 to 59. The feeder sends the signal itself, right after writing frame 58
+    # (--signal-at, to the PID in CO/CODEC.pid): this loop, on the starved CPU, was seen to send it with frame
+    # 61 written, past IDR 60, and camrec, 3 frames behind, rightly started the clip at 20 where the check,
+    # from frame 61, wanted 40. The trigger's frame lies between 58 and the newest written once the clip's
+    # file exists (camrec makes it when it takes the trigger): CO/CODEC.trigger.
     # co_snapshot_at: the H.264 camera stops at frame 65 (its feeder's --pause-at; 5 frames after an IDR, so a snapshot of
     # the group's first picture would be seen; after the trigger, so the clip's start is as above) until the snapshot
     # is settled: GET /snapshot.jpg until its picture is frame 65, the newest there is, at most 40 times (each
@@ -145,10 +148,10 @@ EOF
     # than the default 2 s would end the recording (72). CO/h264-snapshot.answers: each answer's status and number;
     # CO/h264-snapshot.when: the newest frame written when the last came (65: the camera was still stopped).
     co_trigger() {
-        local codec=$1 b
-        wait_for 60 co_written_at_least "$CO/$codec.feed" 58 || return
-        b=$CO_NEWEST
-        kill -USR1 "${CO_PID[$codec]}"
+        local codec=$1 b=none
+        wait_for 60 test -s "$CO/$codec.pid.sent" || return
+        read -r b <"$CO/$codec.pid.sent"
+        [[ $b == none ]] && return
         wait_for 30 co_clip_made "$codec"
         co_newest "$CO/$codec.feed"
         echo "$b $CO_NEWEST" >"$CO/$codec.trigger"
@@ -175,6 +178,7 @@ EOF
         for codec in h264 hevc; do
             ext=h264 muxer=h264 port=$CO_RTSP_HOST264; [[ $codec == hevc ]] && ext=h265 muxer=hevc port=$CO_RTSP_HOST265
             [[ -z ${CO_STARTED[$codec]:-} ]] && co_started "$codec.$ext" "${CO_PID[$codec]}" || continue
+            echo "${CO_PID[$codec]}" >"$CO/$codec.pid"
             : >"$CO/$codec.hold"
             CO_STARTED[$codec]=1
             echo "   ${codec^^}: camrec has the camera's first access unit ($(elapsed))"
