@@ -94,7 +94,7 @@ EXPECTED_SUITES=(
   "publish            121   600   335"   # RTSP, RTMP and SRT publishing into real servers
   "sound              106   600   250"   # --audio in every container and output, in sync
   "browser             43   600   155"   # the live page in headless Chromium
-  "http               124   600   400"   # the HTTP server: status, metrics, snapshots, events, limits
+  "http               125   600   400"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)
   "tsan               78     -     -"   # scripts/tsan.sh: a check per XCTest class under ThreadSanitizer, run by .ci/run before this script (CAMREC_TSAN_LOG)
   "quick-recordings     9   300    60"   # --quick only (Tests/quick/recordings.sh)
