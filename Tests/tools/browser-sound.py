@@ -123,6 +123,8 @@ def listen(url, seconds, driver, result):
 def main():
     url = sys.argv[1]
     seconds = float(sys.argv[2]) if len(sys.argv) > 2 else 5.0
+    if not 0 < seconds <= 600:
+        sys.exit(f"browser-sound.py: SECONDS must be more than 0 and at most 600, not {sys.argv[2]}")
     run_reporting("browser-sound.py", lambda driver, result: listen(url, seconds, driver, result))
 
 

@@ -127,6 +127,8 @@ def main():
     parser.add_argument("--signal-at", nargs=2, metavar=("N", "PIDFILE"))
     parser.add_argument("--steady", action="store_true")
     args = parser.parse_args()
+    if args.signal_at and not args.signal_at[0].isdigit():
+        parser.error(f"--signal-at N: N is an access unit's number (0, 1, ...), not {args.signal_at[0]}")
     width, height = (int(v) for v in args.size.split("x"))
     if args.make:
         with open(args.make, "wb") as out:
@@ -184,7 +186,7 @@ def signal_reader(pidfile, n):
         if pid > 1:
             os.kill(pid, signal.SIGUSR1)
             sent = str(n)
-    except (OSError, ValueError):
+    except (OSError, ValueError, OverflowError):
         pass
     with open(pidfile + ".sent.tmp", "w") as f:
         f.write(sent + "\n")
