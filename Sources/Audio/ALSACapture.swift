@@ -47,6 +47,14 @@ final class ALSACapture {
     private var pcm: OpaquePointer?
     private var overrunPending = false
     private(set) var overruns = 0
+    /// When the last block was read, and how long before the read that found the last overrun: how
+    /// long the reader was held off (a held thread, not the device, when it is past the buffer's length).
+    private var lastReadAt: UInt64 = 0
+    private(set) var lastOverrunAway: UInt64 = 0
+    /// What waited in the device at the last read (frames), and at the last read before the last
+    /// overrun: a reader that reads on but too slowly overruns with its whole buffer waiting.
+    private var lastBacklog: UInt64 = 0
+    private(set) var lastOverrunBacklog: UInt64 = 0
     /// Blocks whose timestamp the device gave as zero (then the read's own time stands in).
     private(set) var untimedBlocks = 0
 
@@ -173,6 +181,7 @@ final class ALSACapture {
             var stamp = timespec()
             snd_pcm_htimestamp(pcm, &left, &stamp)
             let now = MonotonicClock.now()
+            lastReadAt = now
             var newest: UInt64
             if let stamped = Self.newestSampleTime(stamp, now: now) {
                 newest = stamped
@@ -185,6 +194,7 @@ final class ALSACapture {
             }
             // What waits behind the block is at most the buffer, whatever the driver says.
             let behind = min(UInt64(left), UInt64(bufferFrames)) + UInt64(frames)
+            lastBacklog = behind
             let block = Block(frames: frames, stamp: newest, behind: behind, afterOverrun: overrunPending)
             overrunPending = false
             return block
@@ -208,6 +218,9 @@ final class ALSACapture {
         switch Int32(-status) {
         case EPIPE:
             overruns += 1
+            let now = MonotonicClock.now()
+            lastOverrunAway = lastReadAt > 0 && now > lastReadAt ? now - lastReadAt : 0
+            lastOverrunBacklog = lastBacklog
             try restartAfterOverrun(pcm)
         case ESTRPIPE:
             overrunPending = true

@@ -38,6 +38,16 @@ public final class MicrophoneSource: SoundSource {
     /// reading it unpaced took a core).
     private var preparedAt: UInt64 = 0
     private var framesRead: UInt64 = 0
+    /// The first overruns, for the report: where in the sound the silence went, how long, and how long
+    /// the reader had been held off (room made at the start: nothing allocated when one comes).
+    private struct Overrun {
+        var at: UInt64
+        var silence: Int
+        var away: UInt64
+        var backlog: UInt64
+    }
+    private var overrunNotes: [Overrun] = []
+    private static let overrunsNoted = 8
 
     /// Opens and sets up the device now, so that a device that refuses is a one-line error before
     /// anything starts.
@@ -56,6 +66,7 @@ public final class MicrophoneSource: SoundSource {
             planes[channel] = .allocate(capacity: capacity)
             outputs[channel] = planes[channel]
         }
+        overrunNotes.reserveCapacity(Self.overrunsNoted)
     }
 
     deinit {
@@ -117,7 +128,14 @@ public final class MicrophoneSource: SoundSource {
         parts.append("its clock ran \(abs(ppm)) ppm \(ppm >= 0 ? "fast" : "slow") against the monotonic clock (corrected)")
         if device.overruns > 0 {
             let silence = corrector.silenced * 1000 / UInt64(format.sampleRate)
-            parts.append("\(device.overruns) overrun\(device.overruns == 1 ? "" : "s") (samples lost; \(silence) ms of silence put in their place)")
+            // Why: the reader held off past the buffer (a stop, a starved CPU), or reading on but that far behind.
+            let each = overrunNotes.map { note in
+                let why = note.away >= 1_000_000_000 ? "not read for \(Self.seconds(note.away / 1000, 1_000_000)) s"
+                    : "read \(Self.seconds(note.backlog, format.sampleRate)) s behind"
+                return "\(note.silence * 1000 / format.sampleRate) ms at \(Self.seconds(note.at, format.sampleRate)) s, \(why)"
+            }
+            let more = device.overruns > overrunNotes.count ? ", …" : ""
+            parts.append("\(device.overruns) overrun\(device.overruns == 1 ? "" : "s") (samples lost; \(silence) ms of silence put in their place: \(each.joined(separator: "; "))\(more))")
         } else {
             parts.append("no overruns")
         }
@@ -127,6 +145,12 @@ public final class MicrophoneSource: SoundSource {
         }
         if device.untimedBlocks > 0 { parts.append("\(device.untimedBlocks) reads had no hardware timestamp (timed when read)") }
         return "the microphone \(deviceName): " + parts.joined(separator: "; ")
+    }
+
+    /// `count` of `perSecond` as seconds with one decimal ("6.1").
+    private static func seconds(_ count: UInt64, _ perSecond: Int) -> String {
+        let tenths = count * 10 / UInt64(max(perSecond, 1))
+        return "\(tenths / 10).\(tenths % 10)"
     }
 
     /// One step: put out pending silence, or convert the pending block, or read the next block and plan
@@ -172,6 +196,10 @@ public final class MicrophoneSource: SoundSource {
                                          outputPosition: Double(produced) + Double(converter.delay), afterGap: block.afterOverrun) else { return false }
         pendingSilence = plan.silence
         pendingDrop += plan.drop
+        if block.afterOverrun, overrunNotes.count < Self.overrunsNoted {
+            overrunNotes.append(Overrun(at: produced, silence: plan.silence, away: device.lastOverrunAway,
+                                        backlog: device.lastOverrunBacklog))
+        }
         converter.compensate(plan.compensation, over: plan.distance)
         pendingBlock = block
         return true
