@@ -36,6 +36,14 @@ public final class WorkerThread: @unchecked Sendable {
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
     }
 
+    /// Asks that the calling thread be scheduled ahead of the process's others: a nice value of
+    /// `niceness` (below zero) for it alone (Linux keeps nice per thread; `who` 0 is the caller).
+    /// Allowed with CAP_SYS_NICE or an RLIMIT_NICE that reaches it (systemd's LimitNICE=); false when
+    /// refused, and the thread runs on as it was.
+    public static func raiseCurrentThreadPriority(niceness: Int32) -> Bool {
+        setpriority(__priority_which_t(PRIO_PROCESS.rawValue), 0, niceness) == 0
+    }
+
     /// Nobody will join it: its resources go when it ends.
     public func detach() {
         guard let t = thread else { return }

@@ -1,3 +1,4 @@
+import Audio
 import Capture
 import Encoder
 import Glibc
@@ -58,6 +59,10 @@ extension RecordCommand {
         }
         for line in summaryLines(result) { printLine(line) }
         if let report = plan.sound?.report { printLine("camrec: \(report)") }
+        if let raised = plan.sound?.priorityRaised {
+            logger.debug(raised ? "the sound's thread ran at nice \(AudioCapture.threadNiceness), ahead of the video encoder"
+                : "the sound's thread ran at the process's priority: nice \(AudioCapture.threadNiceness) needs CAP_SYS_NICE or LimitNICE=\(AudioCapture.threadNiceness)")
+        }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
         if let raw = plan.source as? RawFrameSource, raw.trailingBytes > 0 {
             printLine("camrec: warning: the input ended \(raw.trailingBytes) bytes into a frame of \(raw.frameBytes); those bytes "
