@@ -157,7 +157,7 @@ let package = Package(
             .product(name: "ServiceLifecycle", package: "swift-service-lifecycle"),
         ]),
         .testTarget(name: "ContainersTests", dependencies: ["Containers", "Outputs", "Libav", "Hub", "Audio", "Bitstream"]),
-        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Threading"]),
+        .testTarget(name: "AudioTests", dependencies: ["Audio", "Hub", "Libav", "CFFmpeg", "Threading", "Frames"]),
         .testTarget(name: "NetStreamTests", dependencies: ["NetStream", "Bitstream"]),
         .testTarget(name: "ReceiverTests", dependencies: ["Receiver", "NetStream", "Outputs"]),
         .testTarget(name: "RTSPTests", dependencies: ["RTSP", "Bitstream"]),

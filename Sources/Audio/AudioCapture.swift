@@ -40,6 +40,10 @@ public final class AudioCapture: Sendable {
         var counters = Counters()
         var report: String?
         var priorityRaised: Bool?
+        /// Packets that begin in [publishingStart, publishingEnd) are handed on (`endPublishing`,
+        /// `resumePublishing`): sound with a picture to go with.
+        var publishingStart: UInt64 = 0
+        var publishingEnd = UInt64.max
     }
     /// The audio thread's nice value when it may have it: reading, resampling and encoding a second of
     /// sound costs a few hundredths of one, but a thread behind the video encoder for the CPU by the
@@ -114,6 +118,29 @@ public final class AudioCapture: Sendable {
         }
     }
 
+    /// How far past the picture's end (and before its return) sound is still handed on: the outputs
+    /// cut it to their own picture's end and start; this only keeps seconds of it from piling up ahead
+    /// of the picture in them (a file's muxer holds up to 10.9 s, then writes it anyway).
+    public static let publishingMargin: UInt64 = 1_000_000_000
+
+    /// No frame will come after `end` (a presentation time): packets that begin a margin past it are
+    /// not handed to the hubs. The video's encoders may take seconds yet to finish (a slow preset's
+    /// lookahead, a starved CPU, a camera lost), while this thread reads on in real time.
+    public func endPublishing(atPresentation end: UInt64) {
+        let limit = end > UInt64.max - Self.publishingMargin ? UInt64.max : end + Self.publishingMargin
+        state.withLock { $0.publishingEnd = min($0.publishingEnd, limit) }
+    }
+
+    /// Frames come again from `start` (a camera came back): packets that begin a margin before it or
+    /// later are handed on again; the rest of what was captured while it was away has no picture.
+    public func resumePublishing(fromPresentation start: UInt64) {
+        let from = start > Self.publishingMargin ? start - Self.publishingMargin : 0
+        state.withLock { s in
+            s.publishingStart = max(s.publishingStart, from)
+            s.publishingEnd = .max
+        }
+    }
+
     /// Ends the sound where the video ends (`end`, a presentation time; nil when no frame was
     /// recorded): stops the thread, encodes the samples up to there and what the encoder holds, and
     /// hands it all to the hubs before they close. Call once, from the recording's thread.
@@ -179,7 +206,12 @@ public final class AudioCapture: Sendable {
         let real = min(packet.sampleCount, Int64(engine.samplesSent) - packet.firstSample)
         guard firstInput >= 0, real > 0, !hubs.isEmpty else { return }
         let capture = engine.source.captureTime(ofSample: UInt64(firstInput))
-        guard let presentation = timeline.presentation(ofCapture: capture) else { return }
+        guard let presentation = timeline.presentation(ofCapture: capture),
+              state.withLock({ s -> Bool in
+                  guard presentation >= s.publishingStart, presentation < s.publishingEnd else { return false }
+                  s.counters.packets += 1
+                  return true
+              }) else { return }
         let chunk = chunks.take()
         chunk.fill { $0.append(contentsOf: packet.bytes) }
         chunk.kind = .audio
@@ -189,7 +221,6 @@ public final class AudioCapture: Sendable {
         chunk.presentationTimeNanoseconds = presentation
         chunk.captureTimeNanoseconds = capture
         chunk.durationNanoseconds = engine.source.format.nanoseconds(ofSample: UInt64(real))
-        state.withLock { $0.counters.packets += 1 }
         chunk.retain(hubs.count)
         for hub in hubs { hub.publish(chunk) }
     }

@@ -66,6 +66,13 @@ public final class Recorder: Sendable {
         /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
         /// finished up to there, so both tracks end together.
         public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
+        /// Called when no frame will come past a presentation time, before the encoders have put out what
+        /// they hold (a slow encoder's flush can take seconds): once the last frame has been captured, and
+        /// at a camera loss (until `onCaptureResumed`). Sound beyond it has no picture to go with.
+        public var onCaptureEnded: (@Sendable (_ endPresentationNanoseconds: UInt64) -> Void)?
+        /// Called on the capture thread with the first frame after a camera came back, before it is
+        /// encoded: frames come again from its presentation time on.
+        public var onCaptureResumed: (@Sendable (_ presentationNanoseconds: UInt64) -> Void)?
         /// Called on the capture thread when a live source dropped frames because no pool buffer was free,
         /// that is the encoder is behind the camera, with how many so far: when it first happens, then at
         /// most once every `EncoderBehindNotice.interval` while it goes on.
@@ -223,6 +230,8 @@ public final class Recorder: Sendable {
         capture.start()
 
         var sinceKeyframe = 0
+        var lastHanded: UInt64?
+        let frameInterval = source.framesPerSecond > 0 && source.framesPerSecond.isFinite ? UInt64(1e9 / source.framesPerSecond) : 0
         let passthrough = branches.contains { $0.encoder.isPassthrough }
         while let item = frames.pop() {
             let buffer: PixelBuffer
@@ -255,8 +264,10 @@ public final class Recorder: Sendable {
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
             hooks.onFrameBeforeEncoding?(buffer)
+            lastHanded = buffer.presentationTimeNanoseconds
             hand(buffer, to: branches, forceKeyframe: force, release: release, tap: tap)
         }
+        if let lastHanded { hooks.onCaptureEnded?(lastHanded &+ frameInterval) }
         capture.join()
         for branch in branches { branch.queue?.close() }
         for branch in branches { branch.worker?.join() }
@@ -303,6 +314,8 @@ public final class Recorder: Sendable {
         var anchorPending = true
         var framesToLog = 0
         var behind = EncoderBehindNotice()
+        var lastPushed: UInt64?
+        var resumed = false
         while true {
             if let max = limits.frames, delivered >= max { break }
             let buffer: PixelBuffer?
@@ -313,7 +326,12 @@ public final class Recorder: Sendable {
                 break
             }
             guard let buffer else {
+                if let lastPushed, hooks.sourceReturn != nil {
+                    let fps = source.framesPerSecond
+                    hooks.onCaptureEnded?(lastPushed &+ (fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0))
+                }
                 guard let next = awaitReturn(after: source, frames: frames, pool: pool, hooks: hooks) else { break }
+                resumed = lastPushed != nil
                 source = next
                 continuity.sourceChanged()
                 anchorPending = true
@@ -327,6 +345,8 @@ public final class Recorder: Sendable {
             if anchorPending {
                 anchorPending = false
                 timeline.anchor(capture: buffer.captureTimeNanoseconds, presentation: buffer.presentationTimeNanoseconds)
+                if resumed { hooks.onCaptureResumed?(buffer.presentationTimeNanoseconds) }
+                resumed = false
                 framesToLog = 2
             }
             if framesToLog > 0 {
@@ -342,6 +362,7 @@ public final class Recorder: Sendable {
                 break
             }
             delivered += 1
+            lastPushed = buffer.presentationTimeNanoseconds
             frames.push(.frame(buffer))
         }
         source.stop()

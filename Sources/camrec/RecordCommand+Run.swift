@@ -156,6 +156,8 @@ extension RecordCommand {
                 var hooks = hooks
                 if let sound {
                     hooks.onVideoEnded = { end in sound.finish(atPresentation: end) }
+                    hooks.onCaptureEnded = { end in sound.endPublishing(atPresentation: end) }
+                    hooks.onCaptureResumed = { start in sound.resumePublishing(fromPresentation: start) }
                     sound.start { error in printLine(clearStatus + "camrec: warning: the sound stopped (\(error)); the video goes on") }
                 }
                 var result = recorder.run(hooks: hooks)

@@ -43,6 +43,31 @@ final class RecorderTests: XCTestCase {
         XCTAssertNil(hub.subscribe("late", from: .nextIDR, policy: .lossless(depth: 1)), "the hub closed when the recording ended")
     }
 
+    /// The sound stops being handed on where the capture ended, before the encoders finish (a slow
+    /// preset's flush takes seconds), and is finished up to the video's end after: both hooks, in that
+    /// order, the first at the last frame captured plus a frame, the second at the last encoded plus one.
+    func testTheCapturesEndIsToldBeforeTheEncodersFinishAndTheVideosEndAfter() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(), hub: hub,
+                                keyframeInterval: 10, limits: .init(frames: 45), logger: Logger(label: "test"))
+        let got = collect(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 64))))
+        let told = Mutex<[(what: String, at: UInt64?, published: Int)]>([])
+        var hooks = Recorder.Hooks()
+        hooks.onCaptureEnded = { end in told.withLock { $0.append(("capture", end, hub.publishedCount)) } }
+        hooks.onVideoEnded = { end in told.withLock { $0.append(("video", end, hub.publishedCount)) } }
+        // (How many frames were published when the capture's end was told is a race with the encoder's
+        // thread: not asserted.)
+        XCTAssertNil(recorder.run(hooks: hooks).failure)
+        got.waitUntilEnded()
+        let calls = told.withLock { $0 }
+        XCTAssertEqual(calls.map(\.what), ["capture", "video"], "each once, the capture's end first")
+        let frame: UInt64 = 1_000_000_000 / 30
+        let last = try XCTUnwrap(got.units.last?.presentation)
+        XCTAssertEqual(calls.first?.at, last + frame, "the last frame captured (all 45 encoded) plus a frame")
+        XCTAssertEqual(calls.last?.at, last + frame)
+        XCTAssertEqual(calls.last?.published, 45, "the video's end once every frame is published")
+    }
+
     func testTwoEncodingsFromAFileSourceEachGetEveryFrame() throws {
         let hubs = (StreamHub(label: "a", keyframes: KeyframeGate()), StreamHub(label: "b", keyframes: KeyframeGate()))
         let branches = [EncodingBranch(encoder: try encoder(planar: true), hub: hubs.0, codec: .h264),
@@ -161,7 +186,7 @@ enum OutputFailureForTest {
 
 /// A subscriber on a thread of its own, as a real output is.
 final class Collected: @unchecked Sendable {
-    struct Unit { var sequence: UInt64; var isIDR: Bool }
+    struct Unit { var sequence: UInt64; var isIDR: Bool; var presentation: UInt64 = 0 }
     private let subscription: Subscription
     private let onUnit: (Unit) -> Void
     private let lock = NSLock()
@@ -176,7 +201,7 @@ final class Collected: @unchecked Sendable {
     func start() {
         Thread { [self] in
             while let chunk = subscription.next() {
-                let unit = Unit(sequence: chunk.sequence, isIDR: chunk.isIDR)
+                let unit = Unit(sequence: chunk.sequence, isIDR: chunk.isIDR, presentation: chunk.presentationTimeNanoseconds)
                 chunk.release()
                 lock.lock(); stored.append(unit); lock.unlock()
                 onUnit(unit)

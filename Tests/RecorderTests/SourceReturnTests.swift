@@ -45,6 +45,34 @@ final class SourceReturnTests: XCTestCase {
         XCTAssertTrue(message.contains("did not come back within 5 s"), message)
     }
 
+    /// The sound is told at each loss where the picture stops (the last frame captured plus a frame),
+    /// before the encoders put out what they hold, and where it starts again with the first frame after
+    /// the return: what is captured in between has no picture to go with.
+    func testEachLossTellsWhereThePictureStopsAndEachReturnWhereItStartsAgain() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let recorder = Recorder(source: LosingSource(size: size, frames: 25), encoder: try encoder(threads: 3), hub: hub,
+                                keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
+        var hooks = Recorder.Hooks()
+        hooks.sourceReturn = ScriptedReturn(size: size, frames: 25, times: 2)
+        let told = Mutex([(what: String, at: UInt64)]())
+        hooks.onCaptureEnded = { end in told.withLock { $0.append(("ended", end)) } }
+        hooks.onCaptureResumed = { start in told.withLock { $0.append(("resumed", start)) } }
+        let got = Collected(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 128))))
+        got.start()
+        _ = recorder.run(hooks: hooks)
+        got.waitUntilEnded()
+
+        let times = got.units.map(\.presentation)
+        XCTAssertEqual(times.count, 75)
+        let frame: UInt64 = 1_000_000_000 / 30
+        let calls = told.withLock { $0 }
+        // Three losses (the last one for good: the capture's end, told again by the recording's loop).
+        XCTAssertEqual(calls.map(\.what), ["ended", "resumed", "ended", "resumed", "ended", "ended"])
+        guard calls.count == 6, times.count == 75 else { return }
+        XCTAssertEqual(calls.map(\.at), [times[24] + frame, times[25], times[49] + frame, times[50], times[74] + frame, times[74] + frame],
+                       "each stretch's last frame plus a frame, and the first frame after each return")
+    }
+
     func testTwoEncodingsH264AndH265EachPutOutEveryFrameBeforeTheLossAndRunOnFromAnIDR() throws {
         let hubs = (StreamHub(label: "h264", keyframes: KeyframeGate()), StreamHub(label: "hevc", keyframes: KeyframeGate()))
         var settings = (EncoderSettings(codec: .h264, size: size, framesPerSecond: 30, keyframeInterval: 100, preset: "ultrafast", softwareThreads: 2),
