@@ -122,8 +122,10 @@ public final class Subscription: Sendable {
         }
     }
     private let queue: Monitor<Queue>
-    /// About 2.7 s of sound at 48 kHz: far more than any encoder's delay.
-    static let mostSoundBeforeIDR = 128
+    /// About 10.9 s of sound at 48 kHz, as a file's muxer holds: an encoder's first IDR came more than
+    /// 2.7 s after the sound began (the 128 this was) in the test VM starved by its host, and the
+    /// file's sound then began late.
+    static let mostSoundBeforeIDR = 512
 
     /// - Parameter backlog: access units from the hub's ring to begin with (already retained once each).
     init(name: String, policy: Policy, backlog: ArraySlice<StreamChunk>, takesAudio: Bool = false, hub: StreamHub? = nil,
