@@ -146,8 +146,10 @@ check "shift: every picture the camera sent between the first and the last recor
 echo "== overruns: camrec stopped for 6 s mid-recording (its buffer holds 5 s) ($(elapsed))"
 recording xrun 42 2 20
 nap 6
-uptime_ns stop_from; kill -STOP "$cam"; nap 6; kill -CONT "$cam"; uptime_ns stop_to
-stopped=$(( (stop_to - stop_from) / 1000000 ))
+# The stop lies between the outer times and holds the inner ones (/proc/uptime: to 10 ms): in a VM
+# starved by its host, 100 ms passed between reading the clock and the signal (2026-11-30).
+uptime_ns stop_from; kill -STOP "$cam"; uptime_ns stopped_at; nap 6; uptime_ns cont_at; kill -CONT "$cam"; uptime_ns stop_to
+stopped=$(( (stop_to - stop_from) / 1000000 )) held=$(( (cont_at - stopped_at) / 1000000 ))
 wait "$cam"; rc=$?
 stop_player
 camera_off
@@ -165,8 +167,8 @@ check "xrun.mkv: every click at its time ±10 ms but those played from 5 s befor
 silence=$(sed -n 's/.*1 overrun (samples lost; \([0-9]*\) ms of silence.*/\1/p' "$R/xrun.err")
 # What is lost is all since the last read: the stop, and as much as the audio thread was behind when stopped (less
 # than its buffer, else it had overrun before) and took to read again. Where the silence ends, the clicks check above.
-check "… the silence put in its place is what was lost: the stop ($stopped ms) to it and 5 s more (${silence:-none} ms)" \
-    test "${silence:-0}" -ge $(( stopped - 100 )) -a "${silence:-0}" -le $(( stopped + 5000 ))
+check "… the silence put in its place is what was lost: at least the stop ($held to $stopped ms) and at most 5 s more (${silence:-none} ms)" \
+    test "${silence:-0}" -ge $(( held - 20 )) -a "${silence:-0}" -le $(( stopped + 5000 ))
 check "xrun.mkv: the sound starts and ends with the picture, within 30 ms" edges "$R/xrun.mkv"
 
 echo "== segments ($(elapsed))"
