@@ -19,13 +19,20 @@ final class SourceReturnTests: XCTestCase {
                                                       preset: "ultrafast", softwareThreads: threads))
     }
 
-    func testEveryFrameBeforeEachLossIsPublishedBeforeTheOutputsHearOfItAndTheStreamRunsOnFromAnIDR() throws {
+    /// A camera that goes after 25 frames and comes back twice, each time for 25 more, through libx264
+    /// with three frame threads (it holds two frames back, which a loss must not strand).
+    private func twentyFiveFramesLostAndBackTwice() throws -> (StreamHub, Recorder, Recorder.Hooks) {
         let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
-        // Three frame threads: libx264 holds two frames back, which the loss must not strand.
         let recorder = Recorder(source: LosingSource(size: size, frames: 25), encoder: try encoder(threads: 3), hub: hub,
                                 keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
         var hooks = Recorder.Hooks()
         hooks.sourceReturn = ScriptedReturn(size: size, frames: 25, times: 2)
+        return (hub, recorder, hooks)
+    }
+
+    func testEveryFrameBeforeEachLossIsPublishedBeforeTheOutputsHearOfItAndTheStreamRunsOnFromAnIDR() throws {
+        let (hub, recorder, returnTwice) = try twentyFiveFramesLostAndBackTwice()
+        var hooks = returnTwice
         let publishedAtLoss = Mutex([Int]())
         hooks.onSourceLost = { _ in publishedAtLoss.withLock { $0.append(hub.publishedCount) } }
         let returned = Atomic<Int>(0)
@@ -49,11 +56,8 @@ final class SourceReturnTests: XCTestCase {
     /// before the encoders put out what they hold, and where it starts again with the first frame after
     /// the return: what is captured in between has no picture to go with.
     func testEachLossTellsWhereThePictureStopsAndEachReturnWhereItStartsAgain() throws {
-        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
-        let recorder = Recorder(source: LosingSource(size: size, frames: 25), encoder: try encoder(threads: 3), hub: hub,
-                                keyframeInterval: 100, limits: .init(), logger: Logger(label: "test"))
-        var hooks = Recorder.Hooks()
-        hooks.sourceReturn = ScriptedReturn(size: size, frames: 25, times: 2)
+        let (hub, recorder, returnTwice) = try twentyFiveFramesLostAndBackTwice()
+        var hooks = returnTwice
         let told = Mutex([(what: String, at: UInt64)]())
         hooks.onCaptureEnded = { end in told.withLock { $0.append(("ended", end)) } }
         hooks.onCaptureResumed = { start in told.withLock { $0.append(("resumed", start)) } }
