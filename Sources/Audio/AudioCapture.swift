@@ -39,16 +39,16 @@ public final class AudioCapture: Sendable {
         var failure: EncoderError?
         var counters = Counters()
         var report: String?
-        var priorityRaised: Bool?
+        var threadPriority: ThreadPriority?
         /// Packets that begin in [publishingStart, publishingEnd) are handed on (`endPublishing`,
         /// `resumePublishing`): sound with a picture to go with.
         var publishingStart: UInt64 = 0
         var publishingEnd = UInt64.max
     }
-    /// The audio thread's nice value when it may have it: reading, resampling and encoding a second of
-    /// sound costs a few hundredths of one, but a thread behind the video encoder for the CPU by the
-    /// device's whole buffer loses all of it, where the video only drops frames.
-    public static let threadNiceness: Int32 = -10
+    /// How many nice values the audio thread asks to be ahead of the rest of camrec: reading, resampling
+    /// and encoding a second of sound costs a few hundredths of one, but a thread behind the video encoder
+    /// for the CPU by the device's whole buffer loses all of it, where the video only drops frames.
+    public static let threadPriorityLead: Int32 = 10
 
     /// `sound`: the source and its encoder, handed over: nothing else may use them from now on.
     /// `side`: a second encoder of the same samples and the feed of its own it hands its packets to
@@ -69,14 +69,19 @@ public final class AudioCapture: Sendable {
     public var failure: EncoderError? { state.withLock { $0.failure } }
     /// What happened to the source on the way (overruns), once `finish` has returned; nil when nothing did.
     public var report: String? { state.withLock { $0.report } }
-    /// Whether the audio thread got `threadNiceness`; nil until it has started.
-    public var priorityRaised: Bool? { state.withLock { $0.priorityRaised } }
+    /// What the audio thread got when it asked to run `threadPriorityLead` ahead.
+    public enum ThreadPriority: Sendable, Equatable {
+        case raised(nice: Int32)
+        case refused
+    }
+    /// Nil until the audio thread has started.
+    public var threadPriority: ThreadPriority? { state.withLock { $0.threadPriority } }
 
     /// Starts the audio thread. `onFailure` is called once, if encoding fails (the video goes on without sound).
     public func start(onFailure: @escaping @Sendable (EncoderError) -> Void = { _ in }) {
         let worker = WorkerThread(name: "audio") { [unowned self] in
-            let raised = WorkerThread.raiseCurrentThreadPriority(niceness: Self.threadNiceness)
-            state.withLock { $0.priorityRaised = raised }
+            let nice = WorkerThread.raiseCurrentThreadPriority(by: Self.threadPriorityLead)
+            state.withLock { $0.threadPriority = nice.map { .raised(nice: $0) } ?? .refused }
             // The engine is this thread's for as long as it runs (one lock, not one a block): `finish`
             // joins it before it takes the engine.
             self.engine.withLock { engine in

@@ -59,9 +59,11 @@ extension RecordCommand {
         }
         for line in summaryLines(result) { printLine(line) }
         if let report = plan.sound?.report { printLine("camrec: \(report)") }
-        if let raised = plan.sound?.priorityRaised {
-            logger.debug(raised ? "the sound's thread ran at nice \(AudioCapture.threadNiceness), ahead of the video encoder"
-                : "the sound's thread ran at the process's priority: nice \(AudioCapture.threadNiceness) needs CAP_SYS_NICE or LimitNICE=\(AudioCapture.threadNiceness)")
+        let lead = AudioCapture.threadPriorityLead
+        switch plan.sound?.threadPriority {
+        case .raised(let nice)?: logger.debug("the sound's thread ran at nice \(nice), \(lead) ahead of the rest of camrec")
+        case .refused?: logger.debug("the sound's thread ran at the process's priority: \(lead) ahead needs CAP_SYS_NICE or systemd's LimitNICE=")
+        case nil: break
         }
         // A raw input whose length is not a whole number of frames usually has the wrong --size or format.
         if let raw = plan.source as? RawFrameSource, raw.trailingBytes > 0 {
