@@ -231,7 +231,7 @@ public final class Recorder: Sendable {
 
         var sinceKeyframe = 0
         var lastHanded: UInt64?
-        let frameInterval = source.framesPerSecond > 0 && source.framesPerSecond.isFinite ? UInt64(1e9 / source.framesPerSecond) : 0
+        let frameInterval = Self.frameInterval(source.framesPerSecond)
         let passthrough = branches.contains { $0.encoder.isPassthrough }
         while let item = frames.pop() {
             let buffer: PixelBuffer
@@ -293,7 +293,7 @@ public final class Recorder: Sendable {
         } ?? 0
         let fps = source.framesPerSecond
         hooks.onVideoEnded?(branches[0].firstPresentation == nil ? nil
-                      : progress.lastPresentationNanoseconds + (fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0))
+                      : progress.lastPresentationNanoseconds + Self.frameInterval(fps))
         switch shared.withLock({ $0.stoppedWhileWaiting }) ? nil : source.end {
         case .deviceLost(let m): fail(.deviceLost(m))
         case .stalled(let m): fail(.deviceStalled(m))
@@ -327,8 +327,7 @@ public final class Recorder: Sendable {
             }
             guard let buffer else {
                 if let lastPushed, hooks.sourceReturn != nil {
-                    let fps = source.framesPerSecond
-                    hooks.onCaptureEnded?(lastPushed &+ (fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0))
+                    hooks.onCaptureEnded?(lastPushed &+ Self.frameInterval(source.framesPerSecond))
                 }
                 guard let next = awaitReturn(after: source, frames: frames, pool: pool, hooks: hooks) else { break }
                 resumed = lastPushed != nil
@@ -366,6 +365,11 @@ public final class Recorder: Sendable {
             frames.push(.frame(buffer))
         }
         source.stop()
+    }
+
+    /// One frame's time in nanoseconds at `fps`; 0 when unknown. (A V4L2 rate is at least 1/4294967295 fps: it fits.)
+    static func frameInterval(_ fps: Double) -> UInt64 {
+        fps > 0 && fps.isFinite ? UInt64(1e9 / fps) : 0
     }
 
     /// What a thrown error means for the recording: which part failed (the exit status follows from it).
