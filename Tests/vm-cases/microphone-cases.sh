@@ -185,7 +185,10 @@ echo "== the camera lost and back under --on-camera-lost wait, the microphone re
 # camera-return-cases.sh: its feeder stops (a stall), the module is removed once camrec has let go of
 # the node, and it comes back loaded again as another node, fed again.
 camera_on 43 "$R/return.feed" || bad "could not load v4l2loopback as /dev/video43 with its feeder"
-play 5 80 "$R/return.log"
+# Clicks for as long as the case could last (its waits add up to 60 + 6 + 30 + 1 + 30 + 6 s; a reload that
+# took 33.5 s beside a starved host left the second file of an 80 s player without any, 2026-11-30); the
+# player is stopped at its end.
+play 5 180 "$R/return.log"
 "$CAMREC_BIN" --device "$CAM" --size 320x180 --audio hw:CARD=Loopback,DEV=1,SUBDEV=5 --on-camera-lost wait=60 \
     --log-level debug "$R/return.mkv" 2>"$R/return.err" &
 cam=$!
