@@ -76,7 +76,7 @@ let package = Package(
         // socket call in one place), and what travels on the wire besides H.264: the timing SEI and
         // access-unit reassembly.
         .target(name: "NetStream", dependencies: [
-            "Bitstream", "Frames", "SystemSupport",
+            "Bitstream", "Frames", "SystemSupport", "Threading",
             .product(name: "SystemPackage", package: "swift-system"),
             .product(name: "NIOCore", package: "swift-nio"),
             .product(name: "NIOPosix", package: "swift-nio"),

@@ -92,7 +92,7 @@ EXPECTED_SUITES=(
   "rtsp                92   600   300"   # --rtsp served to ffmpeg, GStreamer and a client of its own; the bounds
   "containers         134   900   280"   # MP4, Matroska, MPEG-TS and segments, read back by ffprobe
   "publish            121   600   335"   # RTSP, RTMP and SRT publishing into real servers
-  "sound              106   600   250"   # --audio in every container and output, in sync
+  "sound              107   600   250"   # --audio in every container and output, in sync
   "browser             43   600   155"   # the live page in headless Chromium
   "http               125   600   400"   # the HTTP server: status, metrics, snapshots, events, limits
   "packaging           24     -     -"   # scripts/check-package.sh, run by .ci/run before this script (CAMREC_PACKAGING_LOG)

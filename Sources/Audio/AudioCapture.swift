@@ -80,7 +80,7 @@ public final class AudioCapture: Sendable {
     /// Starts the audio thread. `onFailure` is called once, if encoding fails (the video goes on without sound).
     public func start(onFailure: @escaping @Sendable (EncoderError) -> Void = { _ in }) {
         let worker = WorkerThread(name: "audio") { [unowned self] in
-            let nice = WorkerThread.raiseCurrentThreadPriority(by: Self.threadPriorityLead)
+            let nice = ProcessNice.applyToCurrentThread(lead: Self.threadPriorityLead)
             state.withLock { $0.threadPriority = nice.map { .raised(nice: $0) } ?? .refused }
             // The engine is this thread's for as long as it runs (one lock, not one a block): `finish`
             // joins it before it takes the engine.

@@ -4,6 +4,7 @@ import Hummingbird
 import HummingbirdCore
 import HummingbirdWebSocket
 import Logging
+import NetStream
 import NIOCore
 import Threading
 import ServiceLifecycle
@@ -241,6 +242,7 @@ public final class LiveHTTPServer: Sendable {
             configuration: .init(address: .hostname(host, port: port), serverName: "camrec",
                                  availableConnectionsDelegate: MaximumAvailableConnections(256)),
             onServerRunning: { [self] channel in settle(.success(channel.localAddress?.port ?? 0)) },
+            eventLoopGroupProvider: .shared(EventLoops.shared),
             logger: quiet
         )
         return app

@@ -44,7 +44,7 @@ public enum ServerSockets {
         let shown = hostAndPort(address.host, port)
         do {
             let socketAddress = try NIOCore.SocketAddress(ipAddress: address.host, port: Int(port))
-            var bootstrap = ServerBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            var bootstrap = ServerBootstrap(group: EventLoops.shared)
                 .serverChannelOption(.backlog, value: 512)
                 .serverChannelOption(.socketOption(.so_reuseaddr), value: 1)
             if socketAddress.protocol == .inet6 {

@@ -26,7 +26,7 @@ public final class TCPPushOutput: StreamOutput, Sendable {
     private let stallTimeoutSeconds: Double
     private let sendsTimingSEI: Bool
     private let codec: VideoCodec
-    private let loop = MultiThreadedEventLoopGroup.singleton.next()
+    private let loop = EventLoops.shared.next()
     private let state = Mutex(State())
     /// Signalled when the reconnect task has returned, so `finish` waits without polling.
     private let ended = QueueLock()

@@ -47,7 +47,7 @@ final class RTSPMulticast: Sendable {
 
     /// The sending socket, with the mount's hub (before capture starts).
     func open(hub: StreamHub) throws {
-        let channel = try DatagramBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+        let channel = try DatagramBootstrap(group: EventLoops.shared)
             .channelOption(.socketOption(.so_sndbuf), value: 1 << 20)
             .channelOption(ChannelOptions.Types.SocketOption(level: .ip, name: .ip_multicast_ttl), value: ttl)
             .bind(host: "0.0.0.0", port: 0).wait()

@@ -143,7 +143,7 @@ public final class RTSPServer: Sendable {
         let key = "\(local) \(track)"
         if let bound = udpPorts.withLock({ $0[key] }) { return bound }
         let made = try await RTSPServerPorts.open(local: local, maximumPacketBytes: configuration.maximumPacketBytes,
-                                                  on: MultiThreadedEventLoopGroup.singleton.next())
+                                                  on: EventLoops.shared.next())
         let (ports, spare) = udpPorts.withLock { all -> (RTSPServerPorts, RTSPServerPorts?) in
             // Two SETUPs at once: the first one bound wins.
             if let bound = all[key] { return (bound, made) }
@@ -245,7 +245,7 @@ public final class RTSPServer: Sendable {
         for server in servers { try? server.close().wait() }
         for connection in state.withLock({ Array($0.connections.values) }) { connection.streamEnded(for: nil, within: 5) }
         // Each connection ends within the 5 s given to it; the closes run on the event loops.
-        let loop = MultiThreadedEventLoopGroup.singleton.next()
+        let loop = EventLoops.shared.next()
         let ended = loop.makePromise(of: Void.self)
         let waits = state.withLock { s -> Bool in
             guard !s.connections.isEmpty else { return false }

@@ -196,7 +196,7 @@ final class RTSPServerPorts: Sendable {
     func close(unused: Bool = false) {
         guard !closed.exchange(true, ordering: .acquiringAndReleasing) else { return }
         if !unused {
-            for loop in MultiThreadedEventLoopGroup.singleton.makeIterator() where !loop.inEventLoop {
+            for loop in EventLoops.shared.makeIterator() where !loop.inEventLoop {
                 try? loop.submit {}.wait()
             }
         }

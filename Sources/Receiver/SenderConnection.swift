@@ -35,7 +35,7 @@ final class SenderConnection: Sendable {
     static func connect(host: String, port: UInt16, timeoutMilliseconds: Int64, idleTimeoutSeconds: Double) async throws -> SenderConnection {
         let shown = hostAndPort(host, port)
         do {
-            return try await ClientBootstrap(group: MultiThreadedEventLoopGroup.singleton)
+            return try await ClientBootstrap(group: EventLoops.shared)
                 .connectTimeout(.milliseconds(timeoutMilliseconds))
                 .channelOption(.tcpOption(.tcp_nodelay), value: 1)
                 .channelOption(.socketOption(.so_keepalive), value: 1)

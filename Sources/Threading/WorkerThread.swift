@@ -18,6 +18,8 @@ public final class WorkerThread: @unchecked Sendable {
         let rc = pthread_create(&t, nil, { arg in
             let worker = Unmanaged<WorkerThread>.fromOpaque(arg!).takeRetainedValue()
             WorkerThread.nameCurrentThread(worker.name)
+            // Started from a dispatch thread, it would run at that thread's nice value, not the user's.
+            ProcessNice.applyToCurrentThread()
             worker.body()
             return nil
         }, box)
@@ -34,20 +36,6 @@ public final class WorkerThread: @unchecked Sendable {
         defer { close(fd) }
         let bytes = Array(name.utf8.prefix(15))
         _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
-    }
-
-    /// Asks that the calling thread be scheduled `steps` nice values ahead of the process's others (from
-    /// whatever the process was started at: `nice -n 15 camrec` gives it 5, not −10); Linux keeps nice per
-    /// thread, and `who` 0 is the caller. Allowed with CAP_SYS_NICE or an RLIMIT_NICE that reaches it
-    /// (systemd's LimitNICE=). Returns the nice value the thread got, or nil when refused (it runs on as it was).
-    public static func raiseCurrentThreadPriority(by steps: Int32) -> Int32? {
-        let which = __priority_which_t(PRIO_PROCESS.rawValue)
-        errno = 0
-        let current = getpriority(which, 0)
-        // -1 is a nice value too: only errno tells a failure.
-        if current == -1 && errno != 0 { return nil }
-        let target = max(current - max(steps, 0), -20)
-        return setpriority(which, 0, target) == 0 ? target : nil
     }
 
     /// Nobody will join it: its resources go when it ends.

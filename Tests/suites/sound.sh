@@ -10,8 +10,8 @@
 # every second's flash and burst within ±10 ms; both tracks end together (within one AAC frame); the
 # burned-in counter still reads 0..N in order; a raw .h264 beside them stays bare and video-only, and
 # camrec says so at the start. Then: stereo at 44.1 kHz, H.265, segments (each file carries both, in
-# sync), SIGKILL (the .partial plays both, in sync), SIGINT (both end together), and the options a
-# user can get wrong (one line each, status 64, no file).
+# sync), SIGKILL (the .partial plays both, in sync), SIGINT (both end together), the threads' nice values
+# under `nice -n 15`, and the options a user can get wrong (one line each, status 64, no file).
 #
 # Environment: CAMREC=path   test this binary instead of building with `swift build`
 #              KEEP=1        keep the work directory
@@ -214,6 +214,38 @@ echo "   $heard"
 wait_for $p 30 >/dev/null
 check "live page with Opus: Chromium's Web Audio hears the bursts a second apart ($BURSTS_APART)" \
     heard_bursts "$heard"
+
+# Every thread keeps the nice value camrec was started at, the sound's ten ahead of it where that is
+# allowed (as root): Linux keeps nice per thread, and a thread started from one of Swift's dispatch
+# threads ran at that thread's (0, or -4), the event loops and workers included, whatever the user asked.
+# Read from /proc; libdispatch's own workers ("qos" in their names) are Swift's and left out.
+# thread_nices PID: "name=nice" for each of its threads but those.
+thread_nices() {
+    local t
+    for t in /proc/"$1"/task/*; do
+        grep -q qos "$t/comm" 2>/dev/null && continue
+        echo "$(cat "$t/comm")=$(sed 's/.*) //' "$t/stat" | awk '{ print $17 }')"
+    done 2>/dev/null | sort | tr '\n' ' '
+}
+# all_at PID NICE AUDIO_NICE: the threads that must be there are, and each is at NICE (the audio thread at AUDIO_NICE).
+all_at() {
+    local got t name value
+    got=$(thread_nices "$1")
+    echo "   nice $2: $got"
+    for name in capture encode-h264 audio NIO-SGLTN-; do [[ " $got" == *" $name"* ]] || return 1; done
+    for t in $got; do
+        name=${t%=*} value=${t##*=}
+        if [[ $name == audio ]]; then [[ $value == "$3" ]] || return 1; else [[ $value == "$2" ]] || return 1; fi
+    done
+}
+next_port; NICE_HTTP=$PORT; next_port; NICE_RTSP=$PORT
+nice -n 15 "$CAMREC" --test-pattern --size 320x180 --duration 8 --audio test --http "127.0.0.1:$NICE_HTTP" --rtsp "127.0.0.1:$NICE_RTSP" \
+    nice.mkv >/dev/null 2>nice.err & p=$!
+wait_listen "$NICE_RTSP" >/dev/null; wait_listen "$NICE_HTTP" >/dev/null
+for _ in $(seq 50); do grep -qx audio /proc/$p/task/*/comm 2>/dev/null && break; sleep 0.1; done
+audio_nice=15; [[ $(id -u) == 0 ]] && audio_nice=5
+check "nice -n 15 camrec: its threads, the event loops' too, run at 15 and the sound's at $audio_nice" all_at "$p" 15 "$audio_nice"
+wait "$p"
 
 # usage ARGS… -- MESSAGE: camrec refuses ARGS with status 64 in one line matching MESSAGE, and writes no file.
 usage() {
