@@ -14,7 +14,11 @@ counts the same gaps as skipped_by_device= from the same sequence numbers.
 --stream N reads only the Nth streaming session in the log (from its VIDIOC_STREAMON to the next),
 for a log that holds several recordings one after the other.
 
-Prints one line: `dequeued=N skipped=N errored=N full=N wraps=N first=S last=S`.
+--tail N adds `tail=K`: the camera frames after the (N+1)th-last buffer handed out, to the last one. When a
+recorder let the last N (or fewer) of the buffers it was handed go, these are the most frames that can
+lie after the last one it kept: those N and the gaps in the sequence before each.
+
+Prints one line: `dequeued=N skipped=N errored=N full=N wraps=N first=S last=S` (and ` tail=K`).
 Exit status: 0, 1 when the log holds no VIDIOC_DQBUF of the node (or no such session), 2 on bad input.
 """
 import argparse
@@ -34,6 +38,8 @@ def main():
     parser.add_argument("node", help="the node's name in the log, e.g. video0 (a /dev/ path is shortened)")
     parser.add_argument("--stream", type=int, default=0, metavar="N",
                         help="only the Nth streaming session (1 = the first VIDIOC_STREAMON)")
+    parser.add_argument("--tail", type=int, metavar="N",
+                        help="also print tail=K, the frames after the (N+1)th-last buffer handed out")
     args = parser.parse_args()
     node = args.node.rsplit("/", 1)[-1]
     try:
@@ -70,8 +76,16 @@ def main():
         if current < previous:
             wraps += 1
         skipped += step - 1 if step > 0 else 0
+    tail = ""
+    if args.tail is not None:
+        if args.tail < 0:
+            print("dqbuf-sequences: --tail takes a count of buffers, 0 or more", file=sys.stderr)
+            return 2
+        # With every buffer possibly let go, the frames from the first one on.
+        before = sequences[-args.tail - 1] if args.tail < len(sequences) else sequences[0] - 1
+        tail = f" tail={(sequences[-1] - before) % (1 << 32)}"
     print(f"dequeued={len(sequences)} skipped={skipped} errored={errored} full={full} wraps={wraps} "
-          f"first={sequences[0]} last={sequences[-1]}")
+          f"first={sequences[0]} last={sequences[-1]}{tail}")
     return 0
 
 
