@@ -12,6 +12,7 @@
 set -uo pipefail
 
 source "$(dirname "$0")/case-lib.sh" camera-return
+source "$(dirname "$0")/device-log.sh"
 CAMREC_BIN=${CAMREC:?set CAMREC to the camrec binary}
 # Priority "interactive": vivid's fault controls are set by v4l2-ctl while camrec records (see
 # capture-cases.sh). Niced, so vivid's kernel thread keeps its pace beside x264 on the emulated CPU.
@@ -119,6 +120,7 @@ timeout --foreground 300 "${RUN[@]}" --device "$DEV" --size 320x180 --fps 10 --e
     --http "$HTTP_BIND:$HTTP_PORT" "${HTTP_OPEN[@]}" --listen "127.0.0.1:$TCP_PORT" --log-level info "$R/rec/rec-{n}.h264" "$R/rec/rec-{n}.mp4" \
     "rtmp://127.0.0.1:$RTMP_PORT/live/cam" 2>"$R/rec.err" &
 REC=$!
+VCPU_BEFORE=$(vcpu_sample)
 wait_for 60 has_frames
 REC_START=$(date +%s%N)   # the first frame, near enough: the unplugs and the end are timed from it
 # The receiver: ffmpeg reads the bare stream from the socket for the whole recording, never reconnecting.
@@ -223,6 +225,7 @@ check "and a new picture within 1.5 s of the camera being free again beside the 
 sleep_rest 75000 "$REC_START"
 kill -INT "$REC"
 wait "$REC"; rc=$?
+VCPU_AFTER=$(vcpu_sample)
 nap 1
 kill "$RECEIVER" "$ARRIVALS" 2>/dev/null; wait "$RECEIVER" "$ARRIVALS" 2>/dev/null
 v4l2-ctl -d "$DEV" -c percentage_of_dropped_buffers=0
@@ -291,10 +294,13 @@ check "the pictures of the $((back + 1)) stretches show every camera frame in or
     eval "[[ $steps_ok == 1 && -n '$dropped' && -n '$empty' && -n '$errored' ]] && (( seen <= dropped && seen >= dropped - empty - errored ))"
 # camrec's own drops (no pool buffer free, the encoder behind) at 320x180, 10 fps: 0 in a run beside
 # other VM suites; 17 of 1722 (1%) with stress-ng --cpu 1 beside as well (load 12, vivid itself
-# skipping 45%). At most 2% of the frames delivered: a recorder losing one frame in ten fails.
+# skipping 45%). At most 2% of the frames delivered: a recorder losing one frame in ten fails. Beside
+# a starved host (31 of 965 in CI's run of 819f077, 2026-11-30) the frames the time the host kept the
+# VM's CPUs waiting beyond their idle time is worth (frames_withheld) are excused too.
 delivered=$(counter "$R/rec.err" delivered)
-check "camrec itself dropped at most 2% of the ${delivered:-?} frames delivered for want of a pool buffer (pool_empty=${empty:-?}; vivid skipped ${skipped:-?})" \
-    eval "[[ -n '$empty' && -n '$delivered' ]] && (( ${empty:-1} * 50 <= ${delivered:-0} ))"
+withheld=$(frames_withheld "the recording" "$VCPU_BEFORE" "$VCPU_AFTER" 100)
+check "camrec itself dropped at most 2% of the ${delivered:-?} frames delivered for want of a pool buffer, and the $withheld the host withheld the VM's CPUs for (pool_empty=${empty:-?}; vivid skipped ${skipped:-?})" \
+    eval "[[ -n '$empty' && -n '$delivered' ]] && (( ${empty:-1} * 50 <= ${delivered:-0} + 50 * $withheld ))"
 nap 1   # nginx closes its recording when the publisher has gone
 kill "$NGINX" 2>/dev/null; wait "$NGINX" 2>/dev/null
 # What the receivers got, from their own files: each picture's MD5 as ffmpeg decodes it, against the

@@ -56,28 +56,30 @@ camrec_own_drops() {
 
 # The host as a witness of the VM's CPU: under emulation the guest cannot see the time its one CPU
 # waited for a host core (its clock runs on), yet a recorder starved of it falls behind the camera.
-# vcpu_sample prints "WAIT_NS RUN_NS NOW_NS": the VM's vCPU threads as the host's scheduler counted them
-# (Tests/tools/vcpu-wait.py through on_host), and the host's clock; nothing outside Tests/vm/run.sh.
+# vcpu_sample prints "WAIT_NS RUN_NS NOW_NS CPUS": the VM's vCPU threads as the host's scheduler counted
+# them, summed (Tests/tools/vcpu-wait.py through on_host), the host's clock, and how many vCPUs; nothing
+# outside Tests/vm/run.sh.
 vcpu_sample() {
     [[ -f ${CAMREC_VM_RESULTS:-}/.qemu.pid ]] || return 0
     on_host /usr/bin/python3 Tests/tools/vcpu-wait.py "$CAMREC_VM_RESULTS/.qemu.pid" 2>/dev/null |
-        sed -n 's/^wait_ns=\([0-9]*\) run_ns=\([0-9]*\) threads=[0-9]* now_ns=\([0-9]*\)$/\1 \2 \3/p'
+        sed -n 's/^wait_ns=\([0-9]*\) run_ns=\([0-9]*\) threads=\([0-9]*\) now_ns=\([0-9]*\)$/\1 \2 \4 \3/p'
 }
-# frames_withheld NAME "W0 R0 T0" "W1 R1 T1" INTERVAL_MS: the camera's frames (one each INTERVAL_MS) that
-# the host's withholding of the VM's one CPU between the two samples is worth: the time its CPU waited
-# for a host core beyond the time it had nothing to do (idle: neither run nor waiting), which it could
-# have caught up in. 0 on a host that kept it waiting no longer than that, and without samples.
+# frames_withheld NAME "W0 R0 T0 N" "W1 R1 T1 N" INTERVAL_MS: the camera's frames (one each INTERVAL_MS)
+# that the host's withholding of the VM's CPUs between the two samples is worth: the time a CPU waited
+# for a host core (on average over the N vCPUs) beyond the time it had nothing to do (idle: neither
+# run nor waiting), which it could have caught up in. 0 on a host that kept them waiting no longer than
+# that, and without samples.
 frames_withheld() {
-    local name=$1 interval=$4 w0 r0 t0 w1 r1 t1 v waited ran idle beyond
-    read -r w0 r0 t0 <<<"$2"; read -r w1 r1 t1 <<<"$3"
-    for v in "$w0" "$r0" "$t0" "$w1" "$r1" "$t1" "$interval"; do [[ $v =~ ^[0-9]+$ ]] || { v=; break; }; done
-    if [[ -z $v ]] || ((interval == 0)); then
+    local name=$1 interval=$4 w0 r0 t0 n0 w1 r1 t1 n1 v waited ran idle beyond
+    read -r w0 r0 t0 n0 <<<"$2"; read -r w1 r1 t1 n1 <<<"$3"
+    for v in "$w0" "$r0" "$t0" "$n0" "$w1" "$r1" "$t1" "$interval"; do [[ $v =~ ^[0-9]+$ ]] || { v=; break; }; done
+    if [[ -z $v ]] || ((interval == 0 || n0 == 0)) || [[ $n0 != "$n1" ]]; then
         echo "   $name: the VM's CPU time not measured (no run.sh host): no frame excused for it" >&2; echo 0; return
     fi
-    waited=$(( (w1 - w0) / 1000000 )) ran=$(( (r1 - r0) / 1000000 ))
+    waited=$(( (w1 - w0) / 1000000 / n0 )) ran=$(( (r1 - r0) / 1000000 / n0 ))
     idle=$(( (t1 - t0) / 1000000 - waited - ran )); ((idle > 0)) || idle=0
     beyond=$((waited - idle)); ((beyond > 0)) || beyond=0
-    echo "   $name: in $(( (t1 - t0) / 1000000 )) ms the host ran the VM's CPU $ran ms and kept it waiting $waited ms, $beyond ms beyond its $idle ms idle: $((beyond / interval)) frames of ${interval} ms" >&2
+    echo "   $name: in $(( (t1 - t0) / 1000000 )) ms the host ran the VM's $n0 CPU(s) $ran ms each and kept each waiting $waited ms, $beyond ms beyond its $idle ms idle: $((beyond / interval)) frames of ${interval} ms" >&2
     echo $((beyond / interval))
 }
 # frame_interval_ms DEV: the node's frame interval as the driver states it (VIDIOC_G_PARM), in ms rounded
