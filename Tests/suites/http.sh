@@ -581,7 +581,17 @@ echo "   bad network, load $(cut -d' ' -f1-3 /proc/loadavg): MSE $(cat "$W/edge-
 # What the stand-in network itself held WebRTC's picture beyond netem's delay near the end (netem_held).
 HELD=$(netem_held edge 60)
 held_ms=$(field "$HELD" held_ms)
-echo "   the stand-in network, WebRTC's picture: $(cat "$W/edge-transit.txt" 2>/dev/null); beyond the least, the 95th percentile of each 10 s $(field "$HELD" p95_by_10s) ms"
+echo "   the stand-in network, WebRTC's picture: $(head -1 "$W/edge-transit.txt" 2>/dev/null); $(sed -n "s/^stream //p" "$W/edge-transit.txt" 2>/dev/null | tr "\n" ";"); beyond the least, the 95th percentile of each 10 s $(field "$HELD" p95_by_10s) ms"
+# WebRTC's frame count is held to 1200 of the minute's 1800 through netem's 1% loss. When the stand-in
+# network itself loses more (the emulated VM starved: at load 8.8 in CI's run of 819f077, 2026-11-30, 1142
+# of the picture's 3083 packets never reached the relay and the page showed 1188 frames), the bound is
+# scaled by the share of the picture's packets that came back out of the VM over netem's 99%, counted on
+# this host as they went in and out (udp-transit.py: packets camrec numbered and never sent are not
+# excused; they are gaps on the way in).
+read -r _ in_packets in_gaps out_packets <<<"$(awk -v types=" $(field "$(cat "$W/edge-webrtc.json" 2>/dev/null)" answer_h264_types) " \
+    '$1 == "stream" { split($2, id, "/"); if (index(types, " " id[2] " ")) print $2, $4, $6, $8 }' "$W/edge-transit.txt" 2>/dev/null | sort -k2 -n | tail -1)"
+webrtc_frames=$(awk -v i="${in_packets:-0}" -v o="${out_packets:-0}" 'BEGIN { c = (i > 0) ? o / i / 0.99 : 1; if (c > 1) c = 1; printf "%d", 1200 * c + 0.999 }')
+carried="the stand-in network carried ${out_packets:-?} of the ${in_packets:-?} packets of the picture camrec sent into it (${in_gaps:-?} numbered and never sent)"
 for kind in MSE WebRTC; do
     EDGE_R=$(cat "$W/edge-${kind,,}.json" 2>/dev/null)
     [[ $kind == MSE ]] && plays="'playing MSE'*" || plays="'playing WebRTC'"
@@ -591,12 +601,12 @@ for kind in MSE WebRTC; do
     # not known (docs/HTTP.md, "Keeping up with live"), so WebRTC is held to what was measured, at most one;
     # MSE to none. Each presented picture's counts are printed to tell, if it comes again, which layer it was.
     backwards=$(field "$EDGE_R" counters_backwards)
-    [[ $kind == MSE ]] && allowed=0 || allowed=1
+    [[ $kind == MSE ]] && allowed=0 least=1200 through="" || allowed=1 least=$webrtc_frames through="; $carried"
     each=$(python3 -c 'import json, sys; e = json.loads(sys.argv[1]).get("each") or {}
 print("%s presented, numbers back %s %s, mediaTime back %s, RTP time back %s" % tuple(e.get(k) for k in
       ("presented", "numbers_back", "back_at", "media_time_back", "rtp_back")))' "$EDGE_R" 2>/dev/null)
-    check "bad network (netem 50 ms ± 20 ms, 1% loss), $kind: the page played it through for 60 s ($(field "$EDGE_R" transport); error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, numbers backwards ${backwards:-?} (at most $allowed; of each picture: $each))" \
-        eval "[[ -z '$(field "$EDGE_R" error)' && '$(field "$EDGE_R" transport)' == $plays ]] && [ '$(field "$EDGE_R" corrupted)' = 0 ] && at_most '$backwards' $allowed && at_least '$(field "$EDGE_R" frames)' 1200"
+    check "bad network (netem 50 ms ± 20 ms, 1% loss), $kind: the page played it through for 60 s ($(field "$EDGE_R" transport); error $(field "$EDGE_R" error), $(field "$EDGE_R" frames) frames, $(field "$EDGE_R" corrupted) corrupted, numbers backwards ${backwards:-?} (at most $allowed; of each picture: $each); at least $least frames$through)" \
+        eval "[[ -z '$(field "$EDGE_R" error)' && '$(field "$EDGE_R" transport)' == $plays ]] && [ '$(field "$EDGE_R" corrupted)' = 0 ] && at_most '$backwards' $allowed && at_least '$(field "$EDGE_R" frames)' $least"
     # WebRTC's bound: 0.5 s and what the stand-in network held its packets beyond netem's delay in the last
     # 30 s (the most of each 10 s's 95th percentile); MSE's, over TCP with its own catch-up, 0.5 s alone.
     if [[ $kind == MSE ]]; then bound=500 beyond=""; else

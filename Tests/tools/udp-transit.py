@@ -10,7 +10,10 @@ datagram sent to IN_PORT (camrec's media, on its way into the VM's relay) and ea
 known by its SSRC, payload type and sequence number (SRTP leaves the RTP header in the clear). LOG gets a line for
 each packet seen both ways, "SSRC PT SEQ IN_NS OUT_NS" (CLOCK_MONOTONIC), so the transit of each is what the
 relay, its VM, netem and qemu's forwarding took together, measured outside camrec and outside the VM.
-Prints "transit: N packets, least L ms, median M ms, most X ms" at the end.
+Prints "transit: N packets, least L ms, median M ms, most X ms" at the end, then for each stream a line
+"stream SSRC/PT in N gaps G out M": the packets that went into the VM (each sequence number once), the
+sequence numbers between its first and last that never went in (those the sender numbered and never
+sent: outside the network under test), and how many of those that went in came back out.
 """
 import select, signal, socket, struct, sys, time
 
@@ -39,7 +42,7 @@ def main():
     to_monotonic = time.monotonic_ns() - time.time_ns()
     stop = []
     signal.signal(signal.SIGTERM, lambda *_: stop.append(1))
-    seen_in, pairs = {}, {}
+    seen_in, pairs, came_out = {}, {}, set()
     end = time.monotonic() + seconds
     while not stop and time.monotonic() < end:
         try:
@@ -66,8 +69,9 @@ def main():
             continue
         if destination == in_port:
             seen_in.setdefault(key, stamp)
-        elif source == out_port and key in seen_in and key not in pairs:
-            pairs[key] = (seen_in[key], stamp)
+        elif source == out_port and key in seen_in:
+            came_out.add(key)
+            pairs.setdefault(key, (seen_in[key], stamp))
     with open(log, "w") as f:
         for (ssrc, payload_type, seq), (t_in, t_out) in sorted(pairs.items(), key=lambda item: item[1][0]):
             f.write(f"{ssrc} {payload_type} {seq} {t_in} {t_out}\n")
@@ -77,6 +81,17 @@ def main():
               f"median {transits[len(transits) // 2]:.1f} ms, most {transits[-1]:.1f} ms")
     else:
         print("transit: 0 packets")
+    streams = {}
+    for ssrc, payload_type, seq in seen_in:
+        streams.setdefault((ssrc, payload_type), []).append(seq)
+    for (ssrc, payload_type), seqs in sorted(streams.items()):
+        # Sequence numbers wrap at 2^16: unwrapped in arrival order would need the order; a 60 s stream at
+        # this bitrate sends far fewer than 2^16, so the span is taken on the circle's shorter side.
+        seqs.sort()
+        widest = max(((b - a) % 65536 for a, b in zip(seqs, seqs[1:] + seqs[:1])), default=0)
+        span = 65536 - widest + 1 if len(seqs) > 1 else len(seqs)
+        out = sum(1 for seq in seqs if (ssrc, payload_type, seq) in came_out)
+        print(f"stream {ssrc}/{payload_type} in {len(seqs)} gaps {span - len(seqs)} out {out}")
 
 
 if __name__ == "__main__":
