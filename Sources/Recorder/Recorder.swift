@@ -66,9 +66,10 @@ public final class Recorder: Sendable {
         /// with the presentation time the video ends at (the last frame's plus one frame): the sound is
         /// finished up to there, so both tracks end together.
         public var onVideoEnded: (@Sendable (_ endPresentationNanoseconds: UInt64?) -> Void)?
-        /// Called when no frame will come past a presentation time, before the encoders have put out what
-        /// they hold (a slow encoder's flush can take seconds): once the last frame has been captured, and
-        /// at a camera loss (until `onCaptureResumed`). Sound beyond it has no picture to go with.
+        /// Called on the capture thread when no frame will come past a presentation time, before the
+        /// encoders have put out what they hold (a slow encoder's backlog and flush can take seconds): once
+        /// the last frame has been captured, and at a camera loss (until `onCaptureResumed`). Sound beyond
+        /// it has no picture to go with.
         public var onCaptureEnded: (@Sendable (_ endPresentationNanoseconds: UInt64) -> Void)?
         /// Called on the capture thread with the first frame after a camera came back, before it is
         /// encoded: frames come again from its presentation time on.
@@ -230,8 +231,6 @@ public final class Recorder: Sendable {
         capture.start()
 
         var sinceKeyframe = 0
-        var lastHanded: UInt64?
-        let frameInterval = Self.frameInterval(source.framesPerSecond)
         let passthrough = branches.contains { $0.encoder.isPassthrough }
         while let item = frames.pop() {
             let buffer: PixelBuffer
@@ -264,10 +263,8 @@ public final class Recorder: Sendable {
                 encodeStarts.withLock { $0[Int(entry.0 % 64)] = entry }
             }
             hooks.onFrameBeforeEncoding?(buffer)
-            lastHanded = buffer.presentationTimeNanoseconds
             hand(buffer, to: branches, forceKeyframe: force, release: release, tap: tap)
         }
-        if let lastHanded { hooks.onCaptureEnded?(lastHanded &+ frameInterval) }
         capture.join()
         for branch in branches { branch.queue?.close() }
         for branch in branches { branch.worker?.join() }
@@ -315,6 +312,7 @@ public final class Recorder: Sendable {
         var framesToLog = 0
         var behind = EncoderBehindNotice()
         var lastPushed: UInt64?
+        var endTold = false
         var resumed = false
         while true {
             if let max = limits.frames, delivered >= max { break }
@@ -328,6 +326,7 @@ public final class Recorder: Sendable {
             guard let buffer else {
                 if let lastPushed, hooks.sourceReturn != nil {
                     hooks.onCaptureEnded?(lastPushed &+ Self.frameInterval(source.framesPerSecond))
+                    endTold = true
                 }
                 guard let next = awaitReturn(after: source, frames: frames, pool: pool, hooks: hooks) else { break }
                 resumed = lastPushed != nil
@@ -362,8 +361,12 @@ public final class Recorder: Sendable {
             }
             delivered += 1
             lastPushed = buffer.presentationTimeNanoseconds
+            endTold = false
             frames.push(.frame(buffer))
         }
+        // Told here, not once the encoders have caught up: behind a starved CPU they held 22 s of frames
+        // (a pool's stall headroom), and the sound captured meanwhile went on into the file past its picture.
+        if let lastPushed, !endTold { hooks.onCaptureEnded?(lastPushed &+ Self.frameInterval(source.framesPerSecond)) }
         source.stop()
     }
 

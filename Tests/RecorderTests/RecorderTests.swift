@@ -68,6 +68,34 @@ final class RecorderTests: XCTestCase {
         XCTAssertEqual(calls.last?.published, 45, "the video's end once every frame is published")
     }
 
+    /// A camera's frames wait in the pool for an encoder that is behind (a starved CPU: 22 s of them in a
+    /// VM, its microphone's sound going on into the file past the picture meanwhile): the capture's end is
+    /// told as the last frame is captured, while the first still waits to be encoded.
+    func testTheCapturesEndIsToldWhileFramesStillWaitForTheEncoder() throws {
+        let hub = StreamHub(label: "h264", keyframes: KeyframeGate())
+        let recorder = Recorder(source: TestPatternSource(size: size, fps: 30, realTime: false), encoder: try encoder(), hub: hub,
+                                keyframeInterval: 10, limits: .init(frames: 3), logger: Logger(label: "test"))
+        XCTAssertGreaterThanOrEqual(try recorder.makePool().capacity, 3, "the three frames fit in a camera's pool")
+        let got = collect(try XCTUnwrap(hub.subscribe("all", from: .nextIDR, policy: .lossless(depth: 8))))
+        let ended = Mutex<UInt64?>(nil)
+        let toldBeforeTheFirstEncoded = Mutex<Bool?>(nil)
+        var hooks = Recorder.Hooks()
+        hooks.onCaptureEnded = { end in ended.withLock { $0 = end } }
+        hooks.onFrameBeforeEncoding = { buffer in
+            guard buffer.sequence == 0 else { return }
+            // The encoder held up at the first frame: the other two are captured meanwhile, or never.
+            let deadline = MonotonicClock.now() + 5_000_000_000
+            while ended.withLock({ $0 }) == nil && MonotonicClock.now() < deadline { usleep(1000) }
+            toldBeforeTheFirstEncoded.withLock { $0 = ended.withLock { $0 } != nil }
+        }
+        XCTAssertNil(recorder.run(hooks: hooks).failure)
+        got.waitUntilEnded()
+        XCTAssertEqual(toldBeforeTheFirstEncoded.withLock { $0 }, true, "told while frame 0 waited for its encoder")
+        let last = try XCTUnwrap(got.units.last?.presentation)
+        XCTAssertEqual(got.units.count, 3)
+        XCTAssertEqual(ended.withLock { $0 }, last + 1_000_000_000 / 30, "the last frame captured plus a frame")
+    }
+
     func testTwoEncodingsFromAFileSourceEachGetEveryFrame() throws {
         let hubs = (StreamHub(label: "a", keyframes: KeyframeGate()), StreamHub(label: "b", keyframes: KeyframeGate()))
         let branches = [EncodingBranch(encoder: try encoder(planar: true), hub: hubs.0, codec: .h264),

@@ -99,6 +99,15 @@ lags=(lag-*.mkv)
 check "picture behind the sound: each of the ${#lags[@]} segments (at least 2) has its sound from its first picture to its last, within 30 ms" \
     bash -c "((${#lags[@]} >= 2)) && for f in ${lags[*]}; do python3 $TOOLS/av-edges.py \$f 0.03 || exit 1; done"
 
+# The picture more than 11 s behind at the end (placebo at 960x540 on one thread, ~3.5 frames a second,
+# behind a 30 fps pattern whose pool holds 2 s of frames: 21 s to record 5 s here). The sound is ended where
+# the capture ended, not once the encoder has caught up: before, 3.7 s of sound captured after the last
+# picture went into the file (8.2 s of sound to 4.5 s of picture; the muxer waits for a picture only 10.9 s).
+"$CAMREC" --test-pattern --size 960x540 --preset placebo --threads 1 --duration 5 --audio test --overwrite behind.mkv \
+    >/dev/null 2>behind.err; rc=$?
+check "picture over 11 s behind the sound at the end: exit 0 (status $rc), and the sound lasts to the picture's end and at most one AAC frame past it ($(python3 "$TOOLS/av-edges.py" behind.mkv 0.0214 ends 2>&1 | head -1))" \
+    bash -c "[ $rc -eq 0 ] && python3 '$TOOLS/av-edges.py' behind.mkv 0.0214 ends >/dev/null"
+
 "$CAMREC" --test-pattern --size 320x240 --frames 100000 --audio test killed.mp4 >/dev/null 2>kill.err & p=$!
 wait_log kill.err "sound goes into|encoding in" 1 20 >/dev/null; sleep 5
 kill -9 $p; wait $p 2>/dev/null
