@@ -302,16 +302,18 @@ fi
 # interval (100 ms) old, so a recorder that stamped frames when it dequeued them would be that far off.
 # Eight buffers (v4l2loopback's default is two): the writer fills them in turn whether or not a reader
 # still holds one, and a picture overwritten while camrec decodes it would carry another's timestamp.
+# 60 s of numbered pictures, each number once: beside stress-ng the starved VM took 24 s from the writer's
+# start to camrec's first frame, and a 25 s writer ended under it (camrec: the camera stalled).
 echo "== the MJPEG camera's own frame times: numbered JPEGs written at logged times ($(elapsed))"
 stop_writer
 DEV=/dev/video26
 if wait_for 10 rmmod v4l2loopback 2>/dev/null &&
     insmod "$LOOPBACK_KO" devices=1 video_nr=26 exclusive_caps=1 max_buffers=8 card_label="camrec MJPEG loopback" &&
-    on_host /usr/bin/python3 Tests/tools/loopback-feeder.py --make "$R/stamped.yuyv" --size 320x240 --frames 250 &&
+    on_host /usr/bin/python3 Tests/tools/loopback-feeder.py --make "$R/stamped.yuyv" --size 320x240 --frames 600 &&
     on_host ffmpeg -nostdin -v error -f rawvideo -pix_fmt yuyv422 -s 320x240 -i "$R/stamped.yuyv" \
         -c:v mjpeg -q:v 3 -pix_fmt yuvj422p -f mjpeg -y "$R/stamped.mjpeg"; then
     nice -n -5 /usr/bin/python3 Tests/tools/loopback-feeder.py "$DEV" "$R/stamped.feed" --size 320x240 --fps 10 \
-        --seconds 25 --mjpeg "$R/stamped.mjpeg" &
+        --seconds 60 --mjpeg "$R/stamped.mjpeg" &
     WRITER=$!
     if wait_capture; then
         "${CAMREC[@]}" --device "$DEV" --size 320x240 --frames 80 --preset ultrafast --overwrite "$R/stamped.mkv" \
