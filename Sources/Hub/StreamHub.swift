@@ -20,6 +20,7 @@ public final class StreamHub: Sendable {
         var closed = false
         var published = 0
         var newest: PublishedFrame?
+        var newestCaptured: PublishedFrame?
     }
 
     /// The newest access unit published: which frame, and when it is presented.
@@ -167,6 +168,14 @@ public final class StreamHub: Sendable {
 
     /// The newest access unit published so far; nil before the first.
     public var newest: PublishedFrame? { state.withLock { $0.newest } }
+    /// The newest frame captured for this stream, encoded or not: the camera's "now". Behind a starved
+    /// encoder the newest published lags it by up to the pool's stall headroom (seconds).
+    public var newestCaptured: PublishedFrame? { state.withLock { $0.newestCaptured } }
+
+    /// Notes a frame as captured, before it is encoded (the recorder's capture thread, once a frame).
+    public func noteCaptured(_ frame: PublishedFrame) {
+        state.withLock { $0.newestCaptured = frame }
+    }
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
     /// Access units published so far.
     public var publishedCount: Int { state.withLock { $0.published } }

@@ -181,7 +181,7 @@ public final class EventRecorder: StreamOutput, Sendable {
 
     /// Starts an event, or extends the one being written.
     /// - Parameter frame: the frame the trigger belongs to (motion: the frame that moved), when it is
-    ///   not the newest encoded (which may lag behind a frame about to be encoded).
+    ///   not the newest captured.
     /// - Parameter motionScore: the share of the picture that moved, for a motion trigger.
     public func trigger(_ trigger: Trigger, label: String? = nil, frame: StreamHub.PublishedFrame? = nil,
                         motionScore: Double? = nil) -> Outcome {
@@ -190,7 +190,12 @@ public final class EventRecorder: StreamOutput, Sendable {
         var told: (@Sendable (Event, _ firstPicture: (accessUnit: [UInt8], sequence: UInt64)?) -> Void)?
         let outcome = state.withLock { s -> Outcome in
             guard let hub = s.hub, !hub.isClosed, !s.finishing else { return .refused("the recording is not running") }
-            guard let newest = frame ?? hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
+            guard let published = hub.newest else { return .refused("no frame has been encoded yet; try again in a moment") }
+            // A signal's or a request's "now" is the camera's newest frame, not the newest encoded: behind a
+            // starved encoder that is seconds old, and a clip's pre- and post-roll were reckoned from it (in the test
+            // VM a clip began at the IDR 14 s before the one asked for).
+            let captured = hub.newestCaptured.flatMap { $0.presentationTimeNanoseconds > published.presentationTimeNanoseconds ? $0 : nil }
+            let newest = frame ?? captured ?? published
             let post = UInt64(configuration.postRollSeconds * 1e9)
             let end = newest.presentationTimeNanoseconds &+ post
             s.totals.triggers[trigger, default: 0] += 1

@@ -225,8 +225,9 @@ public final class Recorder: Sendable {
         startBranchThreads(branches, release: release)
 
         let frames = BlockingQueue<CaptureItem>(capacity: pool.capacity)
+        let hubs = branches.map(\.hub)
         let capture = WorkerThread(name: "capture") { [unowned self] in
-            self.captureLoop(into: frames, pool: pool, hooks: hooks)
+            self.captureLoop(into: frames, pool: pool, hooks: hooks, hubs: hubs)
         }
         capture.start()
 
@@ -301,7 +302,7 @@ public final class Recorder: Sendable {
     }
 
 
-    private func captureLoop(into frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool, hooks: Hooks) {
+    private func captureLoop(into frames: BlockingQueue<CaptureItem>, pool: PixelBufferPool, hooks: Hooks, hubs: [StreamHub]) {
         defer { frames.close() }
         var delivered = 0
         let durationLimit = limits.durationSeconds.map { UInt64($0 * 1e9) }
@@ -362,6 +363,8 @@ public final class Recorder: Sendable {
             delivered += 1
             lastPushed = buffer.presentationTimeNanoseconds
             endTold = false
+            let captured = StreamHub.PublishedFrame(sequence: buffer.sequence, presentationTimeNanoseconds: buffer.presentationTimeNanoseconds)
+            for hub in hubs { hub.noteCaptured(captured) }
             frames.push(.frame(buffer))
         }
         // Told here, not once the encoders have caught up: behind a starved CPU they held 22 s of frames
