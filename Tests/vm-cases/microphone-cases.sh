@@ -47,8 +47,11 @@ camera_on() {
     CAM=/dev/video$1
     feed "$2"
 }
-# Returns once the first picture is in (the node has its format).
-feed() { "${FEEDER[@]}" "$CAM" "$1" --size 320x180 --fps 15 2>"$1.err" & FEEDER_PID=$!; wait_for 30 test -s "$1"; }
+# Returns once the first picture is in (the node has its format). --steady: after a stall of the emulated
+# CPU a feeder catching up writes a burst, which laps v4l2loopback's eight buffers and overwrites one camrec
+# still holds (in a quiet CI-like run of 8eaa1fa: pictures 893-896 gone, 897 recorded twice, where the buffers'
+# sequence numbers showed a gap of 3); a real camera never writes into a buffer its reader holds.
+feed() { "${FEEDER[@]}" "$CAM" "$1" --size 320x180 --fps 15 --steady 2>"$1.err" & FEEDER_PID=$!; wait_for 30 test -s "$1"; }
 # The feeder's picture interval (15 a second), rounded up: frames_withheld then errs low.
 PICTURE_MS=67
 stop_feed() { kill "$FEEDER_PID" 2>/dev/null; wait "$FEEDER_PID" 2>/dev/null; }
