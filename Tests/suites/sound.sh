@@ -256,7 +256,10 @@ next_port; NICE_HTTP=$PORT; next_port; NICE_RTSP=$PORT
 nice -n 15 "$CAMREC" --test-pattern --size 320x180 --duration 8 --audio test --http "127.0.0.1:$NICE_HTTP" --rtsp "127.0.0.1:$NICE_RTSP" \
     nice.mkv >/dev/null 2>nice.err & p=$!
 wait_listen "$NICE_RTSP" >/dev/null; wait_listen "$NICE_HTTP" >/dev/null
-for _ in $(seq 50); do grep -qx audio /proc/$p/task/*/comm 2>/dev/null && break; sleep 0.1; done
+# Every thread the check names must have started (in CI-like run of 40d8524 the sound's had, the capture's and
+# the encoder's not yet, under load): up to 10 s.
+all_started() { local c; c=$(cat /proc/"$p"/task/*/comm 2>/dev/null); for n in capture encode-h264 audio NIO-SGLTN-; do grep -q "^$n" <<<"$c" || return 1; done; }
+for _ in $(seq 100); do all_started && break; sleep 0.1; done
 audio_nice=15; [[ $(id -u) == 0 ]] && audio_nice=5
 check "nice -n 15 camrec: its threads, the event loops' too, run at 15 and the sound's at $audio_nice" all_at "$p" 15 "$audio_nice"
 wait "$p"
