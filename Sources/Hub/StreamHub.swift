@@ -20,7 +20,6 @@ public final class StreamHub: Sendable {
         var closed = false
         var published = 0
         var newest: PublishedFrame?
-        var newestCaptured: PublishedFrame?
     }
 
     /// The newest access unit published: which frame, and when it is presented.
@@ -33,6 +32,7 @@ public final class StreamHub: Sendable {
         }
     }
     private let state: Mutex<State>
+    private let captured = Mutex<PublishedFrame?>(nil)
 
     public init(label: String, ring: RingBounds = RingBounds(seconds: 0, maximumBytes: 0, maximumFrames: 0),
                 keyframes: KeyframeGate) {
@@ -170,11 +170,12 @@ public final class StreamHub: Sendable {
     public var newest: PublishedFrame? { state.withLock { $0.newest } }
     /// The newest frame captured for this stream, encoded or not: the camera's "now". Behind a starved
     /// encoder the newest published lags it by up to the pool's stall headroom (seconds).
-    public var newestCaptured: PublishedFrame? { state.withLock { $0.newestCaptured } }
+    public var newestCaptured: PublishedFrame? { captured.withLock { $0 } }
 
-    /// Notes a frame as captured, before it is encoded (the recorder's capture thread, once a frame).
+    /// Notes a frame as captured, before it is encoded (the recorder's capture thread, once a frame). A lock
+    /// of its own: the capture thread never waits on the subscribers' state the encoder's thread holds.
     public func noteCaptured(_ frame: PublishedFrame) {
-        state.withLock { $0.newestCaptured = frame }
+        captured.withLock { $0 = frame }
     }
     public var subscriberCount: Int { state.withLock { $0.subscribers.count } }
     /// Access units published so far.
